@@ -1,0 +1,306 @@
+//! The estimator: per-GPU bytes of one training step or inference pass, and the peak.
+//!
+//! [`estimate`] is pure and allocation-free apart from the returned struct, so the GUI can call it
+//! every frame and sweeps can call it thousands of times.
+
+pub mod activations;
+pub mod saved;
+pub mod scenario;
+pub mod states;
+
+pub use saved::{Cat, Saved};
+pub use scenario::{
+    AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Overhead, Scenario, ScenarioError, Targets,
+};
+
+use crate::model::{Architecture, LayerTable};
+use activations::ActivationModel;
+use serde::Serialize;
+use states::States;
+
+/// Where in the step the peak happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Forward pass (inference, or the end of the training forward).
+    Forward,
+    /// Backward pass.
+    Backward,
+    /// Optimizer step.
+    OptimizerStep,
+}
+
+impl Phase {
+    /// Name for display.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Forward => "forward",
+            Self::Backward => "backward",
+            Self::OptimizerStep => "optimizer step",
+        }
+    }
+}
+
+/// What is alive at one moment of the step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    /// Parameters (allocator-rounded).
+    pub parameters: u64,
+    /// Gradients alive at that moment.
+    pub gradients: u64,
+    /// Optimizer states.
+    pub optimizer_states: u64,
+    /// Saved activations alive at that moment (including recomputed ones).
+    pub activations: u64,
+    /// KV cache.
+    pub kv_cache: u64,
+    /// Short-lived tensors of the op running at that moment.
+    pub temporaries: u64,
+}
+
+impl Snapshot {
+    /// Sum of the parts.
+    pub fn total(&self) -> u64 {
+        self.parameters + self.gradients + self.optimizer_states + self.activations + self.kv_cache + self.temporaries
+    }
+}
+
+/// One candidate moment for the peak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Moment {
+    /// Phase of the step.
+    pub phase: Phase,
+    /// What runs then.
+    pub what: &'static str,
+    /// What is alive.
+    pub alive: Snapshot,
+}
+
+/// The result of an estimate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Estimate {
+    /// Distinct parameters of the model.
+    pub n_params: u64,
+    /// Parameters that train.
+    pub trainable_params: u64,
+    /// Parameter bytes (exact).
+    pub parameters: u64,
+    /// Gradient bytes after backward (exact).
+    pub gradients: u64,
+    /// Optimizer-state bytes (exact).
+    pub optimizer_states: u64,
+    /// Bytes saved for backward at the end of the forward pass (0 for inference).
+    pub activations: u64,
+    /// Saved bytes by category.
+    pub activation_breakdown: Saved,
+    /// KV-cache bytes (inference).
+    pub kv_cache: u64,
+    /// `torch.cuda.max_memory_allocated()` over a steady-state step.
+    pub peak_allocated: u64,
+    /// The moment of the peak.
+    pub peak: Moment,
+    /// All candidate moments considered.
+    pub moments: Vec<Moment>,
+    /// CUDA context, workspaces and allocator reserve.
+    pub overhead: u64,
+    /// `peak_allocated + overhead`: what nvidia-smi would show.
+    pub total: u64,
+}
+
+/// Saved bytes of all blocks under a checkpointing choice, and what one backward step recomputes.
+fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, u64) {
+    let mut s = Saved::default();
+    if layers == 0 {
+        return (s, 0);
+    }
+    let full = am.full_layer;
+    let ckpt_input = |s: &mut Saved, n: u64| s.add(Cat::CheckpointInputs, n * am.layer_input_bytes);
+    let train = sc.mode == Mode::Train;
+    match if train { sc.checkpointing } else { Checkpointing::None } {
+        Checkpointing::None => {
+            s.add_all(&am.first_layer);
+            s.add_all(&full.times(layers - 1));
+            s.add(Cat::Embeddings, am.shared_layer_bytes);
+            (s, 0)
+        }
+        Checkpointing::Full => {
+            ckpt_input(&mut s, layers);
+            (s, full.total())
+        }
+        Checkpointing::Every(k) => {
+            let n_ckpt = layers.div_ceil(k.max(1));
+            ckpt_input(&mut s, n_ckpt);
+            s.add_all(&full.times(layers - n_ckpt));
+            if layers > n_ckpt {
+                s.add(Cat::Embeddings, am.shared_layer_bytes);
+            }
+            (s, full.total())
+        }
+        Checkpointing::Segments(n) => {
+            let n = n.clamp(1, layers);
+            if n == 1 {
+                s.add_all(&am.first_layer);
+                s.add_all(&full.times(layers - 1));
+                s.add(Cat::Embeddings, am.shared_layer_bytes);
+                return (s, 0);
+            }
+            // checkpoint_sequential: N-1 segments of floor(L/N) blocks are checkpointed, the last
+            // segment (the rest) keeps its activations; backward recomputes one segment at a time
+            let seg = layers / n;
+            let last = layers - (n - 1) * seg;
+            ckpt_input(&mut s, n - 1);
+            s.add_all(&full.times(last));
+            s.add(Cat::Embeddings, am.shared_layer_bytes);
+            (s, seg * full.total())
+        }
+        Checkpointing::Selective => {
+            // the first block differs from the others only by its input; drop the same
+            // recomputed attention terms from it
+            let mut first = am.first_layer;
+            for (f, (a, b)) in first.0.iter_mut().zip(full.0.iter().zip(am.selective_layer.0.iter())) {
+                *f = f.saturating_sub(a.saturating_sub(*b));
+            }
+            s.add_all(&first);
+            s.add_all(&am.selective_layer.times(layers - 1));
+            s.add(Cat::Embeddings, am.shared_layer_bytes);
+            (s, 0)
+        }
+    }
+}
+
+fn table_model(sc: &Scenario, t: &LayerTable) -> (ActivationModel, u64) {
+    let c = sc.precision.compute_dtype().bytes(1);
+    let b = sc.batch;
+    let mut top = Saved::default();
+    let mut largest_out = 0;
+    for l in &t.layers {
+        top.add(Cat::Mlp, b * l.saved_elems_per_sample * c);
+        top.add(Cat::DropoutMasks, b * l.fixed_bytes_per_sample);
+        largest_out = largest_out.max(l.output_elems_per_sample);
+    }
+    let burst = 2 * b * largest_out * c;
+    let am = ActivationModel {
+        top,
+        mlp_backward_transient: burst,
+        loss_backward_transient: burst,
+        infer_layer_peak: burst,
+        infer_head_peak: burst,
+        ..ActivationModel::default()
+    };
+    (am, 0)
+}
+
+/// Estimates the per-GPU memory of a validated scenario.
+pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
+    sc.validate()?;
+    let groups = sc.model.param_groups();
+    let st: States = states::states(sc, &groups);
+    let (am, layers) = match &sc.model.arch {
+        Architecture::Transformer(t) => (activations::transformer(sc, t), t.num_layers),
+        Architecture::Table(t) => table_model(sc, t),
+    };
+    let train = sc.mode == Mode::Train;
+    let (layer_saved, recompute) = compose_layers(sc, &am, layers);
+    let mut breakdown = layer_saved;
+    breakdown.add_all(&am.top);
+    let activations_bytes = if train { breakdown.total() } else { 0 };
+    let kv_cache = match (&sc.model.arch, sc.mode) {
+        (Architecture::Transformer(t), Mode::Infer) => activations::kv_cache_bytes(
+            t,
+            sc.batch,
+            sc.seq,
+            sc.kv_cache_dtype.unwrap_or(sc.precision.compute_dtype()),
+        ),
+        _ => 0,
+    };
+    let mut moments = Vec::with_capacity(4);
+    if train {
+        let base = Snapshot {
+            parameters: st.param_alloc,
+            optimizer_states: st.optimizer_alloc,
+            ..Snapshot::default()
+        };
+        moments.push(Moment {
+            phase: Phase::Backward,
+            what: "loss and log-softmax backward",
+            alive: Snapshot { activations: activations_bytes, temporaries: am.loss_backward_transient, ..base },
+        });
+        // last block's backward: the head's saves are released and its gradients allocated; a
+        // checkpointed block is recomputed first. The MLP runs backward first; the attention core
+        // runs with the MLP's saves freed and the MLP and output-projection gradients allocated.
+        let acts = activations_bytes - am.head_released_bytes.min(activations_bytes) + recompute;
+        moments.push(Moment {
+            phase: Phase::Backward,
+            what: "last block MLP backward",
+            alive: Snapshot {
+                activations: acts,
+                gradients: st.head_grad_alloc,
+                temporaries: am.mlp_backward_transient,
+                ..base
+            },
+        });
+        moments.push(Moment {
+            phase: Phase::Backward,
+            what: "last block attention backward",
+            alive: Snapshot {
+                activations: acts - am.freed_before_attention_backward.min(acts),
+                gradients: st.head_grad_alloc + st.grads_before_attention,
+                temporaries: am.attention_backward_transient,
+                ..base
+            },
+        });
+        moments.push(Moment {
+            phase: Phase::OptimizerStep,
+            what: "optimizer step",
+            alive: Snapshot { gradients: st.grad_alloc, temporaries: st.optimizer_step_temp, ..base },
+        });
+    } else {
+        let kv_all = kv_cache;
+        moments.push(Moment {
+            phase: Phase::Forward,
+            what: "last block forward",
+            alive: Snapshot {
+                parameters: st.param_alloc,
+                kv_cache: kv_all,
+                activations: am.infer_persistent,
+                temporaries: am.infer_layer_peak,
+                ..Snapshot::default()
+            },
+        });
+        moments.push(Moment {
+            phase: Phase::Forward,
+            what: "LM head (logits)",
+            alive: Snapshot {
+                parameters: st.param_alloc,
+                kv_cache: kv_all,
+                temporaries: am.infer_head_peak,
+                ..Snapshot::default()
+            },
+        });
+    }
+    let peak = moments.iter().copied().max_by_key(|m| m.alive.total()).unwrap_or(Moment {
+        phase: Phase::Forward,
+        what: "",
+        alive: Snapshot::default(),
+    });
+    let peak_allocated = peak.alive.total();
+    let o = sc.overhead;
+    let overhead = o.cuda_context_bytes
+        + o.workspace_bytes
+        + (peak_allocated as f64 * o.allocator_reserve_fraction).round() as u64;
+    Ok(Estimate {
+        n_params: st.n_params,
+        trainable_params: st.trainable_params,
+        parameters: st.param_bytes,
+        gradients: st.grad_bytes,
+        optimizer_states: st.optimizer_bytes,
+        activations: activations_bytes,
+        activation_breakdown: if train { breakdown } else { Saved::default() },
+        kv_cache,
+        peak_allocated,
+        peak,
+        moments,
+        overhead,
+        total: peak_allocated + overhead,
+    })
+}

@@ -1,0 +1,416 @@
+//! The checked inputs of an estimate: model, workload, precision, optimizer, memory savers.
+
+use crate::model::{LinearRole, ModelSpec};
+use crate::units::{DType, Precision};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Training step or inference pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// One optimizer step: forward, backward, optimizer update.
+    Train,
+    /// One forward pass over the prompt that fills the KV cache (prefill), no gradients.
+    Infer,
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "train" => Ok(Self::Train),
+            "infer" | "inference" => Ok(Self::Infer),
+            _ => Err(format!("unknown mode \"{s}\" (train, infer)")),
+        }
+    }
+}
+
+/// Optimizer, as PyTorch / bitsandbytes / HF implement it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Optimizer {
+    /// `torch.optim.AdamW` (foreach, the CUDA default): `exp_avg`, `exp_avg_sq`; the step allocates a
+    /// parameter-sized `sqrt(exp_avg_sq)` temporary.
+    Adamw,
+    /// `torch.optim.Adam`: same memory as AdamW.
+    Adam,
+    /// `AdamW(fused=True)`: same states, no step temporary.
+    AdamwFused,
+    /// bitsandbytes `AdamW8bit`: 1-byte states with one fp32 absmax per 2048-element block
+    /// (tensors under 4096 elements keep 32-bit states).
+    Adamw8bit,
+    /// HF `Adafactor` (no first moment, factored second moment for matrices).
+    Adafactor,
+    /// Plain SGD: no state.
+    Sgd,
+    /// SGD with momentum: one buffer.
+    SgdMomentum,
+    /// No optimizer (gradients only).
+    None,
+}
+
+impl Optimizer {
+    /// All choices, in menu order.
+    pub const ALL: [Self; 8] = [
+        Self::Adamw,
+        Self::Adam,
+        Self::AdamwFused,
+        Self::Adamw8bit,
+        Self::Adafactor,
+        Self::Sgd,
+        Self::SgdMomentum,
+        Self::None,
+    ];
+
+    /// Command-line name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Adamw => "adamw",
+            Self::Adam => "adam",
+            Self::AdamwFused => "adamw-fused",
+            Self::Adamw8bit => "adamw-8bit",
+            Self::Adafactor => "adafactor",
+            Self::Sgd => "sgd",
+            Self::SgdMomentum => "sgd-momentum",
+            Self::None => "none",
+        }
+    }
+}
+
+impl FromStr for Optimizer {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| {
+            format!("unknown optimizer \"{s}\" (adamw, adam, adamw-fused, adamw-8bit, adafactor, sgd, sgd-momentum, none)")
+        })
+    }
+}
+
+/// Attention implementation (`attn_implementation` in HF transformers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttentionImpl {
+    /// Explicit `softmax(QKᵀ)V`: saves the `b·a·s²` scores.
+    Eager,
+    /// `scaled_dot_product_attention`: flash kernel for fp16/bf16 without a mask, memory-efficient
+    /// kernel otherwise (fp32).
+    Sdpa,
+    /// FlashAttention 2 (`flash_attention_2`): saves output and logsumexp only.
+    Flash,
+}
+
+impl FromStr for AttentionImpl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "eager" => Ok(Self::Eager),
+            "sdpa" => Ok(Self::Sdpa),
+            "flash" | "flash_attention_2" | "fa2" => Ok(Self::Flash),
+            _ => Err(format!("unknown attention \"{s}\" (eager, sdpa, flash)")),
+        }
+    }
+}
+
+/// Gradient (activation) checkpointing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Checkpointing {
+    /// Keep every activation.
+    None,
+    /// Every transformer block (HF `gradient_checkpointing_enable`).
+    Full,
+    /// Every K-th block is checkpointed (layers 0, K, 2K, …), the others keep their activations.
+    Every(u64),
+    /// `torch.utils.checkpoint.checkpoint_sequential(blocks, N)`: the first N-1 segments are
+    /// checkpointed and recomputed one at a time in backward; the last runs normally.
+    Segments(u64),
+    /// Recompute only the attention core (Korthikanti et al. 2022 "selective").
+    Selective,
+}
+
+impl fmt::Display for Checkpointing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::None => f.write_str("none"),
+            Self::Full => f.write_str("full"),
+            Self::Every(k) => write!(f, "every:{k}"),
+            Self::Segments(n) => write!(f, "segments:{n}"),
+            Self::Selective => f.write_str("selective"),
+        }
+    }
+}
+
+impl FromStr for Checkpointing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("unknown checkpointing \"{s}\" (none, full, every:K, segments:N, selective)");
+        let num = |v: &str| -> Result<u64, String> {
+            match v.parse::<u64>() {
+                Ok(n) if n >= 1 => Ok(n),
+                _ => Err(format!("\"{s}\": expected a whole number of at least 1 after the colon")),
+            }
+        };
+        match s.split_once(':') {
+            None => match s {
+                "none" => Ok(Self::None),
+                "full" => Ok(Self::Full),
+                "selective" => Ok(Self::Selective),
+                _ => Err(bad()),
+            },
+            Some(("every", v)) => num(v).map(Self::Every),
+            Some(("segments", v)) => num(v).map(Self::Segments),
+            Some(_) => Err(bad()),
+        }
+    }
+}
+
+/// Set of LoRA target projections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Targets(pub u8);
+
+impl Targets {
+    /// All attention and MLP projections.
+    pub const ALL: Self = Self(0b0111_1111);
+
+    /// Does the set contain `role`?
+    #[inline]
+    pub const fn has(self, role: LinearRole) -> bool {
+        self.0 & Self::bit(role) != 0
+    }
+
+    /// Adds `role`.
+    pub fn insert(&mut self, role: LinearRole) {
+        self.0 |= Self::bit(role);
+    }
+
+    const fn bit(role: LinearRole) -> u8 {
+        match role {
+            LinearRole::Q => 1,
+            LinearRole::K => 2,
+            LinearRole::V => 4,
+            LinearRole::O => 8,
+            LinearRole::Gate => 16,
+            LinearRole::Up => 32,
+            LinearRole::Down => 64,
+            LinearRole::Dense => 128,
+        }
+    }
+
+    /// Comma-separated names.
+    pub fn names(self) -> String {
+        [
+            LinearRole::Q,
+            LinearRole::K,
+            LinearRole::V,
+            LinearRole::O,
+            LinearRole::Gate,
+            LinearRole::Up,
+            LinearRole::Down,
+        ]
+        .into_iter()
+        .filter(|r| self.has(*r))
+        .map(LinearRole::name)
+        .collect::<Vec<_>>()
+        .join(",")
+    }
+}
+
+/// LoRA fine-tuning: frozen base, rank-r adapters (PEFT defaults: fp32 adapter weights).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Lora {
+    /// Adapter rank r.
+    pub rank: u64,
+    /// Which projections get adapters.
+    pub targets: Targets,
+    /// Adapter dropout probability (`lora_dropout`).
+    pub dropout: f64,
+}
+
+impl FromStr for Lora {
+    type Err = String;
+    /// `RANK` or `RANK:q,k,v,o,gate,up,down` (default targets: q,v as PEFT does for Llama).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (rank, targets) = match s.split_once(':') {
+            Some((r, t)) => (r, Some(t)),
+            None => (s, None),
+        };
+        let rank = match rank.parse::<u64>() {
+            Ok(r) if (1..=65536).contains(&r) => r,
+            _ => return Err(format!("--lora \"{s}\": rank must be a whole number from 1 to 65536")),
+        };
+        let mut set = Targets::default();
+        match targets {
+            None => {
+                set.insert(LinearRole::Q);
+                set.insert(LinearRole::V);
+            }
+            Some("all") => set = Targets::ALL,
+            Some(list) => {
+                for name in list.split(',') {
+                    let role = LinearRole::parse(name).ok_or_else(|| {
+                        format!("--lora \"{s}\": unknown target \"{name}\" (q, k, v, o, gate, up, down, all)")
+                    })?;
+                    set.insert(role);
+                }
+            }
+        }
+        Ok(Self { rank, targets: set, dropout: 0.0 })
+    }
+}
+
+/// Quantized storage of the frozen base weights under LoRA (QLoRA).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BaseQuant {
+    /// Base weights in the precision's weight dtype.
+    None,
+    /// bitsandbytes NF4, block size 64, double quantization (8-bit absmax, fp32 per 256 blocks).
+    Nf4,
+    /// bitsandbytes LLM.int8(): int8 weights with one fp32 scale per output row.
+    Int8,
+}
+
+impl FromStr for BaseQuant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "none" => Ok(Self::None),
+            "nf4" => Ok(Self::Nf4),
+            "int8" => Ok(Self::Int8),
+            _ => Err(format!("unknown --base-quant \"{s}\" (nf4, int8)")),
+        }
+    }
+}
+
+/// Memory outside PyTorch's tensor allocations (what nvidia-smi shows on top of the peak).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    /// CUDA context, kernels and libraries loaded (lazy module loading on).
+    pub cuda_context_bytes: u64,
+    /// cuBLAS / cuBLASLt workspaces.
+    pub workspace_bytes: u64,
+    /// Memory the caching allocator reserves beyond the peak of live tensors (block rounding,
+    /// fragmentation), as a fraction of the peak.
+    pub allocator_reserve_fraction: f64,
+}
+
+impl Default for Overhead {
+    /// Defaults for a recent driver and PyTorch 2.x with lazy loading on an sm80+ GPU: ~500 MiB
+    /// context (measured range 300-600 MiB), 32 MiB cuBLAS workspace (Hopper default) and 5 % of
+    /// the peak kept by the caching allocator.
+    fn default() -> Self {
+        Self { cuda_context_bytes: 500 << 20, workspace_bytes: 32 << 20, allocator_reserve_fraction: 0.05 }
+    }
+}
+
+/// Everything an estimate depends on. Build it with [`Scenario::new`] and the field setters; the
+/// values are checked once by [`Scenario::validate`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// The network.
+    pub model: ModelSpec,
+    /// Train or infer.
+    pub mode: Mode,
+    /// Micro-batch size per GPU.
+    pub batch: u64,
+    /// Sequence length (prompt length for inference).
+    pub seq: u64,
+    /// Precision recipe.
+    pub precision: Precision,
+    /// Optimizer (ignored for inference).
+    pub optimizer: Optimizer,
+    /// Attention implementation.
+    pub attention: AttentionImpl,
+    /// Gradient checkpointing (ignored for inference).
+    pub checkpointing: Checkpointing,
+    /// LoRA adapters; `None` means full fine-tuning.
+    pub lora: Option<Lora>,
+    /// Quantized base weights (with LoRA, or for inference).
+    pub base_quant: BaseQuant,
+    /// KV-cache element type for inference; `None` = compute dtype.
+    pub kv_cache_dtype: Option<DType>,
+    /// Non-PyTorch overhead.
+    pub overhead: Overhead,
+}
+
+/// A scenario that cannot be estimated.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScenarioError {
+    /// A value out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Scenario {
+    /// A training scenario with HF-like defaults: batch 1, sequence 512 (clamped to the model's
+    /// positions), bf16, AdamW, SDPA, no checkpointing.
+    pub fn new(model: ModelSpec) -> Self {
+        let seq = match model.transformer() {
+            Some(t) if t.max_position_embeddings > 0 => t.max_position_embeddings.min(512),
+            _ => 512,
+        };
+        Self {
+            model,
+            mode: Mode::Train,
+            batch: 1,
+            seq,
+            precision: Precision::Bf16,
+            optimizer: Optimizer::Adamw,
+            attention: AttentionImpl::Sdpa,
+            checkpointing: Checkpointing::None,
+            lora: None,
+            base_quant: BaseQuant::None,
+            kv_cache_dtype: None,
+            overhead: Overhead::default(),
+        }
+    }
+
+    /// Checks ranges and combinations; the estimator trusts a validated scenario.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
+        if self.batch == 0 || self.batch > 1 << 24 {
+            return bad(format!("batch {} is out of range (1 to 16777216)", self.batch));
+        }
+        if self.seq == 0 || self.seq > 1 << 24 {
+            return bad(format!("sequence length {} is out of range (1 to 16777216)", self.seq));
+        }
+        if let Some(t) = self.model.transformer()
+            && t.max_position_embeddings > 0
+            && self.seq > t.max_position_embeddings
+        {
+            return bad(format!(
+                "sequence length {} exceeds the model's {} learned positions",
+                self.seq, t.max_position_embeddings
+            ));
+        }
+        if self.mode == Mode::Train && self.precision.is_quantized() && self.lora.is_none() {
+            return bad(format!(
+                "precision {} stores weights for inference only; to train on a quantized base use --lora with --base-quant nf4|int8",
+                self.precision
+            ));
+        }
+        if self.base_quant != BaseQuant::None && self.precision.is_quantized() {
+            return bad("--base-quant and a quantized --precision both set the weight format; pick one".into());
+        }
+        if let Some(l) = self.lora {
+            if !(0.0..1.0).contains(&l.dropout) {
+                return bad(format!("LoRA dropout {} is outside [0, 1)", l.dropout));
+            }
+            if self.model.transformer().is_none() {
+                return bad("LoRA needs a transformer model (layer tables have no named projections)".into());
+            }
+        }
+        let o = self.overhead;
+        if !(0.0..=1.0).contains(&o.allocator_reserve_fraction) {
+            return bad(format!("allocator reserve fraction {} is outside [0, 1]", o.allocator_reserve_fraction));
+        }
+        if let Checkpointing::Every(k) | Checkpointing::Segments(k) = self.checkpointing
+            && k == 0
+        {
+            return bad("checkpoint interval / segment count must be at least 1".into());
+        }
+        Ok(())
+    }
+}

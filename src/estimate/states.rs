@@ -1,0 +1,174 @@
+//! Model states: parameters, gradients and optimizer states, exact and as the allocator rounds them.
+
+use super::scenario::{BaseQuant, Lora, Mode, Optimizer, Scenario};
+use crate::model::{Family, LinearRole, ParamGroup, ParamKind};
+use crate::units::{DType, Precision, round_alloc};
+
+/// Sizes of the model states of one scenario.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct States {
+    /// Distinct parameters of the base model (tied embeddings once).
+    pub n_params: u64,
+    /// Parameters that receive gradients (all, or the LoRA adapters).
+    pub trainable_params: u64,
+    /// Bytes of all parameters (base and adapters) on the GPU.
+    pub param_bytes: u64,
+    /// Bytes of gradients after backward.
+    pub grad_bytes: u64,
+    /// Bytes of optimizer states (moments; not the per-tensor `step` scalars, which live on the CPU).
+    pub optimizer_bytes: u64,
+    /// `param_bytes` with every tensor rounded to the allocator's 512-byte blocks.
+    pub param_alloc: u64,
+    /// `grad_bytes`, rounded per tensor.
+    pub grad_alloc: u64,
+    /// `optimizer_bytes`, rounded per tensor.
+    pub optimizer_alloc: u64,
+    /// Temporary the optimizer step allocates on top of its states.
+    pub optimizer_step_temp: u64,
+    /// Gradients already allocated when backward reaches the last block (LM head / tied embedding,
+    /// final norm).
+    pub head_grad_alloc: u64,
+    /// Gradients of one block's MLP and attention-output weights (allocated before the block's
+    /// attention core runs backward).
+    pub grads_before_attention: u64,
+}
+
+/// Does LoRA put an adapter on this parameter group?
+fn adapted(lora: &Lora, family: Family, kind: ParamKind) -> bool {
+    match kind {
+        ParamKind::Linear(LinearRole::Q) if family == Family::Gpt2 => {
+            // GPT-2's fused c_attn takes q, k and v adapters as one
+            lora.targets.has(LinearRole::Q) || lora.targets.has(LinearRole::K) || lora.targets.has(LinearRole::V)
+        }
+        ParamKind::Linear(role) => lora.targets.has(role),
+        _ => false,
+    }
+}
+
+/// Bytes of one quantized weight tensor of `n` elements and `rows` output rows.
+fn quantized_bytes(n: u64, rows: u64, precision: Precision, base_quant: BaseQuant) -> u64 {
+    match (base_quant, precision) {
+        // NF4: 4 bits + one 8-bit absmax per 64 weights + one fp32 scale per 256 absmax blocks
+        (BaseQuant::Nf4, _) => n.div_ceil(2) + n.div_ceil(64) + 4 * n.div_ceil(64 * 256),
+        // LLM.int8(): int8 weights + one fp32 scale per output row
+        (BaseQuant::Int8, _) | (BaseQuant::None, Precision::Int8) => n + 4 * rows,
+        // GPTQ/AWQ-style int4, group size 128: 4-bit weights, fp16 scale and 4-bit zero per group
+        (BaseQuant::None, Precision::Int4) => n.div_ceil(2) + n.div_ceil(128) * 2 + n.div_ceil(128).div_ceil(2),
+        // fp8 (e4m3) weights with one fp32 scale per tensor
+        (BaseQuant::None, Precision::Fp8) => n + 4,
+        (BaseQuant::None, p) => p.weight_dtype().bytes(n),
+    }
+}
+
+/// Per-tensor optimizer state bytes for one tensor of `rows x cols` in `dt`.
+fn opt_tensor_bytes(opt: Optimizer, rows: u64, cols: u64, dt: DType) -> (u64, u64) {
+    let n = rows * cols;
+    // returns (exact, allocator-rounded)
+    match opt {
+        Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused => {
+            let one = dt.bytes(n);
+            (2 * one, 2 * round_alloc(one))
+        }
+        Optimizer::Adamw8bit => {
+            if n >= 4096 {
+                let one = n + 4 * n.div_ceil(2048);
+                (2 * one, 2 * (round_alloc(n) + round_alloc(4 * n.div_ceil(2048))))
+            } else {
+                (2 * 4 * n, 2 * round_alloc(4 * n))
+            }
+        }
+        Optimizer::Adafactor => {
+            if rows > 1 && cols > 1 {
+                let (r, c) = (dt.bytes(rows), dt.bytes(cols));
+                (r + c, round_alloc(r) + round_alloc(c))
+            } else {
+                let one = dt.bytes(n);
+                (one, round_alloc(one))
+            }
+        }
+        Optimizer::SgdMomentum => {
+            let one = dt.bytes(n);
+            (one, round_alloc(one))
+        }
+        Optimizer::Sgd | Optimizer::None => (0, 0),
+    }
+}
+
+/// Computes the model states of a scenario from its parameter groups.
+pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
+    let p = sc.precision;
+    let train = sc.mode == Mode::Train;
+    let family = sc.model.transformer().map(|t| t.family);
+    let mut st = States::default();
+    let weight_dt = p.weight_dtype();
+    // fp32 master weights under autocast; the optimizer works in the parameter dtype
+    let state_dt = weight_dt;
+    let mut largest_trainable = 0u64;
+    let mut add_trainable = |st: &mut States, rows: u64, cols: u64, count: u64, dt: DType| {
+        let n = rows * cols;
+        st.trainable_params += n * count;
+        if !train {
+            return;
+        }
+        st.grad_bytes += dt.bytes(n) * count;
+        st.grad_alloc += round_alloc(dt.bytes(n)) * count;
+        let (exact, alloc) = opt_tensor_bytes(sc.optimizer, rows, cols, dt);
+        st.optimizer_bytes += exact * count;
+        st.optimizer_alloc += alloc * count;
+        if matches!(sc.optimizer, Optimizer::Adamw | Optimizer::Adam) {
+            // foreach step: torch._foreach_sqrt(exp_avg_sqs) makes one parameter-sized list
+            st.optimizer_step_temp += round_alloc(dt.bytes(n)) * count;
+        }
+        largest_trainable = largest_trainable.max(n);
+    };
+    for g in groups {
+        let n = g.rows * g.cols;
+        st.n_params += n * g.count;
+        let quantizable = matches!(g.kind, ParamKind::Linear(_) | ParamKind::Router);
+        let one = match sc.lora {
+            Some(_) if sc.base_quant != BaseQuant::None && quantizable => {
+                quantized_bytes(n, g.rows, p, sc.base_quant)
+            }
+            _ if p.is_quantized() && quantizable => quantized_bytes(n, g.rows, p, BaseQuant::None),
+            _ if p.is_quantized() => p.compute_dtype().bytes(n),
+            _ => weight_dt.bytes(n),
+        };
+        st.param_bytes += one * g.count;
+        st.param_alloc += round_alloc(one) * g.count;
+        match (&sc.lora, family) {
+            (None, _) => add_trainable(&mut st, g.rows, g.cols, g.count, state_dt),
+            (Some(l), Some(fam)) if adapted(l, fam, g.kind) => {
+                // A: r x in, B: out x r, fp32 (PEFT keeps adapters in fp32)
+                let (out_f, in_f) = (g.rows, g.cols);
+                for (r, c) in [(l.rank, in_f), (out_f, l.rank)] {
+                    let bytes = DType::F32.bytes(r * c);
+                    st.param_bytes += bytes * g.count;
+                    st.param_alloc += round_alloc(bytes) * g.count;
+                    add_trainable(&mut st, r, c, g.count, DType::F32);
+                }
+            }
+            _ => {}
+        }
+    }
+    if train && sc.optimizer == Optimizer::Adafactor {
+        // per-tensor update: fp32 copy of the gradient, its square and the update
+        st.optimizer_step_temp = 3 * round_alloc(4 * largest_trainable);
+    }
+    if train && sc.lora.is_none() {
+        if let Some(t) = sc.model.transformer() {
+            let gb = |n: u64| round_alloc(state_dt.bytes(n));
+            // LM head (or tied embedding) gradient + final norm weight, allocated first in backward
+            let head = match t.head {
+                crate::model::Head::CausalLm | crate::model::Head::MaskedLm => gb(t.vocab_size * t.hidden_size),
+                _ => 0,
+            };
+            st.head_grad_alloc = head + 2 * gb(t.hidden_size);
+            let experts = t.moe.map_or(1, |m| m.experts);
+            let mats = if t.family == Family::Llama { 3 } else { 2 };
+            st.grads_before_attention = mats * experts * gb(t.hidden_size * t.intermediate_size)
+                + gb(t.hidden_size * t.q_width())
+                + gb(t.hidden_size);
+        }
+    }
+    st
+}

@@ -1,0 +1,96 @@
+//! The GPU catalog (`presets/gpus.ron`, compiled in): memory, bandwidth, compute and links.
+
+use serde::{Deserialize, Serialize};
+
+/// One GPU model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    /// Short id used on the command line (`h100-80gb`).
+    pub id: String,
+    /// Full name.
+    pub name: String,
+    /// Total memory in MiB as the driver reports it.
+    pub memory_mib: u64,
+    /// Memory bandwidth, GB/s.
+    pub bandwidth_gbs: u64,
+    /// Dense bf16 (or fp16) tensor throughput, TFLOP/s.
+    pub bf16_dense_tflops: u64,
+    /// GPU-to-GPU link.
+    pub link: String,
+    /// Per-GPU link bandwidth, GB/s (bidirectional).
+    pub link_gbs: u64,
+    /// Caveats.
+    #[serde(default)]
+    pub note: String,
+}
+
+impl Gpu {
+    /// Capacity in bytes.
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory_mib << 20
+    }
+}
+
+#[derive(Deserialize)]
+struct CatalogFile {
+    schema: u32,
+    gpus: Vec<Gpu>,
+}
+
+/// The built-in catalog.
+pub fn catalog() -> Vec<Gpu> {
+    match ron::from_str::<CatalogFile>(include_str!("../presets/gpus.ron")) {
+        Ok(f) if f.schema == 1 => f.gpus,
+        _ => Vec::new(), // guarded by a unit test: the shipped file always parses
+    }
+}
+
+/// Finds a GPU by id (case-insensitive, `_` and ` ` accepted for `-`), or by a plain memory size
+/// such as `24gb` / `80GiB` for a card not in the catalog.
+pub fn find(id: &str) -> Result<Gpu, String> {
+    let norm = id.trim().to_ascii_lowercase().replace(['_', ' '], "-");
+    if let Some(g) = catalog().into_iter().find(|g| g.id == norm) {
+        return Ok(g);
+    }
+    let digits: String = norm.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    let unit = &norm[digits.len()..];
+    if !digits.is_empty() && matches!(unit, "gb" | "gib" | "g")
+        && let Ok(v) = digits.parse::<f64>()
+        && v > 0.0
+        && v < 1e6
+    {
+        return Ok(Gpu {
+            id: norm.clone(),
+            name: format!("{v} GiB GPU"),
+            memory_mib: (v * 1024.0).round() as u64,
+            bandwidth_gbs: 0,
+            bf16_dense_tflops: 0,
+            link: String::new(),
+            link_gbs: 0,
+            note: "custom capacity".into(),
+        });
+    }
+    let ids: Vec<String> = catalog().into_iter().map(|g| g.id).collect();
+    Err(format!("unknown GPU \"{id}\" (one of {}, or a size like 24gb)", ids.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_parses_and_has_the_cards() {
+        let c = catalog();
+        for id in ["v100-16gb", "t4", "a100-80gb", "h100-80gb", "h200", "b300", "mi300x", "rtx-4090"] {
+            assert!(c.iter().any(|g| g.id == id), "{id} missing");
+        }
+        assert!(c.iter().all(|g| g.memory_mib > 8000 && g.bandwidth_gbs > 0));
+    }
+
+    #[test]
+    fn find_by_id_or_size() {
+        assert_eq!(find("H100_80GB").unwrap().memory_mib, 81559);
+        assert_eq!(find("24gb").unwrap().memory_mib, 24576);
+        assert!(find("tpu").is_err());
+    }
+}

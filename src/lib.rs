@@ -1,0 +1,19 @@
+//! vramscope core: how much GPU memory a deep-learning job needs, why, and what to change so it fits.
+//!
+//! Pure and fast: no GUI or driver types live here. The CLI and the GUI both call these functions.
+//!
+//! * [`model`] — model descriptions (HF `config.json`, presets, safetensors headers).
+//! * [`estimate`] — the per-op estimator: parameters, gradients, optimizer states, saved activations,
+//!   KV cache and the peak of a steady-state step.
+//! * [`fit`] — the largest micro-batch that fits a GPU, and what-if sweeps.
+//! * [`gpu`] — the GPU catalog.
+//! * [`report`] — JSON and text renderings of an estimate (shared by the CLI and exports).
+
+pub mod estimate;
+pub mod fit;
+pub mod gpu;
+pub mod model;
+pub mod report;
+pub mod units;
+
+pub use estimate::{Estimate, Scenario, estimate};

@@ -1,0 +1,43 @@
+//! `vramscope`: the command-line front on the core (`vramscope --help`).
+
+mod cli;
+
+use clap::Parser;
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = match cli::Cli::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{e}");
+                return ExitCode::SUCCESS;
+            }
+            // one line naming the problem, as the CLI contract promises
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("error: invalid arguments");
+            eprintln!("{first}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match &args.command {
+        Some(cli::Command::Estimate(a)) => cli::run_estimate(a),
+        Some(cli::Command::Presets) => Ok(cli::list_presets()),
+        Some(cli::Command::Gpus) => Ok(cli::list_gpus()),
+        None => cli::run_estimate(&cli::default_args()),
+    };
+    match result {
+        Ok(out) => {
+            let mut stdout = std::io::stdout().lock();
+            // a closed pipe (`| head`) is not an error worth a panic
+            let _ = stdout.write_all(out.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

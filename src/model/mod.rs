@@ -1,0 +1,377 @@
+//! Model descriptions: what the estimator needs to know about a network.
+//!
+//! A [`ModelSpec`] is either a transformer described by its architecture numbers (read from a
+//! HuggingFace `config.json`, a preset, or a generic "N billion parameters" shape) or a plain layer
+//! table (parameters and activation elements per sample per layer) for non-transformer networks.
+//! Parameter counts are exact: every tensor is listed with its shape, tied embeddings once.
+
+pub mod hf_config;
+pub mod preset;
+pub mod safetensors;
+
+use serde::{Deserialize, Serialize};
+
+/// Transformer code path the activation model follows (HuggingFace transformers 5 modelling code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    /// GPT-2: LayerNorm, fused `c_attn`, `gelu_new`, learned positions, dropout everywhere.
+    Gpt2,
+    /// BERT encoder: post-LayerNorm, separate q/k/v, erf GELU, dropout everywhere.
+    Bert,
+    /// Llama-style decoder (llama, mistral, qwen2, mixtral): RMSNorm with fp32 upcast, RoPE,
+    /// gated SiLU MLP (or a mixture of experts), no dropout by default.
+    Llama,
+}
+
+/// The task head on top of the base model, from the config's `architectures`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Head {
+    /// Language-model head over the vocabulary with a shifted cross-entropy (`*ForCausalLM`).
+    CausalLm,
+    /// BERT masked-LM head: transform (dense + GELU + LayerNorm) and a decoder over the vocabulary.
+    MaskedLm,
+    /// Pooled classifier with `num_labels` outputs (`*ForSequenceClassification`).
+    SequenceClassification {
+        /// Number of classes.
+        num_labels: u64,
+    },
+    /// The bare base model (no head, no loss).
+    Base,
+}
+
+/// Mixture-of-experts block (Mixtral-style sparse MLP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Moe {
+    /// Experts per layer.
+    pub experts: u64,
+    /// Experts each token is routed to.
+    pub top_k: u64,
+}
+
+/// Architecture numbers of a transformer. Field names follow HuggingFace where they exist.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransformerSpec {
+    /// Which modelling code the activation model follows.
+    pub family: Family,
+    /// Task head.
+    pub head: Head,
+    /// Model width `h`.
+    pub hidden_size: u64,
+    /// Number of transformer blocks `L`.
+    pub num_layers: u64,
+    /// Attention heads `a`.
+    pub num_heads: u64,
+    /// Key/value heads (GQA/MQA); equals `num_heads` for multi-head attention.
+    pub num_kv_heads: u64,
+    /// Per-head width `d`.
+    pub head_dim: u64,
+    /// MLP width (per expert for MoE).
+    pub intermediate_size: u64,
+    /// Vocabulary size `V`.
+    pub vocab_size: u64,
+    /// Learned position embeddings (GPT-2, BERT); 0 for rotary models.
+    pub max_position_embeddings: u64,
+    /// BERT token-type embeddings; 0 elsewhere.
+    #[serde(default)]
+    pub type_vocab_size: u64,
+    /// Input and output embeddings share one tensor.
+    pub tie_word_embeddings: bool,
+    /// Bias on q/k/v projections (Qwen2: true).
+    #[serde(default)]
+    pub qkv_bias: bool,
+    /// Bias on the attention output projection.
+    #[serde(default)]
+    pub o_bias: bool,
+    /// Bias on MLP projections.
+    #[serde(default)]
+    pub mlp_bias: bool,
+    /// Dropout probability on attention probabilities.
+    #[serde(default)]
+    pub attention_dropout: f64,
+    /// Dropout probability on residual branches (and embeddings for GPT-2/BERT).
+    #[serde(default)]
+    pub hidden_dropout: f64,
+    /// Mixture of experts, if any.
+    #[serde(default)]
+    pub moe: Option<Moe>,
+}
+
+/// One row of a layer table (for non-transformer networks such as ResNet-50).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableLayer {
+    /// Layer name, for display.
+    pub name: String,
+    /// Trainable parameters in this layer.
+    pub params: u64,
+    /// Elements autograd saves for backward, per sample, in the activation dtype.
+    pub saved_elems_per_sample: u64,
+    /// Elements of the layer's output per sample (the largest transient in a forward pass).
+    pub output_elems_per_sample: u64,
+    /// Saved bytes per sample whose size does not follow the activation dtype (masks, pooling
+    /// indices, fp32 loss terms).
+    #[serde(default)]
+    pub fixed_bytes_per_sample: u64,
+}
+
+/// A network described layer by layer rather than by transformer hyper-parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerTable {
+    /// The layers in forward order.
+    pub layers: Vec<TableLayer>,
+    /// Number of distinct parameter tensors (for allocator rounding and optimizer temporaries).
+    pub param_tensors: u64,
+}
+
+/// The network architecture.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Architecture {
+    /// A transformer from the supported families.
+    Transformer(TransformerSpec),
+    /// A layer table.
+    Table(LayerTable),
+}
+
+/// A named model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    /// Display name.
+    pub name: String,
+    /// Architecture.
+    pub arch: Architecture,
+}
+
+/// A group of identically shaped parameter tensors: `count` tensors of `rows x cols` elements
+/// (`cols == 1` for vectors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamGroup {
+    /// Leading dimension (output features for a Linear weight).
+    pub rows: u64,
+    /// Trailing dimension; 1 for a vector.
+    pub cols: u64,
+    /// How many tensors of this shape.
+    pub count: u64,
+    /// What the tensor is, for LoRA targeting and quantization.
+    pub kind: ParamKind,
+}
+
+/// Role of a parameter tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParamKind {
+    /// Token, position or type embedding table.
+    Embedding,
+    /// Untied LM head / classifier weight.
+    Head,
+    /// A projection weight named by its HuggingFace module (`q`, `k`, `v`, `o`, `gate`, `up`, `down`).
+    Linear(LinearRole),
+    /// MoE router weight.
+    Router,
+    /// Bias vectors and norm weights.
+    Vector,
+}
+
+/// Which projection a Linear weight is, for `--lora RANK:q,k,v,...` targeting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinearRole {
+    /// Query projection (GPT-2's fused `c_attn` counts as q, k and v at once).
+    Q,
+    /// Key projection.
+    K,
+    /// Value projection.
+    V,
+    /// Attention output projection.
+    O,
+    /// Gate projection of a gated MLP.
+    Gate,
+    /// Up projection (GPT-2 `c_fc`, BERT `intermediate.dense`).
+    Up,
+    /// Down projection (GPT-2 `mlp.c_proj`, BERT `output.dense`).
+    Down,
+    /// A dense layer inside a head (BERT transform, pooler).
+    Dense,
+}
+
+impl LinearRole {
+    /// Parses one `--lora` target name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s.trim() {
+            "q" | "q_proj" | "query" => Self::Q,
+            "k" | "k_proj" | "key" => Self::K,
+            "v" | "v_proj" | "value" => Self::V,
+            "o" | "o_proj" | "out" => Self::O,
+            "gate" | "gate_proj" => Self::Gate,
+            "up" | "up_proj" | "fc1" => Self::Up,
+            "down" | "down_proj" | "fc2" => Self::Down,
+            _ => return None,
+        })
+    }
+
+    /// Short name as used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Q => "q",
+            Self::K => "k",
+            Self::V => "v",
+            Self::O => "o",
+            Self::Gate => "gate",
+            Self::Up => "up",
+            Self::Down => "down",
+            Self::Dense => "dense",
+        }
+    }
+}
+
+impl TransformerSpec {
+    /// Width of the query projection output (`a * d`).
+    pub fn q_width(&self) -> u64 {
+        self.num_heads * self.head_dim
+    }
+
+    /// Width of the key (and value) projection output (`kv * d`).
+    pub fn kv_width(&self) -> u64 {
+        self.num_kv_heads * self.head_dim
+    }
+
+    /// Every parameter tensor, grouped by shape. Tied embeddings are listed once.
+    pub fn param_groups(&self) -> Vec<ParamGroup> {
+        let h = self.hidden_size;
+        let l = self.num_layers;
+        let v = self.vocab_size;
+        let i = self.intermediate_size;
+        let mut g = Vec::with_capacity(24);
+        let mut push = |rows: u64, cols: u64, count: u64, kind: ParamKind| {
+            if rows > 0 && cols > 0 && count > 0 {
+                g.push(ParamGroup { rows, cols, count, kind });
+            }
+        };
+        use LinearRole as R;
+        use ParamKind as K;
+        match self.family {
+            Family::Gpt2 => {
+                push(v, h, 1, K::Embedding);
+                push(self.max_position_embeddings, h, 1, K::Embedding);
+                push(h, 1, 4 * l, K::Vector); // ln_1, ln_2 weight + bias
+                // Conv1D weights are stored (in, out); rows/cols only matter for Adafactor.
+                push(h, 3 * h, l, K::Linear(R::Q));
+                push(3 * h, 1, l, K::Vector);
+                push(h, h, l, K::Linear(R::O));
+                push(h, 1, l, K::Vector);
+                push(h, i, l, K::Linear(R::Up));
+                push(i, 1, l, K::Vector);
+                push(i, h, l, K::Linear(R::Down));
+                push(h, 1, l, K::Vector);
+                push(h, 1, 2, K::Vector); // ln_f
+            }
+            Family::Bert => {
+                push(v, h, 1, K::Embedding);
+                push(self.max_position_embeddings, h, 1, K::Embedding);
+                push(self.type_vocab_size, h, 1, K::Embedding);
+                push(h, 1, 2, K::Vector); // embeddings LayerNorm
+                push(h, h, l, K::Linear(R::Q));
+                push(h, h, l, K::Linear(R::K));
+                push(h, h, l, K::Linear(R::V));
+                push(h, h, l, K::Linear(R::O));
+                push(h, 1, 4 * l, K::Vector); // q,k,v,o biases
+                push(h, 1, 2 * l, K::Vector); // attention.output.LayerNorm
+                push(i, h, l, K::Linear(R::Up));
+                push(i, 1, l, K::Vector);
+                push(h, i, l, K::Linear(R::Down));
+                push(h, 1, l, K::Vector);
+                push(h, 1, 2 * l, K::Vector); // output.LayerNorm
+            }
+            Family::Llama => {
+                let q = self.q_width();
+                let kv = self.kv_width();
+                push(v, h, 1, K::Embedding);
+                push(q, h, l, K::Linear(R::Q));
+                push(kv, h, l, K::Linear(R::K));
+                push(kv, h, l, K::Linear(R::V));
+                push(h, q, l, K::Linear(R::O));
+                if self.qkv_bias {
+                    push(q, 1, l, K::Vector);
+                    push(kv, 1, 2 * l, K::Vector);
+                }
+                if self.o_bias {
+                    push(h, 1, l, K::Vector);
+                }
+                let experts = self.moe.map_or(1, |m| m.experts);
+                if let Some(m) = self.moe {
+                    push(m.experts, h, l, K::Router);
+                }
+                push(i, h, l * experts, K::Linear(R::Gate));
+                push(i, h, l * experts, K::Linear(R::Up));
+                push(h, i, l * experts, K::Linear(R::Down));
+                if self.mlp_bias {
+                    push(i, 1, 2 * l * experts, K::Vector);
+                    push(h, 1, l * experts, K::Vector);
+                }
+                push(h, 1, 2 * l + 1, K::Vector); // two RMSNorms per layer + final norm
+            }
+        }
+        match self.head {
+            Head::CausalLm => {
+                if !self.tie_word_embeddings {
+                    push(v, h, 1, K::Head);
+                }
+            }
+            Head::MaskedLm => {
+                push(h, h, 1, K::Linear(R::Dense));
+                push(h, 1, 3, K::Vector); // transform bias + LayerNorm
+                if !self.tie_word_embeddings {
+                    push(v, h, 1, K::Head);
+                }
+                push(v, 1, 1, K::Vector); // decoder bias
+            }
+            Head::SequenceClassification { num_labels } => {
+                if self.family == Family::Bert {
+                    push(h, h, 1, K::Linear(R::Dense)); // pooler
+                    push(h, 1, 1, K::Vector);
+                    push(num_labels, h, 1, K::Head);
+                    push(num_labels, 1, 1, K::Vector);
+                } else {
+                    push(num_labels, h, 1, K::Head); // `score`, no bias
+                }
+            }
+            Head::Base => {
+                if self.family == Family::Bert {
+                    push(h, h, 1, K::Linear(R::Dense)); // pooler
+                    push(h, 1, 1, K::Vector);
+                }
+            }
+        }
+        g
+    }
+}
+
+impl ModelSpec {
+    /// Every parameter tensor, grouped by shape.
+    pub fn param_groups(&self) -> Vec<ParamGroup> {
+        match &self.arch {
+            Architecture::Transformer(t) => t.param_groups(),
+            Architecture::Table(t) => {
+                // A layer table knows only per-layer totals: one group per layer, plus the count
+                // of tensors for rounding.
+                t.layers
+                    .iter()
+                    .filter(|l| l.params > 0)
+                    .map(|l| ParamGroup { rows: l.params, cols: 1, count: 1, kind: ParamKind::Vector })
+                    .collect()
+            }
+        }
+    }
+
+    /// Exact number of distinct parameters.
+    pub fn n_params(&self) -> u64 {
+        self.param_groups().iter().map(|g| g.rows * g.cols * g.count).sum()
+    }
+
+    /// The transformer description, if this is one.
+    pub fn transformer(&self) -> Option<&TransformerSpec> {
+        match &self.arch {
+            Architecture::Transformer(t) => Some(t),
+            Architecture::Table(_) => None,
+        }
+    }
+}

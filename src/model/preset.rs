@@ -1,0 +1,212 @@
+//! Model presets (`presets/*.ron`, versioned schema) and loading a model from a name or a file.
+//!
+//! The shipped presets are compiled into the binary, so `--model llama-2-7b` works from any
+//! directory; a path to a `.ron`, `config.json`, `.safetensors` or `model.safetensors.index.json`
+//! loads that file instead.
+
+use super::{Architecture, ModelSpec, hf_config, safetensors};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use thiserror::Error;
+
+/// Current preset schema version.
+pub const SCHEMA: u32 = 1;
+
+/// A preset file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PresetFile {
+    /// Schema version (1).
+    pub schema: u32,
+    /// Display name.
+    pub name: String,
+    /// Where the numbers come from.
+    #[serde(default)]
+    pub source: String,
+    /// The architecture.
+    pub arch: Architecture,
+}
+
+/// Built-in presets: (file stem, RON text).
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("bert-base-uncased", include_str!("../../presets/bert-base-uncased.ron")),
+    ("bert-large-uncased", include_str!("../../presets/bert-large-uncased.ron")),
+    ("gpt2", include_str!("../../presets/gpt2.ron")),
+    ("gpt2-xl", include_str!("../../presets/gpt2-xl.ron")),
+    ("llama-2-7b", include_str!("../../presets/llama-2-7b.ron")),
+    ("llama-2-13b", include_str!("../../presets/llama-2-13b.ron")),
+    ("llama-2-70b", include_str!("../../presets/llama-2-70b.ron")),
+    ("llama-3.1-8b", include_str!("../../presets/llama-3.1-8b.ron")),
+    ("llama-3.1-70b", include_str!("../../presets/llama-3.1-70b.ron")),
+    ("mistral-7b", include_str!("../../presets/mistral-7b.ron")),
+    ("mixtral-8x7b", include_str!("../../presets/mixtral-8x7b.ron")),
+    ("qwen2.5-7b", include_str!("../../presets/qwen2.5-7b.ron")),
+    ("resnet-50", include_str!("../../presets/resnet-50.ron")),
+];
+
+/// Why a model could not be loaded.
+#[derive(Debug, Error)]
+pub enum LoadError {
+    /// RON syntax or schema error.
+    #[error("{path}:{line}:{col}: {msg}")]
+    Ron {
+        /// File.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// Message.
+        msg: String,
+    },
+    /// Unsupported schema version.
+    #[error("{path}: schema {found} is not supported (this build reads schema {SCHEMA})")]
+    Schema {
+        /// File.
+        path: String,
+        /// Version found.
+        found: u32,
+    },
+    /// config.json problems.
+    #[error(transparent)]
+    Config(#[from] hf_config::ConfigError),
+    /// safetensors problems.
+    #[error(transparent)]
+    Safetensors(#[from] safetensors::SafetensorsError),
+    /// I/O.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Neither a preset name nor an existing file.
+    #[error("\"{0}\" is neither a preset ({names}) nor a file", names = preset_names().join(", "))]
+    NotFound(String),
+    /// File type not recognised.
+    #[error("{0}: expected a .ron preset, a config.json, a .safetensors file or a model.safetensors.index.json")]
+    UnknownKind(String),
+}
+
+/// Names of the built-in presets.
+pub fn preset_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(n, _)| *n).collect()
+}
+
+/// Parses preset text. `path` is used in messages.
+pub fn parse_preset(path: &str, text: &str) -> Result<ModelSpec, LoadError> {
+    let file: PresetFile = ron::from_str(text).map_err(|e| LoadError::Ron {
+        path: path.to_owned(),
+        line: e.span.start.line,
+        col: e.span.start.col,
+        msg: e.code.to_string(),
+    })?;
+    if file.schema != SCHEMA {
+        return Err(LoadError::Schema { path: path.to_owned(), found: file.schema });
+    }
+    Ok(ModelSpec { name: file.name, arch: file.arch })
+}
+
+/// Serialises a model as a preset file.
+pub fn to_preset_text(model: &ModelSpec, source: &str) -> String {
+    let file = PresetFile { schema: SCHEMA, name: model.name.clone(), source: source.to_owned(), arch: model.arch.clone() };
+    let cfg = ron::ser::PrettyConfig::new().depth_limit(4);
+    ron::ser::to_string_pretty(&file, cfg).unwrap_or_default()
+}
+
+/// A loaded model plus notes for the user (assumptions made while reading it).
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The model.
+    pub model: ModelSpec,
+    /// Notes (e.g. "no architectures key: assuming …").
+    pub notes: Vec<String>,
+}
+
+/// Loads a built-in preset by name.
+pub fn builtin(name: &str) -> Option<ModelSpec> {
+    let lower = name.to_ascii_lowercase();
+    BUILTIN
+        .iter()
+        .find(|(n, _)| *n == lower)
+        .and_then(|(n, text)| parse_preset(&format!("presets/{n}.ron"), text).ok())
+}
+
+/// Loads `--model`: a preset name or a path.
+pub fn load(spec: &str) -> Result<Loaded, LoadError> {
+    if let Some(model) = builtin(spec) {
+        return Ok(Loaded { model, notes: Vec::new() });
+    }
+    let path = Path::new(spec);
+    if !path.exists() {
+        return Err(LoadError::NotFound(spec.to_owned()));
+    }
+    load_path(path)
+}
+
+fn read(path: &Path) -> Result<String, LoadError> {
+    let meta = std::fs::metadata(path).map_err(|e| LoadError::Io { path: path.display().to_string(), source: e })?;
+    if meta.len() > 16 << 20 {
+        return Err(LoadError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::other("file is larger than 16 MiB; not a config or preset"),
+        });
+    }
+    std::fs::read_to_string(path).map_err(|e| LoadError::Io { path: path.display().to_string(), source: e })
+}
+
+/// Loads a model from a file, choosing the reader by name.
+pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
+    let shown = path.display().to_string();
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    if name.ends_with(".ron") {
+        let model = parse_preset(&shown, &read(path)?)?;
+        return Ok(Loaded { model, notes: Vec::new() });
+    }
+    if name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json") {
+        return safetensors::load_model(path).map_err(LoadError::from);
+    }
+    if name.ends_with(".json") {
+        let (spec, note) = hf_config::parse_config(&shown, &read(path)?)?;
+        let model_name = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().to_string())
+            .filter(|n| !n.is_empty() && name == "config.json")
+            .unwrap_or_else(|| name.trim_end_matches(".json").to_owned());
+        return Ok(Loaded { model: ModelSpec { name: model_name, arch: Architecture::Transformer(spec) }, notes: note.into_iter().collect() });
+    }
+    Err(LoadError::UnknownKind(shown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_preset_loads() {
+        for (name, text) in BUILTIN {
+            let m = parse_preset(name, text).unwrap_or_else(|e| panic!("preset {name}: {e}"));
+            assert!(m.n_params() > 1_000_000, "{name}");
+        }
+    }
+
+    #[test]
+    fn preset_round_trips() {
+        for (name, text) in BUILTIN {
+            let m = parse_preset(name, text).unwrap();
+            let again = parse_preset(name, &to_preset_text(&m, "test")).unwrap();
+            assert_eq!(m, again, "round trip of {name}");
+        }
+    }
+
+    #[test]
+    fn bad_ron_names_line() {
+        let e = parse_preset("x.ron", "(\n schema: 1,\n name: 5,\n)").unwrap_err().to_string();
+        assert!(e.starts_with("x.ron:3:"), "{e}");
+        let e = parse_preset("y.ron", "(schema: 9, name: \"a\", arch: Table((layers: [], param_tensors: 0)))")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("schema 9"), "{e}");
+    }
+}

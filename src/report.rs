@@ -1,0 +1,167 @@
+//! Renderings of an estimate: the stable JSON object of `vramscope estimate --json`, and a readable
+//! text table.
+
+use crate::estimate::{Estimate, Mode, Scenario};
+use crate::gpu::Gpu;
+use crate::units::{GIB, MIB};
+use serde_json::{Map, Value, json};
+
+/// JSON schema version of the CLI output.
+pub const JSON_SCHEMA: u64 = 1;
+
+/// Fit of an estimate on a GPU.
+#[derive(Clone, Debug)]
+pub struct FitInfo {
+    /// The GPU.
+    pub gpu: Gpu,
+    /// Does `total` fit?
+    pub fits: bool,
+    /// Largest micro-batch that fits (`None`: not even batch 1).
+    pub max_batch: Option<u64>,
+}
+
+/// The `--json` object. Keys are stable; new keys may be added.
+pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[String]) -> Value {
+    let mut acts = Map::new();
+    for (cat, bytes) in e.activation_breakdown.nonzero() {
+        acts.insert(cat.key().to_owned(), json!(bytes));
+    }
+    let moments: Vec<Value> = e
+        .moments
+        .iter()
+        .map(|m| {
+            json!({
+                "phase": m.phase,
+                "what": m.what,
+                "bytes": m.alive.total(),
+                "alive": m.alive,
+            })
+        })
+        .collect();
+    let mut v = json!({
+        "schema": JSON_SCHEMA,
+        "model": {
+            "name": sc.model.name,
+            "n_params": e.n_params,
+            "trainable_params": e.trainable_params,
+        },
+        "scenario": {
+            "mode": sc.mode,
+            "batch": sc.batch,
+            "seq": sc.seq,
+            "precision": sc.precision.name(),
+            "optimizer": sc.optimizer.name(),
+            "attention": sc.attention,
+            "checkpoint": sc.checkpointing.to_string(),
+            "lora": sc.lora.map(|l| json!({"rank": l.rank, "targets": l.targets.names(), "dropout": l.dropout})),
+            "base_quant": sc.base_quant,
+        },
+        "bytes": {
+            "parameters": e.parameters,
+            "gradients": e.gradients,
+            "optimizer_states": e.optimizer_states,
+            "activations": e.activations,
+            "kv_cache": e.kv_cache,
+            "temporaries_at_peak": e.peak.alive.temporaries,
+            "peak_allocated": e.peak_allocated,
+            "overhead": e.overhead,
+            "total": e.total,
+        },
+        "activations_by_kind": acts,
+        "peak_phase": e.peak.phase,
+        "peak_moment": e.peak.what,
+        "at_peak": e.peak.alive,
+        "moments": moments,
+        "notes": notes,
+    });
+    if let (Some(f), Some(obj)) = (fit, v.as_object_mut()) {
+        obj.insert("gpu".into(), json!({"id": f.gpu.id, "name": f.gpu.name, "memory_bytes": f.gpu.memory_bytes()}));
+        obj.insert("fits".into(), json!(f.fits));
+        obj.insert("max_batch".into(), json!(f.max_batch));
+    }
+    v
+}
+
+fn g(bytes: u64) -> String {
+    if bytes as f64 >= GIB / 10.0 { format!("{:>9.2} GiB", bytes as f64 / GIB) } else { format!("{:>9.1} MiB", bytes as f64 / MIB) }
+}
+
+/// Readable table for a terminal.
+pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[String]) -> String {
+    let mut s = String::new();
+    let what = match sc.mode {
+        Mode::Train => "training step",
+        Mode::Infer => "inference (prefill)",
+    };
+    s += &format!(
+        "{} — {} params ({} trainable), {what}, batch {} x seq {}, {}, {}, attention {:?}, checkpoint {}\n",
+        sc.model.name,
+        human_count(e.n_params),
+        human_count(e.trainable_params),
+        sc.batch,
+        sc.seq,
+        sc.precision,
+        if sc.mode == Mode::Train { sc.optimizer.name() } else { "no optimizer" },
+        sc.attention,
+        sc.checkpointing,
+    );
+    s += "\n  component                 per GPU\n";
+    let rows = [
+        ("parameters", e.parameters),
+        ("gradients", e.gradients),
+        ("optimizer states", e.optimizer_states),
+        ("activations (saved)", e.activations),
+        ("KV cache", e.kv_cache),
+    ];
+    for (name, b) in rows {
+        if b > 0 {
+            s += &format!("  {name:<22}{}\n", g(b));
+        }
+    }
+    for (cat, b) in e.activation_breakdown.nonzero() {
+        s += &format!("    · {:<20}{}\n", cat.label(), g(b));
+    }
+    s += &format!(
+        "  peak allocated        {}   ({}: {})\n",
+        g(e.peak_allocated),
+        e.peak.phase.label(),
+        e.peak.what
+    );
+    s += &format!("    of which temporaries{}\n", g(e.peak.alive.temporaries));
+    s += &format!("  overhead (CUDA ctx…) {}\n", g(e.overhead));
+    s += &format!("  total (nvidia-smi)    {}\n", g(e.total));
+    if let Some(f) = fit {
+        let cap = f.gpu.memory_bytes();
+        let verdict = if f.fits {
+            format!("fits, {} free", g(cap - e.total).trim())
+        } else {
+            format!("does NOT fit, {} short", g(e.total - cap).trim())
+        };
+        s += &format!("\n  {}: {} → {verdict}\n", f.gpu.name, g(cap).trim());
+        match f.max_batch {
+            Some(b) => s += &format!("  largest micro-batch that fits: {b}\n"),
+            None => s += "  even micro-batch 1 does not fit\n",
+        }
+    }
+    for n in notes {
+        s += &format!("\n  note: {n}");
+    }
+    if !notes.is_empty() {
+        s.push('\n');
+    }
+    s
+}
+
+/// 6.74 B, 124.4 M, …
+pub fn human_count(n: u64) -> String {
+    let f = n as f64;
+    if f >= 1e9 {
+        format!("{:.2} B", f / 1e9)
+    } else if f >= 1e6 {
+        format!("{:.1} M", f / 1e6)
+    } else if f >= 1e3 {
+        format!("{:.1} K", f / 1e3)
+    } else {
+        n.to_string()
+    }
+}

@@ -1,0 +1,199 @@
+//! Data types, precision modes and byte arithmetic shared by the whole core.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Bytes in a GiB.
+pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Bytes in a MiB.
+pub const MIB: f64 = 1024.0 * 1024.0;
+
+/// The CUDA caching allocator hands out blocks in multiples of 512 bytes.
+pub const ALLOC_GRANULE_BYTES: u64 = 512;
+
+/// Rounds `bytes` up to the allocator granule.
+#[inline]
+pub fn round_alloc(bytes: u64) -> u64 {
+    bytes.div_ceil(ALLOC_GRANULE_BYTES) * ALLOC_GRANULE_BYTES
+}
+
+/// Formats bytes as GiB with two decimals.
+pub fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / GIB)
+}
+
+/// Element type of a tensor. Sizes are in bits so that 4-bit types are exact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    /// 32-bit float.
+    F32,
+    /// IEEE half.
+    F16,
+    /// bfloat16.
+    Bf16,
+    /// 8-bit float (e4m3 / e5m2).
+    F8,
+    /// 8-bit integer.
+    I8,
+    /// 4-bit integer.
+    I4,
+}
+
+impl DType {
+    /// Bits per element.
+    pub const fn bits(self) -> u64 {
+        match self {
+            Self::F32 => 32,
+            Self::F16 | Self::Bf16 => 16,
+            Self::F8 | Self::I8 => 8,
+            Self::I4 => 4,
+        }
+    }
+
+    /// Bytes for `n` elements (rounded up for sub-byte types).
+    #[inline]
+    pub const fn bytes(self, n: u64) -> u64 {
+        (n * self.bits()).div_ceil(8)
+    }
+
+    /// Name as PyTorch prints it.
+    pub const fn torch_name(self) -> &'static str {
+        match self {
+            Self::F32 => "float32",
+            Self::F16 => "float16",
+            Self::Bf16 => "bfloat16",
+            Self::F8 => "float8_e4m3fn",
+            Self::I8 => "int8",
+            Self::I4 => "int4",
+        }
+    }
+}
+
+impl FromStr for DType {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "fp32" | "f32" | "float32" => Self::F32,
+            "fp16" | "f16" | "float16" | "half" => Self::F16,
+            "bf16" | "bfloat16" => Self::Bf16,
+            "fp8" | "f8" | "float8" => Self::F8,
+            "int8" | "i8" => Self::I8,
+            "int4" | "i4" => Self::I4,
+            other => return Err(format!("unknown dtype \"{other}\" (fp32, fp16, bf16, fp8, int8, int4)")),
+        })
+    }
+}
+
+/// Training / inference precision recipe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precision {
+    /// Everything in fp32.
+    Fp32,
+    /// Pure bf16: weights, gradients, optimizer states and activations in bf16.
+    Bf16,
+    /// Pure fp16.
+    Fp16,
+    /// Autocast bf16: fp32 master weights, grads and states; bf16 matmuls with saved cast copies.
+    Bf16Amp,
+    /// Autocast fp16 (with a gradient scaler), otherwise as `Bf16Amp`.
+    Fp16Amp,
+    /// fp8 weights, bf16 compute (inference).
+    Fp8,
+    /// int8 weights, bf16 compute (inference).
+    Int8,
+    /// int4 weights, bf16 compute (inference).
+    Int4,
+}
+
+impl Precision {
+    /// All modes, in menu order.
+    pub const ALL: [Self; 8] =
+        [Self::Fp32, Self::Bf16, Self::Fp16, Self::Bf16Amp, Self::Fp16Amp, Self::Fp8, Self::Int8, Self::Int4];
+
+    /// Storage type of the weights held on the GPU.
+    pub const fn weight_dtype(self) -> DType {
+        match self {
+            Self::Fp32 | Self::Bf16Amp | Self::Fp16Amp => DType::F32,
+            Self::Bf16 => DType::Bf16,
+            Self::Fp16 => DType::F16,
+            Self::Fp8 => DType::F8,
+            Self::Int8 => DType::I8,
+            Self::Int4 => DType::I4,
+        }
+    }
+
+    /// Type matmuls run in and activations are stored in.
+    pub const fn compute_dtype(self) -> DType {
+        match self {
+            Self::Fp32 => DType::F32,
+            Self::Fp16 | Self::Fp16Amp => DType::F16,
+            Self::Bf16 | Self::Bf16Amp | Self::Fp8 | Self::Int8 | Self::Int4 => DType::Bf16,
+        }
+    }
+
+    /// Autocast mixed precision (fp32 master weights).
+    pub const fn is_amp(self) -> bool {
+        matches!(self, Self::Bf16Amp | Self::Fp16Amp)
+    }
+
+    /// Weight-only quantized (inference-only) modes.
+    pub const fn is_quantized(self) -> bool {
+        matches!(self, Self::Fp8 | Self::Int8 | Self::Int4)
+    }
+
+    /// Command-line name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Fp32 => "fp32",
+            Self::Bf16 => "bf16",
+            Self::Fp16 => "fp16",
+            Self::Bf16Amp => "bf16-amp",
+            Self::Fp16Amp => "fp16-amp",
+            Self::Fp8 => "fp8",
+            Self::Int8 => "int8",
+            Self::Int4 => "int4",
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Precision {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown precision \"{s}\" (fp32, bf16, fp16, bf16-amp, fp16-amp, fp8, int8, int4)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_and_sizes() {
+        assert_eq!(round_alloc(0), 0);
+        assert_eq!(round_alloc(1), 512);
+        assert_eq!(round_alloc(512), 512);
+        assert_eq!(round_alloc(513), 1024);
+        assert_eq!(DType::I4.bytes(3), 2);
+        assert_eq!(DType::Bf16.bytes(10), 20);
+    }
+
+    #[test]
+    fn precision_names_round_trip() {
+        for p in Precision::ALL {
+            assert_eq!(p.name().parse::<Precision>(), Ok(p));
+        }
+        assert!("fp64".parse::<Precision>().is_err());
+    }
+}

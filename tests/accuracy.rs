@@ -1,0 +1,133 @@
+//! Accuracy against ground truth measured with real PyTorch 2.15 + HF transformers 5.24 code
+//! (`tests/data/truth`, see its README): every `cuda-emu-fake` row must have exact parameter,
+//! gradient, AdamW-state and KV-cache bytes, activations within 3 % and the peak within 5 %.
+//! `cargo test --test accuracy -- --nocapture` prints the per-case table.
+
+use serde_json::Value;
+use std::path::Path;
+use vramscope::estimate::{AttentionImpl, Checkpointing, Mode, Optimizer, Scenario, estimate};
+use vramscope::model::preset::load_path;
+use vramscope::units::Precision;
+
+const ACT_TOL: f64 = 0.03;
+const PEAK_TOL: f64 = 0.05;
+
+struct Row {
+    case: String,
+    v: Value,
+}
+
+fn rows() -> Vec<Row> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/truth");
+    let mut out: Vec<Row> = Vec::new();
+    for f in ["reference_A.json", "reference_B.json"] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        for r in v.as_array().unwrap() {
+            if r["backend"] != "cuda-emu-fake" || r.get("error").is_some() {
+                continue;
+            }
+            let case = r["case"].as_str().unwrap().to_owned();
+            if !out.iter().any(|o| o.case == case) {
+                out.push(Row { case, v: r.clone() });
+            }
+        }
+    }
+    out
+}
+
+fn scenario(r: &Value) -> Scenario {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/truth");
+    let cfg = dir.join(r["config_file"].as_str().unwrap());
+    let model = load_path(&cfg).unwrap().model;
+    let mut sc = Scenario::new(model);
+    sc.mode = if r["mode"] == "train" { Mode::Train } else { Mode::Infer };
+    sc.batch = r["batch"].as_u64().unwrap();
+    sc.seq = r["seq"].as_u64().unwrap();
+    sc.precision = match r["dtype"].as_str().unwrap() {
+        "float32" => Precision::Fp32,
+        "bfloat16" => Precision::Bf16,
+        "float16" => Precision::Fp16,
+        d => panic!("dtype {d}"),
+    };
+    sc.attention = if r["attn"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa };
+    sc.checkpointing = if r["grad_ckpt"].as_bool().unwrap() { Checkpointing::Full } else { Checkpointing::None };
+    sc.optimizer = Optimizer::Adamw;
+    sc
+}
+
+fn rel(pred: u64, meas: u64) -> f64 {
+    (pred as f64 - meas as f64) / meas as f64
+}
+
+#[test]
+fn every_reference_row_is_within_bounds() {
+    let rows = rows();
+    assert!(rows.len() >= 35, "expected the reference rows, found {}", rows.len());
+    let mut failures = Vec::new();
+    let mut act_errs = Vec::new();
+    let mut peak_errs = Vec::new();
+    println!(
+        "{:<46} {:>14} {:>14} {:>8} {:>14} {:>14} {:>8}",
+        "case", "act pred", "act meas", "err", "peak pred", "peak meas", "err"
+    );
+    for Row { case, v: r } in &rows {
+        let sc = scenario(r);
+        let e = estimate(&sc).unwrap_or_else(|err| panic!("{case}: {err}"));
+        let exact = |name: &str, pred: u64, key: &str| {
+            if let Some(m) = r[key].as_u64()
+                && pred != m
+            {
+                return Some(format!("{case}: {name} {pred} != measured {m}"));
+            }
+            None
+        };
+        failures.extend(exact("n_params", e.n_params, "n_params"));
+        failures.extend(exact("parameter bytes", e.parameters, "param_bytes"));
+        if sc.mode == Mode::Train {
+            failures.extend(exact("gradient bytes", e.gradients, "grad_bytes"));
+            failures.extend(exact("AdamW state bytes", e.optimizer_states, "optimizer_state_bytes"));
+        } else {
+            failures.extend(exact("KV-cache bytes", e.kv_cache, "kv_cache_bytes"));
+        }
+        let peak_m = r["peak_bytes"].as_u64().unwrap();
+        let peak_err = rel(e.peak_allocated, peak_m);
+        peak_errs.push(peak_err.abs());
+        let (act_p, act_m, act_err) = match r["activation_saved_bytes"].as_u64() {
+            Some(m) => {
+                let err = rel(e.activations, m);
+                act_errs.push(err.abs());
+                if err.abs() > ACT_TOL {
+                    failures.push(format!("{case}: activations {} vs {m} ({:+.2}%)", e.activations, 100.0 * err));
+                }
+                (e.activations.to_string(), m.to_string(), format!("{:+.2}%", 100.0 * err))
+            }
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        if peak_err.abs() > PEAK_TOL {
+            failures.push(format!(
+                "{case}: peak {} vs {peak_m} ({:+.2}%, at {})",
+                e.peak_allocated,
+                100.0 * peak_err,
+                e.peak.what
+            ));
+        }
+        println!(
+            "{case:<46} {act_p:>14} {act_m:>14} {act_err:>8} {:>14} {peak_m:>14} {:>+7.2}%",
+            e.peak_allocated,
+            100.0 * peak_err
+        );
+    }
+    let stats = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (100.0 * v[v.len() / 2], 100.0 * v[v.len() - 1])
+    };
+    let (am, ax) = stats(&mut act_errs);
+    let (pm, px) = stats(&mut peak_errs);
+    println!(
+        "\n{} cases: activations |err| median {am:.3}% max {ax:.3}% ({} rows); peak |err| median {pm:.3}% max {px:.3}%",
+        rows.len(),
+        act_errs.len()
+    );
+    assert!(failures.is_empty(), "out of bounds:\n{}", failures.join("\n"));
+}
