@@ -131,3 +131,55 @@ fn every_reference_row_is_within_bounds() {
     );
     assert!(failures.is_empty(), "out of bounds:\n{}", failures.join("\n"));
 }
+
+/// Autocast (bf16-amp) and PEFT LoRA rows measured with `tests/data/truth/probe.py` (same harness,
+/// see the README there): saved activations within 3 %, LoRA parameter bytes and trainable counts
+/// exact.
+#[test]
+fn amp_and_lora_probe_rows_are_within_bounds() {
+    use vramscope::estimate::Lora;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/truth");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for f in ["reference_amp.json", "reference_lora.json"] {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
+        for r in v.as_array().unwrap() {
+            n += 1;
+            let case = r["case"].as_str().unwrap();
+            let model = load_path(&dir.join(r["config_file"].as_str().unwrap())).unwrap().model;
+            let mut sc = Scenario::new(model);
+            sc.batch = r["batch"].as_u64().unwrap();
+            sc.seq = r["seq"].as_u64().unwrap();
+            sc.attention = if r["attn"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa };
+            sc.precision = match (r["precision"].as_str(), r["dtype"].as_str()) {
+                (Some("bf16-amp"), _) => Precision::Bf16Amp,
+                (_, Some("float32")) => Precision::Fp32,
+                _ => Precision::Bf16,
+            };
+            if let Some(rank) = r["lora_rank"].as_u64() {
+                let spec = format!("{rank}:{}", r["lora_targets"].as_str().unwrap());
+                let l: Lora = spec.parse().unwrap();
+                sc.lora = Some(Lora { dropout: r["lora_dropout"].as_f64().unwrap(), ..l });
+            }
+            let e = estimate(&sc).unwrap();
+            let m = r["activation_saved_bytes"].as_u64().unwrap();
+            let err = rel(e.activations, m);
+            println!("{case:<52} {:>12} {m:>12} {:>+7.2}%", e.activations, 100.0 * err);
+            if err.abs() > ACT_TOL {
+                failures.push(format!("{case}: activations {} vs {m} ({:+.2}%)", e.activations, 100.0 * err));
+            }
+            if let Some(p) = r["param_bytes"].as_u64()
+                && p != e.parameters
+            {
+                failures.push(format!("{case}: parameter bytes {} vs {p}", e.parameters));
+            }
+            if let Some(p) = r["trainable_params"].as_u64()
+                && p != e.trainable_params
+            {
+                failures.push(format!("{case}: trainable params {} vs {p}", e.trainable_params));
+            }
+        }
+    }
+    assert!(n >= 12, "probe rows missing");
+    assert!(failures.is_empty(), "out of bounds:\n{}", failures.join("\n"));
+}

@@ -572,7 +572,7 @@ fn gpt2_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
         }
     }
     let cproj = [(LinearRole::O, h * h)];
-    let active_mid = active_in || linears_no_input(&mut acc, ctx, &cproj, h, attn_active);
+    let active_mid = linears_no_input(&mut acc, ctx, &cproj, h, attn_active) || active_in;
     let before_post = acc.total();
     let tail = eager_core_tail(ctx, m, attn_active && !selective, o_trains, m.attention_dropout > 0.0 || ctx.amp);
     if m.hidden_dropout > 0.0 && active_mid {
@@ -609,7 +609,7 @@ fn gpt2_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
         }
     }
     let mproj = [(LinearRole::Down, i * h)];
-    let active_out = active_mid || linears_no_input(&mut acc, ctx, &mproj, i, mlp_active);
+    let active_out = linears_no_input(&mut acc, ctx, &mproj, i, mlp_active) || active_mid;
     if m.hidden_dropout > 0.0 && active_out {
         acc.add(Cat::DropoutMasks, t * h); // mlp dropout
     }
@@ -711,7 +711,7 @@ fn bert_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
         }
     }
     let o = [(LinearRole::O, h * h)];
-    let active_mid = active_in || linears_no_input(&mut acc, ctx, &o, h, attn_active);
+    let active_mid = linears_no_input(&mut acc, ctx, &o, h, attn_active) || active_in;
     let before_post = acc.total();
     let tail = eager_core_tail(ctx, m, attn_active && !selective, o_trains, m.attention_dropout > 0.0 || ctx.amp);
     if active_mid {
@@ -735,7 +735,7 @@ fn bert_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
         }
     }
     let down = [(LinearRole::Down, h * i)];
-    let active_out = active_mid || linears_no_input(&mut acc, ctx, &down, i, mlp_active);
+    let active_out = linears_no_input(&mut acc, ctx, &down, i, mlp_active) || active_mid;
     if active_out {
         if m.hidden_dropout > 0.0 {
             acc.add(Cat::DropoutMasks, t * h);
