@@ -9,6 +9,8 @@
 //! * [`gpu`] — the GPU catalog.
 //! * [`report`] — JSON and text renderings of an estimate (shared by the CLI and exports).
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod estimate;
 pub mod fit;
 pub mod gpu;

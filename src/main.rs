@@ -1,5 +1,7 @@
 //! `vramscope`: the command-line front on the core (`vramscope --help`).
 
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
 mod cli;
 
 use clap::Parser;

@@ -75,7 +75,10 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         "notes": notes,
     });
     if let (Some(f), Some(obj)) = (fit, v.as_object_mut()) {
-        obj.insert("gpu".into(), json!({"id": f.gpu.id, "name": f.gpu.name, "memory_bytes": f.gpu.memory_bytes()}));
+        obj.insert(
+            "gpu".into(),
+            json!({"id": f.gpu.id, "name": f.gpu.name, "memory_bytes": f.gpu.memory_bytes()}),
+        );
         obj.insert("fits".into(), json!(f.fits));
         obj.insert("max_batch".into(), json!(f.max_batch));
     }
@@ -83,7 +86,11 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
 }
 
 fn g(bytes: u64) -> String {
-    if bytes as f64 >= GIB / 10.0 { format!("{:>9.2} GiB", bytes as f64 / GIB) } else { format!("{:>9.1} MiB", bytes as f64 / MIB) }
+    if bytes as f64 >= GIB / 10.0 {
+        format!("{:>9.2} GiB", bytes as f64 / GIB)
+    } else {
+        format!("{:>9.1} MiB", bytes as f64 / MIB)
+    }
 }
 
 /// Readable table for a terminal.
@@ -101,7 +108,11 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         sc.batch,
         sc.seq,
         sc.precision,
-        if sc.mode == Mode::Train { sc.optimizer.name() } else { "no optimizer" },
+        if sc.mode == Mode::Train {
+            sc.optimizer.name()
+        } else {
+            "no optimizer"
+        },
         sc.attention,
         sc.checkpointing,
     );

@@ -81,7 +81,11 @@ impl FromStr for DType {
             "fp8" | "f8" | "float8" => Self::F8,
             "int8" | "i8" => Self::I8,
             "int4" | "i4" => Self::I4,
-            other => return Err(format!("unknown dtype \"{other}\" (fp32, fp16, bf16, fp8, int8, int4)")),
+            other => {
+                return Err(format!(
+                    "unknown dtype \"{other}\" (fp32, fp16, bf16, fp8, int8, int4)"
+                ));
+            }
         })
     }
 }
@@ -110,8 +114,16 @@ pub enum Precision {
 
 impl Precision {
     /// All modes, in menu order.
-    pub const ALL: [Self; 8] =
-        [Self::Fp32, Self::Bf16, Self::Fp16, Self::Bf16Amp, Self::Fp16Amp, Self::Fp8, Self::Int8, Self::Int4];
+    pub const ALL: [Self; 8] = [
+        Self::Fp32,
+        Self::Bf16,
+        Self::Fp16,
+        Self::Bf16Amp,
+        Self::Fp16Amp,
+        Self::Fp8,
+        Self::Int8,
+        Self::Int4,
+    ];
 
     /// Storage type of the weights held on the GPU.
     pub const fn weight_dtype(self) -> DType {

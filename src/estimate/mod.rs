@@ -10,7 +10,8 @@ pub mod states;
 
 pub use saved::{Cat, Saved};
 pub use scenario::{
-    AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Overhead, Scenario, ScenarioError, Targets,
+    AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Overhead, Scenario,
+    ScenarioError, Targets,
 };
 
 use crate::model::{Architecture, LayerTable};
@@ -61,7 +62,12 @@ pub struct Snapshot {
 impl Snapshot {
     /// Sum of the parts.
     pub fn total(&self) -> u64 {
-        self.parameters + self.gradients + self.optimizer_states + self.activations + self.kv_cache + self.temporaries
+        self.parameters
+            + self.gradients
+            + self.optimizer_states
+            + self.activations
+            + self.kv_cache
+            + self.temporaries
     }
 }
 
@@ -107,63 +113,116 @@ pub struct Estimate {
     pub total: u64,
 }
 
-/// Saved bytes of all blocks under a checkpointing choice, and what one backward step recomputes.
-fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, u64) {
+/// What backward recomputes under checkpointing.
+#[derive(Clone, Copy, Debug, Default)]
+struct Recompute {
+    /// Bytes recomputed while the last block runs backward (it is checkpointed).
+    at_last_block: u64,
+    /// For a checkpointed block further down: (bytes of stored blocks already freed by then,
+    /// bytes recomputed).
+    earlier: Option<(u64, u64)>,
+}
+
+/// Saved bytes of all blocks under a checkpointing choice, and what backward recomputes.
+fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, Recompute) {
     let mut s = Saved::default();
+    let none = Recompute::default();
     if layers == 0 {
-        return (s, 0);
+        return (s, none);
     }
     let full = am.full_layer;
     let ckpt_input = |s: &mut Saved, n: u64| s.add(Cat::CheckpointInputs, n * am.layer_input_bytes);
+    let all_stored = |s: &mut Saved| {
+        s.add_all(&am.first_layer);
+        s.add_all(&full.times(layers - 1));
+        s.add(Cat::Embeddings, am.shared_layer_bytes);
+    };
     let train = sc.mode == Mode::Train;
-    match if train { sc.checkpointing } else { Checkpointing::None } {
+    match if train {
+        sc.checkpointing
+    } else {
+        Checkpointing::None
+    } {
         Checkpointing::None => {
-            s.add_all(&am.first_layer);
-            s.add_all(&full.times(layers - 1));
-            s.add(Cat::Embeddings, am.shared_layer_bytes);
-            (s, 0)
+            all_stored(&mut s);
+            (s, none)
         }
         Checkpointing::Full => {
             ckpt_input(&mut s, layers);
-            (s, full.total())
+            (
+                s,
+                Recompute {
+                    at_last_block: full.total(),
+                    earlier: None,
+                },
+            )
         }
         Checkpointing::Every(k) => {
-            let n_ckpt = layers.div_ceil(k.max(1));
+            let k = k.max(1);
+            let n_ckpt = layers.div_ceil(k);
             ckpt_input(&mut s, n_ckpt);
             s.add_all(&full.times(layers - n_ckpt));
             if layers > n_ckpt {
                 s.add(Cat::Embeddings, am.shared_layer_bytes);
             }
-            (s, full.total())
+            // checkpointed blocks are 0, K, 2K, …; the last of them is j
+            let j = (layers - 1) / k * k;
+            let stored_after = layers - 1 - j;
+            if stored_after == 0 {
+                (
+                    s,
+                    Recompute {
+                        at_last_block: full.total(),
+                        earlier: None,
+                    },
+                )
+            } else {
+                (
+                    s,
+                    Recompute {
+                        at_last_block: 0,
+                        earlier: Some((stored_after * full.total(), full.total())),
+                    },
+                )
+            }
         }
         Checkpointing::Segments(n) => {
             let n = n.clamp(1, layers);
             if n == 1 {
-                s.add_all(&am.first_layer);
-                s.add_all(&full.times(layers - 1));
-                s.add(Cat::Embeddings, am.shared_layer_bytes);
-                return (s, 0);
+                all_stored(&mut s);
+                return (s, none);
             }
             // checkpoint_sequential: N-1 segments of floor(L/N) blocks are checkpointed, the last
-            // segment (the rest) keeps its activations; backward recomputes one segment at a time
+            // segment (the rest) keeps its activations; backward frees the last segment, then
+            // recomputes one checkpointed segment at a time
             let seg = layers / n;
             let last = layers - (n - 1) * seg;
             ckpt_input(&mut s, n - 1);
             s.add_all(&full.times(last));
             s.add(Cat::Embeddings, am.shared_layer_bytes);
-            (s, seg * full.total())
+            (
+                s,
+                Recompute {
+                    at_last_block: 0,
+                    earlier: Some((last * full.total(), seg * full.total())),
+                },
+            )
         }
         Checkpointing::Selective => {
             // the first block differs from the others only by its input; drop the same
             // recomputed attention terms from it
             let mut first = am.first_layer;
-            for (f, (a, b)) in first.0.iter_mut().zip(full.0.iter().zip(am.selective_layer.0.iter())) {
+            for (f, (a, b)) in first
+                .0
+                .iter_mut()
+                .zip(full.0.iter().zip(am.selective_layer.0.iter()))
+            {
                 *f = f.saturating_sub(a.saturating_sub(*b));
             }
             s.add_all(&first);
             s.add_all(&am.selective_layer.times(layers - 1));
             s.add(Cat::Embeddings, am.shared_layer_bytes);
-            (s, 0)
+            (s, none)
         }
     }
 }
@@ -213,7 +272,7 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
         ),
         _ => 0,
     };
-    let mut moments = Vec::with_capacity(4);
+    let mut moments = Vec::with_capacity(5);
     if train {
         let base = Snapshot {
             parameters: st.param_alloc,
@@ -223,12 +282,17 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
         moments.push(Moment {
             phase: Phase::Backward,
             what: "loss and log-softmax backward",
-            alive: Snapshot { activations: activations_bytes, temporaries: am.loss_backward_transient, ..base },
+            alive: Snapshot {
+                activations: activations_bytes,
+                temporaries: am.loss_backward_transient,
+                ..base
+            },
         });
         // last block's backward: the head's saves are released and its gradients allocated; a
         // checkpointed block is recomputed first. The MLP runs backward first; the attention core
         // runs with the MLP's saves freed and the MLP and output-projection gradients allocated.
-        let acts = activations_bytes - am.head_released_bytes.min(activations_bytes) + recompute;
+        let after_head = activations_bytes - am.head_released_bytes.min(activations_bytes);
+        let acts = after_head + recompute.at_last_block;
         moments.push(Moment {
             phase: Phase::Backward,
             what: "last block MLP backward",
@@ -249,10 +313,28 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
                 ..base
             },
         });
+        if let Some((freed, recomputed)) = recompute.earlier {
+            moments.push(Moment {
+                phase: Phase::Backward,
+                what: "recompute of a checkpointed block",
+                alive: Snapshot {
+                    activations: after_head - freed.min(after_head) + recomputed,
+                    gradients: st.head_grad_alloc,
+                    temporaries: am
+                        .mlp_backward_transient
+                        .max(am.attention_backward_transient),
+                    ..base
+                },
+            });
+        }
         moments.push(Moment {
             phase: Phase::OptimizerStep,
             what: "optimizer step",
-            alive: Snapshot { gradients: st.grad_alloc, temporaries: st.optimizer_step_temp, ..base },
+            alive: Snapshot {
+                gradients: st.grad_alloc,
+                temporaries: st.optimizer_step_temp,
+                ..base
+            },
         });
     } else {
         let kv_all = kv_cache;
@@ -278,11 +360,15 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
             },
         });
     }
-    let peak = moments.iter().copied().max_by_key(|m| m.alive.total()).unwrap_or(Moment {
-        phase: Phase::Forward,
-        what: "",
-        alive: Snapshot::default(),
-    });
+    let peak = moments
+        .iter()
+        .copied()
+        .max_by_key(|m| m.alive.total())
+        .unwrap_or(Moment {
+            phase: Phase::Forward,
+            what: "",
+            alive: Snapshot::default(),
+        });
     let peak_allocated = peak.alive.total();
     let o = sc.overhead;
     let overhead = o.cuda_context_bytes

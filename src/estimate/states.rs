@@ -38,7 +38,9 @@ fn adapted(lora: &Lora, family: Family, kind: ParamKind) -> bool {
     match kind {
         ParamKind::Linear(LinearRole::Q) if family == Family::Gpt2 => {
             // GPT-2's fused c_attn takes q, k and v adapters as one
-            lora.targets.has(LinearRole::Q) || lora.targets.has(LinearRole::K) || lora.targets.has(LinearRole::V)
+            lora.targets.has(LinearRole::Q)
+                || lora.targets.has(LinearRole::K)
+                || lora.targets.has(LinearRole::V)
         }
         ParamKind::Linear(role) => lora.targets.has(role),
         _ => false,
@@ -53,7 +55,9 @@ fn quantized_bytes(n: u64, rows: u64, precision: Precision, base_quant: BaseQuan
         // LLM.int8(): int8 weights + one fp32 scale per output row
         (BaseQuant::Int8, _) | (BaseQuant::None, Precision::Int8) => n + 4 * rows,
         // GPTQ/AWQ-style int4, group size 128: 4-bit weights, fp16 scale and 4-bit zero per group
-        (BaseQuant::None, Precision::Int4) => n.div_ceil(2) + n.div_ceil(128) * 2 + n.div_ceil(128).div_ceil(2),
+        (BaseQuant::None, Precision::Int4) => {
+            n.div_ceil(2) + n.div_ceil(128) * 2 + n.div_ceil(128).div_ceil(2)
+        }
         // fp8 (e4m3) weights with one fp32 scale per tensor
         (BaseQuant::None, Precision::Fp8) => n + 4,
         (BaseQuant::None, p) => p.weight_dtype().bytes(n),
@@ -72,7 +76,10 @@ fn opt_tensor_bytes(opt: Optimizer, rows: u64, cols: u64, dt: DType) -> (u64, u6
         Optimizer::Adamw8bit => {
             if n >= 4096 {
                 let one = n + 4 * n.div_ceil(2048);
-                (2 * one, 2 * (round_alloc(n) + round_alloc(4 * n.div_ceil(2048))))
+                (
+                    2 * one,
+                    2 * (round_alloc(n) + round_alloc(4 * n.div_ceil(2048))),
+                )
             } else {
                 (2 * 4 * n, 2 * round_alloc(4 * n))
             }
@@ -154,21 +161,24 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         // per-tensor update: fp32 copy of the gradient, its square and the update
         st.optimizer_step_temp = 3 * round_alloc(4 * largest_trainable);
     }
-    if train && sc.lora.is_none() {
-        if let Some(t) = sc.model.transformer() {
-            let gb = |n: u64| round_alloc(state_dt.bytes(n));
-            // LM head (or tied embedding) gradient + final norm weight, allocated first in backward
-            let head = match t.head {
-                crate::model::Head::CausalLm | crate::model::Head::MaskedLm => gb(t.vocab_size * t.hidden_size),
-                _ => 0,
-            };
-            st.head_grad_alloc = head + 2 * gb(t.hidden_size);
-            let experts = t.moe.map_or(1, |m| m.experts);
-            let mats = if t.family == Family::Llama { 3 } else { 2 };
-            st.grads_before_attention = mats * experts * gb(t.hidden_size * t.intermediate_size)
-                + gb(t.hidden_size * t.q_width())
-                + gb(t.hidden_size);
-        }
+    if train
+        && sc.lora.is_none()
+        && let Some(t) = sc.model.transformer()
+    {
+        let gb = |n: u64| round_alloc(state_dt.bytes(n));
+        // LM head (or tied embedding) gradient + final norm weight, allocated first in backward
+        let head = match t.head {
+            crate::model::Head::CausalLm | crate::model::Head::MaskedLm => {
+                gb(t.vocab_size * t.hidden_size)
+            }
+            _ => 0,
+        };
+        st.head_grad_alloc = head + 2 * gb(t.hidden_size);
+        let experts = t.moe.map_or(1, |m| m.experts);
+        let mats = if t.family == Family::Llama { 3 } else { 2 };
+        st.grads_before_attention = mats * experts * gb(t.hidden_size * t.intermediate_size)
+            + gb(t.hidden_size * t.q_width())
+            + gb(t.hidden_size);
     }
     st
 }

@@ -1,0 +1,214 @@
+//! The `vramscope` command line: the JSON contract, error handling and exit codes.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vramscope"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+fn data(p: &str) -> String {
+    format!("{}/tests/data/{p}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn json_has_the_contract_keys() {
+    let v = json(&[
+        "estimate",
+        "--model",
+        "llama-2-7b",
+        "--batch",
+        "2",
+        "--seq",
+        "1024",
+        "--gpu",
+        "a100-80gb",
+        "--json",
+    ]);
+    assert_eq!(v["schema"], 1);
+    assert_eq!(v["model"]["name"], "Llama-2-7B");
+    assert_eq!(v["model"]["n_params"], 6_738_415_616u64);
+    for k in [
+        "parameters",
+        "gradients",
+        "optimizer_states",
+        "activations",
+        "kv_cache",
+        "peak_allocated",
+        "overhead",
+        "total",
+    ] {
+        assert!(v["bytes"][k].is_u64(), "bytes.{k} missing");
+    }
+    let b = &v["bytes"];
+    assert_eq!(
+        b["total"].as_u64().unwrap(),
+        b["peak_allocated"].as_u64().unwrap() + b["overhead"].as_u64().unwrap()
+    );
+    assert!(["forward", "backward", "optimizer_step"].contains(&v["peak_phase"].as_str().unwrap()));
+    assert!(v["fits"].is_boolean());
+    assert!(v["max_batch"].is_u64() || v["max_batch"].is_null());
+}
+
+#[test]
+fn infer_reports_exact_kv_cache() {
+    let v = json(&[
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--mode",
+        "infer",
+        "--batch",
+        "4",
+        "--seq",
+        "4096",
+        "--json",
+    ]);
+    // 2 (k, v) x 32 layers x 4 x 4096 tokens x 8 kv heads x 128 x 2 bytes
+    assert_eq!(v["bytes"]["kv_cache"], 2u64 * 32 * 4 * 4096 * 8 * 128 * 2);
+    assert_eq!(v["bytes"]["gradients"], 0);
+    assert_eq!(v["peak_phase"], "forward");
+    let fp8 = json(&[
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--mode",
+        "infer",
+        "--batch",
+        "4",
+        "--seq",
+        "4096",
+        "--kv-dtype",
+        "fp8",
+        "--json",
+    ]);
+    assert_eq!(fp8["bytes"]["kv_cache"], 2u64 * 32 * 4 * 4096 * 8 * 128);
+}
+
+#[test]
+fn reads_a_config_json() {
+    let v = json(&[
+        "estimate",
+        "--model",
+        &data("truth/configs/mistral-7b.json"),
+        "--json",
+    ]);
+    assert_eq!(v["model"]["n_params"], 7_241_732_096u64);
+}
+
+#[test]
+fn text_output_is_readable() {
+    let out = run(&["estimate", "--model", "gpt2", "--gpu", "t4"]);
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        s.contains("peak allocated") && s.contains("largest micro-batch"),
+        "{s}"
+    );
+}
+
+#[test]
+fn default_run_prints_the_default_scenario() {
+    let out = run(&[]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Llama-3.1-8B"));
+}
+
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = run(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?} should exit 2");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected, got: {err}"
+    );
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected \"{needle}\" in: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    assert_usage_error(&["estimate", "--model", "no-such-model"], "no-such-model");
+    assert_usage_error(
+        &["estimate", "--model", "gpt2", "--precision", "fp64"],
+        "fp64",
+    );
+    assert_usage_error(&["estimate", "--model", "gpt2", "--batch", "0"], "batch");
+    assert_usage_error(&["estimate", "--model", "gpt2", "--seq", "5000"], "1024");
+    assert_usage_error(
+        &["estimate", "--model", "gpt2", "--checkpoint", "segments:0"],
+        "segments:0",
+    );
+    assert_usage_error(&["estimate", "--model", "gpt2", "--lora", "8:q,zz"], "zz");
+    assert_usage_error(
+        &["estimate", "--model", "gpt2", "--gpu", "tpu-v9"],
+        "tpu-v9",
+    );
+    assert_usage_error(
+        &["estimate", "--model", "llama-2-7b", "--precision", "int4"],
+        "--lora",
+    );
+    assert_usage_error(&["estimate", "--bogus"], "--bogus");
+}
+
+#[test]
+fn bad_files_name_the_file() {
+    let dir = std::env::temp_dir().join(format!("vramscope-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("config.json");
+    std::fs::write(
+        &bad,
+        "{\"model_type\": \"llama\", \"hidden_size\": 64,\n \"num_attention_heads\": 4}",
+    )
+    .unwrap();
+    assert_usage_error(
+        &["estimate", "--model", bad.to_str().unwrap()],
+        "config.json",
+    );
+    let t5 = dir.join("t5.json");
+    std::fs::write(&t5, "{\"model_type\": \"t5\"}").unwrap();
+    assert_usage_error(&["estimate", "--model", t5.to_str().unwrap()], "t5");
+    let ron = dir.join("m.ron");
+    std::fs::write(&ron, "(schema: 1,\n name: \"x\",\n arch: Nope)").unwrap();
+    assert_usage_error(&["estimate", "--model", ron.to_str().unwrap()], "m.ron:3");
+    let st = dir.join("w.safetensors");
+    std::fs::write(&st, [0u8; 3]).unwrap();
+    assert_usage_error(
+        &["estimate", "--model", st.to_str().unwrap()],
+        "w.safetensors",
+    );
+}
+
+#[test]
+fn lists_presets_and_gpus() {
+    let p = String::from_utf8(run(&["presets"]).stdout).unwrap();
+    for name in [
+        "llama-2-70b",
+        "mixtral-8x7b",
+        "qwen2.5-7b",
+        "resnet-50",
+        "bert-base-uncased",
+    ] {
+        assert!(p.contains(name), "{name} missing");
+    }
+    let g = String::from_utf8(run(&["gpus"]).stdout).unwrap();
+    assert!(g.contains("h100-80gb") && g.contains("mi300x"));
+}

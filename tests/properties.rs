@@ -1,0 +1,189 @@
+//! Properties over the whole input space: no panics or overflow, parts add up, memory never
+//! decreases with batch or sequence length, and the fit search equals a brute-force scan.
+
+use proptest::prelude::*;
+use vramscope::estimate::{
+    AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Scenario, Targets, estimate,
+};
+use vramscope::fit::{Knob, max_batch, sweep};
+use vramscope::model::preset::{builtin, preset_names};
+use vramscope::units::Precision;
+
+fn arb_scenario() -> impl Strategy<Value = Scenario> {
+    let names = preset_names();
+    (
+        0..names.len(),
+        prop_oneof![Just(Mode::Train), Just(Mode::Infer)],
+        1u64..=4096,
+        1u64..=32768,
+        prop::sample::select(Precision::ALL.to_vec()),
+        prop::sample::select(Optimizer::ALL.to_vec()),
+        prop_oneof![
+            Just(AttentionImpl::Eager),
+            Just(AttentionImpl::Sdpa),
+            Just(AttentionImpl::Flash)
+        ],
+        prop_oneof![
+            Just(Checkpointing::None),
+            Just(Checkpointing::Full),
+            Just(Checkpointing::Selective),
+            (1u64..100).prop_map(Checkpointing::Every),
+            (1u64..100).prop_map(Checkpointing::Segments),
+        ],
+        prop::option::of((1u64..=256, 1u8..=127, prop_oneof![Just(0.0), Just(0.1)])),
+        prop_oneof![
+            Just(BaseQuant::None),
+            Just(BaseQuant::Nf4),
+            Just(BaseQuant::Int8)
+        ],
+    )
+        .prop_map(
+            move |(mi, mode, batch, seq, precision, optimizer, attention, ckpt, lora, bq)| {
+                let model = builtin(names[mi]).expect("preset");
+                let mut sc = Scenario::new(model);
+                sc.mode = mode;
+                sc.batch = batch;
+                sc.seq = match sc.model.transformer() {
+                    Some(t) if t.max_position_embeddings > 0 => seq.min(t.max_position_embeddings),
+                    _ => seq,
+                };
+                sc.precision = precision;
+                sc.optimizer = optimizer;
+                sc.attention = attention;
+                sc.checkpointing = ckpt;
+                sc.lora = lora.map(|(rank, t, dropout)| Lora {
+                    rank,
+                    targets: Targets(t),
+                    dropout,
+                });
+                sc.base_quant = if sc.lora.is_some() {
+                    bq
+                } else {
+                    BaseQuant::None
+                };
+                sc
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn parts_add_up_and_nothing_panics(sc in arb_scenario()) {
+        match estimate(&sc) {
+            Err(_) => {
+                // rejected combinations must be the documented ones
+                prop_assert!(sc.mode == Mode::Train && sc.precision.is_quantized()
+                    || sc.base_quant != BaseQuant::None && sc.precision.is_quantized()
+                    || sc.lora.is_some() && sc.model.transformer().is_none());
+            }
+            Ok(e) => {
+                prop_assert_eq!(e.activation_breakdown.total(), e.activations);
+                prop_assert_eq!(e.peak.alive.total(), e.peak_allocated);
+                prop_assert_eq!(e.total, e.peak_allocated + e.overhead);
+                prop_assert!(e.moments.iter().all(|m| m.alive.total() <= e.peak_allocated));
+                prop_assert!(e.peak_allocated >= e.parameters);
+                prop_assert!(e.trainable_params <= e.n_params + e.trainable_params);
+                if sc.mode == Mode::Infer {
+                    prop_assert_eq!(e.gradients, 0);
+                    prop_assert_eq!(e.activations, 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn memory_never_decreases_with_batch_or_seq(sc in arb_scenario(), db in 1u64..64, ds in 1u64..512) {
+        if let Ok(a) = estimate(&sc) {
+            let mut more_b = sc.clone();
+            more_b.batch += db;
+            let b = estimate(&more_b).expect("a larger batch is still valid");
+            prop_assert!(b.peak_allocated >= a.peak_allocated, "batch {} -> {}: {} -> {}", sc.batch, more_b.batch, a.peak_allocated, b.peak_allocated);
+            prop_assert!(b.activations >= a.activations);
+            prop_assert!(b.kv_cache >= a.kv_cache);
+            let mut more_s = sc.clone();
+            more_s.seq += ds;
+            if let Ok(s) = estimate(&more_s) {
+                prop_assert!(s.peak_allocated >= a.peak_allocated, "seq {} -> {}: {} -> {}", sc.seq, more_s.seq, a.peak_allocated, s.peak_allocated);
+                prop_assert!(s.activations >= a.activations);
+            }
+        }
+    }
+}
+
+#[test]
+fn max_batch_equals_a_brute_force_scan() {
+    for (name, seq, gib) in [
+        ("gpt2", 1024, 24),
+        ("llama-2-7b", 512, 80),
+        ("bert-base-uncased", 512, 16),
+        ("resnet-50", 1, 24),
+    ] {
+        let mut sc = Scenario::new(builtin(name).unwrap());
+        sc.seq = seq;
+        if name == "llama-2-7b" {
+            sc.lora = Some("16:q,k,v,o".parse().unwrap());
+        }
+        let cap = gib << 30;
+        let found = max_batch(&sc, cap);
+        let mut scan = None;
+        for b in 1..=4096 {
+            let mut s = sc.clone();
+            s.batch = b;
+            if estimate(&s).unwrap().total <= cap {
+                scan = Some(b);
+            } else {
+                break;
+            }
+        }
+        assert_eq!(found, scan, "{name}");
+        assert!(found.is_some(), "{name} should fit at batch 1");
+    }
+    let sc = Scenario::new(builtin("llama-2-70b").unwrap());
+    assert_eq!(
+        max_batch(&sc, 24 << 30),
+        None,
+        "a 70B full fine-tune does not fit 24 GiB"
+    );
+}
+
+/// `checkpoint_sequential(blocks, N)` keeps N-1 segment inputs plus the last segment, and
+/// recomputes one segment of floor(L/N) blocks at a time: peak ≈ (N-1)·input + (L/N)·block, a U over
+/// N with its bottom at N* = sqrt(L · block / input). (With fine-grained units, where a unit keeps
+/// about as much as its input, that is the textbook sqrt(L).) Not the naive "saves 1 - 1/N".
+#[test]
+fn checkpoint_segments_curve_is_u_shaped() {
+    let mut sc = Scenario::new(builtin("llama-2-70b").unwrap());
+    sc.batch = 8;
+    sc.seq = 4096;
+    sc.lora = Some("16:q,v".parse().unwrap());
+    let layers = 80u64;
+    let divisors: Vec<u64> = (1..=layers).filter(|n| layers.is_multiple_of(*n)).collect();
+    let curve = sweep(&sc, Knob::Segments, divisors.iter().copied());
+    let (best_n, best) = curve.iter().copied().min_by_key(|(_, b)| *b).unwrap();
+    println!("{curve:?}");
+    assert!(
+        curve[0].1 > best && curve[curve.len() - 1].1 > best,
+        "not U-shaped: {curve:?}"
+    );
+    assert!(
+        best_n > 1 && best_n < layers,
+        "minimum at an end: {curve:?}"
+    );
+    // a Llama block keeps ~20x its input here, so N* = sqrt(80 · 20) ≈ 40
+    assert!(
+        (20..=40).contains(&best_n),
+        "minimum at {best_n}: {curve:?}"
+    );
+    // falling then rising
+    let at = curve.iter().position(|(n, _)| *n == best_n).unwrap();
+    assert!(
+        curve[..=at].windows(2).all(|w| w[0].1 >= w[1].1),
+        "{curve:?}"
+    );
+    assert!(
+        curve[at..].windows(2).all(|w| w[0].1 <= w[1].1),
+        "{curve:?}"
+    );
+}
