@@ -175,6 +175,9 @@ pub struct ActivationModel {
     pub layer_input_bytes: u64,
     /// Tables kept once for all non-checkpointed blocks (rotary cos/sin).
     pub shared_layer_bytes: u64,
+    /// Tensors every checkpointed block receives as positional inputs, kept once (GPT-2's eager
+    /// causal mask).
+    pub shared_checkpoint_bytes: u64,
     /// Bytes of the last block freed before its attention core runs backward.
     pub freed_before_attention_backward: u64,
     /// Embeddings, final norm, head and loss.
@@ -502,7 +505,9 @@ fn llama(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         + q_embed
         + match ctx.kernel {
             Kernel::Eager => {
-                8 * ctx.scores(m.num_heads)
+                // scores, scaled scores, masked scores, then softmax(dtype=float32): a half input
+                // is upcast first, so add (c) + fp32 copy (4) + fp32 output (4) are alive at once
+                ctx.scores(m.num_heads) * if c == 4 { 8 } else { c + 8 }
                     + if m.num_kv_heads != m.num_heads {
                         2 * t * m.q_width() * c
                     } else {
@@ -521,6 +526,7 @@ fn llama(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         selective_layer,
         layer_input_bytes: t * h * r,
         shared_layer_bytes: rope_tables,
+        shared_checkpoint_bytes: 0,
         freed_before_attention_backward: freed,
         top,
         head_released_bytes: head_released,
@@ -775,6 +781,13 @@ fn gpt2(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let i = m.intermediate_size;
     let infer_persistent = t * h * r + s * h * r + s * 8;
     let shared = (0, freed);
+    // eager attention gets a materialised (b, 1, s, s) causal mask in the stream dtype, passed to
+    // every block positionally: a checkpointed block saves it (one storage for all blocks)
+    let ckpt_mask = if ctx.kernel == Kernel::Eager {
+        ctx.b * s * s * r
+    } else {
+        0
+    };
     let attn_phase = 2 * t * h * r
         + 3 * t * h * c
         + match ctx.kernel {
@@ -788,6 +801,7 @@ fn gpt2(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         selective_layer,
         layer_input_bytes: t * h * r,
         shared_layer_bytes: shared.0,
+        shared_checkpoint_bytes: ckpt_mask,
         freed_before_attention_backward: shared.1,
         top,
         head_released_bytes: released,
@@ -982,6 +996,7 @@ fn bert(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         selective_layer,
         layer_input_bytes: t * h * r,
         shared_layer_bytes: shared.0,
+        shared_checkpoint_bytes: 0,
         freed_before_attention_backward: shared.1,
         top,
         head_released_bytes: released,

@@ -131,7 +131,12 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
         return (s, none);
     }
     let full = am.full_layer;
-    let ckpt_input = |s: &mut Saved, n: u64| s.add(Cat::CheckpointInputs, n * am.layer_input_bytes);
+    let ckpt_input = |s: &mut Saved, n: u64| {
+        s.add(
+            Cat::CheckpointInputs,
+            n * am.layer_input_bytes + if n > 0 { am.shared_checkpoint_bytes } else { 0 },
+        )
+    };
     let all_stored = |s: &mut Saved| {
         s.add_all(&am.first_layer);
         s.add_all(&full.times(layers - 1));
