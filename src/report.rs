@@ -100,22 +100,29 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         Mode::Train => "training step",
         Mode::Infer => "inference (prefill)",
     };
-    s += &format!(
-        "{} — {} params ({} trainable), {what}, batch {} x seq {}, {}, {}, attention {:?}, checkpoint {}\n",
-        sc.model.name,
-        human_count(e.n_params),
-        human_count(e.trainable_params),
-        sc.batch,
-        sc.seq,
-        sc.precision,
-        if sc.mode == Mode::Train {
-            sc.optimizer.name()
-        } else {
-            "no optimizer"
-        },
-        sc.attention,
-        sc.checkpointing,
-    );
+    s += &match sc.mode {
+        Mode::Train => format!(
+            "{} — {} params ({} trainable), {what}, batch {} x seq {}, {}, {}, attention {}, checkpoint {}\n",
+            sc.model.name,
+            human_count(e.n_params),
+            human_count(e.trainable_params),
+            sc.batch,
+            sc.seq,
+            sc.precision,
+            sc.optimizer.name(),
+            sc.attention.name(),
+            sc.checkpointing,
+        ),
+        Mode::Infer => format!(
+            "{} — {} params, {what}, batch {} x seq {}, {}, attention {}\n",
+            sc.model.name,
+            human_count(e.n_params),
+            sc.batch,
+            sc.seq,
+            sc.precision,
+            sc.attention.name(),
+        ),
+    };
     s += "\n  component                 per GPU\n";
     let rows = [
         ("parameters", e.parameters),
@@ -130,17 +137,25 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         }
     }
     for (cat, b) in e.activation_breakdown.nonzero() {
-        s += &format!("    · {:<20}{}\n", cat.label(), g(b));
+        s += &format!("    · {:<18}{}\n", cat.label(), g(b));
     }
+    let when = if e.peak.what == e.peak.phase.label() {
+        e.peak.what.to_owned()
+    } else {
+        format!("{}: {}", e.peak.phase.label(), e.peak.what)
+    };
     s += &format!(
-        "  peak allocated        {}   ({}: {})\n",
-        g(e.peak_allocated),
-        e.peak.phase.label(),
-        e.peak.what
+        "  {:<22}{}   (at {when})\n",
+        "peak allocated",
+        g(e.peak_allocated)
     );
-    s += &format!("    of which temporaries{}\n", g(e.peak.alive.temporaries));
-    s += &format!("  overhead (CUDA ctx…) {}\n", g(e.overhead));
-    s += &format!("  total (nvidia-smi)    {}\n", g(e.total));
+    s += &format!(
+        "    · {:<18}{}\n",
+        "temporaries then",
+        g(e.peak.alive.temporaries)
+    );
+    s += &format!("  {:<22}{}\n", "CUDA ctx + allocator", g(e.overhead));
+    s += &format!("  {:<22}{}\n", "total (nvidia-smi)", g(e.total));
     if let Some(f) = fit {
         let cap = f.gpu.memory_bytes();
         let verdict = if f.fits {

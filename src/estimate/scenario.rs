@@ -101,6 +101,17 @@ pub enum AttentionImpl {
     Flash,
 }
 
+impl AttentionImpl {
+    /// Command-line name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Eager => "eager",
+            Self::Sdpa => "sdpa",
+            Self::Flash => "flash",
+        }
+    }
+}
+
 impl FromStr for AttentionImpl {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

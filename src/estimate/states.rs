@@ -113,10 +113,10 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
     let mut largest_trainable = 0u64;
     let mut add_trainable = |st: &mut States, rows: u64, cols: u64, count: u64, dt: DType| {
         let n = rows * cols;
-        st.trainable_params += n * count;
         if !train {
             return;
         }
+        st.trainable_params += n * count;
         st.grad_bytes += dt.bytes(n) * count;
         st.grad_alloc += round_alloc(dt.bytes(n)) * count;
         let (exact, alloc) = opt_tensor_bytes(sc.optimizer, rows, cols, dt);
