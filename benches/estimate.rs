@@ -18,22 +18,11 @@ fn scenario() -> Scenario {
 
 fn benches(c: &mut Criterion) {
     let sc = scenario();
-    c.bench_function("estimate llama-3.1-8b (one full estimate)", |b| {
-        b.iter(|| estimate(black_box(&sc)))
-    });
-    let mix = Scenario {
-        model: builtin("mixtral-8x7b").expect("preset"),
-        ..scenario()
-    };
-    c.bench_function("estimate mixtral-8x7b", |b| {
-        b.iter(|| estimate(black_box(&mix)))
-    });
-    c.bench_function("sweep batch 1..=2000", |b| {
-        b.iter(|| sweep(black_box(&sc), Knob::Batch, 1..=2000))
-    });
-    c.bench_function("max_batch on 80 GiB", |b| {
-        b.iter(|| max_batch(black_box(&sc), 80 << 30))
-    });
+    c.bench_function("estimate llama-3.1-8b (one full estimate)", |b| b.iter(|| estimate(black_box(&sc))));
+    let mix = Scenario { model: builtin("mixtral-8x7b").expect("preset"), ..scenario() };
+    c.bench_function("estimate mixtral-8x7b", |b| b.iter(|| estimate(black_box(&mix))));
+    c.bench_function("sweep batch 1..=2000", |b| b.iter(|| sweep(black_box(&sc), Knob::Batch, 1..=2000)));
+    c.bench_function("max_batch on 80 GiB", |b| b.iter(|| max_batch(black_box(&sc), 80 << 30)));
 }
 
 criterion_group!(group, benches);

@@ -101,10 +101,7 @@ pub fn scenario(a: &EstimateArgs) -> Result<(Scenario, Vec<String>)> {
     sc.optimizer = a.optimizer;
     sc.attention = a.attention;
     sc.checkpointing = a.checkpoint;
-    sc.lora = a.lora.map(|l| Lora {
-        dropout: a.lora_dropout,
-        ..l
-    });
+    sc.lora = a.lora.map(|l| Lora { dropout: a.lora_dropout, ..l });
     if a.lora.is_none() && a.lora_dropout != 0.0 {
         bail!("--lora-dropout needs --lora");
     }
@@ -133,11 +130,7 @@ pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
         Some(id) => {
             let g = gpu::find(id).map_err(anyhow::Error::msg)?;
             let cap = g.memory_bytes();
-            Some(FitInfo {
-                fits: e.total <= cap,
-                max_batch: fit::max_batch(&sc, cap),
-                gpu: g,
-            })
+            Some(FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&sc, cap), gpu: g })
         }
         None => None,
     };
@@ -178,11 +171,7 @@ pub fn list_presets() -> String {
     let mut s = String::new();
     for name in preset::preset_names() {
         if let Some(m) = preset::builtin(name) {
-            s += &format!(
-                "{name:<20} {:<28} {:>10} params\n",
-                m.name,
-                report::human_count(m.n_params())
-            );
+            s += &format!("{name:<20} {:<28} {:>10} params\n", m.name, report::human_count(m.n_params()));
         }
     }
     s

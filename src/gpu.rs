@@ -52,10 +52,7 @@ pub fn find(id: &str) -> Result<Gpu, String> {
     if let Some(g) = catalog().into_iter().find(|g| g.id == norm) {
         return Ok(g);
     }
-    let digits: String = norm
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
+    let digits: String = norm.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
     let unit = &norm[digits.len()..];
     if !digits.is_empty()
         && matches!(unit, "gb" | "gib" | "g")
@@ -75,10 +72,7 @@ pub fn find(id: &str) -> Result<Gpu, String> {
         });
     }
     let ids: Vec<String> = catalog().into_iter().map(|g| g.id).collect();
-    Err(format!(
-        "unknown GPU \"{id}\" (one of {}, or a size like 24gb)",
-        ids.join(", ")
-    ))
+    Err(format!("unknown GPU \"{id}\" (one of {}, or a size like 24gb)", ids.join(", ")))
 }
 
 #[cfg(test)]
@@ -88,16 +82,7 @@ mod tests {
     #[test]
     fn catalog_parses_and_has_the_cards() {
         let c = catalog();
-        for id in [
-            "v100-16gb",
-            "t4",
-            "a100-80gb",
-            "h100-80gb",
-            "h200",
-            "b300",
-            "mi300x",
-            "rtx-4090",
-        ] {
+        for id in ["v100-16gb", "t4", "a100-80gb", "h100-80gb", "h200", "b300", "mi300x", "rtx-4090"] {
             assert!(c.iter().any(|g| g.id == id), "{id} missing");
         }
         assert!(c.iter().all(|g| g.memory_mib > 8000 && g.bandwidth_gbs > 0));

@@ -123,7 +123,7 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             sc.attention.name(),
         ),
     };
-    s += "\n  component                 per GPU\n";
+    s += "\n  component                     per GPU\n";
     let rows = [
         ("parameters", e.parameters),
         ("gradients", e.gradients),
@@ -133,29 +133,21 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     ];
     for (name, b) in rows {
         if b > 0 {
-            s += &format!("  {name:<22}{}\n", g(b));
+            s += &format!("  {name:<26}{}\n", g(b));
         }
     }
     for (cat, b) in e.activation_breakdown.nonzero() {
-        s += &format!("    · {:<18}{}\n", cat.label(), g(b));
+        s += &format!("    · {:<22}{}\n", cat.label(), g(b));
     }
     let when = if e.peak.what == e.peak.phase.label() {
         e.peak.what.to_owned()
     } else {
         format!("{}: {}", e.peak.phase.label(), e.peak.what)
     };
-    s += &format!(
-        "  {:<22}{}   (at {when})\n",
-        "peak allocated",
-        g(e.peak_allocated)
-    );
-    s += &format!(
-        "    · {:<18}{}\n",
-        "temporaries then",
-        g(e.peak.alive.temporaries)
-    );
-    s += &format!("  {:<22}{}\n", "CUDA ctx + allocator", g(e.overhead));
-    s += &format!("  {:<22}{}\n", "total (nvidia-smi)", g(e.total));
+    s += &format!("  {:<26}{}   (at {when})\n", "peak allocated", g(e.peak_allocated));
+    s += &format!("    · {:<22}{}\n", "temporaries then", g(e.peak.alive.temporaries));
+    s += &format!("  {:<26}{}\n", "CUDA ctx + allocator", g(e.overhead));
+    s += &format!("  {:<26}{}\n", "total (nvidia-smi)", g(e.total));
     if let Some(f) = fit {
         let cap = f.gpu.memory_bytes();
         let verdict = if f.fits {

@@ -82,9 +82,7 @@ impl FromStr for DType {
             "int8" | "i8" => Self::I8,
             "int4" | "i4" => Self::I4,
             other => {
-                return Err(format!(
-                    "unknown dtype \"{other}\" (fp32, fp16, bf16, fp8, int8, int4)"
-                ));
+                return Err(format!("unknown dtype \"{other}\" (fp32, fp16, bf16, fp8, int8, int4)"));
             }
         })
     }
@@ -114,16 +112,8 @@ pub enum Precision {
 
 impl Precision {
     /// All modes, in menu order.
-    pub const ALL: [Self; 8] = [
-        Self::Fp32,
-        Self::Bf16,
-        Self::Fp16,
-        Self::Bf16Amp,
-        Self::Fp16Amp,
-        Self::Fp8,
-        Self::Int8,
-        Self::Int4,
-    ];
+    pub const ALL: [Self; 8] =
+        [Self::Fp32, Self::Bf16, Self::Fp16, Self::Bf16Amp, Self::Fp16Amp, Self::Fp8, Self::Int8, Self::Int4];
 
     /// Storage type of the weights held on the GPU.
     pub const fn weight_dtype(self) -> DType {
@@ -180,10 +170,9 @@ impl fmt::Display for Precision {
 impl FromStr for Precision {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|p| p.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown precision \"{s}\" (fp32, bf16, fp16, bf16-amp, fp16-amp, fp8, int8, int4)"))
+        Self::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
+            format!("unknown precision \"{s}\" (fp32, bf16, fp16, bf16-amp, fp16-amp, fp8, int8, int4)")
+        })
     }
 }
 

@@ -41,11 +41,7 @@ fn scenario(r: &Value) -> Scenario {
     let cfg = dir.join(r["config_file"].as_str().unwrap());
     let model = load_path(&cfg).unwrap().model;
     let mut sc = Scenario::new(model);
-    sc.mode = if r["mode"] == "train" {
-        Mode::Train
-    } else {
-        Mode::Infer
-    };
+    sc.mode = if r["mode"] == "train" { Mode::Train } else { Mode::Infer };
     sc.batch = r["batch"].as_u64().unwrap();
     sc.seq = r["seq"].as_u64().unwrap();
     sc.precision = match r["dtype"].as_str().unwrap() {
@@ -54,16 +50,9 @@ fn scenario(r: &Value) -> Scenario {
         "float16" => Precision::Fp16,
         d => panic!("dtype {d}"),
     };
-    sc.attention = if r["attn"] == "eager" {
-        AttentionImpl::Eager
-    } else {
-        AttentionImpl::Sdpa
-    };
-    sc.checkpointing = if r["grad_ckpt"].as_bool().unwrap() {
-        Checkpointing::Full
-    } else {
-        Checkpointing::None
-    };
+    sc.attention = if r["attn"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa };
+    sc.checkpointing =
+        if r["grad_ckpt"].as_bool().unwrap() { Checkpointing::Full } else { Checkpointing::None };
     sc.optimizer = Optimizer::Adamw;
     sc
 }
@@ -75,11 +64,7 @@ fn rel(pred: u64, meas: u64) -> f64 {
 #[test]
 fn every_reference_row_is_within_bounds() {
     let rows = rows();
-    assert!(
-        rows.len() >= 35,
-        "expected the reference rows, found {}",
-        rows.len()
-    );
+    assert!(rows.len() >= 35, "expected the reference rows, found {}", rows.len());
     let mut failures = Vec::new();
     let mut act_errs = Vec::new();
     let mut peak_errs = Vec::new();
@@ -102,11 +87,7 @@ fn every_reference_row_is_within_bounds() {
         failures.extend(exact("parameter bytes", e.parameters, "param_bytes"));
         if sc.mode == Mode::Train {
             failures.extend(exact("gradient bytes", e.gradients, "grad_bytes"));
-            failures.extend(exact(
-                "AdamW state bytes",
-                e.optimizer_states,
-                "optimizer_state_bytes",
-            ));
+            failures.extend(exact("AdamW state bytes", e.optimizer_states, "optimizer_state_bytes"));
         } else {
             failures.extend(exact("KV-cache bytes", e.kv_cache, "kv_cache_bytes"));
         }
@@ -124,11 +105,7 @@ fn every_reference_row_is_within_bounds() {
                         100.0 * err
                     ));
                 }
-                (
-                    e.activations.to_string(),
-                    m.to_string(),
-                    format!("{:+.2}%", 100.0 * err),
-                )
+                (e.activations.to_string(), m.to_string(), format!("{:+.2}%", 100.0 * err))
             }
             None => ("-".into(), "-".into(), "-".into()),
         };
@@ -157,11 +134,7 @@ fn every_reference_row_is_within_bounds() {
         rows.len(),
         act_errs.len()
     );
-    assert!(
-        failures.is_empty(),
-        "out of bounds:\n{}",
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "out of bounds:\n{}", failures.join("\n"));
 }
 
 /// Autocast (bf16-amp) and PEFT LoRA rows measured with `tests/data/truth/probe.py` (same harness,
@@ -174,22 +147,15 @@ fn amp_and_lora_probe_rows_are_within_bounds() {
     let mut failures = Vec::new();
     let mut n = 0;
     for f in ["reference_amp.json", "reference_lora.json"] {
-        let v: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
         for r in v.as_array().unwrap() {
             n += 1;
             let case = r["case"].as_str().unwrap();
-            let model = load_path(&dir.join(r["config_file"].as_str().unwrap()))
-                .unwrap()
-                .model;
+            let model = load_path(&dir.join(r["config_file"].as_str().unwrap())).unwrap().model;
             let mut sc = Scenario::new(model);
             sc.batch = r["batch"].as_u64().unwrap();
             sc.seq = r["seq"].as_u64().unwrap();
-            sc.attention = if r["attn"] == "eager" {
-                AttentionImpl::Eager
-            } else {
-                AttentionImpl::Sdpa
-            };
+            sc.attention = if r["attn"] == "eager" { AttentionImpl::Eager } else { AttentionImpl::Sdpa };
             sc.precision = match (r["precision"].as_str(), r["dtype"].as_str()) {
                 (Some("bf16-amp"), _) => Precision::Bf16Amp,
                 (_, Some("float32")) => Precision::Fp32,
@@ -198,25 +164,14 @@ fn amp_and_lora_probe_rows_are_within_bounds() {
             if let Some(rank) = r["lora_rank"].as_u64() {
                 let spec = format!("{rank}:{}", r["lora_targets"].as_str().unwrap());
                 let l: Lora = spec.parse().unwrap();
-                sc.lora = Some(Lora {
-                    dropout: r["lora_dropout"].as_f64().unwrap(),
-                    ..l
-                });
+                sc.lora = Some(Lora { dropout: r["lora_dropout"].as_f64().unwrap(), ..l });
             }
             let e = estimate(&sc).unwrap();
             let m = r["activation_saved_bytes"].as_u64().unwrap();
             let err = rel(e.activations, m);
-            println!(
-                "{case:<52} {:>12} {m:>12} {:>+7.2}%",
-                e.activations,
-                100.0 * err
-            );
+            println!("{case:<52} {:>12} {m:>12} {:>+7.2}%", e.activations, 100.0 * err);
             if err.abs() > ACT_TOL {
-                failures.push(format!(
-                    "{case}: activations {} vs {m} ({:+.2}%)",
-                    e.activations,
-                    100.0 * err
-                ));
+                failures.push(format!("{case}: activations {} vs {m} ({:+.2}%)", e.activations, 100.0 * err));
             }
             if let Some(p) = r["param_bytes"].as_u64()
                 && p != e.parameters
@@ -226,17 +181,10 @@ fn amp_and_lora_probe_rows_are_within_bounds() {
             if let Some(p) = r["trainable_params"].as_u64()
                 && p != e.trainable_params
             {
-                failures.push(format!(
-                    "{case}: trainable params {} vs {p}",
-                    e.trainable_params
-                ));
+                failures.push(format!("{case}: trainable params {} vs {p}", e.trainable_params));
             }
         }
     }
     assert!(n >= 12, "probe rows missing");
-    assert!(
-        failures.is_empty(),
-        "out of bounds:\n{}",
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "out of bounds:\n{}", failures.join("\n"));
 }

@@ -4,19 +4,12 @@ use serde_json::Value;
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vramscope"))
-        .args(args)
-        .output()
-        .expect("binary runs")
+    Command::new(env!("CARGO_BIN_EXE_vramscope")).args(args).output().expect("binary runs")
 }
 
 fn json(args: &[&str]) -> Value {
     let out = run(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("one JSON object")
 }
 
@@ -100,12 +93,7 @@ fn infer_reports_exact_kv_cache() {
 
 #[test]
 fn reads_a_config_json() {
-    let v = json(&[
-        "estimate",
-        "--model",
-        &data("truth/configs/mistral-7b.json"),
-        "--json",
-    ]);
+    let v = json(&["estimate", "--model", &data("truth/configs/mistral-7b.json"), "--json"]);
     assert_eq!(v["model"]["n_params"], 7_241_732_096u64);
 }
 
@@ -114,10 +102,7 @@ fn text_output_is_readable() {
     let out = run(&["estimate", "--model", "gpt2", "--gpu", "t4"]);
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        s.contains("peak allocated") && s.contains("largest micro-batch"),
-        "{s}"
-    );
+    assert!(s.contains("peak allocated") && s.contains("largest micro-batch"), "{s}");
 }
 
 #[test]
@@ -131,15 +116,8 @@ fn assert_usage_error(args: &[&str], needle: &str) {
     let out = run(args);
     assert_eq!(out.status.code(), Some(2), "{args:?} should exit 2");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "one line expected, got: {err}"
-    );
-    assert!(
-        err.contains(needle),
-        "{args:?}: expected \"{needle}\" in: {err}"
-    );
+    assert_eq!(err.trim_end().lines().count(), 1, "one line expected, got: {err}");
+    assert!(err.contains(needle), "{args:?}: expected \"{needle}\" in: {err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(out.stdout.is_empty());
 }
@@ -147,25 +125,13 @@ fn assert_usage_error(args: &[&str], needle: &str) {
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     assert_usage_error(&["estimate", "--model", "no-such-model"], "no-such-model");
-    assert_usage_error(
-        &["estimate", "--model", "gpt2", "--precision", "fp64"],
-        "fp64",
-    );
+    assert_usage_error(&["estimate", "--model", "gpt2", "--precision", "fp64"], "fp64");
     assert_usage_error(&["estimate", "--model", "gpt2", "--batch", "0"], "batch");
     assert_usage_error(&["estimate", "--model", "gpt2", "--seq", "5000"], "1024");
-    assert_usage_error(
-        &["estimate", "--model", "gpt2", "--checkpoint", "segments:0"],
-        "segments:0",
-    );
+    assert_usage_error(&["estimate", "--model", "gpt2", "--checkpoint", "segments:0"], "segments:0");
     assert_usage_error(&["estimate", "--model", "gpt2", "--lora", "8:q,zz"], "zz");
-    assert_usage_error(
-        &["estimate", "--model", "gpt2", "--gpu", "tpu-v9"],
-        "tpu-v9",
-    );
-    assert_usage_error(
-        &["estimate", "--model", "llama-2-7b", "--precision", "int4"],
-        "--lora",
-    );
+    assert_usage_error(&["estimate", "--model", "gpt2", "--gpu", "tpu-v9"], "tpu-v9");
+    assert_usage_error(&["estimate", "--model", "llama-2-7b", "--precision", "int4"], "--lora");
     assert_usage_error(&["estimate", "--bogus"], "--bogus");
 }
 
@@ -174,15 +140,9 @@ fn bad_files_name_the_file() {
     let dir = std::env::temp_dir().join(format!("vramscope-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("config.json");
-    std::fs::write(
-        &bad,
-        "{\"model_type\": \"llama\", \"hidden_size\": 64,\n \"num_attention_heads\": 4}",
-    )
-    .unwrap();
-    assert_usage_error(
-        &["estimate", "--model", bad.to_str().unwrap()],
-        "config.json",
-    );
+    std::fs::write(&bad, "{\"model_type\": \"llama\", \"hidden_size\": 64,\n \"num_attention_heads\": 4}")
+        .unwrap();
+    assert_usage_error(&["estimate", "--model", bad.to_str().unwrap()], "config.json");
     let t5 = dir.join("t5.json");
     std::fs::write(&t5, "{\"model_type\": \"t5\"}").unwrap();
     assert_usage_error(&["estimate", "--model", t5.to_str().unwrap()], "t5");
@@ -191,22 +151,13 @@ fn bad_files_name_the_file() {
     assert_usage_error(&["estimate", "--model", ron.to_str().unwrap()], "m.ron:3");
     let st = dir.join("w.safetensors");
     std::fs::write(&st, [0u8; 3]).unwrap();
-    assert_usage_error(
-        &["estimate", "--model", st.to_str().unwrap()],
-        "w.safetensors",
-    );
+    assert_usage_error(&["estimate", "--model", st.to_str().unwrap()], "w.safetensors");
 }
 
 #[test]
 fn lists_presets_and_gpus() {
     let p = String::from_utf8(run(&["presets"]).stdout).unwrap();
-    for name in [
-        "llama-2-70b",
-        "mixtral-8x7b",
-        "qwen2.5-7b",
-        "resnet-50",
-        "bert-base-uncased",
-    ] {
+    for name in ["llama-2-70b", "mixtral-8x7b", "qwen2.5-7b", "resnet-50", "bert-base-uncased"] {
         assert!(p.contains(name), "{name} missing");
     }
     let g = String::from_utf8(run(&["gpus"]).stdout).unwrap();

@@ -18,11 +18,7 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
         1u64..=32768,
         prop::sample::select(Precision::ALL.to_vec()),
         prop::sample::select(Optimizer::ALL.to_vec()),
-        prop_oneof![
-            Just(AttentionImpl::Eager),
-            Just(AttentionImpl::Sdpa),
-            Just(AttentionImpl::Flash)
-        ],
+        prop_oneof![Just(AttentionImpl::Eager), Just(AttentionImpl::Sdpa), Just(AttentionImpl::Flash)],
         prop_oneof![
             Just(Checkpointing::None),
             Just(Checkpointing::Full),
@@ -31,39 +27,25 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
             (1u64..100).prop_map(Checkpointing::Segments),
         ],
         prop::option::of((1u64..=256, 1u8..=127, prop_oneof![Just(0.0), Just(0.1)])),
-        prop_oneof![
-            Just(BaseQuant::None),
-            Just(BaseQuant::Nf4),
-            Just(BaseQuant::Int8)
-        ],
+        prop_oneof![Just(BaseQuant::None), Just(BaseQuant::Nf4), Just(BaseQuant::Int8)],
     )
-        .prop_map(
-            move |(mi, mode, batch, seq, precision, optimizer, attention, ckpt, lora, bq)| {
-                let model = builtin(names[mi]).expect("preset");
-                let mut sc = Scenario::new(model);
-                sc.mode = mode;
-                sc.batch = batch;
-                sc.seq = match sc.model.transformer() {
-                    Some(t) if t.max_position_embeddings > 0 => seq.min(t.max_position_embeddings),
-                    _ => seq,
-                };
-                sc.precision = precision;
-                sc.optimizer = optimizer;
-                sc.attention = attention;
-                sc.checkpointing = ckpt;
-                sc.lora = lora.map(|(rank, t, dropout)| Lora {
-                    rank,
-                    targets: Targets(t),
-                    dropout,
-                });
-                sc.base_quant = if sc.lora.is_some() {
-                    bq
-                } else {
-                    BaseQuant::None
-                };
-                sc
-            },
-        )
+        .prop_map(move |(mi, mode, batch, seq, precision, optimizer, attention, ckpt, lora, bq)| {
+            let model = builtin(names[mi]).expect("preset");
+            let mut sc = Scenario::new(model);
+            sc.mode = mode;
+            sc.batch = batch;
+            sc.seq = match sc.model.transformer() {
+                Some(t) if t.max_position_embeddings > 0 => seq.min(t.max_position_embeddings),
+                _ => seq,
+            };
+            sc.precision = precision;
+            sc.optimizer = optimizer;
+            sc.attention = attention;
+            sc.checkpointing = ckpt;
+            sc.lora = lora.map(|(rank, t, dropout)| Lora { rank, targets: Targets(t), dropout });
+            sc.base_quant = if sc.lora.is_some() { bq } else { BaseQuant::None };
+            sc
+        })
 }
 
 proptest! {
@@ -114,12 +96,9 @@ proptest! {
 
 #[test]
 fn max_batch_equals_a_brute_force_scan() {
-    for (name, seq, gib) in [
-        ("gpt2", 1024, 24),
-        ("llama-2-7b", 512, 80),
-        ("bert-base-uncased", 512, 16),
-        ("resnet-50", 1, 24),
-    ] {
+    for (name, seq, gib) in
+        [("gpt2", 1024, 24), ("llama-2-7b", 512, 80), ("bert-base-uncased", 512, 16), ("resnet-50", 1, 24)]
+    {
         let mut sc = Scenario::new(builtin(name).unwrap());
         sc.seq = seq;
         if name == "llama-2-7b" {
@@ -141,11 +120,7 @@ fn max_batch_equals_a_brute_force_scan() {
         assert!(found.is_some(), "{name} should fit at batch 1");
     }
     let sc = Scenario::new(builtin("llama-2-70b").unwrap());
-    assert_eq!(
-        max_batch(&sc, 24 << 30),
-        None,
-        "a 70B full fine-tune does not fit 24 GiB"
-    );
+    assert_eq!(max_batch(&sc, 24 << 30), None, "a 70B full fine-tune does not fit 24 GiB");
 }
 
 /// `checkpoint_sequential(blocks, N)` keeps N-1 segment inputs plus the last segment, and
@@ -163,27 +138,12 @@ fn checkpoint_segments_curve_is_u_shaped() {
     let curve = sweep(&sc, Knob::Segments, divisors.iter().copied());
     let (best_n, best) = curve.iter().copied().min_by_key(|(_, b)| *b).unwrap();
     println!("{curve:?}");
-    assert!(
-        curve[0].1 > best && curve[curve.len() - 1].1 > best,
-        "not U-shaped: {curve:?}"
-    );
-    assert!(
-        best_n > 1 && best_n < layers,
-        "minimum at an end: {curve:?}"
-    );
+    assert!(curve[0].1 > best && curve[curve.len() - 1].1 > best, "not U-shaped: {curve:?}");
+    assert!(best_n > 1 && best_n < layers, "minimum at an end: {curve:?}");
     // a Llama block keeps ~20x its input here, so N* = sqrt(80 · 20) ≈ 40
-    assert!(
-        (20..=40).contains(&best_n),
-        "minimum at {best_n}: {curve:?}"
-    );
+    assert!((20..=40).contains(&best_n), "minimum at {best_n}: {curve:?}");
     // falling then rising
     let at = curve.iter().position(|(n, _)| *n == best_n).unwrap();
-    assert!(
-        curve[..=at].windows(2).all(|w| w[0].1 >= w[1].1),
-        "{curve:?}"
-    );
-    assert!(
-        curve[at..].windows(2).all(|w| w[0].1 <= w[1].1),
-        "{curve:?}"
-    );
+    assert!(curve[..=at].windows(2).all(|w| w[0].1 >= w[1].1), "{curve:?}");
+    assert!(curve[at..].windows(2).all(|w| w[0].1 <= w[1].1), "{curve:?}");
 }

@@ -190,6 +190,8 @@ pub struct ActivationModel {
     pub attention_backward_transient: u64,
     /// Gradients alive while the loss and log-softmax run backward.
     pub loss_backward_transient: u64,
+    /// Logits (and their fp32 upcast) alive while the loss runs forward.
+    pub head_forward_transient: u64,
     /// Inference: bytes alive during the whole forward (embedding outputs, masks, rotary tables).
     pub infer_persistent: u64,
     /// Inference: most bytes one block holds at once, not counting the KV cache.
@@ -216,11 +218,7 @@ fn loss(acc: &mut Saved, ctx: &Ctx, n_classes: u64, logit_bytes: u64, shifted: b
     acc.add(Cat::HeadLoss, t * n_classes * logit_bytes); // log_softmax output
     acc.add(Cat::HeadLoss, logit_bytes); // nll_loss total_weight scalar
     // labels: HF pads labels with -100 then takes [..., 1:].contiguous(): a view (no copy) when b == 1
-    let labels = if shifted && ctx.b == 1 {
-        (ctx.s + 1) * 8
-    } else {
-        t * 8
-    };
+    let labels = if shifted && ctx.b == 1 { (ctx.s + 1) * 8 } else { t * 8 };
     acc.add(Cat::HeadLoss, labels);
 }
 
@@ -231,12 +229,7 @@ fn loss(acc: &mut Saved, ctx: &Ctx, n_classes: u64, logit_bytes: u64, shifted: b
 /// One Llama block. Returns the saves, whether its output requires grad, and the bytes freed
 /// before its attention core runs backward (everything after the core, plus for eager attention
 /// the tensors of `P·V` and the output copy).
-fn llama_layer(
-    ctx: &Ctx,
-    m: &TransformerSpec,
-    active_in: bool,
-    selective: bool,
-) -> (Saved, bool, u64) {
+fn llama_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) -> (Saved, bool, u64) {
     let mut acc = Saved::default();
     let (t, h, c, r) = (ctx.t, m.hidden_size, ctx.c, ctx.r);
     let (qw, kw) = (m.q_width(), m.kv_width());
@@ -244,45 +237,22 @@ fn llama_layer(
     // --- input_layernorm
     norm_saves(&mut acc, ctx, h, active_in);
     // --- q, k, v projections
-    let qkv = [
-        (LinearRole::Q, qw * h),
-        (LinearRole::K, kw * h),
-        (LinearRole::V, kw * h),
-    ];
+    let qkv = [(LinearRole::Q, qw * h), (LinearRole::K, kw * h), (LinearRole::V, kw * h)];
     let attn_active = linears(
         &mut acc,
         ctx,
-        &LinearGroup {
-            members: &qkv,
-            in_features: h,
-            in_bytes: norm_out_bytes,
-            in_cat: Cat::Norms,
-        },
+        &LinearGroup { members: &qkv, in_features: h, in_bytes: norm_out_bytes, in_cat: Cat::Norms },
         active_in,
     );
     // --- attention core (rotary multiplies keep only the shared cos/sin tables)
     let o_trains = ctx.weight_trains(LinearRole::O);
     if attn_active && !selective {
-        attention_core(
-            &mut acc,
-            ctx,
-            m.num_heads,
-            qw,
-            kw,
-            m.attention_dropout,
-            o_trains,
-            true,
-        );
+        attention_core(&mut acc, ctx, m.num_heads, qw, kw, m.attention_dropout, o_trains, true);
     } else if attn_active {
         // selective recompute keeps the core's inputs (q, k, v) and output only
         acc.add(
             Cat::AttentionIo,
-            t * (qw + 2 * kw) * c
-                + if o_trains || ctx.kernel != Kernel::Eager {
-                    t * qw * c
-                } else {
-                    0
-                },
+            t * (qw + 2 * kw) * c + if o_trains || ctx.kernel != Kernel::Eager { t * qw * c } else { 0 },
         );
     }
     // --- o_proj (its input, the attention output, is counted by the core when it trains)
@@ -310,12 +280,7 @@ fn llama_layer(
             let act = linears(
                 &mut acc,
                 ctx,
-                &LinearGroup {
-                    members: &gu,
-                    in_features: h,
-                    in_bytes: norm_out_bytes,
-                    in_cat: Cat::Norms,
-                },
+                &LinearGroup { members: &gu, in_features: h, in_bytes: norm_out_bytes, in_cat: Cat::Norms },
                 active_mid,
             );
             if act {
@@ -426,14 +391,7 @@ fn attention_core(
 }
 
 /// Mixtral sparse MLP as transformers 5 runs it (`experts_implementation="grouped_mm"`).
-fn moe_block(
-    acc: &mut Saved,
-    ctx: &Ctx,
-    m: &TransformerSpec,
-    experts: u64,
-    top_k: u64,
-    active: bool,
-) {
+fn moe_block(acc: &mut Saved, ctx: &Ctx, m: &TransformerSpec, experts: u64, top_k: u64, active: bool) {
     let (t, h, c, i) = (ctx.t, m.hidden_size, ctx.c, m.intermediate_size);
     let tk = t * top_k;
     // router: Linear(h, E) keeps the norm output; softmax in fp32; top-k ids; normalised weights
@@ -454,10 +412,7 @@ fn moe_block(
     // routed copies of the tokens (gathered input) and of their routing weights (fp32)
     acc.add(Cat::Mlp, tk * h * c + tk * 4);
     // grouped gate_up output (2I), silu output, silu*up product, down output
-    acc.add(
-        Cat::Mlp,
-        tk * 2 * i * c + tk * i * c + tk * i * c + tk * h * c,
-    );
+    acc.add(Cat::Mlp, tk * 2 * i * c + tk * i * c + tk * i * c + tk * h * c);
     if ctx.amp {
         acc.add(Cat::WeightCasts, experts * 3 * h * i * c);
     }
@@ -494,11 +449,8 @@ fn llama(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let (head_released, loss_transient) = head_saves(&mut top, ctx, m);
     let (attn_t, mlp_t) = layer_backward_transients(ctx, m, true);
     // inference
-    let mask = if ctx.kernel == Kernel::Eager {
-        ctx.b * s * s * c.max(if r == 4 { 4 } else { c })
-    } else {
-        0
-    };
+    let mask =
+        if ctx.kernel == Kernel::Eager { ctx.b * s * s * c.max(if r == 4 { 4 } else { c }) } else { 0 };
     let infer_persistent = t * h * r + 2 * s * m.head_dim * c + s * 8 + mask;
     let q_embed = t * m.q_width() * c;
     let attn_phase = t * h * r
@@ -508,17 +460,11 @@ fn llama(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
                 // scores, scaled scores, masked scores, then softmax(dtype=float32): a half input
                 // is upcast first, so add (c) + fp32 copy (4) + fp32 output (4) are alive at once
                 ctx.scores(m.num_heads) * if c == 4 { 8 } else { c + 8 }
-                    + if m.num_kv_heads != m.num_heads {
-                        2 * t * m.q_width() * c
-                    } else {
-                        0
-                    }
+                    + if m.num_kv_heads != m.num_heads { 2 * t * m.q_width() * c } else { 0 }
             }
             _ => t * m.q_width() * c,
         };
-    let mlp_width = m
-        .moe
-        .map_or(m.intermediate_size, |x| x.top_k * m.intermediate_size);
+    let mlp_width = m.moe.map_or(m.intermediate_size, |x| x.top_k * m.intermediate_size);
     let mlp_phase = 2 * t * h * r + 3 * t * mlp_width * c;
     ActivationModel {
         full_layer,
@@ -533,6 +479,7 @@ fn llama(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         mlp_backward_transient: mlp_t,
         attention_backward_transient: attn_t,
         loss_backward_transient: loss_transient,
+        head_forward_transient: t * logits_width(m) * (c + if c == 4 { 0 } else { 4 }),
         infer_persistent,
         infer_layer_peak: t * h * r + attn_phase.max(mlp_phase),
         infer_head_peak: t * h * r + t * logits_width(m) * c,
@@ -582,15 +529,11 @@ fn layer_backward_transients(ctx: &Ctx, m: &TransformerSpec, upcast_softmax: boo
     let (t, c) = (ctx.t, ctx.c);
     let attn = match ctx.kernel {
         // gradient of the probabilities and the softmax backward output, both fp32 when upcast
-        Kernel::Eager => {
-            2 * ctx.scores(m.num_heads) * if upcast_softmax || ctx.amp { 4 } else { c }
-        }
+        Kernel::Eager => 2 * ctx.scores(m.num_heads) * if upcast_softmax || ctx.amp { 4 } else { c },
         // dq, dk, dv, d_out and the fp32 softmax row sums
         _ => (2 * m.q_width() + 2 * m.kv_width()) * t * c + ctx.b * m.num_heads * ctx.s * 4,
     };
-    let width = m
-        .moe
-        .map_or(m.intermediate_size, |x| x.top_k * m.intermediate_size);
+    let width = m.moe.map_or(m.intermediate_size, |x| x.top_k * m.intermediate_size);
     let mlp = match m.family {
         Family::Gpt2 => 4 * t * width * if ctx.amp { 4 } else { c },
         Family::Bert => 2 * t * width * c,
@@ -621,33 +564,18 @@ fn gpt2_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
     // c_attn: fused q/k/v Conv1D (addmm); LoRA targets q/k/v all map to it
     let cattn_adapted =
         ctx.adapted(LinearRole::Q) || ctx.adapted(LinearRole::K) || ctx.adapted(LinearRole::V);
-    let cattn = [(
-        if cattn_adapted {
-            first_adapted(ctx)
-        } else {
-            LinearRole::Q
-        },
-        3 * h * h,
-    )];
+    let cattn = [(if cattn_adapted { first_adapted(ctx) } else { LinearRole::Q }, 3 * h * h)];
     let attn_active = linears(
         &mut acc,
         ctx,
-        &LinearGroup {
-            members: &cattn,
-            in_features: h,
-            in_bytes: r,
-            in_cat: Cat::Norms,
-        },
+        &LinearGroup { members: &cattn, in_features: h, in_bytes: r, in_cat: Cat::Norms },
         active_in,
     );
     let o_trains = ctx.weight_trains(LinearRole::O);
     if attn_active {
         match ctx.kernel {
             Kernel::Eager if !selective => {
-                acc.add(
-                    Cat::AttentionIo,
-                    3 * t * h * c + if o_trains { t * h * c } else { 0 },
-                );
+                acc.add(Cat::AttentionIo, 3 * t * h * c + if o_trains { t * h * c } else { 0 });
                 let sc = ctx.scores(m.num_heads);
                 acc.add(Cat::AttentionScores, sc * if ctx.amp { 4 } else { c }); // softmax output
                 if m.attention_dropout > 0.0 {
@@ -658,10 +586,7 @@ fn gpt2_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
                 }
             }
             Kernel::Eager => {
-                acc.add(
-                    Cat::AttentionIo,
-                    3 * t * h * c + if o_trains { t * h * c } else { 0 },
-                );
+                acc.add(Cat::AttentionIo, 3 * t * h * c + if o_trains { t * h * c } else { 0 });
             }
             _ => {
                 // q, k, v are views of c_attn's output: one storage, kept once
@@ -672,13 +597,8 @@ fn gpt2_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
     let cproj = [(LinearRole::O, h * h)];
     let active_mid = linears_no_input(&mut acc, ctx, &cproj, h, attn_active) || active_in;
     let before_post = acc.total();
-    let tail = eager_core_tail(
-        ctx,
-        m,
-        attn_active && !selective,
-        o_trains,
-        m.attention_dropout > 0.0 || ctx.amp,
-    );
+    let tail =
+        eager_core_tail(ctx, m, attn_active && !selective, o_trains, m.attention_dropout > 0.0 || ctx.amp);
     if m.hidden_dropout > 0.0 && active_mid {
         acc.add(Cat::DropoutMasks, t * h); // resid_dropout
     }
@@ -691,12 +611,7 @@ fn gpt2_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
     let mlp_active = linears(
         &mut acc,
         ctx,
-        &LinearGroup {
-            members: &cfc,
-            in_features: h,
-            in_bytes: r,
-            in_cat: Cat::Norms,
-        },
+        &LinearGroup { members: &cfc, in_features: h, in_bytes: r, in_cat: Cat::Norms },
         active_mid,
     );
     let down_trains = ctx.weight_trains(LinearRole::Down);
@@ -739,12 +654,7 @@ fn eager_core_tail(
         return 0;
     }
     let tq = ctx.t * m.q_width() * ctx.c;
-    tq + if o_trains { tq } else { 0 }
-        + if separate_probs {
-            ctx.scores(m.num_heads) * ctx.c
-        } else {
-            0
-        }
+    tq + if o_trains { tq } else { 0 } + if separate_probs { ctx.scores(m.num_heads) * ctx.c } else { 0 }
 }
 
 fn first_adapted(ctx: &Ctx) -> LinearRole {
@@ -783,11 +693,7 @@ fn gpt2(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let shared = (0, freed);
     // eager attention gets a materialised (b, 1, s, s) causal mask in the stream dtype, passed to
     // every block positionally: a checkpointed block saves it (one storage for all blocks)
-    let ckpt_mask = if ctx.kernel == Kernel::Eager {
-        ctx.b * s * s * r
-    } else {
-        0
-    };
+    let ckpt_mask = if ctx.kernel == Kernel::Eager { ctx.b * s * s * r } else { 0 };
     let attn_phase = 2 * t * h * r
         + 3 * t * h * c
         + match ctx.kernel {
@@ -808,6 +714,7 @@ fn gpt2(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         mlp_backward_transient: mlp_t,
         attention_backward_transient: attn_t,
         loss_backward_transient: loss_t,
+        head_forward_transient: t * logits_width(m) * (c + if c == 4 { 0 } else { 4 }),
         infer_persistent,
         infer_layer_peak: t * h * r + attn_phase.max(mlp_phase),
         infer_head_peak: t * h * r + t * logits_width(m) * c,
@@ -826,61 +733,28 @@ fn bert_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
     let i = m.intermediate_size;
     // the block input (previous LayerNorm output, or the embedding dropout output for block 0)
     // is kept by query/key/value when they train
-    let qkv = [
-        (LinearRole::Q, h * h),
-        (LinearRole::K, h * h),
-        (LinearRole::V, h * h),
-    ];
+    let qkv = [(LinearRole::Q, h * h), (LinearRole::K, h * h), (LinearRole::V, h * h)];
     let attn_active = linears(
         &mut acc,
         ctx,
-        &LinearGroup {
-            members: &qkv,
-            in_features: h,
-            in_bytes: r,
-            in_cat: Cat::Norms,
-        },
+        &LinearGroup { members: &qkv, in_features: h, in_bytes: r, in_cat: Cat::Norms },
         active_in,
     );
     let o_trains = ctx.weight_trains(LinearRole::O);
     if attn_active {
         match ctx.kernel {
-            Kernel::Eager if !selective => attention_core(
-                &mut acc,
-                ctx,
-                m.num_heads,
-                h,
-                h,
-                m.attention_dropout,
-                o_trains,
-                false,
-            ),
-            Kernel::Eager => acc.add(
-                Cat::AttentionIo,
-                3 * t * h * c + if o_trains { t * h * c } else { 0 },
-            ),
-            _ => attention_core(
-                &mut acc,
-                ctx,
-                m.num_heads,
-                h,
-                h,
-                m.attention_dropout,
-                o_trains,
-                false,
-            ),
+            Kernel::Eager if !selective => {
+                attention_core(&mut acc, ctx, m.num_heads, h, h, m.attention_dropout, o_trains, false)
+            }
+            Kernel::Eager => acc.add(Cat::AttentionIo, 3 * t * h * c + if o_trains { t * h * c } else { 0 }),
+            _ => attention_core(&mut acc, ctx, m.num_heads, h, h, m.attention_dropout, o_trains, false),
         }
     }
     let o = [(LinearRole::O, h * h)];
     let active_mid = linears_no_input(&mut acc, ctx, &o, h, attn_active) || active_in;
     let before_post = acc.total();
-    let tail = eager_core_tail(
-        ctx,
-        m,
-        attn_active && !selective,
-        o_trains,
-        m.attention_dropout > 0.0 || ctx.amp,
-    );
+    let tail =
+        eager_core_tail(ctx, m, attn_active && !selective, o_trains, m.attention_dropout > 0.0 || ctx.amp);
     if active_mid {
         if m.hidden_dropout > 0.0 {
             acc.add(Cat::DropoutMasks, t * h);
@@ -892,12 +766,7 @@ fn bert_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
     let mlp_active = linears(
         &mut acc,
         ctx,
-        &LinearGroup {
-            members: &up,
-            in_features: h,
-            in_bytes: r,
-            in_cat: Cat::Norms,
-        },
+        &LinearGroup { members: &up, in_features: h, in_bytes: r, in_cat: Cat::Norms },
         active_mid,
     );
     if mlp_active {
@@ -964,10 +833,7 @@ fn bert(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
                 // no upcast: log_softmax in the compute dtype, total_weight likewise
                 top.add(Cat::HeadLoss, t * v * c + c + t * 8);
             }
-            (
-                top.total() - before,
-                2 * t * v * if ctx.amp { 4 } else { c },
-            )
+            (top.total() - before, 2 * t * v * if ctx.amp { 4 } else { c })
         }
         _ => {
             let before = top.total();
@@ -1003,6 +869,7 @@ fn bert(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         mlp_backward_transient: mlp_t,
         attention_backward_transient: attn_t,
         loss_backward_transient: loss_t,
+        head_forward_transient: t * logits_width(m) * (c + if c == 4 { 0 } else { 4 }),
         infer_persistent,
         infer_layer_peak: t * h * r + attn_phase.max(mlp_phase),
         infer_head_peak: t * h * r + t * logits_width(m) * c,

@@ -10,8 +10,8 @@ pub mod states;
 
 pub use saved::{Cat, Saved};
 pub use scenario::{
-    AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Overhead, Scenario,
-    ScenarioError, Targets,
+    AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Overhead, Scenario, ScenarioError,
+    Targets,
 };
 
 use crate::model::{Architecture, LayerTable};
@@ -116,6 +116,8 @@ pub struct Estimate {
 /// What backward recomputes under checkpointing.
 #[derive(Clone, Copy, Debug, Default)]
 struct Recompute {
+    /// Blocks run under checkpointing.
+    checkpointed_blocks: u64,
     /// Bytes recomputed while the last block runs backward (it is checkpointed).
     at_last_block: u64,
     /// For a checkpointed block further down: (bytes of stored blocks already freed by then,
@@ -143,24 +145,14 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
         s.add(Cat::Embeddings, am.shared_layer_bytes);
     };
     let train = sc.mode == Mode::Train;
-    match if train {
-        sc.checkpointing
-    } else {
-        Checkpointing::None
-    } {
+    match if train { sc.checkpointing } else { Checkpointing::None } {
         Checkpointing::None => {
             all_stored(&mut s);
             (s, none)
         }
         Checkpointing::Full => {
             ckpt_input(&mut s, layers);
-            (
-                s,
-                Recompute {
-                    at_last_block: full.total(),
-                    earlier: None,
-                },
-            )
+            (s, Recompute { checkpointed_blocks: layers, at_last_block: full.total(), earlier: None })
         }
         Checkpointing::Every(k) => {
             let k = k.max(1);
@@ -174,17 +166,12 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
             let j = (layers - 1) / k * k;
             let stored_after = layers - 1 - j;
             if stored_after == 0 {
-                (
-                    s,
-                    Recompute {
-                        at_last_block: full.total(),
-                        earlier: None,
-                    },
-                )
+                (s, Recompute { checkpointed_blocks: n_ckpt, at_last_block: full.total(), earlier: None })
             } else {
                 (
                     s,
                     Recompute {
+                        checkpointed_blocks: n_ckpt,
                         at_last_block: 0,
                         earlier: Some((stored_after * full.total(), full.total())),
                     },
@@ -208,6 +195,7 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
             (
                 s,
                 Recompute {
+                    checkpointed_blocks: (n - 1) * seg,
                     at_last_block: 0,
                     earlier: Some((last * full.total(), seg * full.total())),
                 },
@@ -217,11 +205,7 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
             // the first block differs from the others only by its input; drop the same
             // recomputed attention terms from it
             let mut first = am.first_layer;
-            for (f, (a, b)) in first
-                .0
-                .iter_mut()
-                .zip(full.0.iter().zip(am.selective_layer.0.iter()))
-            {
+            for (f, (a, b)) in first.0.iter_mut().zip(full.0.iter().zip(am.selective_layer.0.iter())) {
                 *f = f.saturating_sub(a.saturating_sub(*b));
             }
             s.add_all(&first);
@@ -277,13 +261,27 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
         ),
         _ => 0,
     };
-    let mut moments = Vec::with_capacity(5);
+    let mut moments = Vec::with_capacity(6);
     if train {
         let base = Snapshot {
             parameters: st.param_alloc,
             optimizer_states: st.optimizer_alloc,
             ..Snapshot::default()
         };
+        if sc.precision.is_amp() && recompute.checkpointed_blocks > 0 {
+            // autocast caches the half copy of every weight until the autocast region ends; inside
+            // checkpointed blocks they are not saved, but the cache still holds them at the loss
+            let cached = recompute.checkpointed_blocks * am.full_layer.get(Cat::WeightCasts);
+            moments.push(Moment {
+                phase: Phase::Forward,
+                what: "end of forward (autocast weight cache)",
+                alive: Snapshot {
+                    activations: activations_bytes + cached,
+                    temporaries: am.head_forward_transient,
+                    ..base
+                },
+            });
+        }
         moments.push(Moment {
             phase: Phase::Backward,
             what: "loss and log-softmax backward",
@@ -325,9 +323,7 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
                 alive: Snapshot {
                     activations: after_head - freed.min(after_head) + recomputed,
                     gradients: st.head_grad_alloc,
-                    temporaries: am
-                        .mlp_backward_transient
-                        .max(am.attention_backward_transient),
+                    temporaries: am.mlp_backward_transient.max(am.attention_backward_transient),
                     ..base
                 },
             });
@@ -335,11 +331,7 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
         moments.push(Moment {
             phase: Phase::OptimizerStep,
             what: "optimizer step",
-            alive: Snapshot {
-                gradients: st.grad_alloc,
-                temporaries: st.optimizer_step_temp,
-                ..base
-            },
+            alive: Snapshot { gradients: st.grad_alloc, temporaries: st.optimizer_step_temp, ..base },
         });
     } else {
         let kv_all = kv_cache;
@@ -365,15 +357,11 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
             },
         });
     }
-    let peak = moments
-        .iter()
-        .copied()
-        .max_by_key(|m| m.alive.total())
-        .unwrap_or(Moment {
-            phase: Phase::Forward,
-            what: "",
-            alive: Snapshot::default(),
-        });
+    let peak = moments.iter().copied().max_by_key(|m| m.alive.total()).unwrap_or(Moment {
+        phase: Phase::Forward,
+        what: "",
+        alive: Snapshot::default(),
+    });
     let peak_allocated = peak.alive.total();
     let o = sc.overhead;
     let overhead = o.cuda_context_bytes

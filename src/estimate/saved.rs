@@ -136,10 +136,7 @@ impl Saved {
 
     /// Non-zero categories with their bytes, in display order.
     pub fn nonzero(&self) -> impl Iterator<Item = (Cat, u64)> + '_ {
-        Cat::ALL
-            .into_iter()
-            .map(|c| (c, self.get(c)))
-            .filter(|(_, b)| *b > 0)
+        Cat::ALL.into_iter().map(|c| (c, self.get(c))).filter(|(_, b)| *b > 0)
     }
 }
 

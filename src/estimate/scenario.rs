@@ -156,15 +156,11 @@ impl fmt::Display for Checkpointing {
 impl FromStr for Checkpointing {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || {
-            format!("unknown checkpointing \"{s}\" (none, full, every:K, segments:N, selective)")
-        };
+        let bad = || format!("unknown checkpointing \"{s}\" (none, full, every:K, segments:N, selective)");
         let num = |v: &str| -> Result<u64, String> {
             match v.parse::<u64>() {
                 Ok(n) if n >= 1 => Ok(n),
-                _ => Err(format!(
-                    "\"{s}\": expected a whole number of at least 1 after the colon"
-                )),
+                _ => Err(format!("\"{s}\": expected a whole number of at least 1 after the colon")),
             }
         };
         match s.split_once(':') {
@@ -254,9 +250,7 @@ impl FromStr for Lora {
         let rank = match rank.parse::<u64>() {
             Ok(r) if (1..=65536).contains(&r) => r,
             _ => {
-                return Err(format!(
-                    "--lora \"{s}\": rank must be a whole number from 1 to 65536"
-                ));
+                return Err(format!("--lora \"{s}\": rank must be a whole number from 1 to 65536"));
             }
         };
         let mut set = Targets::default();
@@ -275,11 +269,7 @@ impl FromStr for Lora {
                 }
             }
         }
-        Ok(Self {
-            rank,
-            targets: set,
-            dropout: 0.0,
-        })
+        Ok(Self { rank, targets: set, dropout: 0.0 })
     }
 }
 
@@ -324,11 +314,7 @@ impl Default for Overhead {
     /// context (measured range 300-600 MiB), 32 MiB cuBLAS workspace (Hopper default) and 5 % of
     /// the peak kept by the caching allocator.
     fn default() -> Self {
-        Self {
-            cuda_context_bytes: 500 << 20,
-            workspace_bytes: 32 << 20,
-            allocator_reserve_fraction: 0.05,
-        }
+        Self { cuda_context_bytes: 500 << 20, workspace_bytes: 32 << 20, allocator_reserve_fraction: 0.05 }
     }
 }
 
@@ -369,11 +355,8 @@ impl Scenario {
     /// Rejects models and workloads whose byte counts would not fit the estimator's integers
     /// (far beyond any real GPU), so the arithmetic never overflows.
     fn check_sizes(&self) -> Result<(), ScenarioError> {
-        let too_big = |what: &str| {
-            Err(ScenarioError::Invalid(format!(
-                "{what} is too large to estimate (over 1 EiB)"
-            )))
-        };
+        let too_big =
+            |what: &str| Err(ScenarioError::Invalid(format!("{what} is too large to estimate (over 1 EiB)")));
         let mut params: u128 = 0;
         let mut widest: u128 = 1;
         for g in self.model.param_groups() {
@@ -390,9 +373,7 @@ impl Scenario {
         let mut layers: u128 = 1;
         if let Some(t) = self.model.transformer() {
             let k = t.moe.map_or(1, |m| m.top_k as u128);
-            per_token = per_token
-                .max(t.intermediate_size as u128 * k)
-                .max(t.vocab_size as u128);
+            per_token = per_token.max(t.intermediate_size as u128 * k).max(t.vocab_size as u128);
             heads = t.num_heads as u128;
             layers = t.num_layers as u128;
         }
@@ -441,16 +422,10 @@ impl Scenario {
     pub fn validate(&self) -> Result<(), ScenarioError> {
         let bad = |m: String| Err(ScenarioError::Invalid(m));
         if self.batch == 0 || self.batch > 1 << 24 {
-            return bad(format!(
-                "batch {} is out of range (1 to 16777216)",
-                self.batch
-            ));
+            return bad(format!("batch {} is out of range (1 to 16777216)", self.batch));
         }
         if self.seq == 0 || self.seq > 1 << 24 {
-            return bad(format!(
-                "sequence length {} is out of range (1 to 16777216)",
-                self.seq
-            ));
+            return bad(format!("sequence length {} is out of range (1 to 16777216)", self.seq));
         }
         if let Some(t) = self.model.transformer()
             && t.max_position_embeddings > 0
@@ -469,8 +444,7 @@ impl Scenario {
         }
         if self.base_quant != BaseQuant::None && self.precision.is_quantized() {
             return bad(
-                "--base-quant and a quantized --precision both set the weight format; pick one"
-                    .into(),
+                "--base-quant and a quantized --precision both set the weight format; pick one".into()
             );
         }
         if let Some(l) = self.lora {
@@ -478,10 +452,7 @@ impl Scenario {
                 return bad(format!("LoRA dropout {} is outside [0, 1)", l.dropout));
             }
             if self.model.transformer().is_none() {
-                return bad(
-                    "LoRA needs a transformer model (layer tables have no named projections)"
-                        .into(),
-                );
+                return bad("LoRA needs a transformer model (layer tables have no named projections)".into());
             }
         }
         self.check_sizes()?;

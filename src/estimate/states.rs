@@ -76,10 +76,7 @@ fn opt_tensor_bytes(opt: Optimizer, rows: u64, cols: u64, dt: DType) -> (u64, u6
         Optimizer::Adamw8bit => {
             if n >= 4096 {
                 let one = n + 4 * n.div_ceil(2048);
-                (
-                    2 * one,
-                    2 * (round_alloc(n) + round_alloc(4 * n.div_ceil(2048))),
-                )
+                (2 * one, 2 * (round_alloc(n) + round_alloc(4 * n.div_ceil(2048))))
             } else {
                 (2 * 4 * n, 2 * round_alloc(4 * n))
             }
@@ -168,9 +165,7 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         let gb = |n: u64| round_alloc(state_dt.bytes(n));
         // LM head (or tied embedding) gradient + final norm weight, allocated first in backward
         let head = match t.head {
-            crate::model::Head::CausalLm | crate::model::Head::MaskedLm => {
-                gb(t.vocab_size * t.hidden_size)
-            }
+            crate::model::Head::CausalLm | crate::model::Head::MaskedLm => gb(t.vocab_size * t.hidden_size),
             _ => 0,
         };
         st.head_grad_alloc = head + 2 * gb(t.hidden_size);

@@ -73,11 +73,7 @@ impl Reader<'_> {
     }
 
     fn invalid(&self, key: &str, msg: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid {
-            path: self.path.to_owned(),
-            key: key.to_owned(),
-            msg: msg.into(),
-        }
+        ConfigError::Invalid { path: self.path.to_owned(), key: key.to_owned(), msg: msg.into() }
     }
 
     fn opt_u64(&self, key: &'static str) -> Result<Option<u64>, ConfigError> {
@@ -86,9 +82,7 @@ impl Reader<'_> {
             Some(v) => match v.as_u64() {
                 Some(n) if n <= (1u64 << 40) => Ok(Some(n)),
                 Some(n) => Err(self.invalid(key, format!("{n} is implausibly large"))),
-                None => {
-                    Err(self.invalid(key, format!("expected a non-negative integer, found {v}")))
-                }
+                None => Err(self.invalid(key, format!("expected a non-negative integer, found {v}"))),
             },
         }
     }
@@ -123,28 +117,23 @@ impl Reader<'_> {
     fn bool_or(&self, key: &'static str, default: bool) -> Result<bool, ConfigError> {
         match self.get(key) {
             None => Ok(default),
-            Some(v) => v
-                .as_bool()
-                .ok_or_else(|| self.invalid(key, format!("expected true or false, found {v}"))),
+            Some(v) => {
+                v.as_bool().ok_or_else(|| self.invalid(key, format!("expected true or false, found {v}")))
+            }
         }
     }
 }
 
 /// Parses the text of a `config.json`. `path` is used in error messages only.
 /// Returns the spec and, when `architectures` was absent, a note naming the head assumed.
-pub fn parse_config(
-    path: &str,
-    text: &str,
-) -> Result<(TransformerSpec, Option<String>), ConfigError> {
+pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<String>), ConfigError> {
     let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json {
         path: path.to_owned(),
         line: e.line(),
         column: e.column(),
         msg: e.to_string(),
     })?;
-    let obj = value.as_object().ok_or_else(|| ConfigError::NotObject {
-        path: path.to_owned(),
-    })?;
+    let obj = value.as_object().ok_or_else(|| ConfigError::NotObject { path: path.to_owned() })?;
     let model_type = match obj.get("model_type") {
         Some(Value::String(s)) => s.clone(),
         Some(other) => {
@@ -162,18 +151,11 @@ pub fn parse_config(
             });
         }
     };
-    let r = Reader {
-        path,
-        obj,
-        model_type: model_type.clone(),
-    };
+    let r = Reader { path, obj, model_type: model_type.clone() };
     let arch = match r.get("architectures") {
         Some(Value::Array(a)) => a.first().and_then(Value::as_str).map(str::to_owned),
         Some(other) => {
-            return Err(r.invalid(
-                "architectures",
-                format!("expected a list of names, found {other}"),
-            ));
+            return Err(r.invalid("architectures", format!("expected a list of names, found {other}")));
         }
         None => None,
     };
@@ -182,10 +164,7 @@ pub fn parse_config(
         "bert" => Family::Bert,
         "llama" | "mistral" | "qwen2" | "mixtral" => Family::Llama,
         _ => {
-            return Err(ConfigError::UnknownType {
-                path: path.to_owned(),
-                model_type,
-            });
+            return Err(ConfigError::UnknownType { path: path.to_owned(), model_type });
         }
     };
     let spec = match family {
@@ -244,10 +223,9 @@ pub fn parse_config(
             let a = r.positive("num_attention_heads")?;
             let kv = r.opt_u64("num_key_value_heads")?.unwrap_or(a);
             if kv == 0 || a % kv != 0 {
-                return Err(r.invalid(
-                    "num_key_value_heads",
-                    format!("{kv} must divide num_attention_heads ({a})"),
-                ));
+                return Err(
+                    r.invalid("num_key_value_heads", format!("{kv} must divide num_attention_heads ({a})"))
+                );
             }
             let head_dim = match r.opt_u64("head_dim")? {
                 Some(d) if d > 0 => d,
@@ -312,13 +290,7 @@ fn head_from_architecture(
         _ => (Head::CausalLm, "ForCausalLM"),
     };
     let Some(arch) = arch else {
-        return Ok((
-            default.0,
-            Some(format!(
-                "no \"architectures\" in {}: assuming {}",
-                r.path, default.1
-            )),
-        ));
+        return Ok((default.0, Some(format!("no \"architectures\" in {}: assuming {}", r.path, default.1))));
     };
     let head = if arch.ends_with("ForCausalLM") || arch == "GPT2LMHeadModel" {
         Head::CausalLm
@@ -355,39 +327,20 @@ mod tests {
             "architectures":["MixtralForCausalLM"]}"#;
         let (spec, note) = parse_config("c.json", text).unwrap();
         assert_eq!(spec.head_dim, 128);
-        assert_eq!(
-            spec.moe,
-            Some(Moe {
-                experts: 8,
-                top_k: 2
-            })
-        );
+        assert_eq!(spec.moe, Some(Moe { experts: 8, top_k: 2 }));
         assert!(note.is_none());
     }
 
     #[test]
     fn errors_name_file_and_key() {
-        let e = parse_config(
-            "x/config.json",
-            r#"{"model_type":"llama","hidden_size":64}"#,
-        )
-        .unwrap_err();
+        let e = parse_config("x/config.json", r#"{"model_type":"llama","hidden_size":64}"#).unwrap_err();
         let msg = e.to_string();
-        assert!(
-            msg.contains("x/config.json") && msg.contains("num_attention_heads"),
-            "{msg}"
-        );
-        let e = parse_config("y.json", r#"{"model_type":"t5"}"#)
-            .unwrap_err()
-            .to_string();
+        assert!(msg.contains("x/config.json") && msg.contains("num_attention_heads"), "{msg}");
+        let e = parse_config("y.json", r#"{"model_type":"t5"}"#).unwrap_err().to_string();
         assert!(e.contains("t5") && e.contains("not supported"), "{e}");
-        let e = parse_config("z.json", "{\n  \"model_type\": ,\n}")
-            .unwrap_err()
-            .to_string();
+        let e = parse_config("z.json", "{\n  \"model_type\": ,\n}").unwrap_err().to_string();
         assert!(e.contains("z.json") && e.contains("line 2"), "{e}");
-        let e = parse_config("w.json", r#"{"model_type":"gpt2","n_embd":"768"}"#)
-            .unwrap_err()
-            .to_string();
+        let e = parse_config("w.json", r#"{"model_type":"gpt2","n_embd":"768"}"#).unwrap_err().to_string();
         assert!(e.contains("n_embd"), "{e}");
     }
 
@@ -395,11 +348,9 @@ mod tests {
     fn head_follows_architectures() {
         let base = r#""model_type":"bert","hidden_size":64,"num_attention_heads":4,"num_hidden_layers":2,
             "intermediate_size":128,"vocab_size":100,"max_position_embeddings":64"#;
-        let (s, _) = parse_config(
-            "b",
-            &format!(r#"{{{base},"architectures":["BertForSequenceClassification"]}}"#),
-        )
-        .unwrap();
+        let (s, _) =
+            parse_config("b", &format!(r#"{{{base},"architectures":["BertForSequenceClassification"]}}"#))
+                .unwrap();
         assert_eq!(s.head, Head::SequenceClassification { num_labels: 2 });
         let (s, note) = parse_config("b", &format!("{{{base}}}")).unwrap();
         assert_eq!(s.head, Head::MaskedLm);

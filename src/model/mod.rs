@@ -243,12 +243,7 @@ impl TransformerSpec {
         let mut g = Vec::with_capacity(24);
         let mut push = |rows: u64, cols: u64, count: u64, kind: ParamKind| {
             if rows > 0 && cols > 0 && count > 0 {
-                g.push(ParamGroup {
-                    rows,
-                    cols,
-                    count,
-                    kind,
-                });
+                g.push(ParamGroup { rows, cols, count, kind });
             }
         };
         use LinearRole as R;
@@ -361,12 +356,7 @@ impl ModelSpec {
                 t.layers
                     .iter()
                     .filter(|l| l.params > 0)
-                    .map(|l| ParamGroup {
-                        rows: l.params,
-                        cols: 1,
-                        count: 1,
-                        kind: ParamKind::Vector,
-                    })
+                    .map(|l| ParamGroup { rows: l.params, cols: 1, count: 1, kind: ParamKind::Vector })
                     .collect()
             }
         }
@@ -374,10 +364,7 @@ impl ModelSpec {
 
     /// Exact number of distinct parameters.
     pub fn n_params(&self) -> u64 {
-        self.param_groups()
-            .iter()
-            .map(|g| g.rows * g.cols * g.count)
-            .sum()
+        self.param_groups().iter().map(|g| g.rows * g.cols * g.count).sum()
     }
 
     /// The transformer description, if this is one.

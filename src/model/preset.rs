@@ -28,32 +28,17 @@ pub struct PresetFile {
 
 /// Built-in presets: (file stem, RON text).
 pub const BUILTIN: &[(&str, &str)] = &[
-    (
-        "bert-base-uncased",
-        include_str!("../../presets/bert-base-uncased.ron"),
-    ),
-    (
-        "bert-large-uncased",
-        include_str!("../../presets/bert-large-uncased.ron"),
-    ),
+    ("bert-base-uncased", include_str!("../../presets/bert-base-uncased.ron")),
+    ("bert-large-uncased", include_str!("../../presets/bert-large-uncased.ron")),
     ("gpt2", include_str!("../../presets/gpt2.ron")),
     ("gpt2-xl", include_str!("../../presets/gpt2-xl.ron")),
     ("llama-2-7b", include_str!("../../presets/llama-2-7b.ron")),
     ("llama-2-13b", include_str!("../../presets/llama-2-13b.ron")),
     ("llama-2-70b", include_str!("../../presets/llama-2-70b.ron")),
-    (
-        "llama-3.1-8b",
-        include_str!("../../presets/llama-3.1-8b.ron"),
-    ),
-    (
-        "llama-3.1-70b",
-        include_str!("../../presets/llama-3.1-70b.ron"),
-    ),
+    ("llama-3.1-8b", include_str!("../../presets/llama-3.1-8b.ron")),
+    ("llama-3.1-70b", include_str!("../../presets/llama-3.1-70b.ron")),
     ("mistral-7b", include_str!("../../presets/mistral-7b.ron")),
-    (
-        "mixtral-8x7b",
-        include_str!("../../presets/mixtral-8x7b.ron"),
-    ),
+    ("mixtral-8x7b", include_str!("../../presets/mixtral-8x7b.ron")),
     ("qwen2.5-7b", include_str!("../../presets/qwen2.5-7b.ron")),
     ("resnet-50", include_str!("../../presets/resnet-50.ron")),
 ];
@@ -119,15 +104,9 @@ pub fn parse_preset(path: &str, text: &str) -> Result<ModelSpec, LoadError> {
         msg: e.code.to_string(),
     })?;
     if file.schema != SCHEMA {
-        return Err(LoadError::Schema {
-            path: path.to_owned(),
-            found: file.schema,
-        });
+        return Err(LoadError::Schema { path: path.to_owned(), found: file.schema });
     }
-    Ok(ModelSpec {
-        name: file.name,
-        arch: file.arch,
-    })
+    Ok(ModelSpec { name: file.name, arch: file.arch })
 }
 
 /// Serialises a model as a preset file.
@@ -163,10 +142,7 @@ pub fn builtin(name: &str) -> Option<ModelSpec> {
 /// Loads `--model`: a preset name or a path.
 pub fn load(spec: &str) -> Result<Loaded, LoadError> {
     if let Some(model) = builtin(spec) {
-        return Ok(Loaded {
-            model,
-            notes: Vec::new(),
-        });
+        return Ok(Loaded { model, notes: Vec::new() });
     }
     let path = Path::new(spec);
     if !path.exists() {
@@ -176,35 +152,24 @@ pub fn load(spec: &str) -> Result<Loaded, LoadError> {
 }
 
 fn read(path: &Path) -> Result<String, LoadError> {
-    let meta = std::fs::metadata(path).map_err(|e| LoadError::Io {
-        path: path.display().to_string(),
-        source: e,
-    })?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| LoadError::Io { path: path.display().to_string(), source: e })?;
     if meta.len() > 16 << 20 {
         return Err(LoadError::Io {
             path: path.display().to_string(),
             source: std::io::Error::other("file is larger than 16 MiB; not a config or preset"),
         });
     }
-    std::fs::read_to_string(path).map_err(|e| LoadError::Io {
-        path: path.display().to_string(),
-        source: e,
-    })
+    std::fs::read_to_string(path).map_err(|e| LoadError::Io { path: path.display().to_string(), source: e })
 }
 
 /// Loads a model from a file, choosing the reader by name.
 pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
     let shown = path.display().to_string();
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     if name.ends_with(".ron") {
         let model = parse_preset(&shown, &read(path)?)?;
-        return Ok(Loaded {
-            model,
-            notes: Vec::new(),
-        });
+        return Ok(Loaded { model, notes: Vec::new() });
     }
     if name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json") {
         return safetensors::load_model(path).map_err(LoadError::from);
@@ -218,10 +183,7 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
             .filter(|n| !n.is_empty() && name == "config.json")
             .unwrap_or_else(|| name.trim_end_matches(".json").to_owned());
         return Ok(Loaded {
-            model: ModelSpec {
-                name: model_name,
-                arch: Architecture::Transformer(spec),
-            },
+            model: ModelSpec { name: model_name, arch: Architecture::Transformer(spec) },
             notes: note.into_iter().collect(),
         });
     }
@@ -251,16 +213,12 @@ mod tests {
 
     #[test]
     fn bad_ron_names_line() {
-        let e = parse_preset("x.ron", "(\n schema: 1,\n name: 5,\n)")
-            .unwrap_err()
-            .to_string();
+        let e = parse_preset("x.ron", "(\n schema: 1,\n name: 5,\n)").unwrap_err().to_string();
         assert!(e.starts_with("x.ron:3:"), "{e}");
-        let e = parse_preset(
-            "y.ron",
-            "(schema: 9, name: \"a\", arch: Table((layers: [], param_tensors: 0)))",
-        )
-        .unwrap_err()
-        .to_string();
+        let e =
+            parse_preset("y.ron", "(schema: 9, name: \"a\", arch: Table((layers: [], param_tensors: 0)))")
+                .unwrap_err()
+                .to_string();
         assert!(e.contains("schema 9"), "{e}");
     }
 }

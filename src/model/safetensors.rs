@@ -56,19 +56,14 @@ impl TensorInfo {
 }
 
 fn fmt_err(path: &Path, msg: impl Into<String>) -> SafetensorsError {
-    SafetensorsError::Format {
-        path: path.display().to_string(),
-        msg: msg.into(),
-    }
+    SafetensorsError::Format { path: path.display().to_string(), msg: msg.into() }
 }
 
 /// Parses a header's JSON text.
 pub fn parse_header(path: &Path, json: &str) -> Result<Vec<TensorInfo>, SafetensorsError> {
-    let v: Value = serde_json::from_str(json)
-        .map_err(|e| fmt_err(path, format!("header is not valid JSON: {e}")))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| fmt_err(path, "header is not a JSON object"))?;
+    let v: Value =
+        serde_json::from_str(json).map_err(|e| fmt_err(path, format!("header is not valid JSON: {e}")))?;
+    let obj = v.as_object().ok_or_else(|| fmt_err(path, "header is not a JSON object"))?;
     let mut out = Vec::with_capacity(obj.len());
     for (name, t) in obj {
         if name == "__metadata__" {
@@ -86,25 +81,14 @@ pub fn parse_header(path: &Path, json: &str) -> Result<Vec<TensorInfo>, Safetens
             .iter()
             .map(|d| {
                 d.as_u64().ok_or_else(|| {
-                    fmt_err(
-                        path,
-                        format!("tensor \"{name}\": shape entries must be integers"),
-                    )
+                    fmt_err(path, format!("tensor \"{name}\": shape entries must be integers"))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if shape
-            .iter()
-            .try_fold(1u64, |a, d| a.checked_mul(*d))
-            .is_none()
-        {
+        if shape.iter().try_fold(1u64, |a, d| a.checked_mul(*d)).is_none() {
             return Err(fmt_err(path, format!("tensor \"{name}\": shape overflows")));
         }
-        out.push(TensorInfo {
-            name: name.clone(),
-            dtype,
-            shape,
-        });
+        out.push(TensorInfo { name: name.clone(), dtype, shape });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
@@ -112,14 +96,10 @@ pub fn parse_header(path: &Path, json: &str) -> Result<Vec<TensorInfo>, Safetens
 
 /// Reads the header of one `.safetensors` file (without reading the tensor data).
 pub fn read_header(path: &Path) -> Result<Vec<TensorInfo>, SafetensorsError> {
-    let io = |e| SafetensorsError::Io {
-        path: path.display().to_string(),
-        source: e,
-    };
+    let io = |e| SafetensorsError::Io { path: path.display().to_string(), source: e };
     let mut f = std::fs::File::open(path).map_err(io)?;
     let mut len = [0u8; 8];
-    f.read_exact(&mut len)
-        .map_err(|_| fmt_err(path, "file is shorter than the 8-byte header length"))?;
+    f.read_exact(&mut len).map_err(|_| fmt_err(path, "file is shorter than the 8-byte header length"))?;
     let n = u64::from_le_bytes(len);
     if n > MAX_HEADER_BYTES {
         return Err(fmt_err(
@@ -138,13 +118,9 @@ pub fn read_header(path: &Path) -> Result<Vec<TensorInfo>, SafetensorsError> {
 
 /// Reads every shard named in a `model.safetensors.index.json`.
 pub fn read_index(path: &Path) -> Result<Vec<TensorInfo>, SafetensorsError> {
-    let io = |e| SafetensorsError::Io {
-        path: path.display().to_string(),
-        source: e,
-    };
+    let io = |e| SafetensorsError::Io { path: path.display().to_string(), source: e };
     let text = std::fs::read_to_string(path).map_err(io)?;
-    let v: Value =
-        serde_json::from_str(&text).map_err(|e| fmt_err(path, format!("not valid JSON: {e}")))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| fmt_err(path, format!("not valid JSON: {e}")))?;
     let map = v
         .get("weight_map")
         .and_then(Value::as_object)
@@ -154,10 +130,7 @@ pub fn read_index(path: &Path) -> Result<Vec<TensorInfo>, SafetensorsError> {
     let mut all = Vec::new();
     for shard in shards {
         if shard.contains("..") || Path::new(shard).is_absolute() {
-            return Err(fmt_err(
-                path,
-                format!("shard name \"{shard}\" points outside the folder"),
-            ));
+            return Err(fmt_err(path, format!("shard name \"{shard}\" points outside the folder")));
         }
         all.extend(read_header(&dir.join(shard))?);
     }
@@ -168,15 +141,8 @@ pub fn read_index(path: &Path) -> Result<Vec<TensorInfo>, SafetensorsError> {
 
 /// Loads a model from a `.safetensors` file or index.
 pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let tensors = if name.ends_with(".index.json") {
-        read_index(path)?
-    } else {
-        read_header(path)?
-    };
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let tensors = if name.ends_with(".index.json") { read_index(path)? } else { read_header(path)? };
     let n_header: u64 = tensors.iter().map(TensorInfo::numel).sum();
     let dir = path.parent().unwrap_or(Path::new("."));
     let model_name = dir
@@ -187,17 +153,12 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
     let cfg: PathBuf = dir.join("config.json");
     let mut notes = Vec::new();
     if cfg.exists() {
-        let text = std::fs::read_to_string(&cfg).map_err(|e| SafetensorsError::Io {
-            path: cfg.display().to_string(),
-            source: e,
-        })?;
+        let text = std::fs::read_to_string(&cfg)
+            .map_err(|e| SafetensorsError::Io { path: cfg.display().to_string(), source: e })?;
         match hf_config::parse_config(&cfg.display().to_string(), &text) {
             Ok((spec, note)) => {
                 notes.extend(note);
-                let model = ModelSpec {
-                    name: model_name,
-                    arch: Architecture::Transformer(spec),
-                };
+                let model = ModelSpec { name: model_name, arch: Architecture::Transformer(spec) };
                 let n_cfg = model.n_params();
                 if n_cfg != n_header {
                     notes.push(format!(
@@ -228,10 +189,7 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
     Ok(Loaded {
         model: ModelSpec {
             name: model_name,
-            arch: Architecture::Table(LayerTable {
-                layers,
-                param_tensors: n,
-            }),
+            arch: Architecture::Table(LayerTable { layers, param_tensors: n }),
         },
         notes,
     })
@@ -270,47 +228,25 @@ mod tests {
         std::fs::write(dir.join("short.safetensors"), [1u8, 2]).unwrap();
         assert!(read_header(&dir.join("short.safetensors")).is_err());
         let p = write(&dir, "bad.safetensors", "{not json");
-        assert!(
-            read_header(&p)
-                .unwrap_err()
-                .to_string()
-                .contains("not valid JSON")
-        );
+        assert!(read_header(&p).unwrap_err().to_string().contains("not valid JSON"));
         let mut huge = u64::MAX.to_le_bytes().to_vec();
         huge.extend_from_slice(b"{}");
         std::fs::write(dir.join("huge.safetensors"), huge).unwrap();
-        assert!(
-            read_header(&dir.join("huge.safetensors"))
-                .unwrap_err()
-                .to_string()
-                .contains("100 MB")
-        );
+        assert!(read_header(&dir.join("huge.safetensors")).unwrap_err().to_string().contains("100 MB"));
     }
 
     #[test]
     fn index_reads_every_shard() {
         let dir = tempdir("st3");
-        write(
-            &dir,
-            "s1.safetensors",
-            r#"{"x":{"dtype":"BF16","shape":[10,10],"data_offsets":[0,200]}}"#,
-        );
-        write(
-            &dir,
-            "s2.safetensors",
-            r#"{"y":{"dtype":"BF16","shape":[5],"data_offsets":[0,10]}}"#,
-        );
+        write(&dir, "s1.safetensors", r#"{"x":{"dtype":"BF16","shape":[10,10],"data_offsets":[0,200]}}"#);
+        write(&dir, "s2.safetensors", r#"{"y":{"dtype":"BF16","shape":[5],"data_offsets":[0,10]}}"#);
         let idx = dir.join("model.safetensors.index.json");
-        std::fs::write(&idx, r#"{"metadata":{"total_size":210},"weight_map":{"x":"s1.safetensors","y":"s2.safetensors"}}"#)
-            .unwrap();
-        assert_eq!(
-            read_index(&idx)
-                .unwrap()
-                .iter()
-                .map(TensorInfo::numel)
-                .sum::<u64>(),
-            105
-        );
+        std::fs::write(
+            &idx,
+            r#"{"metadata":{"total_size":210},"weight_map":{"x":"s1.safetensors","y":"s2.safetensors"}}"#,
+        )
+        .unwrap();
+        assert_eq!(read_index(&idx).unwrap().iter().map(TensorInfo::numel).sum::<u64>(), 105);
         std::fs::write(&idx, r#"{"weight_map":{"x":"../evil.safetensors"}}"#).unwrap();
         assert!(read_index(&idx).is_err());
     }
