@@ -15,9 +15,16 @@ use vramscope::{fit, gpu};
 #[derive(Parser, Debug)]
 #[command(name = "vramscope", version, about, long_about = None)]
 pub struct Cli {
-    /// What to do; without one, the default scenario is estimated.
+    /// What to do; without one, the desktop app opens on the default scenario.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Open the app, render `--frames` frames of the default scenario, save a PNG screenshot of
+    /// the window here and exit (for CI smoke tests and docs).
+    #[arg(long, value_name = "PATH.png")]
+    pub screenshot: Option<std::path::PathBuf>,
+    /// Frames to render before the screenshot.
+    #[arg(long, default_value_t = 10)]
+    pub frames: u32,
 }
 
 /// Subcommands.
@@ -29,6 +36,8 @@ pub enum Command {
     Presets,
     /// List the GPU catalog.
     Gpus,
+    /// Print the default scenario's estimate (what the app opens on) without opening a window.
+    Default,
 }
 
 /// Flags of `estimate`.

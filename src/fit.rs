@@ -39,7 +39,7 @@ pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
 }
 
 /// Which knob a sweep moves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Knob {
     /// Micro-batch size.
     Batch,
@@ -47,20 +47,72 @@ pub enum Knob {
     Seq,
     /// `checkpoint_sequential` segment count.
     Segments,
+    /// Data-parallel GPU count (with the scenario's ZeRO stage).
+    Gpus,
 }
 
-/// `(value, total bytes)` over `values`, skipping values the scenario rejects.
-pub fn sweep(sc: &Scenario, knob: Knob, values: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
+impl Knob {
+    /// All knobs.
+    pub const ALL: [Self; 4] = [Self::Batch, Self::Seq, Self::Segments, Self::Gpus];
+
+    /// Sets this knob on a scenario.
+    pub fn apply(self, sc: &mut Scenario, v: u64) {
+        match self {
+            Self::Batch => sc.batch = v,
+            Self::Seq => sc.seq = v,
+            Self::Segments => sc.checkpointing = Checkpointing::Segments(v),
+            Self::Gpus => sc.parallel.dp = v,
+        }
+    }
+
+    /// Values a what-if curve samples for a scenario: log-spaced for batch and sequence, every
+    /// segment count up to the number of blocks, powers of two for GPUs.
+    pub fn values(self, sc: &Scenario) -> Vec<u64> {
+        let log_spaced = |lo: u64, hi: u64, n: u32| {
+            let mut v: Vec<u64> = (0..=n)
+                .map(|i| {
+                    let f = (lo as f64).ln() + (hi as f64 / lo as f64).ln() * f64::from(i) / f64::from(n);
+                    f.exp().round() as u64
+                })
+                .collect();
+            v.dedup();
+            v
+        };
+        match self {
+            Self::Batch => log_spaced(1, 4096, 64),
+            Self::Seq => {
+                let max = sc
+                    .model
+                    .transformer()
+                    .map(|t| if t.max_position_embeddings > 0 { t.max_position_embeddings } else { 131072 })
+                    .unwrap_or(4096);
+                log_spaced(16.min(max), max, 64)
+            }
+            Self::Segments => (1..=sc.model.transformer().map_or(1, |t| t.num_layers)).collect(),
+            Self::Gpus => (0..=10).map(|i| 1u64 << i).collect(),
+        }
+    }
+}
+
+/// One point of a what-if curve.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SweepPoint {
+    /// Knob value.
+    pub x: u64,
+    /// Peak allocated, bytes.
+    pub peak: u64,
+    /// Peak plus overhead, bytes (compare with the GPU's capacity).
+    pub total: u64,
+}
+
+/// Estimates over `values` of one knob, skipping values the scenario rejects.
+pub fn sweep(sc: &Scenario, knob: Knob, values: impl IntoIterator<Item = u64>) -> Vec<SweepPoint> {
     let mut s = sc.clone();
     values
         .into_iter()
         .filter_map(|v| {
-            match knob {
-                Knob::Batch => s.batch = v,
-                Knob::Seq => s.seq = v,
-                Knob::Segments => s.checkpointing = Checkpointing::Segments(v),
-            }
-            estimate(&s).ok().map(|e| (v, e.peak_allocated))
+            knob.apply(&mut s, v);
+            estimate(&s).ok().map(|e| SweepPoint { x: v, peak: e.peak_allocated, total: e.total })
         })
         .collect()
 }

@@ -12,8 +12,10 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod estimate;
+pub mod explain;
 pub mod fit;
 pub mod gpu;
+pub mod gui;
 pub mod model;
 pub mod report;
 pub mod units;

@@ -28,7 +28,14 @@ fn main() -> ExitCode {
         Some(cli::Command::Estimate(a)) => cli::run_estimate(a),
         Some(cli::Command::Presets) => Ok(cli::list_presets()),
         Some(cli::Command::Gpus) => Ok(cli::list_gpus()),
-        None => cli::run_estimate(&cli::default_args()),
+        Some(cli::Command::Default) => cli::run_estimate(&cli::default_args()),
+        None => match vramscope::gui::run(vramscope::gui::Launch {
+            screenshot: args.screenshot.clone(),
+            frames: args.frames,
+        }) {
+            Ok(()) => Ok(String::new()),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(out) => {

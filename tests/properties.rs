@@ -136,6 +136,7 @@ fn checkpoint_segments_curve_is_u_shaped() {
     let layers = 80u64;
     let divisors: Vec<u64> = (1..=layers).filter(|n| layers.is_multiple_of(*n)).collect();
     let curve = sweep(&sc, Knob::Segments, divisors.iter().copied());
+    let curve: Vec<(u64, u64)> = curve.iter().map(|p| (p.x, p.peak)).collect();
     let (best_n, best) = curve.iter().copied().min_by_key(|(_, b)| *b).unwrap();
     println!("{curve:?}");
     assert!(curve[0].1 > best && curve[curve.len() - 1].1 > best, "not U-shaped: {curve:?}");

@@ -10,8 +10,8 @@ pub mod states;
 
 pub use saved::{Cat, Saved};
 pub use scenario::{
-    AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Overhead, Scenario, ScenarioError,
-    Targets,
+    AttentionImpl, BaseQuant, Checkpointing, DataParallel, Lora, Mode, Optimizer, Overhead, Scenario,
+    ScenarioError, Targets,
 };
 
 use crate::model::{Architecture, LayerTable};
@@ -242,7 +242,20 @@ fn table_model(sc: &Scenario, t: &LayerTable) -> (ActivationModel, u64) {
 pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
     sc.validate()?;
     let groups = sc.model.param_groups();
-    let st: States = states::states(sc, &groups);
+    let mut st: States = states::states(sc, &groups);
+    if sc.parallel.dp > 1 {
+        let layers = sc.model.transformer().map_or(1, |t| t.num_layers.max(1));
+        let block_params: u64 = groups
+            .iter()
+            .filter(|g| {
+                matches!(g.kind, crate::model::ParamKind::Linear(_) | crate::model::ParamKind::Router)
+            })
+            .map(|g| g.rows * g.cols * g.count)
+            .sum::<u64>()
+            / layers;
+        let gathered = sc.precision.compute_dtype().bytes(block_params);
+        states::shard(&mut st, sc.parallel, gathered);
+    }
     let (am, layers) = match &sc.model.arch {
         Architecture::Transformer(t) => (activations::transformer(sc, t), t.num_layers),
         Architecture::Table(t) => table_model(sc, t),

@@ -346,6 +346,24 @@ pub struct Scenario {
     pub kv_cache_dtype: Option<DType>,
     /// Non-PyTorch overhead.
     pub overhead: Overhead,
+    /// Data parallelism and ZeRO sharding (per-GPU results).
+    #[serde(default)]
+    pub parallel: DataParallel,
+}
+
+/// Data parallelism with DeepSpeed ZeRO sharding of the model states across `dp` GPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataParallel {
+    /// Data-parallel degree (GPUs holding replicas or shards).
+    pub dp: u64,
+    /// ZeRO stage: 0 = plain DDP, 1 = optimizer states sharded, 2 = + gradients, 3 = + parameters.
+    pub zero: u8,
+}
+
+impl Default for DataParallel {
+    fn default() -> Self {
+        Self { dp: 1, zero: 0 }
+    }
 }
 
 /// Largest byte count any single term may reach (2^60 B = 1 EiB): keeps every u64 sum exact.
@@ -415,6 +433,7 @@ impl Scenario {
             base_quant: BaseQuant::None,
             kv_cache_dtype: None,
             overhead: Overhead::default(),
+            parallel: DataParallel::default(),
         }
     }
 
@@ -456,6 +475,13 @@ impl Scenario {
             }
         }
         self.check_sizes()?;
+        let p = self.parallel;
+        if p.dp == 0 || p.dp > 1 << 20 {
+            return bad(format!("data-parallel degree {} is out of range (1 to 1048576)", p.dp));
+        }
+        if p.zero > 3 {
+            return bad(format!("ZeRO stage {} does not exist (0 to 3)", p.zero));
+        }
         let o = self.overhead;
         if !(0.0..=1.0).contains(&o.allocator_reserve_fraction) {
             return bad(format!(

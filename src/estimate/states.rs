@@ -1,6 +1,6 @@
 //! Model states: parameters, gradients and optimizer states, exact and as the allocator rounds them.
 
-use super::scenario::{BaseQuant, Lora, Mode, Optimizer, Scenario};
+use super::scenario::{BaseQuant, DataParallel, Lora, Mode, Optimizer, Scenario};
 use crate::model::{Family, LinearRole, ParamGroup, ParamKind};
 use crate::units::{DType, Precision, round_alloc};
 
@@ -176,4 +176,38 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
             + gb(t.hidden_size);
     }
     st
+}
+
+/// Divides model states across data-parallel ranks as DeepSpeed ZeRO does, and adds what the
+/// stage needs on top (the most loaded rank is reported; shards are rounded up).
+///
+/// * stage 0 (PyTorch DDP): full replicas plus DDP's flat gradient buckets, one more gradient-sized
+///   buffer (`gradient_as_bucket_view=False`, the default);
+/// * stage 1: optimizer states (and the step temporary) / dp;
+/// * stage 2: + gradients / dp;
+/// * stage 3: + parameters / dp, plus the all-gathered parameters of the running block and the
+///   prefetched next one (`gathered_block_bytes` each).
+pub fn shard(st: &mut States, p: DataParallel, gathered_block_bytes: u64) {
+    let dp = p.dp.max(1);
+    if dp == 1 {
+        return;
+    }
+    let div = |v: &mut u64| *v = v.div_ceil(dp);
+    if p.zero == 0 {
+        st.grad_alloc += st.grad_alloc;
+        st.grad_bytes += st.grad_bytes;
+        return;
+    }
+    div(&mut st.optimizer_bytes);
+    div(&mut st.optimizer_alloc);
+    div(&mut st.optimizer_step_temp);
+    if p.zero >= 2 {
+        div(&mut st.grad_bytes);
+        div(&mut st.grad_alloc);
+    }
+    if p.zero >= 3 {
+        div(&mut st.param_bytes);
+        div(&mut st.param_alloc);
+        st.param_alloc += 2 * gathered_block_bytes;
+    }
 }

@@ -375,3 +375,57 @@ impl ModelSpec {
         }
     }
 }
+
+/// A Llama-shaped model of about `params_b` billion parameters, for quick "what if my model had N
+/// parameters" questions: head_dim 128, width from N ≈ 12·L·h² with L ≈ h/128, gated MLP of
+/// 8/3·h rounded to 256, 32k vocabulary, untied embeddings. Returns `None` outside 0.01-2000 B.
+pub fn generic(params_b: f64) -> Option<ModelSpec> {
+    if !(0.01..=2000.0).contains(&params_b) {
+        return None;
+    }
+    let n = params_b * 1e9;
+    let v = 32000.0;
+    let h = ((n * 128.0 / 12.0).cbrt() / 128.0).round().max(1.0) * 128.0;
+    let i = ((8.0 / 3.0 * h) / 256.0).round().max(1.0) * 256.0;
+    let per_layer = 4.0 * h * h + 3.0 * h * i + 2.0 * h;
+    let layers = ((n - 2.0 * v * h) / per_layer).round().max(1.0);
+    let heads = (h / 128.0) as u64;
+    Some(ModelSpec {
+        name: format!("Generic {params_b} B (Llama-shaped)"),
+        arch: Architecture::Transformer(TransformerSpec {
+            family: Family::Llama,
+            head: Head::CausalLm,
+            hidden_size: h as u64,
+            num_layers: layers as u64,
+            num_heads: heads,
+            num_kv_heads: heads,
+            head_dim: 128,
+            intermediate_size: i as u64,
+            vocab_size: v as u64,
+            max_position_embeddings: 0,
+            type_vocab_size: 0,
+            tie_word_embeddings: false,
+            qkv_bias: false,
+            o_bias: false,
+            mlp_bias: false,
+            attention_dropout: 0.0,
+            hidden_dropout: 0.0,
+            moe: None,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generic_model_lands_near_the_asked_size() {
+        for b in [0.1, 1.0, 7.0, 13.0, 70.0, 405.0] {
+            let m = generic(b).unwrap();
+            let n = m.n_params() as f64 / 1e9;
+            assert!((n / b - 1.0).abs() < 0.2, "{b} B -> {n} B");
+        }
+        assert!(generic(0.0).is_none() && generic(f64::NAN).is_none());
+    }
+}

@@ -1,0 +1,253 @@
+//! "Why this much?": each component of an estimate with its formula and the current numbers
+//! substituted, for the GUI's hover texts, the "Why" panel and reports.
+
+use crate::estimate::{Cat, Checkpointing, Estimate, Mode, Optimizer, Phase, Scenario};
+use crate::report::human_count;
+use crate::units::{GIB, MIB};
+
+/// A component of the per-GPU memory, in the order the stacked bar draws them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Component {
+    /// Model weights.
+    Parameters,
+    /// Gradients.
+    Gradients,
+    /// Optimizer states.
+    OptimizerStates,
+    /// Saved activations.
+    Activations,
+    /// KV cache.
+    KvCache,
+    /// Short-lived tensors at the peak.
+    Temporaries,
+    /// CUDA context, workspaces, allocator reserve.
+    Overhead,
+}
+
+impl Component {
+    /// All components, bottom of the bar first.
+    pub const ALL: [Self; 7] = [
+        Self::Parameters,
+        Self::Gradients,
+        Self::OptimizerStates,
+        Self::Activations,
+        Self::KvCache,
+        Self::Temporaries,
+        Self::Overhead,
+    ];
+
+    /// Stable key.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Self::Parameters => "parameters",
+            Self::Gradients => "gradients",
+            Self::OptimizerStates => "optimizer_states",
+            Self::Activations => "activations",
+            Self::KvCache => "kv_cache",
+            Self::Temporaries => "temporaries",
+            Self::Overhead => "overhead",
+        }
+    }
+
+    /// Bytes of this component alive at the peak (what the stacked bar shows).
+    pub fn at_peak(self, e: &Estimate) -> u64 {
+        let a = &e.peak.alive;
+        match self {
+            Self::Parameters => a.parameters,
+            Self::Gradients => a.gradients,
+            Self::OptimizerStates => a.optimizer_states,
+            Self::Activations => a.activations,
+            Self::KvCache => a.kv_cache,
+            Self::Temporaries => a.temporaries,
+            Self::Overhead => e.overhead,
+        }
+    }
+}
+
+/// One explained component.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    /// Which component.
+    pub component: Component,
+    /// The rule in symbols.
+    pub formula: String,
+    /// The rule with this scenario's numbers.
+    pub substituted: String,
+    /// Bytes at the peak.
+    pub bytes: u64,
+}
+
+fn g(b: u64) -> String {
+    if b as f64 >= GIB / 10.0 {
+        format!("{:.2} GiB", b as f64 / GIB)
+    } else {
+        format!("{:.1} MiB", b as f64 / MIB)
+    }
+}
+
+/// Explains every component of `e`.
+pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
+    let p = sc.precision;
+    let wb = p.weight_dtype().bytes(8) as f64 / 8.0;
+    let dp = sc.parallel.dp;
+    let zero = sc.parallel.zero;
+    let shard = |stage: u8| {
+        if dp > 1 && zero >= stage { format!(" ÷ {dp} GPUs (ZeRO-{zero})") } else { String::new() }
+    };
+    let mut out = Vec::with_capacity(7);
+    let params_sub = match (sc.lora, p.is_quantized()) {
+        (Some(l), _) => format!(
+            "{} frozen base params ({:?} base) + LoRA r={} on {} in fp32{}",
+            human_count(e.n_params),
+            sc.base_quant,
+            l.rank,
+            l.targets.names(),
+            shard(3)
+        ),
+        (None, true) => format!(
+            "{} params, {} weights (+ scales), embeddings and norms in bf16",
+            human_count(e.n_params),
+            p
+        ),
+        (None, false) => format!(
+            "{} params × {wb} B ({}){}",
+            human_count(e.n_params),
+            p.weight_dtype().torch_name(),
+            shard(3)
+        ),
+    };
+    out.push(Explanation {
+        component: Component::Parameters,
+        formula: "N × bytes per weight".into(),
+        substituted: format!("{params_sub} = {}", g(e.parameters)),
+        bytes: Component::Parameters.at_peak(e),
+    });
+    if sc.mode == Mode::Train {
+        let gb = if sc.lora.is_some() { 4.0 } else { wb };
+        out.push(Explanation {
+            component: Component::Gradients,
+            formula: "trainable params × bytes per gradient".into(),
+            substituted: format!(
+                "{} × {gb} B{}{} = {} (alive at the peak: {})",
+                human_count(e.trainable_params),
+                shard(2),
+                if dp > 1 && zero == 0 { " + DDP bucket copy" } else { "" },
+                g(e.gradients),
+                g(Component::Gradients.at_peak(e))
+            ),
+            bytes: Component::Gradients.at_peak(e),
+        });
+        let (formula, per) = match sc.optimizer {
+            Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused => {
+                ("2 moments × trainable × bytes", format!("2 × {gb} B"))
+            }
+            Optimizer::Adamw8bit => ("2 × (1 B + 4 B / 2048) per trainable param", "≈2 B".into()),
+            Optimizer::Adafactor => ("rows + cols per matrix (factored second moment)", "≈0".into()),
+            Optimizer::SgdMomentum => ("1 momentum buffer × trainable × bytes", format!("{gb} B")),
+            Optimizer::Sgd | Optimizer::None => ("no state", "0 B".into()),
+        };
+        out.push(Explanation {
+            component: Component::OptimizerStates,
+            formula: formula.into(),
+            substituted: format!(
+                "{} {} × {per}{} = {}",
+                sc.optimizer.name(),
+                human_count(e.trainable_params),
+                shard(1),
+                g(e.optimizer_states)
+            ),
+            bytes: Component::OptimizerStates.at_peak(e),
+        });
+        let layers = sc.model.transformer().map_or(0, |t| t.num_layers);
+        let ckpt = match sc.checkpointing {
+            Checkpointing::None => format!("{layers} blocks keep what backward needs"),
+            Checkpointing::Full => format!("{layers} checkpointed blocks keep only their input"),
+            other => format!("checkpointing {other}"),
+        };
+        out.push(Explanation {
+            component: Component::Activations,
+            formula: "Σ over ops of the tensors each backward needs (per block × L + head/loss)".into(),
+            substituted: format!(
+                "b={} × s={}: {ckpt} = {} ({} still alive at the peak)",
+                sc.batch,
+                sc.seq,
+                g(e.activations),
+                g(Component::Activations.at_peak(e))
+            ),
+            bytes: Component::Activations.at_peak(e),
+        });
+    }
+    if let Some(t) = sc.model.transformer()
+        && sc.mode == Mode::Infer
+        && e.kv_cache > 0
+    {
+        let kvb = sc.kv_cache_dtype.unwrap_or(p.compute_dtype()).bytes(8) as f64 / 8.0;
+        out.push(Explanation {
+            component: Component::KvCache,
+            formula: "2 (K,V) × L × b × s × kv_heads × head_dim × bytes".into(),
+            substituted: format!(
+                "2 × {} × {} × {} × {} × {} × {kvb} B = {}",
+                t.num_layers,
+                sc.batch,
+                sc.seq,
+                t.num_kv_heads,
+                t.head_dim,
+                g(e.kv_cache)
+            ),
+            bytes: e.kv_cache,
+        });
+    }
+    let temp = match (e.peak.phase, sc.optimizer) {
+        (Phase::OptimizerStep, Optimizer::Adamw | Optimizer::Adam) => {
+            "foreach AdamW: sqrt(exp_avg_sq) is one parameter-sized temporary (adamw-fused avoids it)"
+                .to_string()
+        }
+        (Phase::OptimizerStep, _) => "the optimizer's per-step temporaries".to_string(),
+        (Phase::Backward, _) if e.peak.what.contains("loss") => {
+            "log-softmax backward: two (b·s × vocab) fp32 gradients".to_string()
+        }
+        (Phase::Backward, _) => format!("{}: gradients of the block's widest tensors", e.peak.what),
+        (Phase::Forward, _) => format!("{}: the largest short-lived tensors", e.peak.what),
+    };
+    out.push(Explanation {
+        component: Component::Temporaries,
+        formula: "short-lived tensors of the op running at the peak".into(),
+        substituted: format!("{temp} = {}", g(e.peak.alive.temporaries)),
+        bytes: e.peak.alive.temporaries,
+    });
+    let o = sc.overhead;
+    out.push(Explanation {
+        component: Component::Overhead,
+        formula: "CUDA context + cuBLAS workspace + allocator reserve × peak".into(),
+        substituted: format!(
+            "{} + {} + {:.0} % × {} = {}",
+            g(o.cuda_context_bytes),
+            g(o.workspace_bytes),
+            100.0 * o.allocator_reserve_fraction,
+            g(e.peak_allocated),
+            g(e.overhead)
+        ),
+        bytes: e.overhead,
+    });
+    out
+}
+
+/// One-sentence description of an activation category, for hover texts.
+pub fn category_help(c: Cat) -> &'static str {
+    match c {
+        Cat::AttentionScores => {
+            "eager attention keeps b·a·s² scores: the softmax output (fp32 in Llama), its half cast, dropout"
+        }
+        Cat::AttentionIo => "q, k, v copies and the attention output the kernels keep for backward",
+        Cat::Mlp => "MLP intermediates b·s·I: activation inputs/outputs, gate × up products, MoE routing",
+        Cat::Norms => "norm outputs kept by the next Linear, mean/rstd, RMSNorm's fp32 upcast",
+        Cat::Residual => "residual-stream sums kept by the following norm",
+        Cat::DropoutMasks => "one byte per element for every dropout",
+        Cat::InputCasts => "autocast: each matmul keeps its own half copy of its input",
+        Cat::WeightCasts => "autocast: each matmul keeps a half copy of its weight",
+        Cat::Embeddings => "token/position ids and rotary tables",
+        Cat::HeadLoss => "LM-head input, log-softmax over the vocabulary (fp32), labels",
+        Cat::CheckpointInputs => "checkpointed blocks keep only their input",
+        Cat::Adapters => "LoRA adapters' fp32 input copies and A outputs",
+    }
+}

@@ -1,0 +1,319 @@
+//! The explorer app: wires the panels in order and applies the intents they return.
+
+use super::derived::Derived;
+use super::intent::Intent;
+use super::panels;
+use super::state::{APP_KEY, AppState, ModelChoice, Pinned, Settings, Tab};
+use super::strings::tr;
+use crate::model::preset;
+use eframe::egui;
+use std::path::Path;
+use std::sync::mpsc;
+
+/// How long edits of the same control merge into one undo step, seconds.
+const UNDO_MERGE_SECS: f64 = 1.0;
+/// Undo depth.
+const UNDO_DEPTH: usize = 200;
+
+/// Kind of status message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusKind {
+    Info,
+    Error,
+}
+
+/// A pending screenshot (the `--screenshot` smoke test, or an export).
+pub struct ScreenshotJob {
+    /// Where to write the PNG.
+    pub path: std::path::PathBuf,
+    /// Frames to render before taking it.
+    pub after_frames: u32,
+    /// Close the app once written.
+    pub exit_after: bool,
+    requested: bool,
+    rx: Option<mpsc::Receiver<std::sync::Arc<egui::ColorImage>>>,
+}
+
+impl ScreenshotJob {
+    /// A screenshot after `after_frames` frames.
+    pub fn new(path: std::path::PathBuf, after_frames: u32, exit_after: bool) -> Self {
+        Self { path, after_frames, exit_after, requested: false, rx: None }
+    }
+}
+
+/// The application.
+pub struct VramApp {
+    /// Persisted state.
+    pub state: AppState,
+    /// Computed results (cache).
+    pub derived: Derived,
+    undo: Vec<Settings>,
+    redo: Vec<Settings>,
+    last_edit: Option<(&'static str, f64)>,
+    /// Status bar message.
+    pub status: (StatusKind, String),
+    /// The path field under the model picker.
+    pub path_input: String,
+    frame: u64,
+    screenshot: Option<ScreenshotJob>,
+    /// Exit code for the screenshot mode (0 = written).
+    pub exit_code: std::sync::Arc<std::sync::atomic::AtomicI32>,
+    /// Save state through eframe storage (off for screenshot runs).
+    pub persist: bool,
+}
+
+impl VramApp {
+    /// A new app with the given state.
+    pub fn new(state: AppState) -> Self {
+        Self {
+            state,
+            derived: Derived::default(),
+            undo: Vec::new(),
+            redo: Vec::new(),
+            last_edit: None,
+            status: (StatusKind::Info, tr().ready.to_owned()),
+            path_input: String::new(),
+            frame: 0,
+            screenshot: None,
+            exit_code: std::sync::Arc::new(std::sync::atomic::AtomicI32::new(1)),
+            persist: true,
+        }
+    }
+
+    /// Restores the app from eframe storage (falling back to defaults with a message).
+    pub fn from_storage(storage: Option<&dyn eframe::Storage>) -> Self {
+        let stored = storage.and_then(|s| s.get_string(APP_KEY));
+        match AppState::from_stored(stored.as_deref()) {
+            None => Self::new(AppState::default()),
+            Some(Ok(state)) => Self::new(state),
+            Some(Err(_)) => {
+                let mut app = Self::new(AppState::default());
+                app.status = (StatusKind::Error, tr().restored_defaults.to_owned());
+                app
+            }
+        }
+    }
+
+    /// Takes a screenshot once `job.after_frames` frames were drawn.
+    pub fn with_screenshot(mut self, job: ScreenshotJob) -> Self {
+        self.screenshot = Some(job);
+        self
+    }
+
+    fn set_status(&mut self, kind: StatusKind, msg: impl Into<String>) {
+        self.status = (kind, msg.into());
+    }
+
+    /// Applies one intent.
+    pub fn apply(&mut self, ctx: &egui::Context, intent: Intent) {
+        match intent {
+            Intent::Edit { settings, knob } => self.edit(ctx, settings, knob),
+            Intent::LoadPath(path) => self.load_path(ctx, path.trim()),
+            Intent::OpenDialog => {
+                let picked = rfd::FileDialog::new()
+                    .add_filter("model", &["json", "ron", "safetensors"])
+                    .set_title(tr().menu_open)
+                    .pick_file();
+                match picked {
+                    Some(p) => self.load_path(ctx, &p.display().to_string()),
+                    None => self.set_status(StatusKind::Info, tr().dialog_unavailable),
+                }
+            }
+            Intent::Pin => {
+                let label = ((b'A' + (self.state.pinned.len() % 26) as u8) as char).to_string();
+                self.state
+                    .pinned
+                    .push(Pinned { label: label.clone(), settings: self.state.settings.clone() });
+                if self.state.pinned.len() > 4 {
+                    self.state.pinned.remove(0);
+                }
+                self.set_status(StatusKind::Info, format!("Pinned the current scenario as {label}."));
+            }
+            Intent::ClearPins => self.state.pinned.clear(),
+            Intent::Undo => {
+                if let Some(prev) = self.undo.pop() {
+                    self.redo.push(std::mem::replace(&mut self.state.settings, prev));
+                    self.last_edit = None;
+                }
+            }
+            Intent::Redo => {
+                if let Some(next) = self.redo.pop() {
+                    self.undo.push(std::mem::replace(&mut self.state.settings, next));
+                    self.last_edit = None;
+                }
+            }
+            Intent::Reset => {
+                self.edit(ctx, Settings::default(), "reset");
+                self.set_status(StatusKind::Info, "Defaults restored (undo brings your scenario back).");
+            }
+            Intent::SetTab(t) => self.state.view.tab = t,
+            Intent::SetDark(d) => self.state.view.dark = d,
+            Intent::SetPresentation(p) => self.state.view.presentation = p,
+            Intent::Quit => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
+        }
+    }
+
+    fn edit(&mut self, ctx: &egui::Context, settings: Settings, knob: &'static str) {
+        if settings == self.state.settings {
+            return;
+        }
+        let now = ctx.input(|i| i.time);
+        let merge = self.last_edit.is_some_and(|(k, t)| k == knob && now - t < UNDO_MERGE_SECS);
+        if !merge {
+            self.undo.push(self.state.settings.clone());
+            if self.undo.len() > UNDO_DEPTH {
+                self.undo.remove(0);
+            }
+        }
+        self.redo.clear();
+        self.last_edit = Some((knob, now));
+        self.state.settings = settings;
+    }
+
+    /// Loads a model file; on failure the scenario stays as it was and the status says why.
+    fn load_path(&mut self, ctx: &egui::Context, path: &str) {
+        if path.is_empty() {
+            return;
+        }
+        match preset::load_path(Path::new(path)) {
+            Ok(loaded) => {
+                let mut s = self.state.settings.clone();
+                let name = loaded.model.name.clone();
+                s.model = ModelChoice::Custom { path: path.to_owned(), model: loaded.model };
+                // keep the sequence inside the new model's positions
+                if let Ok(m) = s.model_spec()
+                    && let Some(t) = m.transformer()
+                    && t.max_position_embeddings > 0
+                {
+                    s.seq = s.seq.min(t.max_position_embeddings);
+                }
+                self.edit(ctx, s, "model");
+                let notes = if loaded.notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", loaded.notes.join("; "))
+                };
+                self.set_status(StatusKind::Info, format!("Loaded {name} from {path}{notes}"));
+            }
+            Err(e) => self.set_status(StatusKind::Error, format!("{e}")),
+        }
+    }
+
+    /// Undo steps available (for tests and the status bar).
+    pub fn can_undo(&self) -> bool {
+        !self.undo.is_empty()
+    }
+
+    /// Redo steps available.
+    pub fn can_redo(&self) -> bool {
+        !self.redo.is_empty()
+    }
+
+    /// Draws the whole window into `ui` and applies the resulting intents.
+    pub fn show(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        self.frame += 1;
+        ctx.set_theme(if self.state.view.dark { egui::Theme::Dark } else { egui::Theme::Light });
+        let zoom = if self.state.view.presentation { 1.5 } else { 1.0 };
+        if (ctx.zoom_factor() - zoom).abs() > f32::EPSILON {
+            ctx.set_zoom_factor(zoom);
+        }
+        self.derived.update(&self.state);
+        let mut intents: Vec<Intent> = Vec::new();
+        intents.extend(panels::shortcuts::read(&ctx));
+        intents.extend(panels::drop::read(&ctx));
+        egui::Panel::top("menu").show(ui, |ui| intents.extend(panels::menu::ui(ui, &self.state)));
+        egui::Panel::bottom("status").show(ui, |ui| {
+            intents.extend(panels::status::ui(ui, &self.status, self.can_undo(), self.can_redo()));
+        });
+        egui::Panel::left("controls").default_size(310.0).resizable(true).show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                intents.extend(panels::controls::ui(ui, &self.state.settings, &mut self.path_input));
+            });
+        });
+        egui::CentralPanel::default().show(ui, |ui| match &self.derived.current {
+            Some(Ok(c)) => {
+                panels::headline::ui(ui, c, &self.state.settings);
+                ui.add_space(6.0);
+                let pinned: Vec<(&str, &super::derived::Computed)> = self
+                    .derived
+                    .pinned
+                    .iter()
+                    .filter_map(|(l, r)| r.as_ref().ok().map(|c| (l.as_str(), c)))
+                    .collect();
+                let top_h = (ui.available_height() * 0.5).max(250.0);
+                ui.horizontal_top(|ui| {
+                    let w = ui.available_width();
+                    let down = egui::Layout::top_down(egui::Align::Min);
+                    ui.allocate_ui_with_layout(egui::vec2(w * 0.52, top_h), down, |ui| {
+                        panels::breakdown::ui(ui, c, &pinned, top_h);
+                    });
+                    ui.add_space(10.0);
+                    ui.allocate_ui_with_layout(egui::vec2(ui.available_width(), top_h), down, |ui| {
+                        ui.set_min_height(top_h);
+                        panels::why::ui(ui, c);
+                    });
+                });
+                ui.separator();
+                intents.extend(panels::tabs::ui(ui, self.state.view.tab));
+                match self.state.view.tab {
+                    Tab::Compare => intents.extend(panels::compare::ui(ui, c, &pinned)),
+                    tab => intents.extend(panels::curves::ui(ui, c, tab, &self.state.settings)),
+                }
+            }
+            Some(Err(e)) => {
+                ui.heading(e.as_str());
+            }
+            None => {}
+        });
+        for i in intents {
+            self.apply(&ctx, i);
+        }
+        self.screenshot_step(&ctx);
+    }
+
+    fn screenshot_step(&mut self, ctx: &egui::Context) {
+        let Some(job) = self.screenshot.as_mut() else { return };
+        if !job.requested && self.frame >= u64::from(job.after_frames) {
+            let (tx, rx) = mpsc::channel();
+            ctx.request_screenshot(move |img| {
+                let _ = tx.send(img);
+            });
+            job.requested = true;
+            job.rx = Some(rx);
+        }
+        if let Some(rx) = &job.rx
+            && let Ok(img) = rx.try_recv()
+        {
+            let result = super::save_png(&img, &job.path);
+            match &result {
+                Ok(()) => {
+                    self.exit_code.store(0, std::sync::atomic::Ordering::SeqCst);
+                    self.status = (StatusKind::Info, format!("Screenshot written to {}", job.path.display()));
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    self.status = (StatusKind::Error, format!("{e:#}"));
+                }
+            }
+            if job.exit_after {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+            }
+            self.screenshot = None;
+        }
+        // keep frames coming until the screenshot is taken
+        ctx.request_repaint();
+    }
+}
+
+impl eframe::App for VramApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.show(ui);
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        if self.persist {
+            storage.set_string(APP_KEY, self.state.to_stored());
+        }
+    }
+}

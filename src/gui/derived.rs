@@ -1,0 +1,74 @@
+//! Everything the panels show, computed by the core from the settings — and recomputed only when
+//! the settings change.
+
+use super::state::{AppState, Settings};
+use crate::estimate::{Estimate, Scenario, estimate};
+use crate::explain::{Explanation, explain};
+use crate::fit::{Knob, SweepPoint, max_batch, sweep};
+use crate::gpu::{self, Gpu};
+
+/// Results for one scenario.
+#[derive(Clone, Debug)]
+pub struct Computed {
+    pub scenario: Scenario,
+    pub estimate: Estimate,
+    pub explanations: Vec<Explanation>,
+    pub gpu: Gpu,
+    pub max_batch: Option<u64>,
+    /// One curve per knob, in `Knob::ALL` order.
+    pub curves: Vec<(Knob, Vec<SweepPoint>)>,
+}
+
+impl Computed {
+    /// Computes everything for `settings`.
+    pub fn new(settings: &Settings) -> Result<Self, String> {
+        let scenario = settings.to_scenario()?;
+        let estimate = estimate(&scenario).map_err(|e| e.to_string())?;
+        let gpu = gpu::find(&settings.gpu_id)?;
+        let explanations = explain(&scenario, &estimate);
+        let cap = gpu.memory_bytes();
+        let curves = Knob::ALL.into_iter().map(|k| (k, sweep(&scenario, k, k.values(&scenario)))).collect();
+        Ok(Self { max_batch: max_batch(&scenario, cap), scenario, estimate, explanations, gpu, curves })
+    }
+
+    /// Capacity of the chosen GPU in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.gpu.memory_bytes()
+    }
+
+    /// Does the total fit?
+    pub fn fits(&self) -> bool {
+        self.estimate.total <= self.capacity()
+    }
+
+    /// The curve of one knob.
+    pub fn curve(&self, k: Knob) -> &[SweepPoint] {
+        self.curves.iter().find(|(kk, _)| *kk == k).map_or(&[], |(_, c)| c.as_slice())
+    }
+}
+
+/// Cache keyed by the state it was computed from.
+#[derive(Default)]
+pub struct Derived {
+    key: Option<(Settings, Vec<Settings>)>,
+    /// The current scenario.
+    pub current: Option<Result<Computed, String>>,
+    /// Pinned scenarios (label, result).
+    pub pinned: Vec<(String, Result<Computed, String>)>,
+    /// How many times anything was recomputed (for tests of "recompute only on change").
+    pub recomputations: u64,
+}
+
+impl Derived {
+    /// Recomputes if the settings or pins changed since last time.
+    pub fn update(&mut self, state: &AppState) {
+        let pins: Vec<Settings> = state.pinned.iter().map(|p| p.settings.clone()).collect();
+        if self.key.as_ref().is_some_and(|(s, p)| *s == state.settings && *p == pins) {
+            return;
+        }
+        self.recomputations += 1;
+        self.current = Some(Computed::new(&state.settings));
+        self.pinned = state.pinned.iter().map(|p| (p.label.clone(), Computed::new(&p.settings))).collect();
+        self.key = Some((state.settings.clone(), pins));
+    }
+}

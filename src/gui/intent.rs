@@ -1,0 +1,29 @@
+//! What panels ask the app to do; applied by `VramApp::apply` at the end of the frame.
+
+use super::state::{Settings, Tab};
+
+/// A request from a panel.
+#[derive(Clone, Debug, PartialEq)]
+#[must_use]
+pub enum Intent {
+    /// Replace the settings; `knob` names what changed so slider drags coalesce into one undo step.
+    Edit {
+        settings: Settings,
+        knob: &'static str,
+    },
+    /// Load a model file from this path.
+    LoadPath(String),
+    /// Open the file dialog.
+    OpenDialog,
+    /// Pin the current scenario.
+    Pin,
+    /// Remove all pins.
+    ClearPins,
+    Undo,
+    Redo,
+    Reset,
+    SetTab(Tab),
+    SetDark(bool),
+    SetPresentation(bool),
+    Quit,
+}

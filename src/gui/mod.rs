@@ -1,0 +1,83 @@
+//! The explorer: an eframe desktop app over the core. Panels return intents; the app applies them;
+//! every number comes from the core.
+
+pub mod app;
+pub mod derived;
+pub mod intent;
+pub mod palette;
+pub mod panels;
+pub mod state;
+pub mod strings;
+
+use anyhow::{Context, Result, anyhow};
+use eframe::egui;
+use std::path::{Path, PathBuf};
+
+/// How to start the app.
+#[derive(Clone, Debug, Default)]
+pub struct Launch {
+    /// Render, write a screenshot of the window to this PNG and exit.
+    pub screenshot: Option<PathBuf>,
+    /// Frames to render before the screenshot.
+    pub frames: u32,
+}
+
+/// Writes an egui image as PNG, atomically (temp file + rename).
+pub fn save_png(img: &egui::ColorImage, path: &Path) -> Result<()> {
+    let [w, h] = img.size;
+    let bytes: Vec<u8> = img.pixels.iter().flat_map(|c| c.to_array()).collect();
+    let buf = image::RgbaImage::from_raw(w as u32, h as u32, bytes)
+        .ok_or_else(|| anyhow!("screenshot has no pixels"))?;
+    let tmp = path.with_extension("png.tmp");
+    buf.save_with_format(&tmp, image::ImageFormat::Png)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    Ok(())
+}
+
+/// Opens the window (blocks until it closes).
+pub fn run(launch: Launch) -> Result<()> {
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title("vramscope")
+            .with_app_id("vramscope")
+            .with_inner_size([1280.0, 800.0])
+            .with_min_inner_size([900.0, 600.0]),
+        // a screenshot run must not read or overwrite the user's saved state
+        persist_window: launch.screenshot.is_none(),
+        ..Default::default()
+    };
+    let code = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(1));
+    let code_in = code.clone();
+    let shot = launch.screenshot.clone();
+    let frames = launch.frames.max(2);
+    eframe::run_native(
+        "vramscope",
+        options,
+        Box::new(move |cc| {
+            let app = match shot {
+                Some(path) => {
+                    let mut app = app::VramApp::new(state::AppState::default());
+                    app.persist = false;
+                    app.exit_code = code_in;
+                    app.with_screenshot(app::ScreenshotJob::new(path, frames, true))
+                }
+                None => app::VramApp::from_storage(cc.storage),
+            };
+            Ok(Box::new(app))
+        }),
+    )
+    .map_err(|e| {
+        anyhow!(
+            "could not open a window: {e}. A desktop session (X11 or Wayland) and the libraries libxkbcommon-x11-0, \
+             libxcursor1, libxi6 and libgl1 are needed; `vramscope estimate …` works without them"
+        )
+    })?;
+    if launch.screenshot.is_some() {
+        if code.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            return Err(anyhow!("the window closed before the screenshot was written"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! The stacked per-GPU bar (and pinned scenarios beside it), with the GPU's capacity as a line.
+//! Hovering a segment shows its formula with the current numbers.
+
+use super::{exact, gib};
+use crate::explain::Component;
+use crate::gui::derived::Computed;
+use crate::gui::palette;
+use crate::gui::strings::tr;
+use eframe::egui::{self, Align2, FontId, Pos2, Rect, Sense, Stroke, pos2, vec2};
+
+/// Display name of a component.
+pub fn name(c: Component) -> &'static str {
+    let t = tr();
+    match c {
+        Component::Parameters => t.c_parameters,
+        Component::Gradients => t.c_gradients,
+        Component::OptimizerStates => t.c_optimizer,
+        Component::Activations => t.c_activations,
+        Component::KvCache => t.c_kv,
+        Component::Temporaries => t.c_temporaries,
+        Component::Overhead => t.c_overhead,
+    }
+}
+
+/// Draws the bars. `pinned` are (label, results) of pinned scenarios.
+pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height: f32) {
+    let t = tr();
+    let size = vec2(ui.available_width(), height);
+    let (rect, _) = ui.allocate_exact_size(size, Sense::hover());
+    let painter = ui.painter_at(rect);
+    let text_color = ui.visuals().text_color();
+    let cap = c.capacity();
+    let mut bars: Vec<(&str, &Computed)> = vec![(t.current, c)];
+    bars.extend(pinned.iter().copied());
+    let max_total = bars.iter().map(|(_, b)| b.estimate.total).max().unwrap_or(1);
+    let top = (cap.max(max_total) as f64 * 1.08).max(1.0);
+    let plot = Rect::from_min_max(
+        pos2(rect.left() + 64.0, rect.top() + 22.0),
+        pos2(rect.right() - 10.0, rect.bottom() - 24.0),
+    );
+    let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
+    // axis ticks in GiB
+    let gib_top = top / crate::units::GIB;
+    let step = nice_step(gib_top / 5.0);
+    let mut v = 0.0;
+    while v <= gib_top {
+        let y = y_of(v * crate::units::GIB);
+        painter.line_segment(
+            [pos2(plot.left() - 4.0, y), pos2(plot.right(), y)],
+            Stroke::new(0.5, text_color.gamma_multiply(0.2)),
+        );
+        painter.text(
+            pos2(plot.left() - 8.0, y),
+            Align2::RIGHT_CENTER,
+            format!("{v:.0}"),
+            FontId::proportional(13.0),
+            text_color,
+        );
+        v += step;
+    }
+    painter.text(
+        pos2(rect.left() + 2.0, rect.top() + 4.0),
+        Align2::LEFT_TOP,
+        "GiB",
+        FontId::proportional(13.0),
+        text_color,
+    );
+    let n = bars.len() as f32;
+    let slot = plot.width() / n.max(2.0);
+    let bar_w = (slot * 0.55).min(170.0);
+    for (i, (label, b)) in bars.iter().enumerate() {
+        let cx = plot.left() + slot * (i as f32 + 0.5);
+        let mut acc = 0u64;
+        for comp in Component::ALL {
+            let bytes = comp.at_peak(&b.estimate);
+            if bytes == 0 {
+                continue;
+            }
+            let y0 = y_of(acc as f64);
+            acc += bytes;
+            let y1 = y_of(acc as f64);
+            let seg = Rect::from_min_max(pos2(cx - bar_w / 2.0, y1), pos2(cx + bar_w / 2.0, y0));
+            painter.rect_filled(seg, 0.0, palette::color(comp));
+            painter.rect_stroke(
+                seg,
+                0.0,
+                Stroke::new(1.0, ui.visuals().panel_fill),
+                egui::StrokeKind::Inside,
+            );
+            if seg.height() >= 15.0 && i == 0 {
+                painter.text(
+                    seg.center(),
+                    Align2::CENTER_CENTER,
+                    format!("{} {}", name(comp), gib(bytes)),
+                    FontId::proportional(13.0),
+                    palette::text_on(comp),
+                );
+            } else if seg.height() >= 15.0 {
+                painter.text(
+                    seg.center(),
+                    Align2::CENTER_CENTER,
+                    gib(bytes),
+                    FontId::proportional(12.0),
+                    palette::text_on(comp),
+                );
+            }
+            let id = ui.scope_id().with(("seg", i, comp.key()));
+            let resp = ui.interact(seg, id, Sense::hover());
+            let explanation = b.explanations.iter().find(|x| x.component == comp);
+            resp.on_hover_ui(|ui| {
+                ui.label(egui::RichText::new(format!("{}: {}", name(comp), gib(bytes))).strong());
+                ui.label(exact(bytes));
+                if let Some(x) = explanation {
+                    ui.label(&x.formula);
+                    ui.label(&x.substituted);
+                }
+            });
+        }
+        painter.text(
+            pos2(cx, y_of(acc as f64) - 4.0),
+            Align2::CENTER_BOTTOM,
+            gib(acc),
+            FontId::proportional(14.0),
+            text_color,
+        );
+        painter.text(
+            pos2(cx, plot.bottom() + 4.0),
+            Align2::CENTER_TOP,
+            *label,
+            FontId::proportional(14.0),
+            text_color,
+        );
+    }
+    // capacity line, dashed
+    let y = y_of(cap as f64);
+    let dash = ui.visuals().strong_text_color();
+    painter.extend(egui::Shape::dashed_line(
+        &[pos2(plot.left(), y), pos2(plot.right(), y)],
+        Stroke::new(2.0, dash),
+        8.0,
+        5.0,
+    ));
+    painter.text(
+        Pos2::new(plot.right() - 2.0, y - 3.0),
+        Align2::RIGHT_BOTTOM,
+        format!("{} {}: {}", c.gpu.id, t.capacity, gib(cap)),
+        FontId::proportional(13.0),
+        dash,
+    );
+}
+
+fn nice_step(raw: f64) -> f64 {
+    let raw = raw.max(1e-9);
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    (nice * mag).max(1.0)
+}

@@ -1,0 +1,238 @@
+//! The controls panel: every knob of the scenario, each with a tooltip saying what it changes in
+//! memory terms. Returns an `Edit` intent when something changed.
+
+use crate::estimate::{AttentionImpl, Checkpointing, Mode, Optimizer};
+use crate::gpu;
+use crate::gui::intent::Intent;
+use crate::gui::state::{ModelChoice, Settings};
+use crate::gui::strings::tr;
+use crate::model::preset;
+use crate::units::Precision;
+use eframe::egui::{self, RichText};
+
+fn section(ui: &mut egui::Ui, title: &str) {
+    ui.add_space(8.0);
+    ui.label(RichText::new(title).strong().small());
+}
+
+/// Draws the controls. `path` is the text of the path field.
+pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Intent> {
+    let t = tr();
+    let mut s = current.clone();
+    let mut knob: &'static str = "";
+    let mut out = Vec::new();
+    let mark = |changed: bool, name: &'static str, knob: &mut &'static str| {
+        if changed {
+            *knob = name;
+        }
+    };
+
+    section(ui, t.section_model);
+    let model_label = match &s.model {
+        ModelChoice::Preset(n) => preset::builtin(n).map_or(n.clone(), |m| m.name),
+        ModelChoice::Generic(b) => format!("Generic {b:.1} B"),
+        ModelChoice::Custom { model, .. } => model.name.clone(),
+    };
+    let before = s.model.clone();
+    egui::ComboBox::from_label(t.model)
+        .selected_text(model_label)
+        .width(190.0)
+        .show_ui(ui, |ui| {
+            for name in preset::preset_names() {
+                let shown = preset::builtin(name).map_or(name.to_owned(), |m| m.name);
+                ui.selectable_value(&mut s.model, ModelChoice::Preset(name.to_owned()), shown);
+            }
+            let generic = match s.model {
+                ModelChoice::Generic(b) => b,
+                _ => 7.0,
+            };
+            ui.selectable_value(&mut s.model, ModelChoice::Generic(generic), "Generic (N billion)");
+            if let ModelChoice::Custom { model, .. } = &current.model {
+                ui.selectable_value(&mut s.model, current.model.clone(), model.name.clone());
+            }
+        })
+        .response
+        .on_hover_text(t.model_tip);
+    if s.model != before {
+        knob = "model";
+        if let Ok(m) = s.model_spec()
+            && let Some(tr) = m.transformer()
+            && tr.max_position_embeddings > 0
+        {
+            s.seq = s.seq.min(tr.max_position_embeddings);
+        }
+    }
+    if let ModelChoice::Generic(b) = &mut s.model {
+        let r = ui
+            .add(egui::Slider::new(b, 0.1..=1000.0).logarithmic(true).text(t.generic_params))
+            .on_hover_text(t.generic_tip);
+        mark(r.changed(), "generic", &mut knob);
+    }
+    ui.horizontal(|ui| {
+        if ui.button(t.open_file).on_hover_text(t.open_tip).clicked() {
+            out.push(Intent::OpenDialog);
+        }
+    });
+    ui.horizontal(|ui| {
+        let r =
+            ui.add(egui::TextEdit::singleline(path).hint_text("/path/to/config.json").desired_width(190.0));
+        let r = r.on_hover_text(t.open_tip);
+        let enter = r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+        if ui.button(t.load).clicked() || enter {
+            out.push(Intent::LoadPath(path.clone()));
+        }
+    });
+
+    section(ui, t.section_training);
+    ui.horizontal(|ui| {
+        ui.label(t.mode).on_hover_text(t.mode_tip);
+        let a = ui.selectable_value(&mut s.mode, Mode::Train, t.mode_train).on_hover_text(t.mode_tip);
+        let b = ui.selectable_value(&mut s.mode, Mode::Infer, t.mode_infer).on_hover_text(t.mode_tip);
+        mark(a.changed() || b.changed(), "mode", &mut knob);
+    });
+    let train = s.mode == Mode::Train;
+    let before = s.precision;
+    egui::ComboBox::from_label(t.precision)
+        .selected_text(s.precision.name())
+        .show_ui(ui, |ui| {
+            for p in Precision::ALL {
+                if p.is_quantized() && train && !s.lora_enabled {
+                    continue;
+                }
+                ui.selectable_value(&mut s.precision, p, p.name());
+            }
+        })
+        .response
+        .on_hover_text(t.precision_tip);
+    mark(s.precision != before, "precision", &mut knob);
+    if train {
+        let before = s.optimizer;
+        egui::ComboBox::from_label(t.optimizer)
+            .selected_text(s.optimizer.name())
+            .show_ui(ui, |ui| {
+                for o in Optimizer::ALL {
+                    ui.selectable_value(&mut s.optimizer, o, o.name());
+                }
+            })
+            .response
+            .on_hover_text(t.optimizer_tip);
+        mark(s.optimizer != before, "optimizer", &mut knob);
+    }
+    let r = ui
+        .add(egui::Slider::new(&mut s.batch, 1..=4096).logarithmic(true).text(t.batch))
+        .on_hover_text(t.batch_tip);
+    mark(r.changed(), "batch", &mut knob);
+    let max_seq = s
+        .model_spec()
+        .ok()
+        .and_then(|m| {
+            m.transformer()
+                .map(|t| if t.max_position_embeddings > 0 { t.max_position_embeddings } else { 131072 })
+        })
+        .unwrap_or(4096);
+    s.seq = s.seq.clamp(1, max_seq);
+    let r = ui
+        .add(egui::Slider::new(&mut s.seq, 16.min(max_seq)..=max_seq).logarithmic(true).text(t.seq))
+        .on_hover_text(t.seq_tip);
+    mark(r.changed(), "seq", &mut knob);
+    let before = s.attention;
+    egui::ComboBox::from_label(t.attention)
+        .selected_text(s.attention.name())
+        .show_ui(ui, |ui| {
+            for a in [AttentionImpl::Eager, AttentionImpl::Sdpa, AttentionImpl::Flash] {
+                ui.selectable_value(&mut s.attention, a, a.name());
+            }
+        })
+        .response
+        .on_hover_text(t.attention_tip);
+    mark(s.attention != before, "attention", &mut knob);
+    if train {
+        let layers =
+            s.model_spec().ok().and_then(|m| m.transformer().map(|t| t.num_layers)).unwrap_or(1).max(1);
+        let before = s.checkpointing;
+        let label = match s.checkpointing {
+            Checkpointing::None => t.ckpt_none,
+            Checkpointing::Full => t.ckpt_full,
+            Checkpointing::Every(_) => t.ckpt_every,
+            Checkpointing::Segments(_) => t.ckpt_segments,
+            Checkpointing::Selective => t.ckpt_selective,
+        };
+        egui::ComboBox::from_label(t.checkpoint)
+            .selected_text(label)
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut s.checkpointing, Checkpointing::None, t.ckpt_none);
+                ui.selectable_value(&mut s.checkpointing, Checkpointing::Full, t.ckpt_full);
+                ui.selectable_value(&mut s.checkpointing, Checkpointing::Every(2), t.ckpt_every);
+                let n = ((layers as f64).sqrt().round() as u64).max(2);
+                ui.selectable_value(&mut s.checkpointing, Checkpointing::Segments(n), t.ckpt_segments);
+                ui.selectable_value(&mut s.checkpointing, Checkpointing::Selective, t.ckpt_selective);
+            })
+            .response
+            .on_hover_text(t.checkpoint_tip);
+        mark(s.checkpointing != before, "checkpoint", &mut knob);
+        match &mut s.checkpointing {
+            Checkpointing::Every(k) => {
+                let r =
+                    ui.add(egui::Slider::new(k, 1..=layers).text(t.every_k)).on_hover_text(t.checkpoint_tip);
+                mark(r.changed(), "every", &mut knob);
+            }
+            Checkpointing::Segments(n) => {
+                let r = ui
+                    .add(egui::Slider::new(n, 1..=layers).text(t.segments_n))
+                    .on_hover_text(t.checkpoint_tip);
+                mark(r.changed(), "segments", &mut knob);
+            }
+            _ => {}
+        }
+        let r = ui.checkbox(&mut s.lora_enabled, t.lora).on_hover_text(t.lora_tip);
+        mark(r.changed(), "lora", &mut knob);
+        if s.lora_enabled {
+            let r = ui
+                .add(egui::Slider::new(&mut s.lora_rank, 1..=256).logarithmic(true).text(t.lora_rank))
+                .on_hover_text(t.lora_tip);
+            mark(r.changed(), "lora_rank", &mut knob);
+        }
+    }
+
+    section(ui, t.section_parallel);
+    let r = ui
+        .add(egui::Slider::new(&mut s.dp, 1..=1024).logarithmic(true).text(t.gpus))
+        .on_hover_text(t.gpus_tip);
+    mark(r.changed(), "dp", &mut knob);
+    let before = s.zero;
+    egui::ComboBox::from_label(t.zero)
+        .selected_text(format!("ZeRO-{}", s.zero))
+        .show_ui(ui, |ui| {
+            for z in 0..=3u8 {
+                ui.selectable_value(&mut s.zero, z, format!("ZeRO-{z}"));
+            }
+        })
+        .response
+        .on_hover_text(t.zero_tip);
+    mark(s.zero != before, "zero", &mut knob);
+    ui.label(RichText::new(t.parallel_note).weak().small());
+
+    section(ui, t.section_hardware);
+    let before = s.gpu_id.clone();
+    let shown = gpu::find(&s.gpu_id).map_or(s.gpu_id.clone(), |g| g.name);
+    egui::ComboBox::from_label(t.gpu)
+        .selected_text(shown)
+        .width(190.0)
+        .show_ui(ui, |ui| {
+            for g in gpu::catalog() {
+                ui.selectable_value(
+                    &mut s.gpu_id,
+                    g.id.clone(),
+                    format!("{} ({:.0} GiB)", g.name, g.memory_mib as f64 / 1024.0),
+                );
+            }
+        })
+        .response
+        .on_hover_text(t.gpu_tip);
+    mark(s.gpu_id != before, "gpu", &mut knob);
+
+    if !knob.is_empty() && s != *current {
+        out.push(Intent::Edit { settings: s, knob });
+    }
+    out
+}

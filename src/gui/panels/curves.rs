@@ -1,0 +1,115 @@
+//! What-if curves: memory against micro-batch, sequence length, checkpoint segments or GPU count,
+//! with the capacity line, the current setting and the largest value that fits. Clicking a curve
+//! sets that value.
+
+use crate::estimate::Checkpointing;
+use crate::fit::Knob;
+use crate::gui::derived::Computed;
+use crate::gui::intent::Intent;
+use crate::gui::state::{Settings, Tab};
+use crate::gui::strings::tr;
+use crate::units::GIB;
+use eframe::egui;
+use egui_plot::{HLine, Legend, Line, LineStyle, Plot, PlotPoints, Points, VLine};
+
+/// Draws the curve of `tab`'s knob.
+pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec<Intent> {
+    let t = tr();
+    let (knob, label, log_x) = match tab {
+        Tab::Batch => (Knob::Batch, t.tab_batch, true),
+        Tab::Seq => (Knob::Seq, t.tab_seq, true),
+        Tab::Segments => (Knob::Segments, t.tab_segments, false),
+        Tab::Gpus | Tab::Compare => (Knob::Gpus, t.tab_gpus, true),
+    };
+    let curve = c.curve(knob);
+    let cap = c.capacity();
+    let to_x = |v: u64| if log_x { (v as f64).log2() } else { v as f64 };
+    let from_x = |x: f64| if log_x { x.exp2() } else { x };
+    let current = match knob {
+        Knob::Batch => settings.batch,
+        Knob::Seq => settings.seq,
+        Knob::Segments => match settings.checkpointing {
+            Checkpointing::Segments(n) => n,
+            _ => 0,
+        },
+        Knob::Gpus => settings.dp,
+    };
+    let largest_fit = curve.iter().filter(|p| p.total <= cap).map(|p| p.x).max();
+    ui.label(egui::RichText::new(t.curve_hint).weak());
+    // show the curve up to 2.5x the capacity: beyond that the capacity line would be a sliver
+    let limit = cap as f64 * 2.5;
+    let mut pts: Vec<[f64; 2]> = Vec::with_capacity(curve.len());
+    for p in curve {
+        pts.push([to_x(p.x), p.total as f64 / GIB]);
+        if p.total as f64 > limit {
+            break;
+        }
+    }
+    let mut clicked_x = None;
+    let resp = Plot::new(("curve", knob as u8))
+        .legend(Legend::default())
+        .x_axis_label(label.trim_start_matches("vs "))
+        .y_axis_label("GiB")
+        .allow_scroll(false)
+        .allow_zoom(false)
+        .allow_drag(false)
+        .include_y(0.0)
+        .include_y(cap as f64 / GIB * 1.15)
+        .x_axis_formatter(move |m, _| {
+            let v = from_x(m.value);
+            if v >= 1.0 { format!("{}", v.round() as u64) } else { String::new() }
+        })
+        .show(ui, |p| {
+            p.line(Line::new("total per GPU", PlotPoints::from(pts.clone())).width(2.5));
+            p.hline(
+                HLine::new(format!("{} {}", c.gpu.id, t.capacity), cap as f64 / GIB)
+                    .style(LineStyle::dashed_loose())
+                    .width(2.0),
+            );
+            if current > 0 {
+                p.vline(VLine::new(t.current, to_x(current)).width(1.5));
+            }
+            if let Some(x) = largest_fit
+                && let Some(pt) = curve.iter().find(|p| p.x == x)
+            {
+                p.points(
+                    Points::new(format!("{}: {x}", t.largest_fit), vec![[to_x(x), pt.total as f64 / GIB]])
+                        .radius(6.0)
+                        .shape(egui_plot::MarkerShape::Diamond),
+                );
+            }
+            if p.response().clicked() {
+                clicked_x = p.pointer_coordinate().map(|c| c.x);
+            }
+        });
+    let _ = resp;
+    let mut out = Vec::new();
+    if let Some(x) = clicked_x {
+        let want = from_x(x);
+        if let Some(p) =
+            curve.iter().min_by(|a, b| (a.x as f64 - want).abs().total_cmp(&(b.x as f64 - want).abs()))
+        {
+            let mut s = settings.clone();
+            let name = match knob {
+                Knob::Batch => {
+                    s.batch = p.x;
+                    "batch"
+                }
+                Knob::Seq => {
+                    s.seq = p.x;
+                    "seq"
+                }
+                Knob::Segments => {
+                    s.checkpointing = Checkpointing::Segments(p.x);
+                    "segments"
+                }
+                Knob::Gpus => {
+                    s.dp = p.x;
+                    "dp"
+                }
+            };
+            out.push(Intent::Edit { settings: s, knob: name });
+        }
+    }
+    out
+}

@@ -1,0 +1,47 @@
+//! The menu bar.
+
+use crate::gui::intent::Intent;
+use crate::gui::state::AppState;
+use crate::gui::strings::tr;
+use eframe::egui;
+
+/// Draws the menu bar.
+pub fn ui(ui: &mut egui::Ui, state: &AppState) -> Vec<Intent> {
+    let t = tr();
+    let mut out = Vec::new();
+    egui::MenuBar::new().ui(ui, |ui| {
+        ui.menu_button(t.menu_file, |ui| {
+            if ui.button(t.menu_open).clicked() {
+                out.push(Intent::OpenDialog);
+                ui.close();
+            }
+            if ui.button(t.menu_reset).clicked() {
+                out.push(Intent::Reset);
+                ui.close();
+            }
+            ui.separator();
+            if ui.button(t.menu_quit).clicked() {
+                out.push(Intent::Quit);
+            }
+        });
+        ui.menu_button(t.menu_view, |ui| {
+            let mut dark = state.view.dark;
+            if ui.radio_value(&mut dark, true, t.menu_dark).clicked()
+                || ui.radio_value(&mut dark, false, t.menu_light).clicked()
+            {
+                out.push(Intent::SetDark(dark));
+            }
+            let mut pres = state.view.presentation;
+            if ui.checkbox(&mut pres, t.menu_presentation).changed() {
+                out.push(Intent::SetPresentation(pres));
+            }
+        });
+        ui.menu_button(t.menu_help, |ui| {
+            ui.label(t.help_text);
+        });
+        ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+            ui.label(format!("{} — {}", t.app_title, state.settings.model_name()));
+        });
+    });
+    out
+}

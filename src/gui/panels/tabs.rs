@@ -1,0 +1,26 @@
+//! The tab row above the curves.
+
+use crate::gui::intent::Intent;
+use crate::gui::state::Tab;
+use crate::gui::strings::tr;
+use eframe::egui;
+
+/// Draws the tabs.
+pub fn ui(ui: &mut egui::Ui, current: Tab) -> Vec<Intent> {
+    let t = tr();
+    let mut out = Vec::new();
+    ui.horizontal(|ui| {
+        for (tab, label) in [
+            (Tab::Batch, t.tab_batch),
+            (Tab::Seq, t.tab_seq),
+            (Tab::Segments, t.tab_segments),
+            (Tab::Gpus, t.tab_gpus),
+            (Tab::Compare, t.tab_compare),
+        ] {
+            if ui.selectable_label(current == tab, label).clicked() && current != tab {
+                out.push(Intent::SetTab(tab));
+            }
+        }
+    });
+    out
+}

@@ -1,0 +1,165 @@
+//! What the explorer remembers: the scenario inputs (`Settings`), pinned scenarios and view
+//! settings. Serialized with eframe storage under [`APP_KEY`]; runtime caches live elsewhere.
+
+use crate::estimate::{AttentionImpl, Checkpointing, DataParallel, Lora, Mode, Optimizer, Scenario, Targets};
+use crate::model::{self, ModelSpec, preset};
+use crate::units::Precision;
+use serde::{Deserialize, Serialize};
+
+/// Storage key of [`AppState`].
+pub const APP_KEY: &str = "vramscope-state-v1";
+
+/// Where the model comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ModelChoice {
+    /// A built-in preset by name.
+    Preset(String),
+    /// A Llama-shaped model of this many billion parameters.
+    Generic(f64),
+    /// A model loaded from a file.
+    Custom {
+        /// The file it came from.
+        path: String,
+        /// The model.
+        model: ModelSpec,
+    },
+}
+
+/// The inputs of one scenario, as the controls edit them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub model: ModelChoice,
+    pub mode: Mode,
+    pub batch: u64,
+    pub seq: u64,
+    pub precision: Precision,
+    pub optimizer: Optimizer,
+    pub attention: AttentionImpl,
+    pub checkpointing: Checkpointing,
+    pub lora_enabled: bool,
+    pub lora_rank: u64,
+    pub gpu_id: String,
+    pub dp: u64,
+    pub zero: u8,
+}
+
+impl Default for Settings {
+    /// The built-in default scenario: Llama-3.1-8B full fine-tune in bf16 with AdamW and
+    /// per-block checkpointing on one H100 80 GB.
+    fn default() -> Self {
+        Self {
+            model: ModelChoice::Preset("llama-3.1-8b".into()),
+            mode: Mode::Train,
+            batch: 1,
+            seq: 2048,
+            precision: Precision::Bf16,
+            optimizer: Optimizer::Adamw,
+            attention: AttentionImpl::Sdpa,
+            checkpointing: Checkpointing::Full,
+            lora_enabled: false,
+            lora_rank: 16,
+            gpu_id: "h100-80gb".into(),
+            dp: 1,
+            zero: 0,
+        }
+    }
+}
+
+impl Settings {
+    /// The model these settings point at.
+    pub fn model_spec(&self) -> Result<ModelSpec, String> {
+        match &self.model {
+            ModelChoice::Preset(name) => {
+                preset::builtin(name).ok_or_else(|| format!("unknown preset \"{name}\""))
+            }
+            ModelChoice::Generic(b) => {
+                model::generic(*b).ok_or_else(|| format!("{b} B parameters is out of range"))
+            }
+            ModelChoice::Custom { model, .. } => Ok(model.clone()),
+        }
+    }
+
+    /// Short model name for titles.
+    pub fn model_name(&self) -> String {
+        self.model_spec().map(|m| m.name).unwrap_or_else(|e| e)
+    }
+
+    /// Builds and validates the scenario.
+    pub fn to_scenario(&self) -> Result<Scenario, String> {
+        let mut sc = Scenario::new(self.model_spec()?);
+        sc.mode = self.mode;
+        sc.batch = self.batch;
+        sc.seq = self.seq;
+        sc.precision = self.precision;
+        sc.optimizer = self.optimizer;
+        sc.attention = self.attention;
+        sc.checkpointing = self.checkpointing;
+        if self.lora_enabled {
+            sc.lora = Some(Lora { rank: self.lora_rank, targets: Targets::ALL, dropout: 0.0 });
+        }
+        sc.parallel = DataParallel { dp: self.dp, zero: self.zero };
+        sc.validate().map_err(|e| e.to_string())?;
+        Ok(sc)
+    }
+}
+
+/// Which view the lower half shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Tab {
+    #[default]
+    Batch,
+    Seq,
+    Segments,
+    Gpus,
+    Compare,
+}
+
+/// View settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct View {
+    pub dark: bool,
+    pub presentation: bool,
+    pub tab: Tab,
+}
+
+impl Default for View {
+    fn default() -> Self {
+        Self { dark: true, presentation: false, tab: Tab::Batch }
+    }
+}
+
+/// A pinned scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pinned {
+    /// "A", "B", …
+    pub label: String,
+    /// Its inputs.
+    pub settings: Settings,
+}
+
+/// Everything persisted between runs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AppState {
+    pub settings: Settings,
+    pub pinned: Vec<Pinned>,
+    pub view: View,
+}
+
+impl AppState {
+    /// Parses stored state; `None` when it is missing, `Some(Err)` when it is unreadable.
+    pub fn from_stored(text: Option<&str>) -> Option<Result<Self, String>> {
+        let text = text?;
+        Some(ron::from_str::<Self>(text).map_err(|e| e.to_string()).and_then(|s| {
+            // an old state may point at a preset that no longer exists
+            s.settings.to_scenario().map(|_| s)
+        }))
+    }
+
+    /// Serialises for storage.
+    pub fn to_stored(&self) -> String {
+        ron::to_string(self).unwrap_or_default()
+    }
+}
