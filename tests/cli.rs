@@ -106,10 +106,22 @@ fn text_output_is_readable() {
 }
 
 #[test]
-fn default_run_prints_the_default_scenario() {
-    let out = run(&[]);
+fn default_prints_the_app_s_default_scenario() {
+    let out = run(&["default"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("Llama-3.1-8B"));
+}
+
+#[test]
+fn no_display_is_a_readable_error_not_a_panic() {
+    let out = Command::new(env!("CARGO_BIN_EXE_vramscope"))
+        .env_remove("WAYLAND_DISPLAY")
+        .env("DISPLAY", ":4242")
+        .output()
+        .expect("binary runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("could not open a window") && !err.contains("panicked"), "{err}");
 }
 
 fn assert_usage_error(args: &[&str], needle: &str) {

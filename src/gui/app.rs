@@ -107,7 +107,7 @@ impl VramApp {
     /// Applies one intent.
     pub fn apply(&mut self, ctx: &egui::Context, intent: Intent) {
         match intent {
-            Intent::Edit { settings, knob } => self.edit(ctx, settings, knob),
+            Intent::Edit { settings, knob } => self.edit(ctx, *settings, knob),
             Intent::LoadPath(path) => self.load_path(ctx, path.trim()),
             Intent::OpenDialog => {
                 let picked = rfd::FileDialog::new()

@@ -8,7 +8,7 @@ use super::state::{Settings, Tab};
 pub enum Intent {
     /// Replace the settings; `knob` names what changed so slider drags coalesce into one undo step.
     Edit {
-        settings: Settings,
+        settings: Box<Settings>,
         knob: &'static str,
     },
     /// Load a model file from this path.

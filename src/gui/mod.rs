@@ -52,32 +52,45 @@ pub fn run(launch: Launch) -> Result<()> {
     let code_in = code.clone();
     let shot = launch.screenshot.clone();
     let frames = launch.frames.max(2);
-    eframe::run_native(
-        "vramscope",
-        options,
-        Box::new(move |cc| {
-            let app = match shot {
-                Some(path) => {
-                    let mut app = app::VramApp::new(state::AppState::default());
-                    app.persist = false;
-                    app.exit_code = code_in;
-                    app.with_screenshot(app::ScreenshotJob::new(path, frames, true))
-                }
-                None => app::VramApp::from_storage(cc.storage),
-            };
-            Ok(Box::new(app))
-        }),
-    )
-    .map_err(|e| {
+    // winit panics (rather than erring) when e.g. libxkbcommon-x11 is missing: turn that into a
+    // readable message too
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        eframe::run_native(
+            "vramscope",
+            options,
+            Box::new(move |cc| {
+                let app = match shot {
+                    Some(path) => {
+                        let mut app = app::VramApp::new(state::AppState::default());
+                        app.persist = false;
+                        app.exit_code = code_in;
+                        app.with_screenshot(app::ScreenshotJob::new(path, frames, true))
+                    }
+                    None => app::VramApp::from_storage(cc.storage),
+                };
+                Ok(Box::new(app))
+            }),
+        )
+    }));
+    std::panic::set_hook(hook);
+    let result = match result {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(panic) => Err(panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "the windowing library panicked".into())),
+    };
+    result.map_err(|e| {
         anyhow!(
             "could not open a window: {e}. A desktop session (X11 or Wayland) and the libraries libxkbcommon-x11-0, \
              libxcursor1, libxi6 and libgl1 are needed; `vramscope estimate …` works without them"
         )
     })?;
-    if launch.screenshot.is_some() {
-        if code.load(std::sync::atomic::Ordering::SeqCst) != 0 {
-            return Err(anyhow!("the window closed before the screenshot was written"));
-        }
+    if launch.screenshot.is_some() && code.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+        return Err(anyhow!("the window closed before the screenshot was written"));
     }
     Ok(())
 }

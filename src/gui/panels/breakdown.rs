@@ -68,6 +68,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
     let n = bars.len() as f32;
     let slot = plot.width() / n.max(2.0);
     let bar_w = (slot * 0.55).min(170.0);
+    let mut totals = Vec::with_capacity(bars.len());
     for (i, (label, b)) in bars.iter().enumerate() {
         let cx = plot.left() + slot * (i as f32 + 0.5);
         let mut acc = 0u64;
@@ -116,13 +117,10 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
                 }
             });
         }
-        painter.text(
-            pos2(cx, y_of(acc as f64) - 4.0),
-            Align2::CENTER_BOTTOM,
-            gib(acc),
-            FontId::proportional(14.0),
-            text_color,
-        );
+        // total beside the bar top, on a background so the capacity line never cuts through it
+        let galley = painter.layout_no_wrap(gib(acc), FontId::proportional(15.0), text_color);
+        let at = pos2(cx + bar_w / 2.0 + 6.0, y_of(acc as f64) - galley.size().y / 2.0);
+        totals.push((egui::Rect::from_min_size(at, galley.size()).expand(2.0), galley));
         painter.text(
             pos2(cx, plot.bottom() + 4.0),
             Align2::CENTER_TOP,
@@ -140,6 +138,10 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
         8.0,
         5.0,
     ));
+    for (bg, galley) in totals {
+        painter.rect_filled(bg, 3.0, ui.visuals().panel_fill);
+        painter.galley(bg.min + vec2(2.0, 2.0), galley, text_color);
+    }
     painter.text(
         Pos2::new(plot.right() - 2.0, y - 3.0),
         Align2::RIGHT_BOTTOM,

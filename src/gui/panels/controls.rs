@@ -232,7 +232,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
     mark(s.gpu_id != before, "gpu", &mut knob);
 
     if !knob.is_empty() && s != *current {
-        out.push(Intent::Edit { settings: s, knob });
+        out.push(Intent::Edit { settings: Box::new(s), knob });
     }
     out
 }

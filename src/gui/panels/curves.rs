@@ -34,14 +34,23 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
         },
         Knob::Gpus => settings.dp,
     };
-    let largest_fit = curve.iter().filter(|p| p.total <= cap).map(|p| p.x).max();
+    // the point worth calling out: the largest batch / sequence that fits, the fewest GPUs that
+    // fit, the segment count with the lowest peak
+    let marked = match knob {
+        Knob::Batch | Knob::Seq => {
+            curve.iter().filter(|p| p.total <= cap).map(|p| p.x).max().map(|x| (x, t.largest_fit))
+        }
+        Knob::Gpus => curve.iter().filter(|p| p.total <= cap).map(|p| p.x).min().map(|x| (x, t.fewest_gpus)),
+        Knob::Segments => curve.iter().min_by_key(|p| p.total).map(|p| (p.x, t.lowest_peak)),
+    };
     ui.label(egui::RichText::new(t.curve_hint).weak());
     // show the curve up to 2.5x the capacity: beyond that the capacity line would be a sliver
     let limit = cap as f64 * 2.5;
     let mut pts: Vec<[f64; 2]> = Vec::with_capacity(curve.len());
     for p in curve {
-        pts.push([to_x(p.x), p.total as f64 / GIB]);
-        if p.total as f64 > limit {
+        pts.push([to_x(p.x), p.total.min(limit as u64) as f64 / GIB]);
+        // batch, sequence and GPU curves are monotone: stop once off the chart
+        if p.total as f64 > limit && knob != Knob::Segments {
             break;
         }
     }
@@ -69,11 +78,11 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
             if current > 0 {
                 p.vline(VLine::new(t.current, to_x(current)).width(1.5));
             }
-            if let Some(x) = largest_fit
+            if let Some((x, what)) = marked
                 && let Some(pt) = curve.iter().find(|p| p.x == x)
             {
                 p.points(
-                    Points::new(format!("{}: {x}", t.largest_fit), vec![[to_x(x), pt.total as f64 / GIB]])
+                    Points::new(format!("{what}: {x}"), vec![[to_x(x), pt.total as f64 / GIB]])
                         .radius(6.0)
                         .shape(egui_plot::MarkerShape::Diamond),
                 );
@@ -108,7 +117,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
                     "dp"
                 }
             };
-            out.push(Intent::Edit { settings: s, knob: name });
+            out.push(Intent::Edit { settings: Box::new(s), knob: name });
         }
     }
     out

@@ -1,0 +1,34 @@
+//! GUI frame cost at 1280x800 while a slider is dragged (the scenario changes every frame, so the
+//! estimate, the explanations and all four what-if curves are recomputed), and on an idle frame.
+//! CPU only: egui layout and tessellation, no GPU upload.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use eframe::egui;
+use egui_kittest::Harness;
+use vramscope::gui::app::VramApp;
+use vramscope::gui::state::AppState;
+
+fn harness() -> Harness<'static, VramApp> {
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1280.0, 800.0))
+        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), VramApp::new(AppState::default()));
+    h.run();
+    h
+}
+
+fn benches(c: &mut Criterion) {
+    let mut h = harness();
+    let mut b = 1u64;
+    c.bench_function("gui frame while dragging the batch slider", |bench| {
+        bench.iter(|| {
+            b = b % 64 + 1;
+            h.state_mut().state.settings.batch = b;
+            h.step();
+        })
+    });
+    let mut h = harness();
+    c.bench_function("gui frame, idle (nothing changed)", |bench| bench.iter(|| h.step()));
+}
+
+criterion_group!(group, benches);
+criterion_main!(group);

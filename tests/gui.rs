@@ -1,0 +1,197 @@
+//! GUI interaction tests (egui_kittest through AccessKit, no GPU): controls are found by label,
+//! acted on, and the app's state and the shown numbers are checked.
+
+use eframe::egui::{self, Key, Modifiers, accesskit::Role};
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use vramscope::gui::app::{StatusKind, VramApp};
+use vramscope::gui::state::{AppState, ModelChoice, Settings, Tab};
+
+/// The one harness every GUI test uses: same size and theme.
+fn test_harness(size: egui::Vec2, app: VramApp) -> Harness<'static, VramApp> {
+    Harness::builder()
+        .with_size(size)
+        .with_theme(egui::Theme::Dark)
+        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), app)
+}
+
+fn harness() -> Harness<'static, VramApp> {
+    let mut h = test_harness(egui::vec2(1280.0, 800.0), VramApp::new(AppState::default()));
+    h.run();
+    h
+}
+
+fn total(h: &Harness<'_, VramApp>) -> u64 {
+    match &h.state().derived.current {
+        Some(Ok(c)) => c.estimate.total,
+        other => panic!("no estimate: {other:?}", other = other.as_ref().map(|r| r.as_ref().err())),
+    }
+}
+
+#[test]
+fn moving_the_batch_slider_changes_the_total_and_the_bar() {
+    let mut h = harness();
+    let before = total(&h);
+    let headline_before = format!("{:.1} GiB of", before as f64 / (1u64 << 30) as f64);
+    assert!(h.query_by_label_contains(&headline_before).is_some(), "headline shows {headline_before}");
+    h.get_by_role_and_label(Role::Slider, "Micro-batch").set_value_accesskit(16.0);
+    h.run();
+    assert_eq!(h.state().state.settings.batch, 16);
+    let after = total(&h);
+    assert!(after > before, "total {before} -> {after}");
+    let headline_after = format!("{:.1} GiB of", after as f64 / (1u64 << 30) as f64);
+    assert!(h.query_by_label_contains(&headline_after).is_some(), "headline updated to {headline_after}");
+    assert!(
+        h.query_by_label_contains("does NOT fit").is_some(),
+        "batch 16 of an 8B full fine-tune does not fit 80 GiB"
+    );
+}
+
+#[test]
+fn picking_a_preset_switches_the_model() {
+    let mut h = harness();
+    h.get_by_role_and_label(Role::ComboBox, "Model").click();
+    h.run();
+    h.get_by_label("Mistral-7B (v0.1)").click_accesskit();
+    h.run();
+    assert_eq!(h.state().state.settings.model, ModelChoice::Preset("mistral-7b".into()));
+    match &h.state().derived.current {
+        Some(Ok(c)) => assert_eq!(c.estimate.n_params, 7_241_732_096),
+        _ => panic!("no estimate"),
+    }
+}
+
+#[test]
+fn pin_then_compare_side_by_side() {
+    let mut h = harness();
+    h.get_by_label("Compare").click();
+    h.run();
+    assert_eq!(h.state().state.view.tab, Tab::Compare);
+    h.get_by_label("Pin as A").click();
+    h.run();
+    assert_eq!(h.state().state.pinned.len(), 1);
+    h.get_by_role_and_label(Role::Slider, "Micro-batch").set_value_accesskit(4.0);
+    h.run();
+    assert!(h.query_by_label("current − A").is_some(), "difference column");
+    // a second pin
+    h.get_by_label("Pin as B").click();
+    h.run();
+    assert_eq!(h.state().state.pinned.len(), 2);
+    assert_eq!(h.state().derived.pinned.len(), 2);
+}
+
+#[test]
+fn undo_and_redo_with_the_keyboard() {
+    let mut h = harness();
+    h.get_by_role_and_label(Role::Slider, "Micro-batch").set_value_accesskit(4.0);
+    h.run();
+    assert_eq!(h.state().state.settings.batch, 4);
+    h.key_press_modifiers(Modifiers::COMMAND, Key::Z);
+    h.run();
+    assert_eq!(h.state().state.settings.batch, 1, "undone");
+    h.key_press_modifiers(Modifiers::COMMAND | Modifiers::SHIFT, Key::Z);
+    h.run();
+    assert_eq!(h.state().state.settings.batch, 4, "redone");
+    h.get_by_label("Undo").click();
+    h.run();
+    assert_eq!(h.state().state.settings.batch, 1, "undo button");
+}
+
+#[test]
+fn a_malformed_config_shows_an_error_and_keeps_the_scenario() {
+    let dir = std::env::temp_dir().join(format!("vramscope-gui-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("config.json");
+    std::fs::write(&bad, "{\"model_type\": \"llama\",\n \"hidden_size\": }").unwrap();
+    let mut h = harness();
+    let before = h.state().state.settings.clone();
+    h.state_mut().path_input = bad.display().to_string();
+    h.run();
+    h.get_by_label("Load").click();
+    h.run();
+    let (kind, msg) = h.state().status.clone();
+    assert_eq!(kind, StatusKind::Error);
+    assert!(msg.contains("config.json") && msg.contains("line 2"), "{msg}");
+    assert_eq!(h.state().state.settings, before, "scenario unchanged");
+    assert!(h.query_by_label_contains("not valid JSON").is_some(), "error shown in the status bar");
+    // a good file loads
+    let good = dir.join("good.json");
+    std::fs::write(&good, include_str!("data/truth/configs/mistral-7b.json")).unwrap();
+    h.state_mut().path_input = good.display().to_string();
+    h.run();
+    h.get_by_label("Load").click();
+    h.run();
+    assert!(matches!(h.state().state.settings.model, ModelChoice::Custom { .. }));
+}
+
+#[test]
+fn idle_frames_do_not_recompute() {
+    let mut h = harness();
+    let n = h.state().derived.recomputations;
+    h.run_steps(10);
+    assert_eq!(h.state().derived.recomputations, n, "nothing changed, nothing recomputed");
+    h.get_by_role_and_label(Role::Slider, "Sequence length").set_value_accesskit(4096.0);
+    h.run();
+    assert_eq!(h.state().derived.recomputations, n + 1);
+}
+
+/// A stand-in for eframe's storage.
+#[derive(Default)]
+struct MemStorage(std::collections::HashMap<String, String>);
+
+impl eframe::Storage for MemStorage {
+    fn get_string(&self, key: &str) -> Option<String> {
+        self.0.get(key).cloned()
+    }
+    fn set_string(&mut self, key: &str, value: String) {
+        self.0.insert(key.to_owned(), value);
+    }
+    fn remove_string(&mut self, key: &str) {
+        self.0.remove(key);
+    }
+    fn flush(&mut self) {}
+}
+
+#[test]
+fn state_survives_a_restart_and_corrupt_state_falls_back() {
+    use eframe::App as _;
+    use eframe::Storage as _;
+    let mut app = VramApp::new(AppState::default());
+    app.state.settings = Settings { batch: 7, seq: 1024, ..Settings::default() };
+    app.state.view.dark = false;
+    app.state.pinned.push(vramscope::gui::state::Pinned { label: "A".into(), settings: Settings::default() });
+    let mut storage = MemStorage::default();
+    app.save(&mut storage);
+    let again = VramApp::from_storage(Some(&storage));
+    assert_eq!(again.state, app.state, "round trip through storage");
+    let mut corrupt = MemStorage::default();
+    corrupt.set_string(vramscope::gui::state::APP_KEY, "(settings: (batch: \"lots\"".into());
+    let fallback = VramApp::from_storage(Some(&corrupt));
+    assert_eq!(fallback.state, AppState::default());
+    assert_eq!(fallback.status.0, StatusKind::Error);
+    let mut old = MemStorage::default();
+    old.set_string(vramscope::gui::state::APP_KEY, "(settings: (model: Preset(\"gpt-9\")))".into());
+    assert_eq!(VramApp::from_storage(Some(&old)).state, AppState::default(), "unknown preset falls back");
+}
+
+#[cfg(feature = "snapshots")]
+#[test]
+fn snapshots_of_the_main_view_and_curves() {
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1280.0, 800.0))
+        .with_theme(egui::Theme::Dark)
+        .wgpu()
+        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), VramApp::new(AppState::default()));
+    h.run();
+    h.remove_cursor();
+    h.run();
+    h.snapshot("main_view");
+    // a scenario where activations dominate, so the segment curve shows its U
+    h.state_mut().state.settings.batch = 8;
+    h.state_mut().state.settings.optimizer = vramscope::estimate::Optimizer::AdamwFused;
+    h.get_by_label("vs checkpoint segments").click();
+    h.run();
+    h.remove_cursor();
+    h.run();
+    h.snapshot("curves_segments");
+}
