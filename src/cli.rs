@@ -92,6 +92,12 @@ pub struct EstimateArgs {
     /// Allocator reserve as a fraction of the peak (default 0.05).
     #[arg(long)]
     pub reserve_frac: Option<f64>,
+    /// Data-parallel degree (GPUs sharing the model states under ZeRO).
+    #[arg(long, default_value_t = 1)]
+    pub dp: u64,
+    /// ZeRO stage 0-3 (0: DDP replicas; 1: optimizer states sharded; 2: + gradients; 3: + parameters).
+    #[arg(long, default_value_t = 0)]
+    pub zero: u8,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -127,6 +133,7 @@ pub fn scenario(a: &EstimateArgs) -> Result<(Scenario, Vec<String>)> {
         workspace_bytes: a.workspace_mib.map_or(d.workspace_bytes, |m| m << 20),
         allocator_reserve_fraction: a.reserve_frac.unwrap_or(d.allocator_reserve_fraction),
     };
+    sc.parallel = vramscope::estimate::DataParallel { dp: a.dp, zero: a.zero };
     sc.validate()?;
     Ok((sc, loaded.notes))
 }
@@ -171,6 +178,8 @@ pub fn default_args() -> EstimateArgs {
         context_mib: None,
         workspace_mib: None,
         reserve_frac: None,
+        dp: 1,
+        zero: 0,
         json: false,
     }
 }
