@@ -133,7 +133,7 @@ pub fn scenario(a: &EstimateArgs) -> Result<(Scenario, Vec<String>)> {
         workspace_bytes: a.workspace_mib.map_or(d.workspace_bytes, |m| m << 20),
         allocator_reserve_fraction: a.reserve_frac.unwrap_or(d.allocator_reserve_fraction),
     };
-    sc.parallel = vramscope::estimate::DataParallel { dp: a.dp, zero: a.zero };
+    sc.parallel = vramscope::estimate::Parallel { dp: a.dp, zero: a.zero, ..Default::default() };
     sc.validate()?;
     Ok((sc, loaded.notes))
 }

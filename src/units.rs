@@ -102,6 +102,11 @@ pub enum Precision {
     Bf16Amp,
     /// Autocast fp16 (with a gradient scaler), otherwise as `Bf16Amp`.
     Fp16Amp,
+    /// Megatron / DeepSpeed mixed precision: bf16 weights, gradients and activations; the
+    /// optimizer keeps an fp32 master copy next to fp32 moments (the ZeRO paper's K = 12).
+    Bf16Mixed,
+    /// As `Bf16Mixed` with fp16 (and a loss scaler).
+    Fp16Mixed,
     /// fp8 weights, bf16 compute (inference).
     Fp8,
     /// int8 weights, bf16 compute (inference).
@@ -112,15 +117,25 @@ pub enum Precision {
 
 impl Precision {
     /// All modes, in menu order.
-    pub const ALL: [Self; 8] =
-        [Self::Fp32, Self::Bf16, Self::Fp16, Self::Bf16Amp, Self::Fp16Amp, Self::Fp8, Self::Int8, Self::Int4];
+    pub const ALL: [Self; 10] = [
+        Self::Fp32,
+        Self::Bf16,
+        Self::Fp16,
+        Self::Bf16Amp,
+        Self::Fp16Amp,
+        Self::Bf16Mixed,
+        Self::Fp16Mixed,
+        Self::Fp8,
+        Self::Int8,
+        Self::Int4,
+    ];
 
     /// Storage type of the weights held on the GPU.
     pub const fn weight_dtype(self) -> DType {
         match self {
             Self::Fp32 | Self::Bf16Amp | Self::Fp16Amp => DType::F32,
-            Self::Bf16 => DType::Bf16,
-            Self::Fp16 => DType::F16,
+            Self::Bf16 | Self::Bf16Mixed => DType::Bf16,
+            Self::Fp16 | Self::Fp16Mixed => DType::F16,
             Self::Fp8 => DType::F8,
             Self::Int8 => DType::I8,
             Self::Int4 => DType::I4,
@@ -131,14 +146,19 @@ impl Precision {
     pub const fn compute_dtype(self) -> DType {
         match self {
             Self::Fp32 => DType::F32,
-            Self::Fp16 | Self::Fp16Amp => DType::F16,
-            Self::Bf16 | Self::Bf16Amp | Self::Fp8 | Self::Int8 | Self::Int4 => DType::Bf16,
+            Self::Fp16 | Self::Fp16Amp | Self::Fp16Mixed => DType::F16,
+            Self::Bf16 | Self::Bf16Amp | Self::Bf16Mixed | Self::Fp8 | Self::Int8 | Self::Int4 => DType::Bf16,
         }
     }
 
     /// Autocast mixed precision (fp32 master weights).
     pub const fn is_amp(self) -> bool {
         matches!(self, Self::Bf16Amp | Self::Fp16Amp)
+    }
+
+    /// The optimizer keeps fp32 master weights beside half-precision model weights.
+    pub const fn has_master_weights(self) -> bool {
+        matches!(self, Self::Bf16Mixed | Self::Fp16Mixed)
     }
 
     /// Weight-only quantized (inference-only) modes.
@@ -154,6 +174,8 @@ impl Precision {
             Self::Fp16 => "fp16",
             Self::Bf16Amp => "bf16-amp",
             Self::Fp16Amp => "fp16-amp",
+            Self::Bf16Mixed => "bf16-mixed",
+            Self::Fp16Mixed => "fp16-mixed",
             Self::Fp8 => "fp8",
             Self::Int8 => "int8",
             Self::Int4 => "int4",

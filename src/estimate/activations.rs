@@ -32,6 +32,8 @@ pub(crate) struct Ctx {
     pub s: u64,
     /// Tokens in the micro-batch, `b·s`.
     pub t: u64,
+    /// Tokens of residual-stream tensors on this rank: `t / tp` under sequence parallelism.
+    pub ts: u64,
     /// Bytes per element of half-precision compute (4 in pure fp32).
     pub c: u64,
     /// Bytes per element of the residual stream: fp32 under autocast, else `c`.
@@ -64,6 +66,11 @@ impl Ctx {
             b: sc.batch,
             s: sc.seq,
             t: sc.batch * sc.seq,
+            ts: if sc.parallel.sp && sc.parallel.tp > 1 {
+                (sc.batch * sc.seq).div_ceil(sc.parallel.tp)
+            } else {
+                sc.batch * sc.seq
+            },
             c,
             r: if amp { 4 } else { c },
             amp,
@@ -112,11 +119,14 @@ struct LinearGroup<'a> {
     in_bytes: u64,
     /// Category of the input when it is saved as it is.
     in_cat: Cat,
+    /// Tokens of the saved input (`ts` for residual-width inputs: sequence parallelism keeps them
+    /// sharded and all-gathers again in backward).
+    tokens: u64,
 }
 
 /// Saves of one group of Linears; returns whether the outputs require grad.
 fn linears(acc: &mut Saved, ctx: &Ctx, g: &LinearGroup<'_>, active_in: bool) -> bool {
-    let t = ctx.t;
+    let t = g.tokens;
     let mut input_saved = false;
     let mut any_adapted = false;
     for &(role, weight_elems) in g.members {
@@ -136,7 +146,7 @@ fn linears(acc: &mut Saved, ctx: &Ctx, g: &LinearGroup<'_>, active_in: bool) -> 
             acc.add(Cat::WeightCasts, weight_elems * ctx.c);
         }
         if adapted && let Some(l) = ctx.lora {
-            adapter(acc, ctx, l, g.in_features, &mut input_saved);
+            adapter(acc, ctx, l, g.in_features, t, &mut input_saved);
         }
     }
     if input_saved {
@@ -148,8 +158,7 @@ fn linears(acc: &mut Saved, ctx: &Ctx, g: &LinearGroup<'_>, active_in: bool) -> 
 /// PEFT LoRA on one Linear: `lora_B(lora_A(dropout(x))) * scaling` with fp32 adapter weights
 /// (PEFT's `autocast_adapter_dtype`): a half-precision input is copied to fp32 per adapter
 /// (under autocast, to the autocast dtype), and lora_A's output is kept for lora_B.
-fn adapter(acc: &mut Saved, ctx: &Ctx, l: Lora, in_features: u64, shared_input_saved: &mut bool) {
-    let t = ctx.t;
+fn adapter(acc: &mut Saved, ctx: &Ctx, l: Lora, in_features: u64, t: u64, shared_input_saved: &mut bool) {
     let ad = if ctx.amp { ctx.c } else { 4 };
     if l.dropout > 0.0 {
         acc.add(Cat::Adapters, t * in_features * ad);
@@ -182,6 +191,8 @@ pub struct ActivationModel {
     pub freed_before_attention_backward: u64,
     /// Embeddings, final norm, head and loss.
     pub top: Saved,
+    /// The part of `top` on the first pipeline stage (ids, embedding outputs).
+    pub top_input: Saved,
     /// Part of `top` released by the time backward reaches the last block.
     pub head_released_bytes: u64,
     /// Allocation burst of the MLP backward of one block (gradients of its widest tensors).
@@ -241,7 +252,13 @@ fn llama_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool)
     let attn_active = linears(
         &mut acc,
         ctx,
-        &LinearGroup { members: &qkv, in_features: h, in_bytes: norm_out_bytes, in_cat: Cat::Norms },
+        &LinearGroup {
+            members: &qkv,
+            in_features: h,
+            in_bytes: norm_out_bytes,
+            in_cat: Cat::Norms,
+            tokens: ctx.ts,
+        },
         active_in,
     );
     // --- attention core (rotary multiplies keep only the shared cos/sin tables)
@@ -269,7 +286,7 @@ fn llama_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool)
     };
     // --- residual add, post_attention_layernorm (keeps its fp32 input: the residual sum)
     if active_mid && r == 4 {
-        acc.add(Cat::Residual, t * h * 4);
+        acc.add(Cat::Residual, ctx.ts * h * 4);
     }
     norm_saves(&mut acc, ctx, h, active_mid);
     // --- MLP
@@ -280,7 +297,13 @@ fn llama_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool)
             let act = linears(
                 &mut acc,
                 ctx,
-                &LinearGroup { members: &gu, in_features: h, in_bytes: norm_out_bytes, in_cat: Cat::Norms },
+                &LinearGroup {
+                    members: &gu,
+                    in_features: h,
+                    in_bytes: norm_out_bytes,
+                    in_cat: Cat::Norms,
+                    tokens: ctx.ts,
+                },
                 active_mid,
             );
             if act {
@@ -309,7 +332,7 @@ fn norm_saves(acc: &mut Saved, ctx: &Ctx, h: u64, active: bool) {
     if !active {
         return;
     }
-    let t = ctx.t;
+    let t = ctx.ts;
     acc.add(Cat::Norms, t * 4);
     if ctx.r != 4 {
         acc.add(Cat::Norms, t * h * 4);
@@ -338,7 +361,7 @@ fn linears_no_input(
             && let Some(l) = ctx.lora
         {
             let mut unused = false;
-            adapter(acc, ctx, l, in_features, &mut unused);
+            adapter(acc, ctx, l, in_features, ctx.t, &mut unused);
             if unused {
                 // fp32 input shared by the adapter: attention output / MLP product, kept once
                 acc.add(Cat::Adapters, ctx.t * in_features * ctx.c);
@@ -425,25 +448,26 @@ fn llama(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let (mut first_layer, _, _) = llama_layer(ctx, m, ctx.full, false);
     // block 0's input is the embedding output: kept by input_layernorm when the stream is fp32
     if ctx.full && r == 4 {
-        first_layer.add(Cat::Residual, t * h * 4);
+        first_layer.add(Cat::Residual, ctx.ts * h * 4);
     }
     // later blocks' inputs are the previous block's output (a residual sum), kept by the norm
     let mut full_layer = full_layer;
     let mut selective_layer = selective_layer;
     if r == 4 {
-        full_layer.add(Cat::Residual, t * h * 4);
-        selective_layer.add(Cat::Residual, t * h * 4);
+        full_layer.add(Cat::Residual, ctx.ts * h * 4);
+        selective_layer.add(Cat::Residual, ctx.ts * h * 4);
     }
     let mut top = Saved::default();
     if ctx.full {
         top.add(Cat::Embeddings, t * 8); // input ids, kept by the embedding backward
     }
+    let top_input = top;
     // rotary cos/sin (1, s, d): fp32 under autocast (x is fp32), else the compute dtype; kept by
     // the rotary multiplies of blocks that are not checkpointed
     let rope_tables = 2 * s * m.head_dim * if ctx.amp { 4 } else { c };
     // final norm keeps the last block's output (fp32 stream) and its own saves
     if r == 4 {
-        top.add(Cat::Residual, t * h * 4);
+        top.add(Cat::Residual, ctx.ts * h * 4);
     }
     norm_saves(&mut top, ctx, h, true);
     let (head_released, loss_transient) = head_saves(&mut top, ctx, m);
@@ -470,11 +494,12 @@ fn llama(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         full_layer,
         first_layer,
         selective_layer,
-        layer_input_bytes: t * h * r,
+        layer_input_bytes: ctx.ts * h * r,
         shared_layer_bytes: rope_tables,
         shared_checkpoint_bytes: 0,
         freed_before_attention_backward: freed,
         top,
+        top_input,
         head_released_bytes: head_released,
         mlp_backward_transient: mlp_t,
         attention_backward_transient: attn_t,
@@ -507,9 +532,9 @@ fn head_saves(top: &mut Saved, ctx: &Ctx, m: &TransformerSpec) -> (u64, u64) {
     }
     if head_trains {
         if ctx.amp {
-            top.add(Cat::InputCasts, t * h * c);
+            top.add(Cat::InputCasts, ctx.ts * h * c);
         } else {
-            top.add(Cat::HeadLoss, t * h * ctx.r); // final norm output kept by lm_head
+            top.add(Cat::HeadLoss, ctx.ts * h * ctx.r); // final norm output kept by lm_head
         }
     }
     if ctx.amp {
@@ -549,7 +574,7 @@ fn layer_backward_transients(ctx: &Ctx, m: &TransformerSpec, upcast_softmax: boo
 /// LayerNorm statistics: mean and rstd per token. The reference harness (fake tensors) reports
 /// them in the input dtype for half inputs; fp32 inputs give fp32.
 fn ln_stats(ctx: &Ctx, input_bytes: u64) -> u64 {
-    2 * ctx.t * input_bytes
+    2 * ctx.ts * input_bytes
 }
 
 /// One GPT-2 block: saves and the bytes freed before its attention core runs backward.
@@ -564,18 +589,19 @@ fn gpt2_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
     // c_attn: fused q/k/v Conv1D (addmm); LoRA targets q/k/v all map to it
     let cattn_adapted =
         ctx.adapted(LinearRole::Q) || ctx.adapted(LinearRole::K) || ctx.adapted(LinearRole::V);
-    let cattn = [(if cattn_adapted { first_adapted(ctx) } else { LinearRole::Q }, 3 * h * h)];
+    let q = m.q_width();
+    let cattn = [(if cattn_adapted { first_adapted(ctx) } else { LinearRole::Q }, 3 * h * q)];
     let attn_active = linears(
         &mut acc,
         ctx,
-        &LinearGroup { members: &cattn, in_features: h, in_bytes: r, in_cat: Cat::Norms },
+        &LinearGroup { members: &cattn, in_features: h, in_bytes: r, in_cat: Cat::Norms, tokens: ctx.ts },
         active_in,
     );
     let o_trains = ctx.weight_trains(LinearRole::O);
     if attn_active {
         match ctx.kernel {
             Kernel::Eager if !selective => {
-                acc.add(Cat::AttentionIo, 3 * t * h * c + if o_trains { t * h * c } else { 0 });
+                acc.add(Cat::AttentionIo, 3 * t * q * c + if o_trains { t * q * c } else { 0 });
                 let sc = ctx.scores(m.num_heads);
                 acc.add(Cat::AttentionScores, sc * if ctx.amp { 4 } else { c }); // softmax output
                 if m.attention_dropout > 0.0 {
@@ -586,32 +612,32 @@ fn gpt2_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
                 }
             }
             Kernel::Eager => {
-                acc.add(Cat::AttentionIo, 3 * t * h * c + if o_trains { t * h * c } else { 0 });
+                acc.add(Cat::AttentionIo, 3 * t * q * c + if o_trains { t * q * c } else { 0 });
             }
             _ => {
                 // q, k, v are views of c_attn's output: one storage, kept once
-                acc.add(Cat::AttentionIo, 4 * t * h * c + ctx.lse_bytes(m.num_heads));
+                acc.add(Cat::AttentionIo, 4 * t * q * c + ctx.lse_bytes(m.num_heads));
             }
         }
     }
-    let cproj = [(LinearRole::O, h * h)];
-    let active_mid = linears_no_input(&mut acc, ctx, &cproj, h, attn_active) || active_in;
+    let cproj = [(LinearRole::O, h * q)];
+    let active_mid = linears_no_input(&mut acc, ctx, &cproj, q, attn_active) || active_in;
     let before_post = acc.total();
     let tail =
         eager_core_tail(ctx, m, attn_active && !selective, o_trains, m.attention_dropout > 0.0 || ctx.amp);
     if m.hidden_dropout > 0.0 && active_mid {
-        acc.add(Cat::DropoutMasks, t * h); // resid_dropout
+        acc.add(Cat::DropoutMasks, ctx.ts * h); // resid_dropout
     }
     // residual sum kept by ln_2, then ln_2 stats
     if active_mid {
-        acc.add(Cat::Residual, t * h * r);
+        acc.add(Cat::Residual, ctx.ts * h * r);
         acc.add(Cat::Norms, ln_stats(ctx, r));
     }
     let cfc = [(LinearRole::Up, h * i)];
     let mlp_active = linears(
         &mut acc,
         ctx,
-        &LinearGroup { members: &cfc, in_features: h, in_bytes: r, in_cat: Cat::Norms },
+        &LinearGroup { members: &cfc, in_features: h, in_bytes: r, in_cat: Cat::Norms, tokens: ctx.ts },
         active_mid,
     );
     let down_trains = ctx.weight_trains(LinearRole::Down);
@@ -635,7 +661,7 @@ fn gpt2_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
     let mproj = [(LinearRole::Down, i * h)];
     let active_out = linears_no_input(&mut acc, ctx, &mproj, i, mlp_active) || active_mid;
     if m.hidden_dropout > 0.0 && active_out {
-        acc.add(Cat::DropoutMasks, t * h); // mlp dropout
+        acc.add(Cat::DropoutMasks, ctx.ts * h); // mlp dropout
     }
     let freed = acc.total() - before_post + tail;
     (acc, freed)
@@ -671,20 +697,21 @@ fn gpt2(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let (mut first_layer, _) = gpt2_layer(ctx, m, ctx.full, false);
     // every block's input is kept by its ln_1 (block 0: the embedding dropout output)
     for l in [&mut full_layer, &mut selective_layer] {
-        l.add(Cat::Residual, t * h * r);
+        l.add(Cat::Residual, ctx.ts * h * r);
     }
     if ctx.full {
-        first_layer.add(Cat::Residual, t * h * r);
+        first_layer.add(Cat::Residual, ctx.ts * h * r);
     }
     let mut top = Saved::default();
     if ctx.full {
         top.add(Cat::Embeddings, t * 8 + s * 8); // input ids (wte), position ids (wpe)
     }
     if m.hidden_dropout > 0.0 && ctx.full {
-        top.add(Cat::DropoutMasks, t * h); // embedding dropout
+        top.add(Cat::DropoutMasks, ctx.ts * h); // embedding dropout
     }
+    let top_input = top;
     // ln_f keeps the last block's output and its stats
-    top.add(Cat::Residual, t * h * r);
+    top.add(Cat::Residual, ctx.ts * h * r);
     top.add(Cat::Norms, ln_stats(ctx, r));
     let (released, loss_t) = head_saves(&mut top, ctx, m);
     let (attn_t, mlp_t) = layer_backward_transients(ctx, m, false);
@@ -705,11 +732,12 @@ fn gpt2(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         full_layer,
         first_layer,
         selective_layer,
-        layer_input_bytes: t * h * r,
+        layer_input_bytes: ctx.ts * h * r,
         shared_layer_bytes: shared.0,
         shared_checkpoint_bytes: ckpt_mask,
         freed_before_attention_backward: shared.1,
         top,
+        top_input,
         head_released_bytes: released,
         mlp_backward_transient: mlp_t,
         attention_backward_transient: attn_t,
@@ -733,11 +761,12 @@ fn bert_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
     let i = m.intermediate_size;
     // the block input (previous LayerNorm output, or the embedding dropout output for block 0)
     // is kept by query/key/value when they train
-    let qkv = [(LinearRole::Q, h * h), (LinearRole::K, h * h), (LinearRole::V, h * h)];
+    let q = m.q_width();
+    let qkv = [(LinearRole::Q, q * h), (LinearRole::K, q * h), (LinearRole::V, q * h)];
     let attn_active = linears(
         &mut acc,
         ctx,
-        &LinearGroup { members: &qkv, in_features: h, in_bytes: r, in_cat: Cat::Norms },
+        &LinearGroup { members: &qkv, in_features: h, in_bytes: r, in_cat: Cat::Norms, tokens: ctx.ts },
         active_in,
     );
     let o_trains = ctx.weight_trains(LinearRole::O);
@@ -750,23 +779,23 @@ fn bert_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
             _ => attention_core(&mut acc, ctx, m.num_heads, h, h, m.attention_dropout, o_trains, false),
         }
     }
-    let o = [(LinearRole::O, h * h)];
-    let active_mid = linears_no_input(&mut acc, ctx, &o, h, attn_active) || active_in;
+    let o = [(LinearRole::O, h * q)];
+    let active_mid = linears_no_input(&mut acc, ctx, &o, q, attn_active) || active_in;
     let before_post = acc.total();
     let tail =
         eager_core_tail(ctx, m, attn_active && !selective, o_trains, m.attention_dropout > 0.0 || ctx.amp);
     if active_mid {
         if m.hidden_dropout > 0.0 {
-            acc.add(Cat::DropoutMasks, t * h);
+            acc.add(Cat::DropoutMasks, ctx.ts * h);
         }
-        acc.add(Cat::Residual, t * h * r); // dropout(dense) + input, kept by LayerNorm
+        acc.add(Cat::Residual, ctx.ts * h * r); // dropout(dense) + input, kept by LayerNorm
         acc.add(Cat::Norms, ln_stats(ctx, r));
     }
     let up = [(LinearRole::Up, i * h)];
     let mlp_active = linears(
         &mut acc,
         ctx,
-        &LinearGroup { members: &up, in_features: h, in_bytes: r, in_cat: Cat::Norms },
+        &LinearGroup { members: &up, in_features: h, in_bytes: r, in_cat: Cat::Norms, tokens: ctx.ts },
         active_mid,
     );
     if mlp_active {
@@ -779,9 +808,9 @@ fn bert_layer(ctx: &Ctx, m: &TransformerSpec, active_in: bool, selective: bool) 
     let active_out = linears_no_input(&mut acc, ctx, &down, i, mlp_active) || active_mid;
     if active_out {
         if m.hidden_dropout > 0.0 {
-            acc.add(Cat::DropoutMasks, t * h);
+            acc.add(Cat::DropoutMasks, ctx.ts * h);
         }
-        acc.add(Cat::Residual, t * h * r);
+        acc.add(Cat::Residual, ctx.ts * h * r);
         acc.add(Cat::Norms, ln_stats(ctx, r));
     }
     let freed = acc.total() - before_post + tail;
@@ -803,6 +832,7 @@ fn bert(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
             top.add(Cat::DropoutMasks, t * h);
         }
     }
+    let top_input = top;
     let (released, loss_t) = match m.head {
         Head::MaskedLm => {
             let before = top.total();
@@ -860,11 +890,12 @@ fn bert(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         full_layer,
         first_layer,
         selective_layer,
-        layer_input_bytes: t * h * r,
+        layer_input_bytes: ctx.ts * h * r,
         shared_layer_bytes: shared.0,
         shared_checkpoint_bytes: 0,
         freed_before_attention_backward: shared.1,
         top,
+        top_input,
         head_released_bytes: released,
         mlp_backward_transient: mlp_t,
         attention_backward_transient: attn_t,

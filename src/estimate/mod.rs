@@ -10,8 +10,8 @@ pub mod states;
 
 pub use saved::{Cat, Saved};
 pub use scenario::{
-    AttentionImpl, BaseQuant, Checkpointing, DataParallel, Lora, Mode, Optimizer, Overhead, Scenario,
-    ScenarioError, Targets,
+    AttentionImpl, BaseQuant, Checkpointing, FsdpMode, Lora, Mode, Offload, Optimizer, Overhead, Parallel,
+    Scenario, ScenarioError, Targets,
 };
 
 use crate::model::{Architecture, LayerTable};
@@ -111,6 +111,12 @@ pub struct Estimate {
     pub overhead: u64,
     /// `peak_allocated + overhead`: what nvidia-smi would show.
     pub total: u64,
+    /// The pipeline stage this (most loaded) rank runs.
+    pub stage: Stage,
+    /// Host memory the offloaded states need on this rank's node share.
+    pub cpu_bytes: u64,
+    /// NVMe space the offloaded states need per rank.
+    pub nvme_bytes: u64,
 }
 
 /// What backward recomputes under checkpointing.
@@ -229,6 +235,7 @@ fn table_model(sc: &Scenario, t: &LayerTable) -> (ActivationModel, u64) {
     let burst = 2 * b * largest_out * c;
     let am = ActivationModel {
         top,
+        top_input: Saved::default(),
         mlp_backward_transient: burst,
         loss_backward_transient: burst,
         infer_layer_peak: burst,
@@ -238,13 +245,140 @@ fn table_model(sc: &Scenario, t: &LayerTable) -> (ActivationModel, u64) {
     (am, 0)
 }
 
-/// Estimates the per-GPU memory of a validated scenario.
+/// Which pipeline stage a per-rank estimate is for.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Stage {
+    /// 0-based stage index.
+    pub index: u64,
+    /// Pipeline stages.
+    pub stages: u64,
+    /// Transformer blocks on this stage.
+    pub blocks: u64,
+    /// Micro-batches whose activations this stage holds at once (1F1B: min(m, pp - index);
+    /// interleaved schedules hold more on the first stage).
+    pub in_flight: f64,
+}
+
+impl Stage {
+    fn first(&self) -> bool {
+        self.index == 0
+    }
+    fn last(&self) -> bool {
+        self.index + 1 == self.stages
+    }
+}
+
+/// The stages worth evaluating: the first (most micro-batches in flight, embeddings), the last
+/// (LM head and loss) and, for deep pipelines, the second (most blocks when L % pp != 0).
+fn stages_of(sc: &Scenario, layers: u64) -> Vec<Stage> {
+    let p = &sc.parallel;
+    let pp = p.pp.max(1);
+    if sc.mode == Mode::Infer || pp == 1 {
+        return vec![Stage { index: 0, stages: 1, blocks: layers, in_flight: 1.0 }];
+    }
+    let m = p.micro_batches();
+    let v = p.virtual_stages.max(1);
+    let blocks = |i: u64| layers / pp + u64::from(i < layers % pp);
+    let in_flight = |i: u64| {
+        let base = m.min(pp - i) as f64;
+        if v > 1 && i == 0 { base * (1.0 + (pp - 1) as f64 / (pp * v) as f64) } else { base }
+    };
+    let mut idx = vec![0, pp - 1];
+    if pp > 2 {
+        idx.push(1);
+    }
+    idx.into_iter()
+        .map(|i| Stage { index: i, stages: pp, blocks: blocks(i), in_flight: in_flight(i) })
+        .collect()
+}
+
+/// The transformer as one tensor-parallel (and expert-parallel) rank sees it: heads, KV heads,
+/// MLP width, vocabulary and experts divided (KV heads replicated when fewer than the degree).
+pub fn shard_spec(t: &crate::model::TransformerSpec, p: &Parallel) -> crate::model::TransformerSpec {
+    let tp = p.tp.max(1);
+    let mut s = t.clone();
+    if tp > 1 {
+        s.num_heads = t.num_heads.div_ceil(tp);
+        s.num_kv_heads = t.num_kv_heads.div_ceil(tp).max(1);
+        s.intermediate_size = t.intermediate_size.div_ceil(tp);
+        s.vocab_size = t.vocab_size.div_ceil(tp);
+    }
+    if let Some(mut moe) = t.moe
+        && p.ep > 1
+    {
+        moe.experts = moe.experts.div_ceil(p.ep);
+        s.moe = Some(moe);
+    }
+    s
+}
+
+/// Parameter groups one pipeline stage holds.
+fn stage_groups(spec: &crate::model::TransformerSpec, stage: &Stage) -> Vec<crate::model::ParamGroup> {
+    use crate::model::{ParamKind, Scope};
+    let layers = spec.num_layers.max(1);
+    let all = spec.param_groups();
+    let mut out = Vec::with_capacity(all.len() + 1);
+    for g in &all {
+        match g.scope {
+            Scope::Block => {
+                let count = g.count / layers * stage.blocks;
+                if count > 0 {
+                    out.push(crate::model::ParamGroup { count, ..*g });
+                }
+            }
+            Scope::Input if stage.first() => out.push(*g),
+            Scope::Output if stage.last() => out.push(*g),
+            _ => {}
+        }
+    }
+    // Megatron keeps a copy of tied word embeddings on the last stage for the LM head
+    if stage.last()
+        && !stage.first()
+        && spec.tie_word_embeddings
+        && let Some(e) = all.iter().find(|g| g.kind == ParamKind::Embedding && g.rows == spec.vocab_size)
+    {
+        out.push(*e);
+    }
+    out
+}
+
+/// Estimates the per-GPU memory of a validated scenario: for the most loaded rank when the job is
+/// split (tensor ranks are alike; pipeline stages differ, so each kind of stage is evaluated).
 pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
     sc.validate()?;
-    let groups = sc.model.param_groups();
+    let layers = sc.model.transformer().map_or(0, |t| t.num_layers);
+    let mut worst: Option<Estimate> = None;
+    for stage in stages_of(sc, layers) {
+        let e = estimate_rank(sc, &stage);
+        if worst.as_ref().is_none_or(|w| e.total > w.total) {
+            worst = Some(e);
+        }
+    }
+    worst.ok_or_else(|| ScenarioError::Invalid("no pipeline stage to estimate".into()))
+}
+
+fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
+    let p = sc.parallel;
+    // context parallelism: each rank holds a 1/cp slice of the sequence
+    let local;
+    let sc_local = if p.cp > 1 {
+        let mut s = sc.clone();
+        s.seq = sc.seq.div_ceil(p.cp);
+        local = s;
+        &local
+    } else {
+        sc
+    };
+    let spec = sc.model.transformer().map(|t| shard_spec(t, &p));
+    let groups = match &spec {
+        Some(t) => stage_groups(t, stage),
+        None => sc.model.param_groups(),
+    };
     let mut st: States = states::states(sc, &groups);
-    if sc.parallel.dp > 1 {
-        let layers = sc.model.transformer().map_or(1, |t| t.num_layers.max(1));
+    let mut cpu_bytes = 0;
+    let mut nvme_bytes = 0;
+    if p.dp > 1 || p.effective_zero() > 0 {
+        let blocks = stage.blocks.max(1);
         let block_params: u64 = groups
             .iter()
             .filter(|g| {
@@ -252,28 +386,72 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
             })
             .map(|g| g.rows * g.cols * g.count)
             .sum::<u64>()
-            / layers;
+            / blocks;
         let gathered = sc.precision.compute_dtype().bytes(block_params);
-        states::shard(&mut st, sc.parallel, gathered);
+        states::shard(&mut st, &p, gathered);
     }
-    let (am, layers) = match &sc.model.arch {
-        Architecture::Transformer(t) => (activations::transformer(sc, t), t.num_layers),
-        Architecture::Table(t) => table_model(sc, t),
+    match p.offload {
+        Offload::None => {}
+        Offload::Optimizer => {
+            // ZeRO-Offload: moments (and fp32 master) live and step on the CPU, next to an fp32
+            // copy of the gradient partition
+            cpu_bytes = st.optimizer_bytes + 4 * st.trainable_params.div_ceil(p.shard_degree().max(1));
+            st.optimizer_bytes = 0;
+            st.optimizer_alloc = 0;
+            st.optimizer_step_temp = 0;
+        }
+        Offload::Params => {
+            // ZeRO-Infinity: parameters and states on NVMe; the GPU holds the blocks being used
+            nvme_bytes = st.param_bytes + st.optimizer_bytes;
+            cpu_bytes = 4 * st.param_alloc.div_ceil(stage.blocks.max(1));
+            let per_block = st.param_alloc.div_ceil(stage.blocks.max(1));
+            st.param_alloc = st.param_alloc.min(3 * per_block);
+            st.optimizer_bytes = 0;
+            st.optimizer_alloc = 0;
+            st.optimizer_step_temp = 0;
+        }
+    }
+    let (am, layers) = match (&sc.model.arch, &spec) {
+        (Architecture::Transformer(_), Some(t)) => (activations::transformer(sc_local, t), stage.blocks),
+        (Architecture::Table(t), _) => table_model(sc, t),
+        (Architecture::Transformer(t), None) => (activations::transformer(sc_local, t), t.num_layers),
     };
     let train = sc.mode == Mode::Train;
-    let (layer_saved, recompute) = compose_layers(sc, &am, layers);
+    let (mut layer_saved, recompute) = compose_layers(sc_local, &am, layers);
+    if stage.in_flight > 1.0 {
+        let mut scaled = Saved::default();
+        for (dst, src) in scaled.0.iter_mut().zip(layer_saved.0.iter()) {
+            *dst = (*src as f64 * stage.in_flight).round() as u64;
+        }
+        layer_saved = scaled;
+    }
     let mut breakdown = layer_saved;
-    breakdown.add_all(&am.top);
+    let top_output = {
+        let mut o = am.top;
+        for (a, b) in o.0.iter_mut().zip(am.top_input.0.iter()) {
+            *a -= *b;
+        }
+        o
+    };
+    if stage.first() {
+        for (dst, src) in breakdown.0.iter_mut().zip(am.top_input.0.iter()) {
+            *dst += (*src as f64 * stage.in_flight).round() as u64;
+        }
+    }
+    if stage.last() {
+        breakdown.add_all(&top_output);
+    }
     let activations_bytes = if train { breakdown.total() } else { 0 };
-    let kv_cache = match (&sc.model.arch, sc.mode) {
-        (Architecture::Transformer(t), Mode::Infer) => activations::kv_cache_bytes(
+    let kv_cache = match (&spec, sc.mode) {
+        (Some(t), Mode::Infer) => activations::kv_cache_bytes(
             t,
-            sc.batch,
-            sc.seq,
+            sc_local.batch,
+            sc_local.seq,
             sc.kv_cache_dtype.unwrap_or(sc.precision.compute_dtype()),
         ),
         _ => 0,
     };
+    let head_released = if stage.last() { am.head_released_bytes } else { 0 };
     let mut moments = Vec::with_capacity(6);
     if train {
         let base = Snapshot {
@@ -290,31 +468,34 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
                 what: "end of forward (autocast weight cache)",
                 alive: Snapshot {
                     activations: activations_bytes + cached,
-                    temporaries: am.head_forward_transient,
+                    temporaries: if stage.last() { am.head_forward_transient } else { 0 },
                     ..base
                 },
             });
         }
-        moments.push(Moment {
-            phase: Phase::Backward,
-            what: "loss and log-softmax backward",
-            alive: Snapshot {
-                activations: activations_bytes,
-                temporaries: am.loss_backward_transient,
-                ..base
-            },
-        });
+        if stage.last() {
+            moments.push(Moment {
+                phase: Phase::Backward,
+                what: "loss and log-softmax backward",
+                alive: Snapshot {
+                    activations: activations_bytes,
+                    temporaries: am.loss_backward_transient,
+                    ..base
+                },
+            });
+        }
         // last block's backward: the head's saves are released and its gradients allocated; a
         // checkpointed block is recomputed first. The MLP runs backward first; the attention core
         // runs with the MLP's saves freed and the MLP and output-projection gradients allocated.
-        let after_head = activations_bytes - am.head_released_bytes.min(activations_bytes);
+        let head_grads = if stage.last() { st.head_grad_alloc } else { 0 };
+        let after_head = activations_bytes - head_released.min(activations_bytes);
         let acts = after_head + recompute.at_last_block;
         moments.push(Moment {
             phase: Phase::Backward,
             what: "last block MLP backward",
             alive: Snapshot {
                 activations: acts,
-                gradients: st.head_grad_alloc,
+                gradients: head_grads,
                 temporaries: am.mlp_backward_transient,
                 ..base
             },
@@ -324,7 +505,7 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
             what: "last block attention backward",
             alive: Snapshot {
                 activations: acts - am.freed_before_attention_backward.min(acts),
-                gradients: st.head_grad_alloc + st.grads_before_attention,
+                gradients: head_grads + st.grads_before_attention,
                 temporaries: am.attention_backward_transient,
                 ..base
             },
@@ -335,7 +516,7 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
                 what: "recompute of a checkpointed block",
                 alive: Snapshot {
                     activations: after_head - freed.min(after_head) + recomputed,
-                    gradients: st.head_grad_alloc,
+                    gradients: head_grads,
                     temporaries: am.mlp_backward_transient.max(am.attention_backward_transient),
                     ..base
                 },
@@ -379,8 +560,9 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
     let o = sc.overhead;
     let overhead = o.cuda_context_bytes
         + o.workspace_bytes
+        + p.nccl()
         + (peak_allocated as f64 * o.allocator_reserve_fraction).round() as u64;
-    Ok(Estimate {
+    Estimate {
         n_params: st.n_params,
         trainable_params: st.trainable_params,
         parameters: st.param_bytes,
@@ -394,5 +576,8 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
         moments,
         overhead,
         total: peak_allocated + overhead,
-    })
+        stage: *stage,
+        cpu_bytes,
+        nvme_bytes,
+    }
 }

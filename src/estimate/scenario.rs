@@ -346,23 +346,162 @@ pub struct Scenario {
     pub kv_cache_dtype: Option<DType>,
     /// Non-PyTorch overhead.
     pub overhead: Overhead,
-    /// Data parallelism and ZeRO sharding (per-GPU results).
+    /// Parallelism (per-GPU results for the most loaded rank).
     #[serde(default)]
-    pub parallel: DataParallel,
+    pub parallel: Parallel,
 }
 
-/// Data parallelism with DeepSpeed ZeRO sharding of the model states across `dp` GPUs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DataParallel {
-    /// Data-parallel degree (GPUs holding replicas or shards).
+/// PyTorch FSDP sharding strategy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsdpMode {
+    /// Parameters, gradients and optimizer states sharded (like ZeRO-3).
+    FullShard,
+    /// Gradients and optimizer states sharded (like ZeRO-2).
+    ShardGradOp,
+    /// Full sharding inside a node, replicas across nodes.
+    HybridShard,
+}
+
+impl FromStr for FsdpMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "full_shard" | "full-shard" => Ok(Self::FullShard),
+            "shard_grad_op" | "shard-grad-op" => Ok(Self::ShardGradOp),
+            "hybrid_shard" | "hybrid-shard" => Ok(Self::HybridShard),
+            _ => Err(format!("unknown FSDP mode \"{s}\" (full_shard, shard_grad_op, hybrid_shard)")),
+        }
+    }
+}
+
+/// What ZeRO-Offload / ZeRO-Infinity moves off the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Offload {
+    /// Everything on the GPU.
+    #[default]
+    None,
+    /// ZeRO-Offload: optimizer states (and the fp32 gradients and the step) on the CPU.
+    Optimizer,
+    /// ZeRO-Infinity: parameters and optimizer states on NVMe, streamed in block by block.
+    Params,
+}
+
+impl FromStr for Offload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "none" => Ok(Self::None),
+            "optimizer" | "cpu" => Ok(Self::Optimizer),
+            "params" | "nvme" => Ok(Self::Params),
+            _ => Err(format!("unknown offload \"{s}\" (none, optimizer, params)")),
+        }
+    }
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// How the job is split across GPUs. Results are per GPU, for the most loaded rank.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Parallel {
+    /// Data-parallel degree (replicas, or shards under ZeRO/FSDP).
     pub dp: u64,
     /// ZeRO stage: 0 = plain DDP, 1 = optimizer states sharded, 2 = + gradients, 3 = + parameters.
     pub zero: u8,
+    /// Tensor-parallel degree (Megatron column/row split).
+    #[serde(default = "one")]
+    pub tp: u64,
+    /// Pipeline-parallel degree.
+    #[serde(default = "one")]
+    pub pp: u64,
+    /// Context-parallel degree (sequence split across ranks, ring attention).
+    #[serde(default = "one")]
+    pub cp: u64,
+    /// Expert-parallel degree (MoE experts split across ranks).
+    #[serde(default = "one")]
+    pub ep: u64,
+    /// Sequence parallelism alongside tensor parallelism (Korthikanti et al. 2022).
+    #[serde(default)]
+    pub sp: bool,
+    /// PyTorch FSDP instead of DeepSpeed ZeRO (overrides `zero`).
+    #[serde(default)]
+    pub fsdp: Option<FsdpMode>,
+    /// Pipeline micro-batches per step (0 = as many as stages).
+    #[serde(default)]
+    pub micro_batches: u64,
+    /// Virtual pipeline stages per rank (interleaved 1F1B); 1 = plain 1F1B.
+    #[serde(default = "one")]
+    pub virtual_stages: u64,
+    /// ZeRO-Offload / ZeRO-Infinity.
+    #[serde(default)]
+    pub offload: Offload,
+    /// GPUs per node (hybrid sharding group, fast-link domain).
+    #[serde(default)]
+    pub gpus_per_node: u64,
+    /// NCCL communicator buffers per GPU when more than one GPU takes part (default 256 MiB).
+    #[serde(default)]
+    pub nccl_bytes: Option<u64>,
 }
 
-impl Default for DataParallel {
+impl Default for Parallel {
     fn default() -> Self {
-        Self { dp: 1, zero: 0 }
+        Self {
+            dp: 1,
+            zero: 0,
+            tp: 1,
+            pp: 1,
+            cp: 1,
+            ep: 1,
+            sp: false,
+            fsdp: None,
+            micro_batches: 0,
+            virtual_stages: 1,
+            offload: Offload::None,
+            gpus_per_node: 0,
+            nccl_bytes: None,
+        }
+    }
+}
+
+impl Parallel {
+    /// GPUs in the job.
+    pub fn world(&self) -> u64 {
+        self.dp * self.tp * self.pp * self.cp
+    }
+
+    /// The ZeRO stage in effect (FSDP modes mapped to their ZeRO equivalents).
+    pub fn effective_zero(&self) -> u8 {
+        match self.fsdp {
+            Some(FsdpMode::FullShard | FsdpMode::HybridShard) => 3,
+            Some(FsdpMode::ShardGradOp) => 2,
+            None => self.zero,
+        }
+    }
+
+    /// Ranks the sharded states are divided over.
+    pub fn shard_degree(&self) -> u64 {
+        match self.fsdp {
+            Some(FsdpMode::HybridShard) => self.dp.min(self.node_size()),
+            _ => self.dp,
+        }
+    }
+
+    /// GPUs per node (8 unless set).
+    pub fn node_size(&self) -> u64 {
+        if self.gpus_per_node == 0 { 8 } else { self.gpus_per_node }
+    }
+
+    /// Pipeline micro-batches per step.
+    pub fn micro_batches(&self) -> u64 {
+        if self.micro_batches == 0 { self.pp } else { self.micro_batches }
+    }
+
+    /// NCCL buffers per GPU.
+    pub fn nccl(&self) -> u64 {
+        if self.world() <= 1 { 0 } else { self.nccl_bytes.unwrap_or(256 << 20) }
     }
 }
 
@@ -433,7 +572,7 @@ impl Scenario {
             base_quant: BaseQuant::None,
             kv_cache_dtype: None,
             overhead: Overhead::default(),
-            parallel: DataParallel::default(),
+            parallel: Parallel::default(),
         }
     }
 
@@ -476,11 +615,41 @@ impl Scenario {
         }
         self.check_sizes()?;
         let p = self.parallel;
-        if p.dp == 0 || p.dp > 1 << 20 {
-            return bad(format!("data-parallel degree {} is out of range (1 to 1048576)", p.dp));
+        for (name, v) in
+            [("data", p.dp), ("tensor", p.tp), ("pipeline", p.pp), ("context", p.cp), ("expert", p.ep)]
+        {
+            if v == 0 || v > 1 << 20 {
+                return bad(format!("{name}-parallel degree {v} is out of range (1 to 1048576)"));
+            }
         }
         if p.zero > 3 {
             return bad(format!("ZeRO stage {} does not exist (0 to 3)", p.zero));
+        }
+        if p.virtual_stages == 0 {
+            return bad("virtual pipeline stages must be at least 1".into());
+        }
+        if let Some(t) = self.model.transformer() {
+            if p.tp > t.num_heads {
+                return bad(format!(
+                    "tensor parallelism {} exceeds the {} attention heads",
+                    p.tp, t.num_heads
+                ));
+            }
+            if p.pp * p.virtual_stages > t.num_layers {
+                return bad(format!(
+                    "{} pipeline stages x {} virtual stages exceed the {} blocks",
+                    p.pp, p.virtual_stages, t.num_layers
+                ));
+            }
+            let experts = t.moe.map_or(1, |m| m.experts);
+            if p.ep > experts {
+                return bad(format!("expert parallelism {} exceeds the {experts} experts", p.ep));
+            }
+            if p.cp > self.seq {
+                return bad(format!("context parallelism {} exceeds the sequence length {}", p.cp, self.seq));
+            }
+        } else if p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1 {
+            return bad("tensor, pipeline, context and expert parallelism need a transformer model".into());
         }
         let o = self.overhead;
         if !(0.0..=1.0).contains(&o.allocator_reserve_fraction) {

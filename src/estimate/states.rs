@@ -1,6 +1,6 @@
 //! Model states: parameters, gradients and optimizer states, exact and as the allocator rounds them.
 
-use super::scenario::{BaseQuant, DataParallel, Lora, Mode, Optimizer, Scenario};
+use super::scenario::{BaseQuant, Lora, Mode, Optimizer, Parallel, Scenario};
 use crate::model::{Family, LinearRole, ParamGroup, ParamKind};
 use crate::units::{DType, Precision, round_alloc};
 
@@ -116,12 +116,19 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         st.trainable_params += n * count;
         st.grad_bytes += dt.bytes(n) * count;
         st.grad_alloc += round_alloc(dt.bytes(n)) * count;
-        let (exact, alloc) = opt_tensor_bytes(sc.optimizer, rows, cols, dt);
+        // mixed precision with master weights: the optimizer works on an fp32 copy
+        let master = p.has_master_weights() && dt != DType::F32 && sc.optimizer != Optimizer::None;
+        let opt_dt = if master { DType::F32 } else { dt };
+        let (exact, alloc) = opt_tensor_bytes(sc.optimizer, rows, cols, opt_dt);
         st.optimizer_bytes += exact * count;
         st.optimizer_alloc += alloc * count;
+        if master {
+            st.optimizer_bytes += 4 * n * count;
+            st.optimizer_alloc += round_alloc(4 * n) * count;
+        }
         if matches!(sc.optimizer, Optimizer::Adamw | Optimizer::Adam) {
             // foreach step: torch._foreach_sqrt(exp_avg_sqs) makes one parameter-sized list
-            st.optimizer_step_temp += round_alloc(dt.bytes(n)) * count;
+            st.optimizer_step_temp += round_alloc(opt_dt.bytes(n)) * count;
         }
         largest_trainable = largest_trainable.max(n);
     };
@@ -187,13 +194,14 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
 /// * stage 2: + gradients / dp;
 /// * stage 3: + parameters / dp, plus the all-gathered parameters of the running block and the
 ///   prefetched next one (`gathered_block_bytes` each).
-pub fn shard(st: &mut States, p: DataParallel, gathered_block_bytes: u64) {
-    let dp = p.dp.max(1);
-    if dp == 1 {
+pub fn shard(st: &mut States, p: &Parallel, gathered_block_bytes: u64) {
+    let dp = p.shard_degree().max(1);
+    let zero = p.effective_zero();
+    if p.dp == 1 && zero < 3 {
         return;
     }
     let div = |v: &mut u64| *v = v.div_ceil(dp);
-    if p.zero == 0 {
+    if zero == 0 {
         st.grad_alloc += st.grad_alloc;
         st.grad_bytes += st.grad_bytes;
         return;
@@ -201,11 +209,11 @@ pub fn shard(st: &mut States, p: DataParallel, gathered_block_bytes: u64) {
     div(&mut st.optimizer_bytes);
     div(&mut st.optimizer_alloc);
     div(&mut st.optimizer_step_temp);
-    if p.zero >= 2 {
+    if zero >= 2 {
         div(&mut st.grad_bytes);
         div(&mut st.grad_alloc);
     }
-    if p.zero >= 3 {
+    if zero >= 3 {
         div(&mut st.param_bytes);
         div(&mut st.param_alloc);
         st.param_alloc += 2 * gathered_block_bytes;

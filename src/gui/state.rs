@@ -1,7 +1,7 @@
 //! What the explorer remembers: the scenario inputs (`Settings`), pinned scenarios and view
 //! settings. Serialized with eframe storage under [`APP_KEY`]; runtime caches live elsewhere.
 
-use crate::estimate::{AttentionImpl, Checkpointing, DataParallel, Lora, Mode, Optimizer, Scenario, Targets};
+use crate::estimate::{AttentionImpl, Checkpointing, Lora, Mode, Optimizer, Parallel, Scenario, Targets};
 use crate::model::{self, ModelSpec, preset};
 use crate::units::Precision;
 use serde::{Deserialize, Serialize};
@@ -98,7 +98,7 @@ impl Settings {
         if self.lora_enabled {
             sc.lora = Some(Lora { rank: self.lora_rank, targets: Targets::ALL, dropout: 0.0 });
         }
-        sc.parallel = DataParallel { dp: self.dp, zero: self.zero };
+        sc.parallel = Parallel { dp: self.dp, zero: self.zero, ..Parallel::default() };
         sc.validate().map_err(|e| e.to_string())?;
         Ok(sc)
     }

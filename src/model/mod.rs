@@ -154,6 +154,21 @@ pub struct ParamGroup {
     pub count: u64,
     /// What the tensor is, for LoRA targeting and quantization.
     pub kind: ParamKind,
+    /// Where it lives (which pipeline stage holds it).
+    pub scope: Scope,
+    /// Tensor parallelism splits it (column/row-parallel weights, vocab-parallel embeddings).
+    pub tp_split: bool,
+}
+
+/// Where a parameter group sits in the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Embeddings: the first pipeline stage.
+    Input,
+    /// Repeated per block (`count` is a multiple of the number of blocks).
+    Block,
+    /// Final norm and head: the last pipeline stage.
+    Output,
 }
 
 /// Role of a parameter tensor.
@@ -241,103 +256,108 @@ impl TransformerSpec {
         let v = self.vocab_size;
         let i = self.intermediate_size;
         let mut g = Vec::with_capacity(24);
-        let mut push = |rows: u64, cols: u64, count: u64, kind: ParamKind| {
+        // (rows, cols, tensors, kind, where, split by tensor parallelism)
+        let mut push = |rows: u64, cols: u64, count: u64, kind: ParamKind, scope: Scope, tp_split: bool| {
             if rows > 0 && cols > 0 && count > 0 {
-                g.push(ParamGroup { rows, cols, count, kind });
+                g.push(ParamGroup { rows, cols, count, kind, scope, tp_split });
             }
         };
         use LinearRole as R;
         use ParamKind as K;
+        use Scope::{Block as B, Input as In, Output as Out};
         match self.family {
             Family::Gpt2 => {
-                push(v, h, 1, K::Embedding);
-                push(self.max_position_embeddings, h, 1, K::Embedding);
-                push(h, 1, 4 * l, K::Vector); // ln_1, ln_2 weight + bias
+                push(v, h, 1, K::Embedding, In, true);
+                push(self.max_position_embeddings, h, 1, K::Embedding, In, false);
+                push(h, 1, 4 * l, K::Vector, B, false); // ln_1, ln_2 weight + bias
                 // Conv1D weights are stored (in, out); rows/cols only matter for Adafactor.
-                push(h, 3 * h, l, K::Linear(R::Q));
-                push(3 * h, 1, l, K::Vector);
-                push(h, h, l, K::Linear(R::O));
-                push(h, 1, l, K::Vector);
-                push(h, i, l, K::Linear(R::Up));
-                push(i, 1, l, K::Vector);
-                push(i, h, l, K::Linear(R::Down));
-                push(h, 1, l, K::Vector);
-                push(h, 1, 2, K::Vector); // ln_f
+                push(h, 3 * self.q_width(), l, K::Linear(R::Q), B, true);
+                push(3 * self.q_width(), 1, l, K::Vector, B, true);
+                push(self.q_width(), h, l, K::Linear(R::O), B, true);
+                push(h, 1, l, K::Vector, B, false);
+                push(h, i, l, K::Linear(R::Up), B, true);
+                push(i, 1, l, K::Vector, B, true);
+                push(i, h, l, K::Linear(R::Down), B, true);
+                push(h, 1, l, K::Vector, B, false);
+                push(h, 1, 2, K::Vector, Out, false); // ln_f
             }
             Family::Bert => {
-                push(v, h, 1, K::Embedding);
-                push(self.max_position_embeddings, h, 1, K::Embedding);
-                push(self.type_vocab_size, h, 1, K::Embedding);
-                push(h, 1, 2, K::Vector); // embeddings LayerNorm
-                push(h, h, l, K::Linear(R::Q));
-                push(h, h, l, K::Linear(R::K));
-                push(h, h, l, K::Linear(R::V));
-                push(h, h, l, K::Linear(R::O));
-                push(h, 1, 4 * l, K::Vector); // q,k,v,o biases
-                push(h, 1, 2 * l, K::Vector); // attention.output.LayerNorm
-                push(i, h, l, K::Linear(R::Up));
-                push(i, 1, l, K::Vector);
-                push(h, i, l, K::Linear(R::Down));
-                push(h, 1, l, K::Vector);
-                push(h, 1, 2 * l, K::Vector); // output.LayerNorm
+                push(v, h, 1, K::Embedding, In, true);
+                push(self.max_position_embeddings, h, 1, K::Embedding, In, false);
+                push(self.type_vocab_size, h, 1, K::Embedding, In, false);
+                push(h, 1, 2, K::Vector, In, false); // embeddings LayerNorm
+                let q = self.q_width();
+                push(q, h, l, K::Linear(R::Q), B, true);
+                push(q, h, l, K::Linear(R::K), B, true);
+                push(q, h, l, K::Linear(R::V), B, true);
+                push(h, q, l, K::Linear(R::O), B, true);
+                push(q, 1, 3 * l, K::Vector, B, true); // q,k,v biases
+                push(h, 1, l, K::Vector, B, false); // o bias
+                push(h, 1, 2 * l, K::Vector, B, false); // attention.output.LayerNorm
+                push(i, h, l, K::Linear(R::Up), B, true);
+                push(i, 1, l, K::Vector, B, true);
+                push(h, i, l, K::Linear(R::Down), B, true);
+                push(h, 1, l, K::Vector, B, false);
+                push(h, 1, 2 * l, K::Vector, B, false); // output.LayerNorm
             }
             Family::Llama => {
                 let q = self.q_width();
                 let kv = self.kv_width();
-                push(v, h, 1, K::Embedding);
-                push(q, h, l, K::Linear(R::Q));
-                push(kv, h, l, K::Linear(R::K));
-                push(kv, h, l, K::Linear(R::V));
-                push(h, q, l, K::Linear(R::O));
+                push(v, h, 1, K::Embedding, In, true);
+                push(q, h, l, K::Linear(R::Q), B, true);
+                push(kv, h, l, K::Linear(R::K), B, true);
+                push(kv, h, l, K::Linear(R::V), B, true);
+                push(h, q, l, K::Linear(R::O), B, true);
                 if self.qkv_bias {
-                    push(q, 1, l, K::Vector);
-                    push(kv, 1, 2 * l, K::Vector);
+                    push(q, 1, l, K::Vector, B, true);
+                    push(kv, 1, 2 * l, K::Vector, B, true);
                 }
                 if self.o_bias {
-                    push(h, 1, l, K::Vector);
+                    push(h, 1, l, K::Vector, B, false);
                 }
                 let experts = self.moe.map_or(1, |m| m.experts);
                 if let Some(m) = self.moe {
-                    push(m.experts, h, l, K::Router);
+                    push(m.experts, h, l, K::Router, B, false);
                 }
-                push(i, h, l * experts, K::Linear(R::Gate));
-                push(i, h, l * experts, K::Linear(R::Up));
-                push(h, i, l * experts, K::Linear(R::Down));
+                push(i, h, l * experts, K::Linear(R::Gate), B, true);
+                push(i, h, l * experts, K::Linear(R::Up), B, true);
+                push(h, i, l * experts, K::Linear(R::Down), B, true);
                 if self.mlp_bias {
-                    push(i, 1, 2 * l * experts, K::Vector);
-                    push(h, 1, l * experts, K::Vector);
+                    push(i, 1, 2 * l * experts, K::Vector, B, true);
+                    push(h, 1, l * experts, K::Vector, B, false);
                 }
-                push(h, 1, 2 * l + 1, K::Vector); // two RMSNorms per layer + final norm
+                push(h, 1, 2 * l, K::Vector, B, false); // two RMSNorms per layer
+                push(h, 1, 1, K::Vector, Out, false); // final norm
             }
         }
         match self.head {
             Head::CausalLm => {
                 if !self.tie_word_embeddings {
-                    push(v, h, 1, K::Head);
+                    push(v, h, 1, K::Head, Out, true);
                 }
             }
             Head::MaskedLm => {
-                push(h, h, 1, K::Linear(R::Dense));
-                push(h, 1, 3, K::Vector); // transform bias + LayerNorm
+                push(h, h, 1, K::Linear(R::Dense), Out, false);
+                push(h, 1, 3, K::Vector, Out, false); // transform bias + LayerNorm
                 if !self.tie_word_embeddings {
-                    push(v, h, 1, K::Head);
+                    push(v, h, 1, K::Head, Out, true);
                 }
-                push(v, 1, 1, K::Vector); // decoder bias
+                push(v, 1, 1, K::Vector, Out, true); // decoder bias
             }
             Head::SequenceClassification { num_labels } => {
                 if self.family == Family::Bert {
-                    push(h, h, 1, K::Linear(R::Dense)); // pooler
-                    push(h, 1, 1, K::Vector);
-                    push(num_labels, h, 1, K::Head);
-                    push(num_labels, 1, 1, K::Vector);
+                    push(h, h, 1, K::Linear(R::Dense), Out, false); // pooler
+                    push(h, 1, 1, K::Vector, Out, false);
+                    push(num_labels, h, 1, K::Head, Out, false);
+                    push(num_labels, 1, 1, K::Vector, Out, false);
                 } else {
-                    push(num_labels, h, 1, K::Head); // `score`, no bias
+                    push(num_labels, h, 1, K::Head, Out, false); // `score`, no bias
                 }
             }
             Head::Base => {
                 if self.family == Family::Bert {
-                    push(h, h, 1, K::Linear(R::Dense)); // pooler
-                    push(h, 1, 1, K::Vector);
+                    push(h, h, 1, K::Linear(R::Dense), Out, false); // pooler
+                    push(h, 1, 1, K::Vector, Out, false);
                 }
             }
         }
@@ -356,7 +376,14 @@ impl ModelSpec {
                 t.layers
                     .iter()
                     .filter(|l| l.params > 0)
-                    .map(|l| ParamGroup { rows: l.params, cols: 1, count: 1, kind: ParamKind::Vector })
+                    .map(|l| ParamGroup {
+                        rows: l.params,
+                        cols: 1,
+                        count: 1,
+                        kind: ParamKind::Vector,
+                        scope: Scope::Block,
+                        tp_split: false,
+                    })
                     .collect()
             }
         }
