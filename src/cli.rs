@@ -38,6 +38,159 @@ pub enum Command {
     Gpus,
     /// Print the default scenario's estimate (what the app opens on) without opening a window.
     Default,
+    /// Plan a multi-GPU job: per-rank memory of a layout, step time and speed-up, or (with
+    /// --search) the feasible layouts ranked by step time and headroom.
+    Plan(PlanArgs),
+}
+
+/// Flags of `plan`.
+#[derive(Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// The scenario (same flags as `estimate`; --gpu is required).
+    #[command(flatten)]
+    pub estimate: EstimateArgs,
+    /// GPUs in the job (default: the product of the parallel degrees).
+    #[arg(long)]
+    pub gpus: Option<u64>,
+    /// Sequences per optimizer step over the whole job (default: micro-batch x data-parallel).
+    #[arg(long)]
+    pub global_batch: Option<u64>,
+    /// Search layouts (TP, PP, ZeRO, checkpointing, offload) of --gpus GPUs and rank them.
+    #[arg(long)]
+    pub search: bool,
+    /// Model FLOPs utilisation assumed for step times.
+    #[arg(long, default_value_t = 0.4)]
+    pub mfu: f64,
+    /// Show this many plans with --search.
+    #[arg(long, default_value_t = 15)]
+    pub top: usize,
+}
+
+/// Runs `plan`.
+pub fn run_plan(a: &PlanArgs) -> Result<String> {
+    use vramscope::plan;
+    let (sc, notes) = scenario(&a.estimate)?;
+    let gpu_id = a.estimate.gpu.as_deref().context("plan needs --gpu")?;
+    let gpu = gpu::find(gpu_id).map_err(anyhow::Error::msg)?;
+    if !(0.01..=1.0).contains(&a.mfu) {
+        bail!("--mfu {} is outside (0, 1]", a.mfu);
+    }
+    let speed = plan::SpeedModel { mfu: a.mfu, ..Default::default() };
+    let world = sc.parallel.world();
+    let gpus = a.gpus.unwrap_or(world);
+    let global = a.global_batch.unwrap_or(sc.batch * sc.parallel.dp * sc.parallel.micro_batches().max(1));
+    if a.search {
+        let t0 = std::time::Instant::now();
+        let plans = plan::search(&sc, &gpu, gpus, global, &speed);
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        if a.estimate.json {
+            let v = serde_json::json!({"schema": 1, "model": sc.model.name, "gpu": gpu.id, "gpus": gpus,
+                "global_batch": global, "search_ms": ms, "plans": plans.iter().take(a.top).collect::<Vec<_>>()});
+            return Ok(serde_json::to_string_pretty(&v)? + "\n");
+        }
+        let mut s = format!(
+            "{} on {gpus} x {} ({:.1} GiB), global batch {global} x seq {}: {} feasible layouts (searched in {ms:.1} ms)\n\n",
+            sc.model.name,
+            gpu.name,
+            gpu.memory_mib as f64 / 1024.0,
+            sc.seq,
+            plans.len()
+        );
+        s += "  rank  dp  tp  pp  zero  ckpt  offload    mb  accum   GiB/GPU  headroom   step s   tokens/s\n";
+        for (i, p) in plans.iter().take(a.top).enumerate() {
+            let q = &p.parallel;
+            s += &format!(
+                "  {:>4} {:>3} {:>3} {:>3} {:>5}  {:<5} {:<9} {:>3} {:>6} {:>9.1} {:>9.1} {:>8.2} {:>10.0}\n",
+                i + 1,
+                q.dp,
+                q.tp,
+                q.pp,
+                q.zero,
+                if p.checkpoint == "none" { "no" } else { "full" },
+                format!("{:?}", q.offload).to_lowercase(),
+                p.micro_batch,
+                p.grad_accum,
+                p.total_bytes as f64 / vramscope::units::GIB,
+                p.headroom_bytes as f64 / vramscope::units::GIB,
+                p.step.step_s,
+                p.step.tokens_per_s
+            );
+        }
+        if plans.is_empty() {
+            s += "  nothing fits: more GPUs, a larger card, LoRA/QLoRA or offload to NVMe\n";
+        }
+        return Ok(s);
+    }
+    let e = estimate(&sc)?;
+    let step = plan::step_time(&sc, &e, &gpu, global, &speed);
+    let cap = gpu.memory_bytes();
+    let rule = plan::rule_of_thumb_speedup(sc.parallel.dp);
+    let aware = plan::comm_aware_speedup(&sc, &gpu, sc.parallel.dp, global, &speed);
+    let min = plan::min_gpus(&sc, &gpu, global);
+    if a.estimate.json {
+        let fit = FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&sc, cap), gpu: gpu.clone() };
+        let mut v = report::to_json(&sc, &e, Some(&fit), &notes);
+        if let Some(o) = v.as_object_mut() {
+            if let Some(b) = o.get_mut("bytes").and_then(|b| b.as_object_mut()) {
+                b.insert("cpu_bytes".into(), serde_json::json!(e.cpu_bytes));
+                b.insert("nvme_bytes".into(), serde_json::json!(e.nvme_bytes));
+            }
+            o.insert("parallel".into(), serde_json::json!(sc.parallel));
+            o.insert("world".into(), serde_json::json!(sc.parallel.world()));
+            o.insert("stage".into(), serde_json::json!(e.stage));
+            o.insert("global_batch".into(), serde_json::json!(global));
+            o.insert("step_time".into(), serde_json::json!(step));
+            o.insert(
+                "speedup".into(),
+                serde_json::json!({"rule_of_thumb": rule, "comm_aware": aware, "gpus": sc.parallel.dp}),
+            );
+            o.insert("min_gpus_for_global_batch".into(), serde_json::json!(min));
+        }
+        return Ok(serde_json::to_string_pretty(&v)? + "\n");
+    }
+    let fit = FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&sc, cap), gpu };
+    let mut s = report::to_text(&sc, &e, Some(&fit), &notes);
+    let p = &sc.parallel;
+    s += &format!(
+        "\n  layout: {} GPUs = dp {} x tp {} x pp {} x cp {}{}; ZeRO-{}{}; most loaded rank: pipeline stage {} of {} ({} blocks, {:.1} micro-batches in flight)\n",
+        p.world(),
+        p.dp,
+        p.tp,
+        p.pp,
+        p.cp,
+        if p.sp { " + SP" } else { "" },
+        p.effective_zero(),
+        p.fsdp.map(|f| format!(" (FSDP {f:?})")).unwrap_or_default(),
+        e.stage.index + 1,
+        e.stage.stages,
+        e.stage.blocks,
+        e.stage.in_flight,
+    );
+    if e.cpu_bytes + e.nvme_bytes > 0 {
+        s += &format!(
+            "  offload: {:.1} GiB host RAM, {:.1} GiB NVMe per GPU\n",
+            e.cpu_bytes as f64 / vramscope::units::GIB,
+            e.nvme_bytes as f64 / vramscope::units::GIB
+        );
+    }
+    s += &format!(
+        "  step (global batch {global}): {:.2} s = compute {:.2} + bubble {:.2} + exposed comm {:.2}; {:.0} tokens/s (MFU {:.0} %)\n",
+        step.step_s,
+        step.compute_s,
+        step.bubble_s,
+        step.exposed_comm_s,
+        step.tokens_per_s,
+        100.0 * a.mfu
+    );
+    s += &format!(
+        "  speed-up on {} data-parallel GPUs: rule of thumb n/(1+0.5(n-1)) = {rule:.2}x; communication-aware = {}\n",
+        p.dp,
+        aware.map_or("n/a".into(), |x| format!("{x:.2}x"))
+    );
+    if let Some(m) = min {
+        s += &format!("  fewest data-parallel GPUs that fit (this layout): {m}\n");
+    }
+    Ok(s)
 }
 
 /// Flags of `estimate`.
@@ -92,15 +245,77 @@ pub struct EstimateArgs {
     /// Allocator reserve as a fraction of the peak (default 0.05).
     #[arg(long)]
     pub reserve_frac: Option<f64>,
-    /// Data-parallel degree (GPUs sharing the model states under ZeRO).
-    #[arg(long, default_value_t = 1)]
-    pub dp: u64,
-    /// ZeRO stage 0-3 (0: DDP replicas; 1: optimizer states sharded; 2: + gradients; 3: + parameters).
-    #[arg(long, default_value_t = 0)]
-    pub zero: u8,
+    /// Parallel layout.
+    #[command(flatten)]
+    pub parallel: ParallelArgs,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Parallelism flags shared by `estimate` and `plan`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ParallelArgs {
+    /// Data-parallel degree (GPUs sharing the model states under ZeRO/FSDP).
+    #[arg(long, default_value_t = 1)]
+    pub dp: u64,
+    /// Tensor-parallel degree (Megatron column/row split).
+    #[arg(long, default_value_t = 1)]
+    pub tp: u64,
+    /// Pipeline-parallel degree.
+    #[arg(long, default_value_t = 1)]
+    pub pp: u64,
+    /// Context-parallel degree (sequence split, ring attention).
+    #[arg(long, default_value_t = 1)]
+    pub cp: u64,
+    /// Expert-parallel degree (MoE).
+    #[arg(long, default_value_t = 1)]
+    pub ep: u64,
+    /// Sequence parallelism with tensor parallelism.
+    #[arg(long)]
+    pub sp: bool,
+    /// ZeRO stage 0-3 (0: DDP replicas; 1: optimizer states sharded; 2: + gradients; 3: + parameters).
+    #[arg(long, default_value_t = 0)]
+    pub zero: u8,
+    /// PyTorch FSDP: full_shard, shard_grad_op or hybrid_shard (overrides --zero).
+    #[arg(long)]
+    pub fsdp: Option<vramscope::estimate::FsdpMode>,
+    /// Offload: none, optimizer (ZeRO-Offload) or params (ZeRO-Infinity, NVMe).
+    #[arg(long, default_value = "none")]
+    pub offload: vramscope::estimate::Offload,
+    /// Pipeline micro-batches per step (default: as many as stages).
+    #[arg(long, default_value_t = 0)]
+    pub micro_batches: u64,
+    /// Virtual pipeline stages per rank (interleaved 1F1B).
+    #[arg(long, default_value_t = 1)]
+    pub virtual_stages: u64,
+    /// GPUs per node (default 8).
+    #[arg(long, default_value_t = 8)]
+    pub gpus_per_node: u64,
+    /// NCCL buffers per GPU in MiB when more than one GPU takes part (default 256).
+    #[arg(long)]
+    pub nccl_mib: Option<u64>,
+}
+
+impl ParallelArgs {
+    /// The core's parallel layout.
+    pub fn to_parallel(&self) -> vramscope::estimate::Parallel {
+        vramscope::estimate::Parallel {
+            dp: self.dp,
+            zero: self.zero,
+            tp: self.tp,
+            pp: self.pp,
+            cp: self.cp,
+            ep: self.ep,
+            sp: self.sp,
+            fsdp: self.fsdp,
+            micro_batches: self.micro_batches,
+            virtual_stages: self.virtual_stages,
+            offload: self.offload,
+            gpus_per_node: self.gpus_per_node,
+            nccl_bytes: self.nccl_mib.map(|m| m << 20),
+        }
+    }
 }
 
 /// Builds and checks the scenario; returns it with the notes from loading the model.
@@ -133,7 +348,7 @@ pub fn scenario(a: &EstimateArgs) -> Result<(Scenario, Vec<String>)> {
         workspace_bytes: a.workspace_mib.map_or(d.workspace_bytes, |m| m << 20),
         allocator_reserve_fraction: a.reserve_frac.unwrap_or(d.allocator_reserve_fraction),
     };
-    sc.parallel = vramscope::estimate::Parallel { dp: a.dp, zero: a.zero, ..Default::default() };
+    sc.parallel = a.parallel.to_parallel();
     sc.validate()?;
     Ok((sc, loaded.notes))
 }
@@ -178,8 +393,16 @@ pub fn default_args() -> EstimateArgs {
         context_mib: None,
         workspace_mib: None,
         reserve_frac: None,
-        dp: 1,
-        zero: 0,
+        parallel: ParallelArgs {
+            dp: 1,
+            tp: 1,
+            pp: 1,
+            cp: 1,
+            ep: 1,
+            virtual_stages: 1,
+            gpus_per_node: 8,
+            ..Default::default()
+        },
         json: false,
     }
 }

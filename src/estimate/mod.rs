@@ -342,6 +342,14 @@ fn stage_groups(spec: &crate::model::TransformerSpec, stage: &Stage) -> Vec<crat
     out
 }
 
+/// Bytes one transformer block keeps for backward on one tensor-parallel rank: (everything,
+/// with the attention core recomputed (selective), a checkpointed block's input).
+pub fn block_saved_bytes(sc: &Scenario) -> Option<(u64, u64, u64)> {
+    let t = sc.model.transformer()?;
+    let am = activations::transformer(sc, &shard_spec(t, &sc.parallel));
+    Some((am.full_layer.total(), am.selective_layer.total(), am.layer_input_bytes))
+}
+
 /// Estimates the per-GPU memory of a validated scenario: for the most loaded rank when the job is
 /// split (tensor ranks are alike; pipeline stages differ, so each kind of stage is evaluated).
 pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
@@ -377,38 +385,48 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
     let mut st: States = states::states(sc, &groups);
     let mut cpu_bytes = 0;
     let mut nvme_bytes = 0;
+    // parameters ZeRO-3 / FSDP gather at once: one block (a layer table's largest layer)
+    let block_params: u64 = match &sc.model.arch {
+        Architecture::Table(t) => t.layers.iter().map(|l| l.params).max().unwrap_or(0),
+        Architecture::Transformer(_) => {
+            groups
+                .iter()
+                .filter(|g| {
+                    matches!(g.kind, crate::model::ParamKind::Linear(_) | crate::model::ParamKind::Router)
+                })
+                .map(|g| g.rows * g.cols * g.count)
+                .sum::<u64>()
+                / stage.blocks.max(1)
+        }
+    };
+    let gathered = sc.precision.compute_dtype().bytes(block_params);
     if p.dp > 1 || p.effective_zero() > 0 {
-        let blocks = stage.blocks.max(1);
-        let block_params: u64 = groups
-            .iter()
-            .filter(|g| {
-                matches!(g.kind, crate::model::ParamKind::Linear(_) | crate::model::ParamKind::Router)
-            })
-            .map(|g| g.rows * g.cols * g.count)
-            .sum::<u64>()
-            / blocks;
-        let gathered = sc.precision.compute_dtype().bytes(block_params);
         states::shard(&mut st, &p, gathered);
     }
     match p.offload {
         Offload::None => {}
         Offload::Optimizer => {
-            // ZeRO-Offload: moments (and fp32 master) live and step on the CPU, next to an fp32
-            // copy of the gradient partition
+            // ZeRO-Offload: moments (and fp32 master) live and step on the CPU, and the gradient
+            // partitions are copied down (fp32) as backward produces them
             cpu_bytes = st.optimizer_bytes + 4 * st.trainable_params.div_ceil(p.shard_degree().max(1));
             st.optimizer_bytes = 0;
             st.optimizer_alloc = 0;
             st.optimizer_step_temp = 0;
+            st.grad_bytes = 0;
+            st.grad_alloc = 0;
         }
         Offload::Params => {
-            // ZeRO-Infinity: parameters and states on NVMe; the GPU holds the blocks being used
-            nvme_bytes = st.param_bytes + st.optimizer_bytes;
-            cpu_bytes = 4 * st.param_alloc.div_ceil(stage.blocks.max(1));
-            let per_block = st.param_alloc.div_ceil(stage.blocks.max(1));
-            st.param_alloc = st.param_alloc.min(3 * per_block);
+            // ZeRO-Infinity: parameters, gradients and states on NVMe; the GPU holds the block in
+            // use and the prefetched next one
+            nvme_bytes = st.param_bytes + st.optimizer_bytes + 4 * st.trainable_params;
+            cpu_bytes = 4 * gathered;
+            st.param_bytes = 0;
+            st.param_alloc = 2 * gathered;
             st.optimizer_bytes = 0;
             st.optimizer_alloc = 0;
             st.optimizer_step_temp = 0;
+            st.grad_bytes = 0;
+            st.grad_alloc = 0;
         }
     }
     let (am, layers) = match (&sc.model.arch, &spec) {
@@ -457,6 +475,7 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
         let base = Snapshot {
             parameters: st.param_alloc,
             optimizer_states: st.optimizer_alloc,
+            gradients: st.ddp_bucket_alloc,
             ..Snapshot::default()
         };
         if sc.precision.is_amp() && recompute.checkpointed_blocks > 0 {
@@ -495,7 +514,7 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
             what: "last block MLP backward",
             alive: Snapshot {
                 activations: acts,
-                gradients: head_grads,
+                gradients: base.gradients + head_grads,
                 temporaries: am.mlp_backward_transient,
                 ..base
             },
@@ -505,7 +524,7 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
             what: "last block attention backward",
             alive: Snapshot {
                 activations: acts - am.freed_before_attention_backward.min(acts),
-                gradients: head_grads + st.grads_before_attention,
+                gradients: base.gradients + head_grads + st.grads_before_attention,
                 temporaries: am.attention_backward_transient,
                 ..base
             },
@@ -516,7 +535,7 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
                 what: "recompute of a checkpointed block",
                 alive: Snapshot {
                     activations: after_head - freed.min(after_head) + recomputed,
-                    gradients: head_grads,
+                    gradients: base.gradients + head_grads,
                     temporaries: am.mlp_backward_transient.max(am.attention_backward_transient),
                     ..base
                 },
@@ -525,7 +544,11 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
         moments.push(Moment {
             phase: Phase::OptimizerStep,
             what: "optimizer step",
-            alive: Snapshot { gradients: st.grad_alloc, temporaries: st.optimizer_step_temp, ..base },
+            alive: Snapshot {
+                gradients: base.gradients + st.grad_alloc,
+                temporaries: st.optimizer_step_temp,
+                ..base
+            },
         });
     } else {
         let kv_all = kv_cache;

@@ -25,6 +25,11 @@ pub struct States {
     pub optimizer_alloc: u64,
     /// Temporary the optimizer step allocates on top of its states.
     pub optimizer_step_temp: u64,
+    /// fp32 master-gradient bytes of the step (mixed precision with master weights), exact.
+    pub master_grad_bytes: u64,
+    /// PyTorch DDP's flat gradient buckets (`gradient_as_bucket_view=False`, the default): allocated
+    /// once, alive all the time.
+    pub ddp_bucket_alloc: u64,
     /// Gradients already allocated when backward reaches the last block (LM head / tied embedding,
     /// final norm).
     pub head_grad_alloc: u64,
@@ -36,7 +41,7 @@ pub struct States {
 /// Does LoRA put an adapter on this parameter group?
 fn adapted(lora: &Lora, family: Family, kind: ParamKind) -> bool {
     match kind {
-        ParamKind::Linear(LinearRole::Q) if family == Family::Gpt2 => {
+        ParamKind::Linear(LinearRole::Q) if matches!(family, Family::Gpt2 | Family::Megatron) => {
             // GPT-2's fused c_attn takes q, k and v adapters as one
             lora.targets.has(LinearRole::Q)
                 || lora.targets.has(LinearRole::K)
@@ -125,6 +130,10 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         if master {
             st.optimizer_bytes += 4 * n * count;
             st.optimizer_alloc += round_alloc(4 * n) * count;
+            // the step works on an fp32 copy of the gradient (DeepSpeed's fp32 partition grads,
+            // Megatron's main_grad), alive while the optimizer runs
+            st.optimizer_step_temp += round_alloc(4 * n) * count;
+            st.master_grad_bytes += 4 * n * count;
         }
         if matches!(sc.optimizer, Optimizer::Adamw | Optimizer::Adam) {
             // foreach step: torch._foreach_sqrt(exp_avg_sqs) makes one parameter-sized list
@@ -202,8 +211,8 @@ pub fn shard(st: &mut States, p: &Parallel, gathered_block_bytes: u64) {
     }
     let div = |v: &mut u64| *v = v.div_ceil(dp);
     if zero == 0 {
-        st.grad_alloc += st.grad_alloc;
-        st.grad_bytes += st.grad_bytes;
+        // PyTorch DDP's flat buckets: a second gradient-sized buffer for the whole run
+        st.ddp_bucket_alloc = st.grad_alloc;
         return;
     }
     div(&mut st.optimizer_bytes);

@@ -168,7 +168,7 @@ pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<S
         }
     };
     let spec = match family {
-        Family::Gpt2 => {
+        Family::Gpt2 | Family::Megatron => {
             let h = r.positive("n_embd")?;
             let a = r.positive("n_head")?;
             check_divides(&r, "n_head", h, a)?;

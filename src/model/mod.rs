@@ -22,6 +22,10 @@ pub enum Family {
     /// Llama-style decoder (llama, mistral, qwen2, mixtral): RMSNorm with fp32 upcast, RoPE,
     /// gated SiLU MLP (or a mixture of experts), no dropout by default.
     Llama,
+    /// Megatron-LM GPT (GPT-3 style): the GPT-2 architecture run with Megatron's fused kernels
+    /// (fused GeLU keeps only its input, fused softmax keeps only its output); the layer the
+    /// Korthikanti et al. 2022 accounting describes, with tensor and sequence parallelism.
+    Megatron,
 }
 
 /// The task head on top of the base model, from the config's `architectures`.
@@ -266,7 +270,7 @@ impl TransformerSpec {
         use ParamKind as K;
         use Scope::{Block as B, Input as In, Output as Out};
         match self.family {
-            Family::Gpt2 => {
+            Family::Gpt2 | Family::Megatron => {
                 push(v, h, 1, K::Embedding, In, true);
                 push(self.max_position_embeddings, h, 1, K::Embedding, In, false);
                 push(h, 1, 4 * l, K::Vector, B, false); // ln_1, ln_2 weight + bias

@@ -32,6 +32,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("bert-large-uncased", include_str!("../../presets/bert-large-uncased.ron")),
     ("gpt2", include_str!("../../presets/gpt2.ron")),
     ("gpt2-xl", include_str!("../../presets/gpt2-xl.ron")),
+    ("gpt3-175b-megatron", include_str!("../../presets/gpt3-175b-megatron.ron")),
     ("llama-2-7b", include_str!("../../presets/llama-2-7b.ron")),
     ("llama-2-13b", include_str!("../../presets/llama-2-13b.ron")),
     ("llama-2-70b", include_str!("../../presets/llama-2-70b.ron")),
