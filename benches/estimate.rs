@@ -23,6 +23,24 @@ fn benches(c: &mut Criterion) {
     c.bench_function("estimate mixtral-8x7b", |b| b.iter(|| estimate(black_box(&mix))));
     c.bench_function("sweep batch 1..=2000", |b| b.iter(|| sweep(black_box(&sc), Knob::Batch, 1..=2000)));
     c.bench_function("max_batch on 80 GiB", |b| b.iter(|| max_batch(black_box(&sc), 80 << 30)));
+    let mut big = Scenario::new(builtin("llama-2-70b").expect("preset"));
+    big.seq = 4096;
+    big.precision = vramscope::units::Precision::Bf16Mixed;
+    let gpu = vramscope::gpu::find("h100-80gb").expect("catalog");
+    let speed = vramscope::plan::SpeedModel::default();
+    c.bench_function("plan search: 70B on 64 x H100, global batch 512", |b| {
+        b.iter(|| vramscope::plan::search(black_box(&big), &gpu, 64, 512, &speed))
+    });
+    let mut tp = scenario();
+    tp.parallel = vramscope::estimate::Parallel {
+        tp: 8,
+        pp: 4,
+        dp: 2,
+        zero: 1,
+        micro_batches: 8,
+        ..Default::default()
+    };
+    c.bench_function("estimate with TP 8 x PP 4 x DP 2 (per-stage)", |b| b.iter(|| estimate(black_box(&tp))));
 }
 
 criterion_group!(group, benches);

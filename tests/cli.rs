@@ -175,3 +175,90 @@ fn lists_presets_and_gpus() {
     let g = String::from_utf8(run(&["gpus"]).stdout).unwrap();
     assert!(g.contains("h100-80gb") && g.contains("mi300x"));
 }
+
+#[test]
+fn plan_reports_the_per_rank_breakdown_and_speed() {
+    let v = json(&[
+        "plan",
+        "--model",
+        "llama-2-70b",
+        "--gpu",
+        "h100-80gb",
+        "--dp",
+        "8",
+        "--tp",
+        "8",
+        "--zero",
+        "1",
+        "--precision",
+        "bf16-mixed",
+        "--seq",
+        "4096",
+        "--checkpoint",
+        "full",
+        "--global-batch",
+        "64",
+        "--json",
+    ]);
+    for k in [
+        "parameters",
+        "gradients",
+        "optimizer_states",
+        "activations",
+        "peak_allocated",
+        "total",
+        "cpu_bytes",
+        "nvme_bytes",
+    ] {
+        assert!(v["bytes"][k].is_u64(), "bytes.{k}");
+    }
+    assert_eq!(v["world"], 64);
+    assert_eq!(v["model"]["n_params"], 68_976_648_192u64, "the model's count, not one rank's");
+    assert!(v["step_time"]["step_s"].as_f64().unwrap() > 0.0);
+    let rule = v["speedup"]["rule_of_thumb"].as_f64().unwrap();
+    assert!((rule - 8.0 / 4.5).abs() < 1e-9);
+    let offload = json(&[
+        "plan",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "rtx-4090",
+        "--dp",
+        "2",
+        "--zero",
+        "2",
+        "--offload",
+        "optimizer",
+        "--json",
+    ]);
+    assert!(offload["bytes"]["cpu_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(offload["bytes"]["optimizer_states"], 0);
+}
+
+#[test]
+fn plan_search_ranks_layouts() {
+    let v = json(&[
+        "plan",
+        "--model",
+        "llama-2-13b",
+        "--gpu",
+        "a100-80gb",
+        "--gpus",
+        "16",
+        "--global-batch",
+        "64",
+        "--seq",
+        "2048",
+        "--precision",
+        "bf16-mixed",
+        "--search",
+        "--json",
+    ]);
+    let plans = v["plans"].as_array().unwrap();
+    assert!(!plans.is_empty());
+    let times: Vec<f64> = plans.iter().map(|p| p["step"]["step_s"].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "ranked by step time");
+    assert!(v["search_ms"].as_f64().unwrap() < 1000.0);
+    assert_usage_error(&["plan", "--model", "gpt2"], "--gpu");
+    assert_usage_error(&["plan", "--model", "gpt2", "--gpu", "t4", "--tp", "64"], "tensor parallelism");
+}

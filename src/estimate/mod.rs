@@ -585,8 +585,10 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
         + o.workspace_bytes
         + p.nccl()
         + (peak_allocated as f64 * o.allocator_reserve_fraction).round() as u64;
+    let sharded = p.tp > 1 || p.pp > 1 || p.ep > 1;
     Estimate {
-        n_params: st.n_params,
+        // the model's parameter count (the rank's own share shows in `parameters`)
+        n_params: if sharded { sc.model.n_params() } else { st.n_params },
         trainable_params: st.trainable_params,
         parameters: st.param_bytes,
         gradients: st.grad_bytes,

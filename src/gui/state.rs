@@ -42,6 +42,9 @@ pub struct Settings {
     pub gpu_id: String,
     pub dp: u64,
     pub zero: u8,
+    pub tp: u64,
+    pub pp: u64,
+    pub sp: bool,
 }
 
 impl Default for Settings {
@@ -62,6 +65,9 @@ impl Default for Settings {
             gpu_id: "h100-80gb".into(),
             dp: 1,
             zero: 0,
+            tp: 1,
+            pp: 1,
+            sp: false,
         }
     }
 }
@@ -98,7 +104,16 @@ impl Settings {
         if self.lora_enabled {
             sc.lora = Some(Lora { rank: self.lora_rank, targets: Targets::ALL, dropout: 0.0 });
         }
-        sc.parallel = Parallel { dp: self.dp, zero: self.zero, ..Parallel::default() };
+        sc.parallel = Parallel {
+            dp: self.dp,
+            zero: self.zero,
+            tp: self.tp.max(1),
+            pp: self.pp.max(1),
+            sp: self.sp,
+            // enough micro-batches to keep the pipeline full
+            micro_batches: if self.pp > 1 { 2 * self.pp } else { 0 },
+            ..Parallel::default()
+        };
         sc.validate().map_err(|e| e.to_string())?;
         Ok(sc)
     }

@@ -210,7 +210,24 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         .response
         .on_hover_text(t.zero_tip);
     mark(s.zero != before, "zero", &mut knob);
-    ui.label(RichText::new(t.parallel_note).weak().small());
+    let heads = s.model_spec().ok().and_then(|m| m.transformer().map(|t| (t.num_heads, t.num_layers)));
+    if let Some((heads, layers)) = heads {
+        let r = ui
+            .add(egui::Slider::new(&mut s.tp, 1..=heads.min(64)).logarithmic(true).text(t.tp))
+            .on_hover_text(t.tp_tip);
+        mark(r.changed(), "tp", &mut knob);
+        if s.tp > 1 {
+            let r = ui.checkbox(&mut s.sp, t.sp).on_hover_text(t.sp_tip);
+            mark(r.changed(), "sp", &mut knob);
+        }
+        let r = ui
+            .add(egui::Slider::new(&mut s.pp, 1..=layers.min(128)).logarithmic(true).text(t.pp))
+            .on_hover_text(t.pp_tip);
+        mark(r.changed(), "pp", &mut knob);
+    }
+    ui.label(
+        RichText::new(format!("{} {}", s.dp * s.tp.max(1) * s.pp.max(1), t.parallel_note)).weak().small(),
+    );
 
     section(ui, t.section_hardware);
     let before = s.gpu_id.clone();
