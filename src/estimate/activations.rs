@@ -43,6 +43,9 @@ pub(crate) struct Ctx {
     /// All weights train (full fine-tuning).
     pub full: bool,
     pub lora: Option<Lora>,
+    /// SDPA gets an explicit mask (sliding window shorter than the sequence): the memory-efficient
+    /// kernel runs and keeps the mask converted to an additive bias, per layer.
+    pub sdpa_bias: bool,
 }
 
 impl Ctx {
@@ -50,12 +53,14 @@ impl Ctx {
         let c = sc.precision.compute_dtype().bytes(1);
         let amp = sc.precision.is_amp();
         let head_dim = sc.model.transformer().map_or(64, |t| t.head_dim);
+        let window_mask = sc.model.transformer().and_then(|t| t.sliding_window).is_some_and(|w| sc.seq > w);
         let half = c == 2;
+        let sdpa_bias = sc.attention == AttentionImpl::Sdpa && window_mask;
         let kernel = match sc.attention {
             AttentionImpl::Eager => Kernel::Eager,
             AttentionImpl::Flash => Kernel::Flash,
             AttentionImpl::Sdpa => {
-                if half && head_dim <= 256 && head_dim.is_multiple_of(8) {
+                if half && head_dim <= 256 && head_dim.is_multiple_of(8) && !window_mask {
                     Kernel::Flash
                 } else {
                     Kernel::MemEfficient
@@ -77,6 +82,7 @@ impl Ctx {
             kernel,
             full: sc.lora.is_none(),
             lora: sc.lora,
+            sdpa_bias,
         }
     }
 
@@ -511,8 +517,15 @@ fn attention_core(
             }
         }
         Kernel::Flash | Kernel::MemEfficient => {
-            acc.add(Cat::AttentionIo, t * (qw + 2 * kw) * c); // q, k, v as passed (GQA native)
+            // q, k, v as passed: GQA natively, except that with a mask HF repeats K/V to all heads
+            // (`use_gqa_in_sdpa` is false when an attention mask is given)
+            let kw = if ctx.sdpa_bias { qw } else { kw };
+            acc.add(Cat::AttentionIo, t * (qw + 2 * kw) * c);
             acc.add(Cat::AttentionIo, t * qw * c + ctx.lse_bytes(heads)); // output + logsumexp
+            if ctx.sdpa_bias {
+                // the boolean (b, 1, s, s) mask becomes an additive bias in the query dtype, kept
+                acc.add(Cat::AttentionScores, ctx.b * ctx.s * ctx.s * c);
+            }
         }
     }
 }

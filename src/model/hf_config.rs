@@ -191,6 +191,7 @@ pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<S
                 attention_dropout: r.f64_or("attn_pdrop", 0.1)?,
                 hidden_dropout: r.f64_or("resid_pdrop", 0.1)?,
                 moe: None,
+                sliding_window: None,
             }
         }
         Family::Bert => {
@@ -216,6 +217,7 @@ pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<S
                 attention_dropout: r.f64_or("attention_probs_dropout_prob", 0.1)?,
                 hidden_dropout: r.f64_or("hidden_dropout_prob", 0.1)?,
                 moe: None,
+                sliding_window: None,
             }
         }
         Family::Llama => {
@@ -266,6 +268,15 @@ pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<S
                 attention_dropout: r.f64_or("attention_dropout", 0.0)?,
                 hidden_dropout: 0.0,
                 moe,
+                // Qwen2 carries a window but applies it only with use_sliding_window
+                sliding_window: if model_type == "mistral"
+                    || model_type == "mixtral"
+                    || (model_type == "qwen2" && r.bool_or("use_sliding_window", false)?)
+                {
+                    r.opt_u64("sliding_window")?.filter(|w| *w > 0)
+                } else {
+                    None
+                },
             }
         }
     };

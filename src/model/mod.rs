@@ -100,6 +100,9 @@ pub struct TransformerSpec {
     /// Mixture of experts, if any.
     #[serde(default)]
     pub moe: Option<Moe>,
+    /// Sliding-window attention span (Mistral); sequences longer than it need an explicit mask.
+    #[serde(default)]
+    pub sliding_window: Option<u64>,
 }
 
 /// One row of a layer table (for non-transformer networks such as ResNet-50).
@@ -442,6 +445,7 @@ pub fn generic(params_b: f64) -> Option<ModelSpec> {
             attention_dropout: 0.0,
             hidden_dropout: 0.0,
             moe: None,
+            sliding_window: None,
         }),
     })
 }
