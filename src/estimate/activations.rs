@@ -834,25 +834,19 @@ fn gpt2(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let (attn_t, mlp_t) = layer_backward_transients(ctx, m, false);
     let i = m.intermediate_size;
     let infer_persistent = t * h * r + s * h * r + s * 8;
-    let shared = (0, freed);
     // eager attention gets a materialised (b, 1, s, s) causal mask in the stream dtype, passed to
     // every block positionally: a checkpointed block saves it (one storage for all blocks)
     let ckpt_mask = if ctx.kernel == Kernel::Eager { ctx.b * s * s * r } else { 0 };
-    let attn_phase = 2 * t * h * r
-        + 3 * t * h * c
-        + match ctx.kernel {
-            Kernel::Eager => 2 * ctx.scores(m.num_heads) * c,
-            _ => t * h * c,
-        };
+    let attn_phase = gpt_like_attention_phase(ctx, m);
     let mlp_phase = 3 * t * h * r + 4 * t * i * c;
     ActivationModel {
         full_layer,
         first_layer,
         selective_layer,
         layer_input_bytes: ctx.ts * h * r,
-        shared_layer_bytes: shared.0,
+        shared_layer_bytes: 0,
         shared_checkpoint_bytes: ckpt_mask,
-        freed_before_attention_backward: shared.1,
+        freed_before_attention_backward: freed,
         top,
         top_input,
         head_released_bytes: released,
@@ -865,6 +859,18 @@ fn gpt2(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         infer_head_peak: t * h * r + t * logits_width(m) * c,
         kv_per_layer_elems: 2 * t * m.kv_width(),
     }
+}
+
+/// Inference, GPT-2 and BERT: bytes alive in a block's attention (block input and norm output,
+/// q/k/v, then the scores or the kernel output).
+fn gpt_like_attention_phase(ctx: &Ctx, m: &TransformerSpec) -> u64 {
+    let (t, h, q, c) = (ctx.t, m.hidden_size, m.q_width(), ctx.c);
+    2 * t * h * ctx.r
+        + 3 * t * q * c
+        + match ctx.kernel {
+            Kernel::Eager => 2 * ctx.scores(m.num_heads) * c,
+            _ => t * q * c,
+        }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -995,22 +1001,16 @@ fn bert(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let (attn_t, mlp_t) = layer_backward_transients(ctx, m, false);
     let i = m.intermediate_size;
     let infer_persistent = t * h * r + s * 8;
-    let shared = (0, freed);
-    let attn_phase = 2 * t * h * r
-        + 3 * t * h * c
-        + match ctx.kernel {
-            Kernel::Eager => 2 * ctx.scores(m.num_heads) * c,
-            _ => t * h * c,
-        };
+    let attn_phase = gpt_like_attention_phase(ctx, m);
     let mlp_phase = 2 * t * h * r + 2 * t * i * c;
     ActivationModel {
         full_layer,
         first_layer,
         selective_layer,
         layer_input_bytes: ctx.ts * h * r,
-        shared_layer_bytes: shared.0,
+        shared_layer_bytes: 0,
         shared_checkpoint_bytes: 0,
-        freed_before_attention_backward: shared.1,
+        freed_before_attention_backward: freed,
         top,
         top_input,
         head_released_bytes: released,
