@@ -4,6 +4,7 @@
 //! every frame and sweeps can call it thousands of times.
 
 pub mod activations;
+pub mod parallel;
 pub mod saved;
 pub mod scenario;
 pub mod states;

@@ -1,0 +1,159 @@
+//! How a job is split across GPUs: data (with ZeRO / FSDP sharding), tensor, sequence, pipeline,
+//! context and expert parallelism, and offload.
+
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+
+/// PyTorch FSDP sharding strategy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsdpMode {
+    /// Parameters, gradients and optimizer states sharded (like ZeRO-3).
+    FullShard,
+    /// Gradients and optimizer states sharded (like ZeRO-2).
+    ShardGradOp,
+    /// Full sharding inside a node, replicas across nodes.
+    HybridShard,
+}
+
+impl FromStr for FsdpMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "full_shard" | "full-shard" => Ok(Self::FullShard),
+            "shard_grad_op" | "shard-grad-op" => Ok(Self::ShardGradOp),
+            "hybrid_shard" | "hybrid-shard" => Ok(Self::HybridShard),
+            _ => Err(format!("unknown FSDP mode \"{s}\" (full_shard, shard_grad_op, hybrid_shard)")),
+        }
+    }
+}
+
+/// What ZeRO-Offload / ZeRO-Infinity moves off the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Offload {
+    /// Everything on the GPU.
+    #[default]
+    None,
+    /// ZeRO-Offload: optimizer states (and the fp32 gradients and the step) on the CPU.
+    Optimizer,
+    /// ZeRO-Infinity: parameters and optimizer states on NVMe, streamed in block by block.
+    Params,
+}
+
+impl FromStr for Offload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "none" => Ok(Self::None),
+            "optimizer" | "cpu" => Ok(Self::Optimizer),
+            "params" | "nvme" => Ok(Self::Params),
+            _ => Err(format!("unknown offload \"{s}\" (none, optimizer, params)")),
+        }
+    }
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// How the job is split across GPUs. Results are per GPU, for the most loaded rank.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Parallel {
+    /// Data-parallel degree (replicas, or shards under ZeRO/FSDP).
+    pub dp: u64,
+    /// ZeRO stage: 0 = plain DDP, 1 = optimizer states sharded, 2 = + gradients, 3 = + parameters.
+    pub zero: u8,
+    /// Tensor-parallel degree (Megatron column/row split).
+    #[serde(default = "one")]
+    pub tp: u64,
+    /// Pipeline-parallel degree.
+    #[serde(default = "one")]
+    pub pp: u64,
+    /// Context-parallel degree (sequence split across ranks, ring attention).
+    #[serde(default = "one")]
+    pub cp: u64,
+    /// Expert-parallel degree (MoE experts split across ranks).
+    #[serde(default = "one")]
+    pub ep: u64,
+    /// Sequence parallelism alongside tensor parallelism (Korthikanti et al. 2022).
+    #[serde(default)]
+    pub sp: bool,
+    /// PyTorch FSDP instead of DeepSpeed ZeRO (overrides `zero`).
+    #[serde(default)]
+    pub fsdp: Option<FsdpMode>,
+    /// Pipeline micro-batches per step (0 = as many as stages).
+    #[serde(default)]
+    pub micro_batches: u64,
+    /// Virtual pipeline stages per rank (interleaved 1F1B); 1 = plain 1F1B.
+    #[serde(default = "one")]
+    pub virtual_stages: u64,
+    /// ZeRO-Offload / ZeRO-Infinity.
+    #[serde(default)]
+    pub offload: Offload,
+    /// GPUs per node (hybrid sharding group, fast-link domain).
+    #[serde(default)]
+    pub gpus_per_node: u64,
+    /// NCCL communicator buffers per GPU when more than one GPU takes part (default 256 MiB).
+    #[serde(default)]
+    pub nccl_bytes: Option<u64>,
+}
+
+impl Default for Parallel {
+    fn default() -> Self {
+        Self {
+            dp: 1,
+            zero: 0,
+            tp: 1,
+            pp: 1,
+            cp: 1,
+            ep: 1,
+            sp: false,
+            fsdp: None,
+            micro_batches: 0,
+            virtual_stages: 1,
+            offload: Offload::None,
+            gpus_per_node: 0,
+            nccl_bytes: None,
+        }
+    }
+}
+
+impl Parallel {
+    /// GPUs in the job.
+    pub fn world(&self) -> u64 {
+        self.dp * self.tp * self.pp * self.cp
+    }
+
+    /// The ZeRO stage in effect (FSDP modes mapped to their ZeRO equivalents).
+    pub fn effective_zero(&self) -> u8 {
+        match self.fsdp {
+            Some(FsdpMode::FullShard | FsdpMode::HybridShard) => 3,
+            Some(FsdpMode::ShardGradOp) => 2,
+            None => self.zero,
+        }
+    }
+
+    /// Ranks the sharded states are divided over.
+    pub fn shard_degree(&self) -> u64 {
+        match self.fsdp {
+            Some(FsdpMode::HybridShard) => self.dp.min(self.node_size()),
+            _ => self.dp,
+        }
+    }
+
+    /// GPUs per node (8 unless set).
+    pub fn node_size(&self) -> u64 {
+        if self.gpus_per_node == 0 { 8 } else { self.gpus_per_node }
+    }
+
+    /// Pipeline micro-batches per step.
+    pub fn micro_batches(&self) -> u64 {
+        if self.micro_batches == 0 { self.pp } else { self.micro_batches }
+    }
+
+    /// NCCL buffers per GPU.
+    pub fn nccl(&self) -> u64 {
+        if self.world() <= 1 { 0 } else { self.nccl_bytes.unwrap_or(256 << 20) }
+    }
+}
