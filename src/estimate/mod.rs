@@ -5,10 +5,13 @@
 
 pub mod activations;
 pub mod parallel;
+pub mod rank;
 pub mod saved;
 pub mod scenario;
 pub mod states;
 
+pub use rank::{Stage, shard_spec};
+use rank::{stage_groups, stages_of};
 pub use saved::{Cat, Saved};
 pub use scenario::{
     AttentionImpl, BaseQuant, Checkpointing, FsdpMode, Lora, Mode, Offload, Optimizer, Overhead, Parallel,
@@ -244,103 +247,6 @@ fn table_model(sc: &Scenario, t: &LayerTable) -> (ActivationModel, u64) {
         ..ActivationModel::default()
     };
     (am, 0)
-}
-
-/// Which pipeline stage a per-rank estimate is for.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Stage {
-    /// 0-based stage index.
-    pub index: u64,
-    /// Pipeline stages.
-    pub stages: u64,
-    /// Transformer blocks on this stage.
-    pub blocks: u64,
-    /// Micro-batches whose activations this stage holds at once (1F1B: min(m, pp - index);
-    /// interleaved schedules hold more on the first stage).
-    pub in_flight: f64,
-}
-
-impl Stage {
-    fn first(&self) -> bool {
-        self.index == 0
-    }
-    fn last(&self) -> bool {
-        self.index + 1 == self.stages
-    }
-}
-
-/// The stages worth evaluating: the first (most micro-batches in flight, embeddings), the last
-/// (LM head and loss) and, for deep pipelines, the second (most blocks when L % pp != 0).
-fn stages_of(sc: &Scenario, layers: u64) -> Vec<Stage> {
-    let p = &sc.parallel;
-    let pp = p.pp.max(1);
-    if sc.mode == Mode::Infer || pp == 1 {
-        return vec![Stage { index: 0, stages: 1, blocks: layers, in_flight: 1.0 }];
-    }
-    let m = p.micro_batches();
-    let v = p.virtual_stages.max(1);
-    let blocks = |i: u64| layers / pp + u64::from(i < layers % pp);
-    let in_flight = |i: u64| {
-        let base = m.min(pp - i) as f64;
-        if v > 1 && i == 0 { base * (1.0 + (pp - 1) as f64 / (pp * v) as f64) } else { base }
-    };
-    let mut idx = vec![0, pp - 1];
-    if pp > 2 {
-        idx.push(1);
-    }
-    idx.into_iter()
-        .map(|i| Stage { index: i, stages: pp, blocks: blocks(i), in_flight: in_flight(i) })
-        .collect()
-}
-
-/// The transformer as one tensor-parallel (and expert-parallel) rank sees it: heads, KV heads,
-/// MLP width, vocabulary and experts divided (KV heads replicated when fewer than the degree).
-pub fn shard_spec(t: &crate::model::TransformerSpec, p: &Parallel) -> crate::model::TransformerSpec {
-    let tp = p.tp.max(1);
-    let mut s = t.clone();
-    if tp > 1 {
-        s.num_heads = t.num_heads.div_ceil(tp);
-        s.num_kv_heads = t.num_kv_heads.div_ceil(tp).max(1);
-        s.intermediate_size = t.intermediate_size.div_ceil(tp);
-        s.vocab_size = t.vocab_size.div_ceil(tp);
-    }
-    if let Some(mut moe) = t.moe
-        && p.ep > 1
-    {
-        moe.experts = moe.experts.div_ceil(p.ep);
-        s.moe = Some(moe);
-    }
-    s
-}
-
-/// Parameter groups one pipeline stage holds.
-fn stage_groups(spec: &crate::model::TransformerSpec, stage: &Stage) -> Vec<crate::model::ParamGroup> {
-    use crate::model::{ParamKind, Scope};
-    let layers = spec.num_layers.max(1);
-    let all = spec.param_groups();
-    let mut out = Vec::with_capacity(all.len() + 1);
-    for g in &all {
-        match g.scope {
-            Scope::Block => {
-                let count = g.count / layers * stage.blocks;
-                if count > 0 {
-                    out.push(crate::model::ParamGroup { count, ..*g });
-                }
-            }
-            Scope::Input if stage.first() => out.push(*g),
-            Scope::Output if stage.last() => out.push(*g),
-            _ => {}
-        }
-    }
-    // Megatron keeps a copy of tied word embeddings on the last stage for the LM head
-    if stage.last()
-        && !stage.first()
-        && spec.tie_word_embeddings
-        && let Some(e) = all.iter().find(|g| g.kind == ParamKind::Embedding && g.rows == spec.vocab_size)
-    {
-        out.push(*e);
-    }
-    out
 }
 
 /// Bytes one transformer block keeps for backward on one tensor-parallel rank: (everything,
