@@ -66,8 +66,8 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
         text_color,
     );
     let n = bars.len() as f32;
-    let slot = plot.width() / n.max(2.0);
-    let bar_w = (slot * 0.55).min(170.0);
+    let slot = plot.width() / n.max(1.0);
+    let bar_w = (slot * 0.5).min(230.0);
     let mut totals = Vec::with_capacity(bars.len());
     for (i, (label, b)) in bars.iter().enumerate() {
         let cx = plot.left() + slot * (i as f32 + 0.5);
@@ -88,22 +88,17 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
                 Stroke::new(1.0, ui.visuals().panel_fill),
                 egui::StrokeKind::Inside,
             );
-            if seg.height() >= 15.0 && i == 0 {
-                painter.text(
-                    seg.center(),
-                    Align2::CENTER_CENTER,
-                    format!("{} {}", name(comp), gib(bytes)),
-                    FontId::proportional(13.0),
-                    palette::text_on(comp),
-                );
-            } else if seg.height() >= 15.0 {
-                painter.text(
-                    seg.center(),
-                    Align2::CENTER_CENTER,
-                    gib(bytes),
-                    FontId::proportional(12.0),
-                    palette::text_on(comp),
-                );
+            if seg.height() >= 15.0 {
+                // the longest label that fits the segment: "name 15.0 GiB", then "15.0 GiB"
+                let color = palette::text_on(comp);
+                let long = format!("{} {}", name(comp), gib(bytes));
+                for text in [long, gib(bytes)] {
+                    let galley = painter.layout_no_wrap(text, FontId::proportional(13.0), color);
+                    if galley.size().x + 6.0 <= seg.width() {
+                        painter.galley(seg.center() - galley.size() / 2.0, galley, color);
+                        break;
+                    }
+                }
             }
             let id = ui.scope_id().with(("seg", i, comp.key()));
             let resp = ui.interact(seg, id, Sense::hover());
@@ -117,9 +112,10 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
                 }
             });
         }
-        // total beside the bar top, on a background so the capacity line never cuts through it
+        // total left of the bar top (the capacity label sits at the right end of its line), on a
+        // background so the line never cuts through it
         let galley = painter.layout_no_wrap(gib(acc), FontId::proportional(15.0), text_color);
-        let at = pos2(cx + bar_w / 2.0 + 6.0, y_of(acc as f64) - galley.size().y / 2.0);
+        let at = pos2(cx - bar_w / 2.0 - 8.0 - galley.size().x, y_of(acc as f64) - galley.size().y / 2.0);
         totals.push((egui::Rect::from_min_size(at, galley.size()).expand(2.0), galley));
         painter.text(
             pos2(cx, plot.bottom() + 4.0),

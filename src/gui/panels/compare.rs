@@ -63,5 +63,11 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)]) -> Vec<
 
 fn describe(c: &Computed) -> String {
     let s = &c.scenario;
-    format!("{} · {}×{} · {} · {}", s.model.name, s.batch, s.seq, s.precision, s.checkpointing)
+    let p = &s.parallel;
+    let layout = if p.world() > 1 {
+        format!(" · {} GPUs (ZeRO-{}, TP {}, PP {})", p.world(), p.effective_zero(), p.tp, p.pp)
+    } else {
+        String::new()
+    };
+    format!("{} · {}×{} · {} · ckpt {}{layout}", s.model.name, s.batch, s.seq, s.precision, s.checkpointing)
 }
