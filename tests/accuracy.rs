@@ -20,7 +20,9 @@ struct Row {
 fn rows() -> Vec<Row> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/truth");
     let mut out: Vec<Row> = Vec::new();
-    for f in ["reference_A.json", "reference_B.json", "reference_C.json", "reference_D.json", "reference_E.json"] {
+    for f in
+        ["reference_A.json", "reference_B.json", "reference_C.json", "reference_D.json", "reference_E.json"]
+    {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         for r in v.as_array().unwrap() {
