@@ -148,3 +148,57 @@ fn checkpoint_segments_curve_is_u_shaped() {
     assert!(curve[..=at].windows(2).all(|w| w[0].1 >= w[1].1), "{curve:?}");
     assert!(curve[at..].windows(2).all(|w| w[0].1 <= w[1].1), "{curve:?}");
 }
+
+fn arb_parallel() -> impl Strategy<Value = vramscope::estimate::Parallel> {
+    use vramscope::estimate::{FsdpMode, Offload, Parallel};
+    (
+        1u64..=512,
+        0u8..=3,
+        prop::sample::select(vec![1u64, 2, 4, 8, 16]),
+        1u64..=16,
+        1u64..=4,
+        1u64..=8,
+        any::<bool>(),
+        prop::option::of(prop_oneof![
+            Just(FsdpMode::FullShard),
+            Just(FsdpMode::ShardGradOp),
+            Just(FsdpMode::HybridShard)
+        ]),
+        0u64..=32,
+        1u64..=4,
+        prop_oneof![Just(Offload::None), Just(Offload::Optimizer), Just(Offload::Params)],
+    )
+        .prop_map(|(dp, zero, tp, pp, cp, ep, sp, fsdp, m, v, offload)| Parallel {
+            dp,
+            zero,
+            tp,
+            pp,
+            cp,
+            ep,
+            sp,
+            fsdp,
+            micro_batches: m,
+            virtual_stages: v,
+            offload,
+            ..Parallel::default()
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Any layout either estimates (with its parts adding up) or is rejected with a message.
+    #[test]
+    fn any_parallel_layout_estimates_or_is_rejected(sc in arb_scenario(), p in arb_parallel()) {
+        let mut sc = sc;
+        sc.parallel = p;
+        match estimate(&sc) {
+            Ok(e) => {
+                prop_assert_eq!(e.peak.alive.total(), e.peak_allocated);
+                prop_assert_eq!(e.total, e.peak_allocated + e.overhead);
+                prop_assert!(e.stage.index < e.stage.stages.max(1));
+            }
+            Err(err) => prop_assert!(!err.to_string().is_empty()),
+        }
+    }
+}
