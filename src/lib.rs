@@ -3,11 +3,14 @@
 //! Pure and fast: no GUI or driver types live here. The CLI and the GUI both call these functions.
 //!
 //! * [`model`] — model descriptions (HF `config.json`, presets, safetensors headers).
-//! * [`estimate`] — the per-op estimator: parameters, gradients, optimizer states, saved activations,
+//! * [`mod@estimate`] — the per-op estimator: parameters, gradients, optimizer states, saved activations,
 //!   KV cache and the peak of a steady-state step.
 //! * [`fit`] — the largest micro-batch that fits a GPU, and what-if sweeps.
 //! * [`gpu`] — the GPU catalog.
 //! * [`report`] — JSON and text renderings of an estimate (shared by the CLI and exports).
+//! * [`explain`] — each component's formula with the numbers substituted.
+//! * [`plan`] — step time, speed-up and the multi-GPU layout search.
+//! * [`gui`] — the eframe explorer (the only module that uses egui).
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
