@@ -1,6 +1,7 @@
 //! vramscope core: how much GPU memory a deep-learning job needs, why, and what to change so it fits.
 //!
-//! Pure and fast: no GUI or driver types live here. The CLI and the GUI both call these functions.
+//! The core modules (all but [`gui`]) are pure and fast and hold no GUI or driver types; the CLI
+//! and the GUI both call them.
 //!
 //! * [`model`] — model descriptions (HF `config.json`, presets, safetensors headers).
 //! * [`mod@estimate`] — the per-op estimator: parameters, gradients, optimizer states, saved activations,
