@@ -342,7 +342,11 @@ pub fn scenario(a: &EstimateArgs) -> Result<(Scenario, Vec<String>)> {
         );
     }
     sc.kv_cache_dtype = a.kv_dtype;
-    let d = Overhead::default();
+    // the overhead defaults of the chosen card, else the generic ones
+    let d = match &a.gpu {
+        Some(id) => gpu::find(id).map_err(anyhow::Error::msg)?.overhead(),
+        None => Overhead::default(),
+    };
     sc.overhead = Overhead {
         cuda_context_bytes: a.context_mib.map_or(d.cuda_context_bytes, |m| m << 20),
         workspace_bytes: a.workspace_mib.map_or(d.workspace_bytes, |m| m << 20),

@@ -19,15 +19,38 @@ pub struct Gpu {
     pub link: String,
     /// Per-GPU link bandwidth, GB/s (bidirectional).
     pub link_gbs: u64,
+    /// Default CUDA context size on this card, MiB.
+    #[serde(default = "default_context_mib")]
+    pub cuda_context_mib: u64,
+    /// Default cuBLAS workspace on this card, MiB.
+    #[serde(default = "default_workspace_mib")]
+    pub workspace_mib: u64,
     /// Caveats.
     #[serde(default)]
     pub note: String,
+}
+
+fn default_context_mib() -> u64 {
+    500
+}
+
+fn default_workspace_mib() -> u64 {
+    32
 }
 
 impl Gpu {
     /// Capacity in bytes.
     pub fn memory_bytes(&self) -> u64 {
         self.memory_mib << 20
+    }
+
+    /// The overhead defaults of this card (context and workspace; allocator reserve 5 %).
+    pub fn overhead(&self) -> crate::estimate::Overhead {
+        crate::estimate::Overhead {
+            cuda_context_bytes: self.cuda_context_mib << 20,
+            workspace_bytes: self.workspace_mib << 20,
+            ..crate::estimate::Overhead::default()
+        }
     }
 }
 
@@ -68,6 +91,8 @@ pub fn find(id: &str) -> Result<Gpu, String> {
             bf16_dense_tflops: 0,
             link: String::new(),
             link_gbs: 0,
+            cuda_context_mib: default_context_mib(),
+            workspace_mib: default_workspace_mib(),
             note: "custom capacity".into(),
         });
     }

@@ -101,6 +101,9 @@ impl Settings {
         sc.optimizer = self.optimizer;
         sc.attention = self.attention;
         sc.checkpointing = self.checkpointing;
+        if let Ok(g) = crate::gpu::find(&self.gpu_id) {
+            sc.overhead = g.overhead();
+        }
         if self.lora_enabled {
             sc.lora = Some(Lora { rank: self.lora_rank, targets: Targets::ALL, dropout: 0.0 });
         }
