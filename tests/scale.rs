@@ -271,3 +271,16 @@ fn nvlink_beats_pcie_at_eight_gpus() {
     assert!(nvlink > pcie && nvlink <= 8.0 + 1e-9 && pcie >= 1.0);
     assert!((rule_of_thumb_speedup(8) - 8.0 / 4.5).abs() < 1e-12);
 }
+
+#[test]
+fn pipeline_inference_splits_weights_and_kv_cache() {
+    let mut sc = Scenario::new(builtin("llama-2-70b").unwrap());
+    sc.mode = Mode::Infer;
+    sc.seq = 4096;
+    let one = estimate(&sc).unwrap();
+    sc.parallel = Parallel { pp: 4, ..Parallel::default() };
+    let four = estimate(&sc).unwrap();
+    assert_eq!(four.kv_cache * 4, one.kv_cache, "80 blocks over 4 stages");
+    let ratio = four.parameters as f64 / one.parameters as f64;
+    assert!(ratio > 0.24 && ratio < 0.27, "each stage holds about a quarter of the weights: {ratio}");
+}

@@ -368,8 +368,9 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
     }
     let activations_bytes = if train { breakdown.total() } else { 0 };
     let kv_cache = match (&spec, sc.mode) {
+        // the KV cache of this stage's blocks (of its tensor-parallel share of the KV heads)
         (Some(t), Mode::Infer) => activations::kv_cache_bytes(
-            t,
+            &crate::model::TransformerSpec { num_layers: stage.blocks, ..t.clone() },
             sc_local.batch,
             sc_local.seq,
             sc.kv_cache_dtype.unwrap_or(sc.precision.compute_dtype()),

@@ -32,10 +32,11 @@ impl Stage {
 pub(crate) fn stages_of(sc: &Scenario, layers: u64) -> Vec<Stage> {
     let p = &sc.parallel;
     let pp = p.pp.max(1);
-    if sc.mode == Mode::Infer || pp == 1 {
+    if pp == 1 {
         return vec![Stage { index: 0, stages: 1, blocks: layers, in_flight: 1.0 }];
     }
-    let m = p.micro_batches();
+    // inference passes one batch through the stages: one micro-batch in flight per stage
+    let m = if sc.mode == Mode::Infer { 1 } else { p.micro_batches() };
     let v = p.virtual_stages.max(1);
     let blocks = |i: u64| layers / pp + u64::from(i < layers % pp);
     let in_flight = |i: u64| {
