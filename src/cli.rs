@@ -38,9 +38,58 @@ pub enum Command {
     Gpus,
     /// Print the default scenario's estimate (what the app opens on) without opening a window.
     Default,
+    /// Explain an out-of-memory message (PyTorch or TensorFlow): its numbers, the likely cause,
+    /// the fixes.
+    Diagnose(DiagnoseArgs),
     /// Plan a multi-GPU job: per-rank memory of a layout, step time and speed-up, or (with
     /// --search) the feasible layouts ranked by step time and headroom.
     Plan(PlanArgs),
+}
+
+/// Flags of `diagnose`.
+#[derive(Args, Debug, Clone)]
+pub struct DiagnoseArgs {
+    /// File holding the error text, or - for standard input.
+    #[arg(long)]
+    pub oom: String,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `diagnose`.
+pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    if a.oom == "-" {
+        std::io::stdin()
+            .take(vramscope::diagnose::MAX_INPUT_BYTES as u64 + 1)
+            .read_to_string(&mut text)
+            .context("reading standard input")?;
+    } else {
+        let f = std::fs::File::open(&a.oom).with_context(|| format!("opening {}", a.oom))?;
+        f.take(vramscope::diagnose::MAX_INPUT_BYTES as u64 + 1)
+            .read_to_string(&mut text)
+            .with_context(|| format!("{}: not UTF-8 text", a.oom))?;
+    }
+    let r = vramscope::diagnose::explain_oom(&text).with_context(|| a.oom.clone())?;
+    if a.json {
+        return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "oom": r}))? + "\n");
+    }
+    let mut s = format!("{:?} out-of-memory message\n", r.source);
+    for line in &r.explanation {
+        s += &format!("  {line}\n");
+    }
+    if !r.fixes.is_empty() {
+        s += "\nwhat to do:\n";
+        for (i, f) in r.fixes.iter().enumerate() {
+            s += &format!("  {}. {f}\n", i + 1);
+        }
+    }
+    for n in &r.not_understood {
+        s += &format!("\n  not understood: {n}");
+    }
+    Ok(s)
 }
 
 /// Flags of `plan`.

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Gpus) => Ok(cli::list_gpus()),
         Some(cli::Command::Default) => cli::run_estimate(&cli::default_args()),
         Some(cli::Command::Plan(a)) => cli::run_plan(a),
+        Some(cli::Command::Diagnose(a)) => cli::run_diagnose(a),
         None => match vramscope::gui::run(vramscope::gui::Launch {
             screenshot: args.screenshot.clone(),
             frames: args.frames,

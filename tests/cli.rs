@@ -262,3 +262,25 @@ fn plan_search_ranks_layouts() {
     assert_usage_error(&["plan", "--model", "gpt2"], "--gpu");
     assert_usage_error(&["plan", "--model", "gpt2", "--gpu", "t4", "--tp", "64"], "tensor parallelism");
 }
+
+#[test]
+fn diagnose_explains_an_oom_message() {
+    let dir = std::env::temp_dir().join(format!("vramscope-oom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("oom.txt");
+    std::fs::write(
+        &f,
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of \
+         79.15 GiB of which 1.21 GiB is free. Including non-PyTorch memory, this process has 77.93 GiB memory in use. \
+         Of the allocated memory 71.02 GiB is allocated by PyTorch, and 6.39 GiB is reserved by PyTorch but unallocated.",
+    )
+    .unwrap();
+    let v = json(&["diagnose", "--oom", f.to_str().unwrap(), "--json"]);
+    assert_eq!(v["oom"]["source"], "pytorch_current");
+    assert_eq!(v["oom"]["numbers"]["requested"], 2u64 << 30);
+    assert!(v["oom"]["findings"].as_array().unwrap().iter().any(|x| x == "fragmentation"));
+    let not = dir.join("not.txt");
+    std::fs::write(&not, "all good").unwrap();
+    assert_usage_error(&["diagnose", "--oom", not.to_str().unwrap()], "not.txt");
+    assert_usage_error(&["diagnose", "--oom", "/no/such/file"], "/no/such/file");
+}
