@@ -49,30 +49,65 @@ pub enum Command {
 /// Flags of `diagnose`.
 #[derive(Args, Debug, Clone)]
 pub struct DiagnoseArgs {
-    /// File holding the error text, or - for standard input.
+    /// File holding an out-of-memory error text, or - for standard input.
     #[arg(long)]
-    pub oom: String,
+    pub oom: Option<String>,
+    /// A memory-usage CSV: `nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total
+    /// --format=csv -lms 100` output, or `t_s,gpu,used_bytes,total_bytes`.
+    #[arg(long)]
+    pub trace: Option<String>,
+    /// GPU index to examine in a trace (default: the first one in it).
+    #[arg(long)]
+    pub gpu_index: Option<u32>,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Runs `diagnose`.
-pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
+/// Reads a text file (or standard input for `-`), at most `limit` bytes.
+fn read_capped(path: &str, limit: u64) -> Result<String> {
     use std::io::Read;
     let mut text = String::new();
-    if a.oom == "-" {
-        std::io::stdin()
-            .take(vramscope::diagnose::MAX_INPUT_BYTES as u64 + 1)
-            .read_to_string(&mut text)
-            .context("reading standard input")?;
+    if path == "-" {
+        std::io::stdin().take(limit).read_to_string(&mut text).context("reading standard input")?;
     } else {
-        let f = std::fs::File::open(&a.oom).with_context(|| format!("opening {}", a.oom))?;
-        f.take(vramscope::diagnose::MAX_INPUT_BYTES as u64 + 1)
-            .read_to_string(&mut text)
-            .with_context(|| format!("{}: not UTF-8 text", a.oom))?;
+        let f = std::fs::File::open(path).with_context(|| format!("opening {path}"))?;
+        f.take(limit).read_to_string(&mut text).with_context(|| format!("{path}: not UTF-8 text"))?;
     }
-    let r = vramscope::diagnose::explain_oom(&text).with_context(|| a.oom.clone())?;
+    Ok(text)
+}
+
+/// Runs `diagnose`.
+pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
+    if a.oom.is_some() == a.trace.is_some() {
+        bail!("diagnose needs exactly one of --oom FILE|- and --trace FILE.csv (one is required)");
+    }
+    if let Some(path) = &a.trace {
+        let text = read_capped(path, 16 * vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
+        let samples = vramscope::diagnose::trace::parse(&text).with_context(|| path.clone())?;
+        let r = vramscope::diagnose::trace::classify(&samples, a.gpu_index).with_context(|| path.clone())?;
+        if a.json {
+            return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "trace": r}))? + "\n");
+        }
+        let mut s = format!(
+            "GPU {}: {} samples, {} iterations, peak {:.0} % of the card → {:?}\n",
+            r.gpu,
+            r.samples,
+            r.iterations,
+            100.0 * r.peak_fraction,
+            r.verdict
+        );
+        for line in &r.advice {
+            s += &format!("  {line}\n");
+        }
+        if let Some(t) = r.seconds_to_oom {
+            s += &format!("  at this rate the card is full in {t:.0} s\n");
+        }
+        return Ok(s);
+    }
+    let path = a.oom.as_deref().unwrap_or("-");
+    let text = read_capped(path, vramscope::diagnose::MAX_INPUT_BYTES as u64 + 1)?;
+    let r = vramscope::diagnose::explain_oom(&text).with_context(|| path.to_owned())?;
     if a.json {
         return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "oom": r}))? + "\n");
     }

@@ -284,3 +284,22 @@ fn diagnose_explains_an_oom_message() {
     assert_usage_error(&["diagnose", "--oom", not.to_str().unwrap()], "not.txt");
     assert_usage_error(&["diagnose", "--oom", "/no/such/file"], "/no/such/file");
 }
+
+#[test]
+fn diagnose_classifies_a_leaking_trace() {
+    let dir = std::env::temp_dir().join(format!("vramscope-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("trace.csv");
+    let mut csv = String::from("t_s,gpu,used_bytes,total_bytes\n");
+    for i in 0..400u64 {
+        // 20 GiB of states, 10 GiB of activations per 10-sample step, 200 MiB kept per step
+        let used = (20u64 << 30) + (i / 10) * (200 << 20) + (10u64 << 30) * (i % 10).min(10 - i % 10) / 5;
+        csv += &format!("{:.1},0,{used},{}\n", i as f64 * 0.1, 80u64 << 30);
+    }
+    std::fs::write(&f, csv).unwrap();
+    let v = json(&["diagnose", "--trace", f.to_str().unwrap(), "--json"]);
+    assert_eq!(v["trace"]["verdict"], "leak");
+    let g = v["trace"]["growth_mib_per_iteration"].as_f64().unwrap();
+    assert!((g - 200.0).abs() < 30.0, "{g}");
+    assert_usage_error(&["diagnose"], "required");
+}

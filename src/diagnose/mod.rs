@@ -1,0 +1,8 @@
+//! Diagnosis of memory problems from what a run leaves behind: out-of-memory messages
+//! ([`oom`]) and memory-usage curves ([`trace`]). All parsers take untrusted text: size-capped,
+//! never panicking, and saying what they did not understand.
+
+pub mod oom;
+pub mod trace;
+
+pub use oom::{Finding, MAX_INPUT_BYTES, OomError, OomNumbers, OomReport, Source, explain_oom};

@@ -1,0 +1,321 @@
+//! Memory-usage curves: reading `nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total
+//! --format=csv` logs (or vramscope's own `t_s,gpu,used_bytes,total_bytes` CSV) and telling apart
+//! a model too large for the card, a batch too large, a leak, and a healthy run.
+
+use serde::Serialize;
+
+/// One sample.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Sample {
+    /// Seconds since the first sample.
+    pub t_s: f64,
+    /// GPU index.
+    pub gpu: u32,
+    /// Used memory, bytes.
+    pub used: u64,
+    /// Total memory, bytes.
+    pub total: u64,
+}
+
+/// Why a trace could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TraceError {
+    /// A line that is neither a header nor a sample.
+    #[error("line {line}: {msg}")]
+    Line {
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// Too few samples to say anything.
+    #[error("{0} samples of GPU {1}: at least 8 are needed")]
+    TooShort(usize, u32),
+}
+
+fn parse_mib(field: &str) -> Option<u64> {
+    let f = field.trim();
+    let num = f.trim_end_matches("MiB").trim();
+    num.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e12)
+        .map(|v| (v * 1048576.0) as u64)
+}
+
+/// "2026/11/29 10:00:00.123" → seconds of the day (traces spanning midnight wrap forward).
+fn parse_clock(field: &str) -> Option<f64> {
+    let time = field.split_whitespace().last()?;
+    let mut parts = time.split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let s: f64 = parts.next()?.parse().ok()?;
+    Some(h * 3600.0 + m * 60.0 + s)
+}
+
+/// Parses a trace. Lines that are empty or start with `#` are skipped.
+pub fn parse(text: &str) -> Result<Vec<Sample>, TraceError> {
+    let text = &text[..text.len().min(super::MAX_INPUT_BYTES * 16)];
+    let mut out = Vec::new();
+    let mut t0: Option<f64> = None;
+    let mut day = 0.0;
+    let mut last_clock = 0.0;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').collect();
+        let lower = line.to_ascii_lowercase();
+        if lower.starts_with("timestamp") || lower.starts_with("t_s") {
+            continue; // header
+        }
+        let bad = |msg: &str| TraceError::Line { line: i + 1, msg: msg.to_owned() };
+        if fields.len() < 4 {
+            return Err(bad("expected timestamp, index, memory.used, memory.total"));
+        }
+        let gpu: u32 = fields[1].trim().parse().map_err(|_| bad("GPU index is not a number"))?;
+        let sample = if fields[2].contains("MiB") || fields[0].contains(':') {
+            let clock = parse_clock(fields[0]).ok_or_else(|| bad("timestamp not understood"))?;
+            if clock + day < last_clock - 43200.0 {
+                day += 86400.0;
+            }
+            last_clock = clock + day;
+            let used = parse_mib(fields[2]).ok_or_else(|| bad("memory.used not understood"))?;
+            let total = parse_mib(fields[3]).ok_or_else(|| bad("memory.total not understood"))?;
+            let t = *t0.get_or_insert(last_clock);
+            Sample { t_s: last_clock - t, gpu, used, total }
+        } else {
+            let ts: f64 = fields[0].trim().parse().map_err(|_| bad("t_s is not a number"))?;
+            let used: u64 = fields[2].trim().parse().map_err(|_| bad("used_bytes is not a number"))?;
+            let total: u64 = fields[3].trim().parse().map_err(|_| bad("total_bytes is not a number"))?;
+            let t = *t0.get_or_insert(ts);
+            Sample { t_s: ts - t, gpu, used, total }
+        };
+        out.push(sample);
+    }
+    Ok(out)
+}
+
+/// The verdict on a curve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Usage pinned near capacity from the start: the model (states) alone nearly fill the card.
+    ModelTooLarge,
+    /// Periodic peaks that reach capacity: the per-step activations (batch) are too large.
+    BatchTooLarge,
+    /// Usage keeps growing from iteration to iteration.
+    Leak,
+    /// None of the above.
+    Healthy,
+}
+
+/// A diagnosed curve.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceReport {
+    /// GPU examined.
+    pub gpu: u32,
+    /// Samples of it.
+    pub samples: usize,
+    /// Verdict.
+    pub verdict: Verdict,
+    /// Iterations (peaks) detected.
+    pub iterations: usize,
+    /// Growth of the per-window minimum, MiB per iteration (leaks), robust (Theil–Sen).
+    pub growth_mib_per_iteration: f64,
+    /// Growth, MiB per second.
+    pub growth_mib_per_s: f64,
+    /// Seconds until the card is full at that rate (leaks).
+    pub seconds_to_oom: Option<f64>,
+    /// Highest use as a fraction of capacity.
+    pub peak_fraction: f64,
+    /// Sample index ranges that show the evidence (to highlight on a plot).
+    pub evidence: Vec<(usize, usize)>,
+    /// What it means and what to do.
+    pub advice: Vec<String>,
+}
+
+/// Median of a slice (sorted copy).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Theil–Sen slope of (x, y) points: the median of pairwise slopes (robust to spikes).
+pub fn theil_sen(points: &[(f64, f64)]) -> f64 {
+    let mut slopes = Vec::with_capacity(points.len() * points.len() / 2);
+    for (i, a) in points.iter().enumerate() {
+        for b in &points[i + 1..] {
+            if (b.0 - a.0).abs() > 1e-12 {
+                slopes.push((b.1 - a.1) / (b.0 - a.0));
+            }
+        }
+    }
+    median(&mut slopes)
+}
+
+/// Classifies the curve of one GPU (the first one in the trace when `gpu` is `None`).
+pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, TraceError> {
+    let gpu = gpu.or_else(|| samples.first().map(|s| s.gpu)).unwrap_or(0);
+    let s: Vec<&Sample> = samples.iter().filter(|x| x.gpu == gpu).collect();
+    if s.len() < 8 {
+        return Err(TraceError::TooShort(s.len(), gpu));
+    }
+    let cap = s.iter().map(|x| x.total).max().unwrap_or(1).max(1) as f64;
+    let frac: Vec<f64> = s.iter().map(|x| x.used as f64 / cap).collect();
+    let peak_fraction = frac.iter().copied().fold(0.0, f64::max);
+    // iterations: local maxima that rise at least 3 % of the card above the preceding trough
+    let mut peaks = Vec::new();
+    let mut trough = frac[0];
+    let mut rising_from = 0;
+    for i in 1..frac.len() {
+        if frac[i] < trough {
+            trough = frac[i];
+            rising_from = i;
+        }
+        let is_max = frac[i] >= frac[i - 1] && (i + 1 == frac.len() || frac[i] > frac[i + 1]);
+        if is_max && frac[i] - trough > 0.03 {
+            peaks.push((rising_from, i));
+            trough = frac[i];
+        }
+    }
+    let iterations = peaks.len();
+    // baseline growth: per-window minima over time, robust slope
+    let windows = 12.min(s.len() / 2).max(2);
+    let per = s.len() / windows;
+    let mins: Vec<(f64, f64)> = (0..windows)
+        .map(|w| {
+            let chunk = &s[w * per..((w + 1) * per).min(s.len())];
+            chunk.iter().min_by_key(|x| x.used).map_or((0.0, 0.0), |x| (x.t_s, x.used as f64))
+        })
+        .collect();
+    let slope_b_per_s = theil_sen(&mins);
+    let duration = s.last().map_or(0.0, |x| x.t_s).max(1e-9);
+    let growth_mib_per_s = slope_b_per_s / 1048576.0;
+    let growth_mib_per_iteration = if iterations > 0 {
+        growth_mib_per_s * duration / iterations as f64
+    } else {
+        growth_mib_per_s * duration / windows as f64
+    };
+    let grew = slope_b_per_s * duration / cap; // fraction of the card over the trace
+    let early = &frac[..(frac.len() / 10).max(1)];
+    let early_min = early.iter().copied().fold(f64::INFINITY, f64::min);
+    let near_cap_peaks: Vec<(usize, usize)> =
+        peaks.iter().copied().filter(|(_, p)| frac[*p] >= 0.95).collect();
+    let mut advice = Vec::new();
+    let last = s.last().map_or(0.0, |x| x.used as f64);
+    let (verdict, evidence, seconds_to_oom) = if grew > 0.02
+        && mins.windows(2).filter(|w| w[1].1 >= w[0].1).count() * 3 >= (windows - 1) * 2
+    {
+        let left = (cap - last).max(0.0);
+        let tto = if slope_b_per_s > 0.0 { Some(left / slope_b_per_s) } else { None };
+        advice.push(format!(
+            "Memory grows by about {growth_mib_per_iteration:.1} MiB per iteration ({growth_mib_per_s:.2} MiB/s) and does not come back: something keeps tensors alive across steps."
+        ));
+        advice.push("usual causes: accumulating `loss` (not `loss.item()`) for logging, keeping outputs or hidden states in a list, a growing cache (KV cache, `torch.compile` recompiles, dataloader pinning); `torch.cuda.memory._record_memory_history()` then `_dump_snapshot()` shows which allocations stay".into());
+        (Verdict::Leak, vec![(0, s.len() - 1)], tto)
+    } else if early_min >= 0.90 {
+        advice.push(format!(
+            "Usage is at {:.0} % of the card from the first samples on: the model states (weights, gradients, optimizer) nearly fill it before any batch runs.",
+            100.0 * early_min
+        ));
+        advice.push("shrink the states: bf16 or 8-bit optimizer, LoRA/QLoRA, ZeRO-2/3 or FSDP across GPUs, or a larger card — `vramscope plan --search` lists layouts that fit".into());
+        (Verdict::ModelTooLarge, vec![(0, early.len() - 1)], None)
+    } else if near_cap_peaks.len() >= 2 {
+        advice.push(format!(
+            "{} of {iterations} iterations peak at ≥ 95 % of the card and fall back between steps: activations of each step are what fills it.",
+            near_cap_peaks.len()
+        ));
+        advice.push("lower the micro-batch or sequence length (keep the global batch with gradient accumulation), enable gradient checkpointing, or use SDPA/flash attention — `vramscope estimate` shows what each saves".into());
+        (Verdict::BatchTooLarge, near_cap_peaks, None)
+    } else {
+        advice.push(format!("Peak {:.0} % of the card, no growth across iterations.", 100.0 * peak_fraction));
+        (Verdict::Healthy, Vec::new(), None)
+    };
+    Ok(TraceReport {
+        gpu,
+        samples: s.len(),
+        verdict,
+        iterations,
+        growth_mib_per_iteration,
+        growth_mib_per_s,
+        seconds_to_oom,
+        peak_fraction,
+        evidence,
+        advice,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    fn trace(f: impl Fn(usize) -> u64, n: usize) -> Vec<Sample> {
+        (0..n).map(|i| Sample { t_s: i as f64 * 0.1, gpu: 0, used: f(i), total: 80 * GIB }).collect()
+    }
+
+    /// A training loop: states `base`, each 10-sample step rises by `act` and falls back.
+    fn steps(base: u64, act: u64, leak_per_step: u64) -> impl Fn(usize) -> u64 {
+        move |i| {
+            let step = (i / 10) as u64;
+            let phase = (i % 10) as u64;
+            base + leak_per_step * step + act * phase.min(10 - phase) / 5
+        }
+    }
+
+    #[test]
+    fn the_four_verdicts() {
+        let healthy = classify(&trace(steps(30 * GIB, 20 * GIB, 0), 300), None).unwrap();
+        assert_eq!(healthy.verdict, Verdict::Healthy, "{healthy:?}");
+        assert!(healthy.iterations >= 25);
+        let batch = classify(&trace(steps(40 * GIB, 37 * GIB, 0), 300), None).unwrap();
+        assert_eq!(batch.verdict, Verdict::BatchTooLarge, "{batch:?}");
+        assert!(!batch.evidence.is_empty());
+        let model = classify(&trace(|i| 77 * GIB + (i as u64 % 3) * (GIB / 4), 300), None).unwrap();
+        assert_eq!(model.verdict, Verdict::ModelTooLarge, "{model:?}");
+        let leak = classify(&trace(steps(20 * GIB, 10 * GIB, 100 << 20), 300), None).unwrap();
+        assert_eq!(leak.verdict, Verdict::Leak, "{leak:?}");
+        assert!((leak.growth_mib_per_iteration - 100.0).abs() < 15.0, "{}", leak.growth_mib_per_iteration);
+        assert!(leak.seconds_to_oom.is_some_and(|t| t > 0.0));
+    }
+
+    #[test]
+    fn reads_nvidia_smi_csv() {
+        let text = "timestamp, index, memory.used [MiB], memory.total [MiB]\n\
+                    2026/11/29 23:59:59.900, 0, 1000 MiB, 81559 MiB\n\
+                    2026/11/29 23:59:59.950, 1, 10 MiB, 81559 MiB\n\
+                    2026/11/30 00:00:00.000, 0, 1100 MiB, 81559 MiB\n";
+        let s = parse(text).unwrap();
+        assert_eq!(s.len(), 3);
+        assert!((s[2].t_s - 0.1).abs() < 1e-6, "midnight wrap: {}", s[2].t_s);
+        assert_eq!(s[0].used, 1000 << 20);
+        let err = parse("timestamp, index\n2026/11/29 10:00:00, zero, 1 MiB, 2 MiB").unwrap_err();
+        assert!(err.to_string().starts_with("line 2"), "{err}");
+        assert_eq!(classify(&s, Some(0)).unwrap_err(), TraceError::TooShort(2, 0));
+    }
+
+    #[test]
+    fn theil_sen_ignores_a_spike() {
+        let pts: Vec<(f64, f64)> =
+            (0..20).map(|i| (i as f64, 2.0 * i as f64 + if i == 7 { 500.0 } else { 0.0 })).collect();
+        assert!((theil_sen(&pts) - 2.0).abs() < 1e-9);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics(s in "[0-9a-zA-Z:/., \\n-]{0,500}") {
+            if let Ok(samples) = parse(&s) {
+                let _ = classify(&samples, None);
+            }
+        }
+    }
+}
