@@ -38,12 +38,65 @@ pub enum Command {
     Gpus,
     /// Print the default scenario's estimate (what the app opens on) without opening a window.
     Default,
-    /// Explain an out-of-memory message (PyTorch or TensorFlow): its numbers, the likely cause,
-    /// the fixes.
+    /// Explain an out-of-memory message (PyTorch or TensorFlow) or classify a memory-usage trace.
     Diagnose(DiagnoseArgs),
+    /// Sample GPU memory through NVML (exit code 3 when NVML is unavailable).
+    Monitor(MonitorArgs),
     /// Plan a multi-GPU job: per-rank memory of a layout, step time and speed-up, or (with
     /// --search) the feasible layouts ranked by step time and headroom.
     Plan(PlanArgs),
+}
+
+/// Flags of `monitor`.
+#[derive(Args, Debug, Clone)]
+pub struct MonitorArgs {
+    /// Milliseconds between samples.
+    #[arg(long, default_value_t = 250)]
+    pub interval_ms: u64,
+    /// Samples to take.
+    #[arg(long, default_value_t = 1)]
+    pub count: u64,
+    /// One JSON object per sample (JSON lines).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `monitor`: prints as it samples; a `MonitorError` comes back for exit code 3.
+pub fn run_monitor(a: &MonitorArgs) -> Result<String> {
+    use std::io::Write;
+    use vramscope::monitor::{NvmlSampler, Sampler};
+    if a.interval_ms == 0 || a.interval_ms > 3_600_000 {
+        bail!("--interval-ms {} is out of range (1 to 3600000)", a.interval_ms);
+    }
+    let mut sampler = NvmlSampler::new()?;
+    let mut out = std::io::stdout().lock();
+    for i in 0..a.count {
+        let s = sampler.sample()?;
+        let line = if a.json {
+            serde_json::to_string(&serde_json::json!({"schema": 1, "snapshot": s}))?
+        } else {
+            s.gpus
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{:>8.2}s GPU {} {}: {:.2} / {:.2} GiB used, {} processes",
+                        s.t_s,
+                        g.index,
+                        g.name,
+                        g.used as f64 / vramscope::units::GIB,
+                        g.total as f64 / vramscope::units::GIB,
+                        g.processes.len()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let _ = writeln!(out, "{line}");
+        if i + 1 < a.count {
+            std::thread::sleep(std::time::Duration::from_millis(a.interval_ms));
+        }
+    }
+    Ok(String::new())
 }
 
 /// Flags of `diagnose`.

@@ -22,6 +22,7 @@ pub mod fit;
 pub mod gpu;
 pub mod gui;
 pub mod model;
+pub mod monitor;
 pub mod plan;
 pub mod report;
 pub mod units;

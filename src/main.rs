@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Default) => cli::run_estimate(&cli::default_args()),
         Some(cli::Command::Plan(a)) => cli::run_plan(a),
         Some(cli::Command::Diagnose(a)) => cli::run_diagnose(a),
+        Some(cli::Command::Monitor(a)) => cli::run_monitor(a),
         None => match vramscope::gui::run(vramscope::gui::Launch {
             screenshot: args.screenshot.clone(),
             frames: args.frames,
@@ -48,7 +49,12 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            // a missing or failing driver is not a usage error: scripts can tell them apart
+            if e.downcast_ref::<vramscope::monitor::MonitorError>().is_some() {
+                ExitCode::from(3)
+            } else {
+                ExitCode::from(2)
+            }
         }
     }
 }

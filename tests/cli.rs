@@ -303,3 +303,14 @@ fn diagnose_classifies_a_leaking_trace() {
     assert!((g - 200.0).abs() < 30.0, "{g}");
     assert_usage_error(&["diagnose"], "required");
 }
+
+#[test]
+fn monitor_without_a_driver_exits_3_with_a_plain_message() {
+    let out = run(&["monitor", "--count", "1", "--json"]);
+    if out.status.success() {
+        return; // a machine with an NVIDIA driver: nothing to check here
+    }
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("NVML unavailable") && !err.contains("panicked"), "{err}");
+}
