@@ -195,3 +195,50 @@ fn snapshots_of_the_main_view_and_curves() {
     h.run();
     h.snapshot("curves_segments");
 }
+
+#[test]
+fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
+    use vramscope::gui::live::Live;
+    use vramscope::monitor::{FakeSampler, MonitorError, Sampler};
+    let gib = 1u64 << 30;
+    // a leaking run: 20 GiB + 10 GiB per step, 200 MiB kept per step
+    let curve: Vec<u64> = (0..200u64)
+        .map(|i| 20 * gib + (i / 10) * (200 << 20) + 10 * gib * (i % 10).min(10 - i % 10) / 5)
+        .collect();
+    let mut app = VramApp::new(AppState::default());
+    app.live = Live::with_factory(Box::new(move || {
+        Ok(Box::new(FakeSampler::from_curve(80 * gib, &curve, 0.25)) as Box<dyn Sampler>)
+    }));
+    app.live.interval_ms = 1;
+    let mut h = test_harness(egui::vec2(1280.0, 800.0), app);
+    h.run();
+    h.get_by_label("Live GPU").click();
+    h.run();
+    h.get_by_label("Start monitoring").click();
+    for _ in 0..200 {
+        h.step();
+        if h.state().live.history.samples.len() >= 150 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(h.state().live.history.samples.len() >= 150, "samples arrive from the thread");
+    h.run_steps(2);
+    assert!(h.query_by_label_contains("measured").is_some(), "measured line on the bar");
+    assert!(h.query_by_label_contains("Leak").is_some(), "the curve is diagnosed");
+    h.get_by_label("Pause").click();
+    h.run_steps(2);
+    assert!(h.state().live.paused);
+
+    // no driver: a plain message, the app keeps running, retry is offered
+    let mut app = VramApp::new(AppState::default());
+    app.live = Live::with_factory(Box::new(|| Err(MonitorError::NoLibrary)));
+    let mut h = test_harness(egui::vec2(1280.0, 800.0), app);
+    h.run();
+    h.get_by_label("Live GPU").click();
+    h.run();
+    h.get_by_label("Start monitoring").click();
+    h.run();
+    assert!(h.query_all_by_label_contains("NVML unavailable").count() >= 1, "in the tab and the status bar");
+    assert!(h.query_by_label("Start monitoring").is_some(), "retry is offered");
+}

@@ -60,6 +60,8 @@ pub struct VramApp {
     pub exit_code: std::sync::Arc<std::sync::atomic::AtomicI32>,
     /// Save state through eframe storage (off for screenshot runs).
     pub persist: bool,
+    /// Live monitoring.
+    pub live: super::live::Live,
 }
 
 impl VramApp {
@@ -77,6 +79,7 @@ impl VramApp {
             screenshot: None,
             exit_code: std::sync::Arc::new(std::sync::atomic::AtomicI32::new(1)),
             persist: true,
+            live: super::live::Live::new(),
         }
     }
 
@@ -219,7 +222,9 @@ impl VramApp {
             ctx.set_zoom_factor(zoom);
         }
         self.derived.update(&self.state);
+        self.live.drain();
         let mut intents: Vec<Intent> = Vec::new();
+        let mut live_actions = Vec::new();
         intents.extend(panels::shortcuts::read(&ctx));
         intents.extend(panels::drop::read(&ctx));
         egui::Panel::top("menu").show(ui, |ui| intents.extend(panels::menu::ui(ui, &self.state)));
@@ -245,8 +250,9 @@ impl VramApp {
                 ui.horizontal_top(|ui| {
                     let w = ui.available_width();
                     let down = egui::Layout::top_down(egui::Align::Min);
+                    let measured = self.live.latest_used();
                     ui.allocate_ui_with_layout(egui::vec2(w * 0.52, top_h), down, |ui| {
-                        panels::breakdown::ui(ui, c, &pinned, top_h);
+                        panels::breakdown::ui(ui, c, &pinned, top_h, measured);
                     });
                     ui.add_space(10.0);
                     ui.allocate_ui_with_layout(egui::vec2(ui.available_width(), top_h), down, |ui| {
@@ -258,6 +264,7 @@ impl VramApp {
                 intents.extend(panels::tabs::ui(ui, self.state.view.tab));
                 match self.state.view.tab {
                     Tab::Compare => intents.extend(panels::compare::ui(ui, c, &pinned)),
+                    Tab::Live => live_actions = panels::live::ui(ui, c, &mut self.live),
                     tab => intents.extend(panels::curves::ui(ui, c, tab, &self.state.settings)),
                 }
             }
@@ -269,7 +276,45 @@ impl VramApp {
         for i in intents {
             self.apply(&ctx, i);
         }
+        for a in live_actions {
+            self.live_action(&ctx, a);
+        }
         self.screenshot_step(&ctx);
+    }
+
+    fn live_action(&mut self, ctx: &egui::Context, a: panels::live::LiveAction) {
+        use panels::live::LiveAction;
+        match a {
+            LiveAction::Start => {
+                let c = ctx.clone();
+                self.live.start(move || c.request_repaint());
+                if let Some(p) = &self.live.problem {
+                    self.status = (StatusKind::Error, p.clone());
+                }
+            }
+            LiveAction::Stop => self.live.stop(),
+            LiveAction::Record => {
+                let path = rfd::FileDialog::new()
+                    .set_file_name("vramscope-trace.csv")
+                    .save_file()
+                    .unwrap_or_else(|| {
+                        let secs = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_secs());
+                        std::env::temp_dir().join(format!("vramscope-trace-{secs}.csv"))
+                    });
+                let tmp = path.with_extension("csv.tmp");
+                let result = std::fs::write(&tmp, self.live.history.to_csv())
+                    .and_then(|()| std::fs::rename(&tmp, &path));
+                self.status = match result {
+                    Ok(()) => (
+                        StatusKind::Info,
+                        format!("Recorded {} samples to {}", self.live.history.samples.len(), path.display()),
+                    ),
+                    Err(e) => (StatusKind::Error, format!("{}: {e}", path.display())),
+                };
+            }
+        }
     }
 
     fn screenshot_step(&mut self, ctx: &egui::Context) {

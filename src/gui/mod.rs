@@ -4,6 +4,7 @@
 pub mod app;
 pub mod derived;
 pub mod intent;
+pub mod live;
 pub mod palette;
 pub mod panels;
 pub mod state;

@@ -131,6 +131,7 @@ pub enum Tab {
     Segments,
     Gpus,
     Compare,
+    Live,
 }
 
 /// View settings.

@@ -23,7 +23,8 @@ pub fn name(c: Component) -> &'static str {
 }
 
 /// Draws the bars. `pinned` are (label, results) of pinned scenarios.
-pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height: f32) {
+/// `measured` is the live used memory of the GPU, drawn across the current bar.
+pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height: f32, measured: Option<u64>) {
     let t = tr();
     let size = vec2(ui.available_width(), height);
     let (rect, _) = ui.allocate_exact_size(size, Sense::hover());
@@ -134,6 +135,19 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
         8.0,
         5.0,
     ));
+    if let Some(m) = measured {
+        let cx = plot.left() + slot * 0.5;
+        let y = y_of(m as f64);
+        let stroke = Stroke::new(3.0, ui.visuals().strong_text_color());
+        painter.line_segment([pos2(cx - bar_w / 2.0 - 12.0, y), pos2(cx + bar_w / 2.0 + 12.0, y)], stroke);
+        painter.text(
+            pos2(cx - bar_w / 2.0 - 14.0, y),
+            Align2::RIGHT_CENTER,
+            format!("{} {}", t.measured_on_bar, gib(m)),
+            FontId::proportional(13.0),
+            ui.visuals().strong_text_color(),
+        );
+    }
     for (bg, galley) in totals {
         painter.rect_filled(bg, 3.0, ui.visuals().panel_fill);
         painter.galley(bg.min + vec2(2.0, 2.0), galley, text_color);

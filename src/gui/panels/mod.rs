@@ -7,6 +7,7 @@ pub mod controls;
 pub mod curves;
 pub mod drop;
 pub mod headline;
+pub mod live;
 pub mod menu;
 pub mod shortcuts;
 pub mod status;

@@ -16,6 +16,7 @@ pub fn ui(ui: &mut egui::Ui, current: Tab) -> Vec<Intent> {
             (Tab::Segments, t.tab_segments),
             (Tab::Gpus, t.tab_gpus),
             (Tab::Compare, t.tab_compare),
+            (Tab::Live, t.tab_live),
         ] {
             if ui.selectable_label(current == tab, label).clicked() && current != tab {
                 out.push(Intent::SetTab(tab));
