@@ -109,6 +109,9 @@ pub struct DiagnoseArgs {
     /// --format=csv -lms 100` output, or `t_s,gpu,used_bytes,total_bytes`.
     #[arg(long)]
     pub trace: Option<String>,
+    /// `torch.cuda.memory_summary()` text, `memory_stats()` JSON or TensorFlow memory info.
+    #[arg(long)]
+    pub memory_summary: Option<String>,
     /// GPU index to examine in a trace (default: the first one in it).
     #[arg(long)]
     pub gpu_index: Option<u32>,
@@ -132,8 +135,29 @@ fn read_capped(path: &str, limit: u64) -> Result<String> {
 
 /// Runs `diagnose`.
 pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
-    if a.oom.is_some() == a.trace.is_some() {
-        bail!("diagnose needs exactly one of --oom FILE|- and --trace FILE.csv (one is required)");
+    let given =
+        [a.oom.is_some(), a.trace.is_some(), a.memory_summary.is_some()].iter().filter(|x| **x).count();
+    if given != 1 {
+        bail!(
+            "diagnose needs exactly one of --oom FILE|-, --trace FILE.csv, --memory-summary FILE (one is required)"
+        );
+    }
+    if let Some(path) = &a.memory_summary {
+        let text = read_capped(path, vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
+        let r = vramscope::diagnose::allocator::parse_allocator(&text).with_context(|| path.clone())?;
+        if a.json {
+            return Ok(
+                serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "allocator": r}))? + "\n"
+            );
+        }
+        let mut s = format!("{:?} report\n", r.source);
+        if let Some(f) = r.fragmentation {
+            s += &format!("  fragmentation (1 - allocated/reserved): {:.0} %\n", 100.0 * f);
+        }
+        for line in &r.advice {
+            s += &format!("  {line}\n");
+        }
+        return Ok(s);
     }
     if let Some(path) = &a.trace {
         let text = read_capped(path, 16 * vramscope::diagnose::MAX_INPUT_BYTES as u64)?;

@@ -1,7 +1,8 @@
 //! Diagnosis of memory problems from what a run leaves behind: out-of-memory messages
-//! ([`oom`]) and memory-usage curves ([`trace`]). All parsers take untrusted text: size-capped,
+//! ([`oom`]), memory-usage curves ([`trace`]) and allocator reports ([`allocator`]). All parsers take untrusted text: size-capped,
 //! never panicking, and saying what they did not understand.
 
+pub mod allocator;
 pub mod oom;
 pub mod trace;
 
