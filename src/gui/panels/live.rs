@@ -76,8 +76,33 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
         .back()
         .and_then(|s| s.gpus.iter().find(|g| g.index == gpu))
         .map_or(c.capacity(), |g| g.total);
+    // the verdict and the samples that show it, highlighted on the curve
+    let samples: Vec<trace::Sample> = live
+        .history
+        .samples
+        .iter()
+        .flat_map(|s| {
+            s.gpus.iter().map(move |g| trace::Sample {
+                t_s: s.t_s,
+                gpu: g.index,
+                used: g.used,
+                total: g.total,
+            })
+        })
+        .collect();
+    let report = trace::classify(&samples, Some(gpu)).ok();
+    let evidence: Vec<Vec<[f64; 2]>> = report
+        .as_ref()
+        .map(|r| {
+            r.evidence
+                .iter()
+                .map(|&(a, b)| pts.get(a..=b.min(pts.len().saturating_sub(1))).unwrap_or(&[]).to_vec())
+                .collect()
+        })
+        .unwrap_or_default();
     ui.columns(2, |cols| {
         let ui = &mut cols[0];
+        let ui_warn = ui.visuals().warn_fg_color.gamma_multiply(0.6);
         Plot::new("live")
             .legend(Legend::default())
             .height((ui.available_height() - 10.0).max(120.0))
@@ -87,6 +112,11 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
             .include_y(capacity as f64 / GIB * 1.05)
             .show(ui, |p| {
                 p.line(Line::new(t.live_measured, PlotPoints::from(pts.clone())).width(2.0));
+                for seg in &evidence {
+                    p.line(
+                        Line::new(t.live_evidence, PlotPoints::from(seg.clone())).width(5.0).color(ui_warn),
+                    );
+                }
                 p.hline(HLine::new(t.live_predicted, c.estimate.total as f64 / GIB).width(1.5));
                 p.hline(
                     HLine::new(t.capacity, capacity as f64 / GIB).style(LineStyle::dashed_loose()).width(1.5),
