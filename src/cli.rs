@@ -112,6 +112,10 @@ pub struct DiagnoseArgs {
     /// `torch.cuda.memory_summary()` text, `memory_stats()` JSON or TensorFlow memory info.
     #[arg(long)]
     pub memory_summary: Option<String>,
+    /// A memory snapshot pickle (`torch.cuda.memory._dump_snapshot(path)`): segments, blocks,
+    /// fragmentation.
+    #[arg(long)]
+    pub snapshot: Option<String>,
     /// GPU index to examine in a trace (default: the first one in it).
     #[arg(long)]
     pub gpu_index: Option<u32>,
@@ -135,12 +139,46 @@ fn read_capped(path: &str, limit: u64) -> Result<String> {
 
 /// Runs `diagnose`.
 pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
-    let given =
-        [a.oom.is_some(), a.trace.is_some(), a.memory_summary.is_some()].iter().filter(|x| **x).count();
+    let given = [a.oom.is_some(), a.trace.is_some(), a.memory_summary.is_some(), a.snapshot.is_some()]
+        .iter()
+        .filter(|x| **x)
+        .count();
     if given != 1 {
         bail!(
-            "diagnose needs exactly one of --oom FILE|-, --trace FILE.csv, --memory-summary FILE (one is required)"
+            "diagnose needs exactly one of --oom FILE|-, --trace FILE.csv, --memory-summary FILE, --snapshot FILE.pickle (one is required)"
         );
+    }
+    if let Some(path) = &a.snapshot {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .with_context(|| format!("opening {path}"))?
+            .take(vramscope::diagnose::snapshot::MAX_SNAPSHOT_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("reading {path}"))?;
+        let r = vramscope::diagnose::snapshot::read_snapshot(&bytes).with_context(|| path.clone())?;
+        if a.json {
+            return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "snapshot": r}))? + "\n");
+        }
+        let g = |b: u64| format!("{:.2} GiB", b as f64 / vramscope::units::GIB);
+        let mut s = format!(
+            "{} segments: {} reserved, {} allocated; largest free block {} ({:.0} % of free memory is in smaller holes)\n",
+            r.segments.len(),
+            g(r.reserved),
+            g(r.allocated),
+            g(r.largest_free_block),
+            100.0 * r.fragmentation
+        );
+        for seg in r.segments.iter().take(10) {
+            s += &format!(
+                "  {:<5} segment {}: {} allocated, {} blocks\n",
+                seg.pool,
+                g(seg.total),
+                g(seg.allocated),
+                seg.blocks.len()
+            );
+        }
+        return Ok(s);
     }
     if let Some(path) = &a.memory_summary {
         let text = read_capped(path, vramscope::diagnose::MAX_INPUT_BYTES as u64)?;

@@ -314,3 +314,22 @@ fn monitor_without_a_driver_exits_3_with_a_plain_message() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("NVML unavailable") && !err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn diagnose_reads_allocator_reports_and_snapshots() {
+    let v = json(&["diagnose", "--snapshot", &data("snapshot/snapshot_p4.pickle"), "--json"]);
+    assert_eq!(v["snapshot"]["largest_free_block"], 6u64 << 20);
+    let dir = std::env::temp_dir().join(format!("vramscope-alloc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("stats.json");
+    std::fs::write(
+        &f,
+        r#"{"allocated_bytes.all.current": 1, "reserved_bytes.all.current": 4, "num_alloc_retries": 3}"#,
+    )
+    .unwrap();
+    let v = json(&["diagnose", "--memory-summary", f.to_str().unwrap(), "--json"]);
+    assert_eq!(v["allocator"]["numbers"]["cuda_malloc_retries"], 3);
+    let evil = dir.join("evil.pickle");
+    std::fs::write(&evil, b"\x80\x02cos\nsystem\n.").unwrap();
+    assert_usage_error(&["diagnose", "--snapshot", evil.to_str().unwrap()], "refused");
+}
