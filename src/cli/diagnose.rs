@@ -1,0 +1,199 @@
+//! `vramscope monitor` and `vramscope diagnose`.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+/// Flags of `monitor`.
+#[derive(Args, Debug, Clone)]
+pub struct MonitorArgs {
+    /// Milliseconds between samples.
+    #[arg(long, default_value_t = 250)]
+    pub interval_ms: u64,
+    /// Samples to take.
+    #[arg(long, default_value_t = 1)]
+    pub count: u64,
+    /// One JSON object per sample (JSON lines).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `monitor`: prints as it samples; a `MonitorError` comes back for exit code 3.
+pub fn run_monitor(a: &MonitorArgs) -> Result<String> {
+    use std::io::Write;
+    use vramscope::monitor::{NvmlSampler, Sampler};
+    if a.interval_ms == 0 || a.interval_ms > 3_600_000 {
+        bail!("--interval-ms {} is out of range (1 to 3600000)", a.interval_ms);
+    }
+    let mut sampler = NvmlSampler::new()?;
+    let mut out = std::io::stdout().lock();
+    for i in 0..a.count {
+        let s = sampler.sample()?;
+        let line = if a.json {
+            serde_json::to_string(&serde_json::json!({"schema": 1, "snapshot": s}))?
+        } else {
+            s.gpus
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{:>8.2}s GPU {} {}: {:.2} / {:.2} GiB used, {} processes",
+                        s.t_s,
+                        g.index,
+                        g.name,
+                        g.used as f64 / vramscope::units::GIB,
+                        g.total as f64 / vramscope::units::GIB,
+                        g.processes.len()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let _ = writeln!(out, "{line}");
+        if i + 1 < a.count {
+            std::thread::sleep(std::time::Duration::from_millis(a.interval_ms));
+        }
+    }
+    Ok(String::new())
+}
+
+/// Flags of `diagnose`.
+#[derive(Args, Debug, Clone)]
+pub struct DiagnoseArgs {
+    /// File holding an out-of-memory error text, or - for standard input.
+    #[arg(long)]
+    pub oom: Option<String>,
+    /// A memory-usage CSV: `nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total
+    /// --format=csv -lms 100` output, or `t_s,gpu,used_bytes,total_bytes`.
+    #[arg(long)]
+    pub trace: Option<String>,
+    /// `torch.cuda.memory_summary()` text, `memory_stats()` JSON or TensorFlow memory info.
+    #[arg(long)]
+    pub memory_summary: Option<String>,
+    /// A memory snapshot pickle (`torch.cuda.memory._dump_snapshot(path)`): segments, blocks,
+    /// fragmentation.
+    #[arg(long)]
+    pub snapshot: Option<String>,
+    /// GPU index to examine in a trace (default: the first one in it).
+    #[arg(long)]
+    pub gpu_index: Option<u32>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Reads a text file (or standard input for `-`), at most `limit` bytes.
+fn read_capped(path: &str, limit: u64) -> Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    if path == "-" {
+        std::io::stdin().take(limit).read_to_string(&mut text).context("reading standard input")?;
+    } else {
+        let f = std::fs::File::open(path).with_context(|| format!("opening {path}"))?;
+        f.take(limit).read_to_string(&mut text).with_context(|| format!("{path}: not UTF-8 text"))?;
+    }
+    Ok(text)
+}
+
+/// Runs `diagnose`.
+pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
+    let given = [a.oom.is_some(), a.trace.is_some(), a.memory_summary.is_some(), a.snapshot.is_some()]
+        .iter()
+        .filter(|x| **x)
+        .count();
+    if given != 1 {
+        bail!(
+            "diagnose needs exactly one of --oom FILE|-, --trace FILE.csv, --memory-summary FILE, --snapshot FILE.pickle (one is required)"
+        );
+    }
+    if let Some(path) = &a.snapshot {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .with_context(|| format!("opening {path}"))?
+            .take(vramscope::diagnose::snapshot::MAX_SNAPSHOT_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .with_context(|| format!("reading {path}"))?;
+        let r = vramscope::diagnose::snapshot::read_snapshot(&bytes).with_context(|| path.clone())?;
+        if a.json {
+            return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "snapshot": r}))? + "\n");
+        }
+        let g = |b: u64| format!("{:.2} GiB", b as f64 / vramscope::units::GIB);
+        let mut s = format!(
+            "{} segments: {} reserved, {} allocated; largest free block {} ({:.0} % of free memory is in smaller holes)\n",
+            r.segments.len(),
+            g(r.reserved),
+            g(r.allocated),
+            g(r.largest_free_block),
+            100.0 * r.fragmentation
+        );
+        for seg in r.segments.iter().take(10) {
+            s += &format!(
+                "  {:<5} segment {}: {} allocated, {} blocks\n",
+                seg.pool,
+                g(seg.total),
+                g(seg.allocated),
+                seg.blocks.len()
+            );
+        }
+        return Ok(s);
+    }
+    if let Some(path) = &a.memory_summary {
+        let text = read_capped(path, vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
+        let r = vramscope::diagnose::allocator::parse_allocator(&text).with_context(|| path.clone())?;
+        if a.json {
+            return Ok(
+                serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "allocator": r}))? + "\n"
+            );
+        }
+        let mut s = format!("{:?} report\n", r.source);
+        if let Some(f) = r.fragmentation {
+            s += &format!("  fragmentation (1 - allocated/reserved): {:.0} %\n", 100.0 * f);
+        }
+        for line in &r.advice {
+            s += &format!("  {line}\n");
+        }
+        return Ok(s);
+    }
+    if let Some(path) = &a.trace {
+        let text = read_capped(path, 16 * vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
+        let samples = vramscope::diagnose::trace::parse(&text).with_context(|| path.clone())?;
+        let r = vramscope::diagnose::trace::classify(&samples, a.gpu_index).with_context(|| path.clone())?;
+        if a.json {
+            return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "trace": r}))? + "\n");
+        }
+        let mut s = format!(
+            "GPU {}: {} samples, {} iterations, peak {:.0} % of the card → {:?}\n",
+            r.gpu,
+            r.samples,
+            r.iterations,
+            100.0 * r.peak_fraction,
+            r.verdict
+        );
+        for line in &r.advice {
+            s += &format!("  {line}\n");
+        }
+        if let Some(t) = r.seconds_to_oom {
+            s += &format!("  at this rate the card is full in {t:.0} s\n");
+        }
+        return Ok(s);
+    }
+    let path = a.oom.as_deref().unwrap_or("-");
+    let text = read_capped(path, vramscope::diagnose::MAX_INPUT_BYTES as u64 + 1)?;
+    let r = vramscope::diagnose::explain_oom(&text).with_context(|| path.to_owned())?;
+    if a.json {
+        return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "oom": r}))? + "\n");
+    }
+    let mut s = format!("{:?} out-of-memory message\n", r.source);
+    for line in &r.explanation {
+        s += &format!("  {line}\n");
+    }
+    if !r.fixes.is_empty() {
+        s += "\nwhat to do:\n";
+        for (i, f) in r.fixes.iter().enumerate() {
+            s += &format!("  {}. {f}\n", i + 1);
+        }
+    }
+    for n in &r.not_understood {
+        s += &format!("\n  not understood: {n}");
+    }
+    Ok(s)
+}

@@ -1,0 +1,158 @@
+//! `vramscope plan`.
+
+use super::{EstimateArgs, scenario};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use vramscope::estimate::estimate;
+use vramscope::report::{self, FitInfo};
+use vramscope::{fit, gpu};
+
+/// Flags of `plan`.
+#[derive(Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// The scenario (same flags as `estimate`; --gpu is required).
+    #[command(flatten)]
+    pub estimate: EstimateArgs,
+    /// GPUs in the job (default: the product of the parallel degrees).
+    #[arg(long)]
+    pub gpus: Option<u64>,
+    /// Sequences per optimizer step over the whole job (default: micro-batch x data-parallel).
+    #[arg(long)]
+    pub global_batch: Option<u64>,
+    /// Search layouts (TP, PP, ZeRO, checkpointing, offload) of --gpus GPUs and rank them.
+    #[arg(long)]
+    pub search: bool,
+    /// Model FLOPs utilisation assumed for step times.
+    #[arg(long, default_value_t = 0.4)]
+    pub mfu: f64,
+    /// Show this many plans with --search.
+    #[arg(long, default_value_t = 15)]
+    pub top: usize,
+}
+
+/// Runs `plan`.
+pub fn run_plan(a: &PlanArgs) -> Result<String> {
+    use vramscope::plan;
+    let (sc, notes) = scenario(&a.estimate)?;
+    let gpu_id = a.estimate.gpu.as_deref().context("plan needs --gpu")?;
+    let gpu = gpu::find(gpu_id).map_err(anyhow::Error::msg)?;
+    if !(0.01..=1.0).contains(&a.mfu) {
+        bail!("--mfu {} is outside (0, 1]", a.mfu);
+    }
+    let speed = plan::SpeedModel { mfu: a.mfu, ..Default::default() };
+    let world = sc.parallel.world();
+    let gpus = a.gpus.unwrap_or(world);
+    let global = a.global_batch.unwrap_or(sc.batch * sc.parallel.dp * sc.parallel.micro_batches().max(1));
+    if a.search {
+        let t0 = std::time::Instant::now();
+        let plans = plan::search(&sc, &gpu, gpus, global, &speed);
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        if a.estimate.json {
+            let v = serde_json::json!({"schema": 1, "model": sc.model.name, "gpu": gpu.id, "gpus": gpus,
+                "global_batch": global, "search_ms": ms, "plans": plans.iter().take(a.top).collect::<Vec<_>>()});
+            return Ok(serde_json::to_string_pretty(&v)? + "\n");
+        }
+        let mut s = format!(
+            "{} on {gpus} x {} ({:.1} GiB), global batch {global} x seq {}: {} feasible layouts (searched in {ms:.1} ms)\n\n",
+            sc.model.name,
+            gpu.name,
+            gpu.memory_mib as f64 / 1024.0,
+            sc.seq,
+            plans.len()
+        );
+        s += "  rank  dp  tp  pp  zero  ckpt  offload    mb  accum   GiB/GPU  headroom   step s   tokens/s\n";
+        for (i, p) in plans.iter().take(a.top).enumerate() {
+            let q = &p.parallel;
+            s += &format!(
+                "  {:>4} {:>3} {:>3} {:>3} {:>5}  {:<5} {:<9} {:>3} {:>6} {:>9.1} {:>9.1} {:>8.2} {:>10.0}\n",
+                i + 1,
+                q.dp,
+                q.tp,
+                q.pp,
+                q.zero,
+                if p.checkpoint == "none" { "no" } else { "full" },
+                format!("{:?}", q.offload).to_lowercase(),
+                p.micro_batch,
+                p.grad_accum,
+                p.total_bytes as f64 / vramscope::units::GIB,
+                p.headroom_bytes as f64 / vramscope::units::GIB,
+                p.step.step_s,
+                p.step.tokens_per_s
+            );
+        }
+        if plans.is_empty() {
+            s += "  nothing fits: more GPUs, a larger card, LoRA/QLoRA or offload to NVMe\n";
+        }
+        return Ok(s);
+    }
+    let e = estimate(&sc)?;
+    let step = plan::step_time(&sc, &e, &gpu, global, &speed);
+    let cap = gpu.memory_bytes();
+    let rule = plan::rule_of_thumb_speedup(sc.parallel.dp);
+    let aware = plan::comm_aware_speedup(&sc, &gpu, sc.parallel.dp, global, &speed);
+    let min = plan::min_gpus(&sc, &gpu, global);
+    if a.estimate.json {
+        let fit = FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&sc, cap), gpu: gpu.clone() };
+        let mut v = report::to_json(&sc, &e, Some(&fit), &notes);
+        if let Some(o) = v.as_object_mut() {
+            if let Some(b) = o.get_mut("bytes").and_then(|b| b.as_object_mut()) {
+                b.insert("cpu_bytes".into(), serde_json::json!(e.cpu_bytes));
+                b.insert("nvme_bytes".into(), serde_json::json!(e.nvme_bytes));
+            }
+            o.insert("parallel".into(), serde_json::json!(sc.parallel));
+            o.insert("world".into(), serde_json::json!(sc.parallel.world()));
+            o.insert("stage".into(), serde_json::json!(e.stage));
+            o.insert("global_batch".into(), serde_json::json!(global));
+            o.insert("step_time".into(), serde_json::json!(step));
+            o.insert(
+                "speedup".into(),
+                serde_json::json!({"rule_of_thumb": rule, "comm_aware": aware, "gpus": sc.parallel.dp}),
+            );
+            o.insert("min_gpus_for_global_batch".into(), serde_json::json!(min));
+        }
+        return Ok(serde_json::to_string_pretty(&v)? + "\n");
+    }
+    let fit = FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&sc, cap), gpu };
+    let mut s = report::to_text(&sc, &e, Some(&fit), &notes);
+    let p = &sc.parallel;
+    s += &format!(
+        "\n  layout: {} GPUs = dp {} x tp {} x pp {} x cp {}{}; ZeRO-{}{}; most loaded rank: pipeline stage {} of {} ({} blocks, {:.1} micro-batches in flight)\n",
+        p.world(),
+        p.dp,
+        p.tp,
+        p.pp,
+        p.cp,
+        if p.sp { " + SP" } else { "" },
+        p.effective_zero(),
+        p.fsdp.map(|f| format!(" (FSDP {f:?})")).unwrap_or_default(),
+        e.stage.index + 1,
+        e.stage.stages,
+        e.stage.blocks,
+        e.stage.in_flight,
+    );
+    if e.cpu_bytes + e.nvme_bytes > 0 {
+        s += &format!(
+            "  offload: {:.1} GiB host RAM, {:.1} GiB NVMe per GPU\n",
+            e.cpu_bytes as f64 / vramscope::units::GIB,
+            e.nvme_bytes as f64 / vramscope::units::GIB
+        );
+    }
+    s += &format!(
+        "  step (global batch {global}): {:.2} s = compute {:.2} + bubble {:.2} + exposed comm {:.2}; {:.0} tokens/s (MFU {:.0} %)\n",
+        step.step_s,
+        step.compute_s,
+        step.bubble_s,
+        step.exposed_comm_s,
+        step.tokens_per_s,
+        100.0 * a.mfu
+    );
+    s += &format!(
+        "  speed-up on {} data-parallel GPUs: rule of thumb n/(1+0.5(n-1)) = {rule:.2}x; communication-aware = {}\n",
+        p.dp,
+        aware.map_or("n/a".into(), |x| format!("{x:.2}x"))
+    );
+    if let Some(m) = min {
+        s += &format!("  fewest data-parallel GPUs that fit (this layout): {m}\n");
+    }
+    Ok(s)
+}
