@@ -92,7 +92,7 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
     let dp = sc.parallel.dp;
     let zero = sc.parallel.zero;
     let shard = |stage: u8| {
-        if dp > 1 && zero >= stage { format!(" ÷ {dp} GPUs (ZeRO-{zero})") } else { String::new() }
+        if dp > 1 && zero >= stage { format!(" / {dp} GPUs (ZeRO-{zero})") } else { String::new() }
     };
     let mut out = Vec::with_capacity(7);
     let params_sub = match (sc.lora, p.is_quantized()) {
@@ -166,7 +166,7 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
         };
         out.push(Explanation {
             component: Component::Activations,
-            formula: "Σ over ops of the tensors each backward needs (per block × L + head/loss)".into(),
+            formula: "sum over ops of the tensors each backward needs (per block × L + head/loss)".into(),
             substituted: format!(
                 "b={} × s={}: {ckpt} = {} ({} still alive at the peak)",
                 sc.batch,

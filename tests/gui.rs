@@ -229,6 +229,19 @@ fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
     h.get_by_label("Pause").click();
     h.run_steps(2);
     assert!(h.state().live.paused);
+    // the measured line can follow one process
+    h.get_by_label("python (compute)").click();
+    h.run_steps(2);
+    assert_eq!(h.state().live.process, Some(4242));
+    assert!(h.state().live.latest_used().is_some());
+    // an OOM message gets explained, with fixes ranked for the current scenario
+    h.state_mut().live.oom_text =
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total \
+        capacity of 79.15 GiB of which 1.21 GiB is free."
+            .into();
+    h.run_steps(2);
+    assert!(h.query_by_label_contains("each fix alone would save").is_some());
+    assert!(h.query_by_label_contains("fused AdamW").is_some(), "the default scenario's step temporary");
 
     // no driver: a plain message, the app keeps running, retry is offered
     let mut app = VramApp::new(AppState::default());

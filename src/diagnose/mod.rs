@@ -4,6 +4,7 @@
 //! never panicking, and saying what they did not understand.
 
 pub mod allocator;
+pub mod fixes;
 pub mod oom;
 pub mod snapshot;
 pub mod trace;

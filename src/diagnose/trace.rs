@@ -230,7 +230,7 @@ pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, Tra
         (Verdict::ModelTooLarge, vec![(0, early.len() - 1)], None)
     } else if near_cap_peaks.len() >= 2 {
         advice.push(format!(
-            "{} of {iterations} iterations peak at ≥ 95 % of the card and fall back between steps: activations of each step are what fills it.",
+            "{} of {iterations} iterations peak at 95 % of the card or more and fall back between steps: activations of each step are what fills it.",
             near_cap_peaks.len()
         ));
         advice.push("lower the micro-batch or sequence length (keep the global batch with gradient accumulation), enable gradient checkpointing, or use SDPA/flash attention — `vramscope estimate` shows what each saves".into());

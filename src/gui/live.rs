@@ -18,6 +18,8 @@ pub struct Live {
     pub history: History,
     /// GPU shown.
     pub gpu: u32,
+    /// Process whose memory is drawn (`None`: the whole GPU).
+    pub process: Option<u32>,
     /// Samples are dropped while paused.
     pub paused: bool,
     /// Milliseconds between samples.
@@ -43,6 +45,7 @@ impl Live {
             monitor: None,
             history: History::new(HISTORY_SAMPLES),
             gpu: 0,
+            process: None,
             paused: false,
             interval_ms: 250,
             problem: None,
@@ -94,9 +97,13 @@ impl Live {
         }
     }
 
-    /// Latest used bytes of the chosen GPU.
+    /// Latest used bytes of the chosen GPU (or of the chosen process on it).
     pub fn latest_used(&self) -> Option<u64> {
-        self.history.samples.back()?.gpus.iter().find(|g| g.index == self.gpu).map(|g| g.used)
+        let g = self.history.samples.back()?.gpus.iter().find(|g| g.index == self.gpu)?;
+        match self.process {
+            None => Some(g.used),
+            Some(pid) => g.processes.iter().find(|p| p.pid == pid).and_then(|p| p.used),
+        }
     }
 }
 

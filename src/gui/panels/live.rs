@@ -64,11 +64,19 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
         ui.label(RichText::new(p).color(ui.visuals().warn_fg_color));
     }
     let gpu = live.gpu;
+    let process = live.process;
     let pts: Vec<[f64; 2]> = live
         .history
         .samples
         .iter()
-        .filter_map(|s| s.gpus.iter().find(|g| g.index == gpu).map(|g| [s.t_s, g.used as f64 / GIB]))
+        .filter_map(|s| {
+            let g = s.gpus.iter().find(|g| g.index == gpu)?;
+            let used = match process {
+                None => Some(g.used),
+                Some(pid) => g.processes.iter().find(|p| p.pid == pid).and_then(|p| p.used),
+            }?;
+            Some([s.t_s, used as f64 / GIB])
+        })
         .collect();
     let capacity = live
         .history
@@ -127,14 +135,19 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
             if let Some(g) = live.history.samples.back().and_then(|s| s.gpus.iter().find(|g| g.index == gpu))
             {
                 ui.label(RichText::new(format!("{}: {} of {}", g.name, gib(g.used), gib(g.total))).strong());
+                let procs = g.processes.clone();
                 egui::Grid::new("procs").striped(true).show(ui, |ui| {
                     ui.label("pid");
                     ui.label(t.live_process);
                     ui.label(t.live_memory);
                     ui.end_row();
-                    for p in &g.processes {
+                    ui.label("");
+                    ui.radio_value(&mut live.process, None, t.live_whole_gpu);
+                    ui.label(gib(g.used));
+                    ui.end_row();
+                    for p in &procs {
                         ui.label(p.pid.to_string());
-                        ui.label(format!("{} ({})", p.name, p.kind));
+                        ui.radio_value(&mut live.process, Some(p.pid), format!("{} ({})", p.name, p.kind));
                         ui.label(p.used.map_or("?".into(), gib));
                         ui.end_row();
                     }
@@ -169,6 +182,18 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
                     Ok(r) => {
                         for line in r.explanation.iter().chain(r.fixes.iter()) {
                             ui.add(egui::Label::new(format!("• {line}")).wrap());
+                        }
+                        ui.label(RichText::new(t.oom_ranked).strong());
+                        for f in crate::diagnose::fixes::rank_fixes(&c.scenario).iter().take(6) {
+                            ui.add(
+                                egui::Label::new(format!(
+                                    "• {}: saves {}, total {}",
+                                    f.change,
+                                    gib(f.saves),
+                                    gib(f.total_after)
+                                ))
+                                .wrap(),
+                            );
                         }
                     }
                     Err(e) => {

@@ -1,0 +1,108 @@
+//! What each usual fix would save in a given scenario, computed by the estimator and ranked —
+//! so an OOM explanation can say "halving the micro-batch saves 9.2 GiB, 8-bit AdamW 11.0 GiB".
+
+use crate::estimate::{Checkpointing, Mode, Optimizer, Scenario, estimate};
+use crate::units::Precision;
+use serde::Serialize;
+
+/// One candidate change and its effect.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fix {
+    /// What to change.
+    pub change: String,
+    /// Bytes of GPU memory it saves (total per GPU).
+    pub saves: u64,
+    /// Total per GPU after it.
+    pub total_after: u64,
+}
+
+/// The usual fixes that apply to `sc`, each applied alone, ranked by what they save (largest
+/// first); changes that save nothing are left out.
+pub fn rank_fixes(sc: &Scenario) -> Vec<Fix> {
+    let Ok(base) = estimate(sc) else { return Vec::new() };
+    let mut candidates: Vec<(String, Scenario)> = Vec::new();
+    let mut with = |name: &str, f: &dyn Fn(&mut Scenario)| {
+        let mut s = sc.clone();
+        f(&mut s);
+        if s != *sc {
+            candidates.push((name.to_owned(), s));
+        }
+    };
+    if sc.batch > 1 {
+        with(&format!("halve the micro-batch to {} (double gradient accumulation)", sc.batch / 2), &|s| {
+            s.batch /= 2
+        });
+    }
+    if sc.mode == Mode::Train {
+        if sc.checkpointing != Checkpointing::Full {
+            with("gradient checkpointing on every block", &|s| s.checkpointing = Checkpointing::Full);
+        }
+        if matches!(sc.optimizer, Optimizer::Adamw | Optimizer::Adam) {
+            with("fused AdamW (no step temporary)", &|s| s.optimizer = Optimizer::AdamwFused);
+            with("8-bit AdamW (bitsandbytes)", &|s| s.optimizer = Optimizer::Adamw8bit);
+        }
+        if sc.precision == Precision::Fp32 {
+            with("bf16 autocast (bf16-amp)", &|s| s.precision = Precision::Bf16Amp);
+            with("pure bf16", &|s| s.precision = Precision::Bf16);
+        }
+        if sc.lora.is_none() && sc.model.transformer().is_some() {
+            with("LoRA r=16 on all projections instead of full fine-tuning", &|s| {
+                s.lora = Some(crate::estimate::Lora {
+                    rank: 16,
+                    targets: crate::estimate::Targets::ALL,
+                    dropout: 0.0,
+                });
+            });
+        }
+        if sc.parallel.dp > 1 && sc.parallel.effective_zero() < 3 {
+            let z = sc.parallel.effective_zero() + 1;
+            with(&format!("ZeRO stage {z} across the {} data-parallel GPUs", sc.parallel.dp), &|s| {
+                s.parallel.zero = z;
+                s.parallel.fsdp = None;
+            });
+        }
+    }
+    if sc.attention == crate::estimate::AttentionImpl::Eager {
+        with("SDPA / flash attention instead of eager", &|s| {
+            s.attention = crate::estimate::AttentionImpl::Sdpa
+        });
+    }
+    if sc.seq > 256 {
+        with(&format!("halve the sequence length to {}", sc.seq / 2), &|s| s.seq /= 2);
+    }
+    let mut fixes: Vec<Fix> = candidates
+        .into_iter()
+        .filter_map(|(change, s)| {
+            let e = estimate(&s).ok()?;
+            (e.total < base.total).then(|| Fix { change, saves: base.total - e.total, total_after: e.total })
+        })
+        .collect();
+    fixes.sort_by_key(|f| std::cmp::Reverse(f.saves));
+    fixes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::preset::builtin;
+
+    #[test]
+    fn ranks_fixes_by_what_they_save() {
+        let mut sc = Scenario::new(builtin("llama-2-7b").unwrap());
+        sc.batch = 4;
+        sc.seq = 4096;
+        let fixes = rank_fixes(&sc);
+        assert!(fixes.len() >= 4, "{fixes:?}");
+        assert!(fixes.windows(2).all(|w| w[0].saves >= w[1].saves));
+        // every figure is a real estimate: applying the change gives the total it claims
+        let ck = fixes.iter().find(|f| f.change.starts_with("gradient checkpointing")).unwrap();
+        let mut s = sc.clone();
+        s.checkpointing = Checkpointing::Full;
+        assert_eq!(estimate(&s).unwrap().total, ck.total_after);
+        // with nothing to gain, nothing is proposed
+        let mut tiny = Scenario::new(builtin("gpt2").unwrap());
+        tiny.mode = Mode::Infer;
+        tiny.seq = 128;
+        assert!(rank_fixes(&tiny).iter().all(|f| f.saves > 0));
+    }
+}
