@@ -15,6 +15,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod cost;
 pub mod diagnose;
 pub mod estimate;
 pub mod explain;
