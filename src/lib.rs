@@ -26,6 +26,7 @@ pub mod model;
 pub mod monitor;
 pub mod plan;
 pub mod report;
+pub mod roadmap;
 pub mod units;
 
 pub use estimate::{Estimate, Scenario, estimate};

@@ -264,6 +264,41 @@ fn plan_search_ranks_layouts() {
 }
 
 #[test]
+fn plan_roadmap_makes_an_oversized_fine_tune_fit() {
+    let args = [
+        "plan",
+        "--model",
+        "llama-2-13b",
+        "--gpu",
+        "rtx-4090",
+        "--seq",
+        "2048",
+        "--batch",
+        "4",
+        "--precision",
+        "fp32",
+    ];
+    let mut with_json = args.to_vec();
+    with_json.extend(["--roadmap", "--json"]);
+    let v = json(&with_json);
+    let cap = v["capacity_before"].as_u64().unwrap();
+    assert!(v["total_before"].as_u64().unwrap() > cap, "does not fit before");
+    let steps = v["steps"].as_array().unwrap();
+    assert!(steps.iter().any(|s| s["fits"] == true), "a step makes it fit");
+    for s in steps {
+        assert!(["short", "mid", "long"].contains(&s["horizon"].as_str().unwrap()));
+        assert!(!s["how"].as_array().unwrap().is_empty(), "every step says how");
+    }
+    let mut md_args = args.to_vec();
+    md_args.push("--roadmap");
+    let out = Command::new(env!("CARGO_BIN_EXE_vramscope")).args(&md_args).output().unwrap();
+    assert!(out.status.success());
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.starts_with("# Memory roadmap: "), "{md}");
+    assert!(md.contains("| horizon | step |") && md.contains("## How"));
+}
+
+#[test]
 fn diagnose_explains_an_oom_message() {
     let dir = std::env::temp_dir().join(format!("vramscope-oom-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

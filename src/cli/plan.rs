@@ -28,6 +28,10 @@ pub struct PlanArgs {
     /// Show this many plans with --search.
     #[arg(long, default_value_t = 15)]
     pub top: usize,
+    /// Print a short / mid / long-term roadmap (Markdown, or JSON with --json) of the changes
+    /// that make the scenario fit, each measured by the estimator.
+    #[arg(long, conflicts_with = "search")]
+    pub roadmap: bool,
 }
 
 /// Runs `plan`.
@@ -43,6 +47,13 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
     let world = sc.parallel.world();
     let gpus = a.gpus.unwrap_or(world);
     let global = a.global_batch.unwrap_or(sc.batch * sc.parallel.dp * sc.parallel.micro_batches().max(1));
+    if a.roadmap {
+        let r = vramscope::roadmap::roadmap(&sc, &gpu).context("the scenario cannot be estimated")?;
+        if a.estimate.json {
+            return Ok(serde_json::to_string_pretty(&r)? + "\n");
+        }
+        return Ok(vramscope::roadmap::to_markdown(&sc, &r));
+    }
     if a.search {
         let t0 = std::time::Instant::now();
         let plans = plan::search(&sc, &gpu, gpus, global, &speed);
