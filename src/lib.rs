@@ -19,6 +19,7 @@ pub mod cost;
 pub mod diagnose;
 pub mod estimate;
 pub mod explain;
+pub mod export;
 pub mod fit;
 pub mod gpu;
 pub mod gui;

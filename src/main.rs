@@ -32,6 +32,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Plan(a)) => cli::run_plan(a),
         Some(cli::Command::Diagnose(a)) => cli::run_diagnose(a),
         Some(cli::Command::Monitor(a)) => cli::run_monitor(a),
+        Some(cli::Command::Export(a)) => cli::run_export(a),
         None => match vramscope::gui::run(vramscope::gui::Launch {
             screenshot: args.screenshot.clone(),
             frames: args.frames,

@@ -6,15 +6,18 @@ use clap::{Args, Parser, Subcommand};
 use vramscope::estimate::{
     AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Overhead, Scenario, estimate,
 };
+use vramscope::export::ScenarioFile;
 use vramscope::model::preset;
 use vramscope::report::{self, FitInfo};
 use vramscope::units::{DType, Precision};
 use vramscope::{fit, gpu};
 
 mod diagnose;
+mod export;
 mod plan;
 
 pub use diagnose::{DiagnoseArgs, MonitorArgs, run_diagnose, run_monitor};
+pub use export::{ExportArgs, run_export};
 pub use plan::{PlanArgs, run_plan};
 
 /// How much GPU memory a deep-learning job needs, why, and what to change so it fits.
@@ -51,6 +54,9 @@ pub enum Command {
     /// Plan a multi-GPU job: per-rank memory of a layout, step time and speed-up, or (with
     /// --search) the feasible layouts ranked by step time and headroom.
     Plan(PlanArgs),
+    /// Write the plan to a file: the scenario (.ron), a report (md/json), the what-if curves
+    /// (csv), the roadmap, or framework settings (deepspeed/hf/fsdp/megatron).
+    Export(ExportArgs),
 }
 
 /// Flags of `estimate`.
@@ -58,8 +64,17 @@ pub enum Command {
 pub struct EstimateArgs {
     /// Preset name, or a path to config.json, a .ron preset, a .safetensors file or
     /// model.safetensors.index.json.
-    #[arg(long)]
-    pub model: String,
+    #[arg(long, required_unless_present = "scenario")]
+    pub model: Option<String>,
+    /// A saved scenario (`vramscope export --format ron`, or File > Save in the app) instead of
+    /// --model and the scenario flags; --gpu overrides the file's GPU.
+    #[arg(long, value_name = "FILE.ron", conflicts_with_all = [
+        "model", "mode", "batch", "seq", "precision", "optimizer", "attention", "checkpoint", "lora",
+        "lora_dropout", "base_quant", "kv_dtype", "context_mib", "workspace_mib", "reserve_frac",
+        "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
+        "gpus_per_node", "nccl_mib",
+    ])]
+    pub scenario: Option<std::path::PathBuf>,
     /// train or infer.
     #[arg(long, default_value = "train")]
     pub mode: Mode,
@@ -180,7 +195,12 @@ impl ParallelArgs {
 
 /// Builds and checks the scenario; returns it with the notes from loading the model.
 pub fn scenario(a: &EstimateArgs) -> Result<(Scenario, Vec<String>)> {
-    let loaded = preset::load(&a.model)?;
+    if let Some(path) = &a.scenario {
+        let f = ScenarioFile::load(path)?;
+        return Ok((f.scenario, Vec::new()));
+    }
+    let model = a.model.as_deref().context("--model or --scenario is required")?;
+    let loaded = preset::load(model)?;
     let mut sc = Scenario::new(loaded.model);
     sc.mode = a.mode;
     sc.batch = a.batch;
@@ -217,13 +237,22 @@ pub fn scenario(a: &EstimateArgs) -> Result<(Scenario, Vec<String>)> {
     Ok((sc, loaded.notes))
 }
 
+/// The GPU the scenario targets: --gpu, else the scenario file's.
+pub fn target_gpu(a: &EstimateArgs) -> Result<Option<gpu::Gpu>> {
+    let id = match (&a.gpu, &a.scenario) {
+        (Some(id), _) => Some(id.clone()),
+        (None, Some(path)) => ScenarioFile::load(path)?.gpu,
+        (None, None) => None,
+    };
+    id.map(|id| gpu::find(&id).map_err(anyhow::Error::msg)).transpose()
+}
+
 /// Runs `estimate`.
 pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
     let (sc, notes) = scenario(a)?;
     let e = estimate(&sc)?;
-    let fit_info = match &a.gpu {
-        Some(id) => {
-            let g = gpu::find(id).map_err(anyhow::Error::msg)?;
+    let fit_info = match target_gpu(a)? {
+        Some(g) => {
             let cap = g.memory_bytes();
             Some(FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&sc, cap), gpu: g })
         }
@@ -241,7 +270,8 @@ pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
 /// The built-in default scenario: Llama-3.1-8B full fine-tune, bf16, AdamW, on one H100 80 GB.
 pub fn default_args() -> EstimateArgs {
     EstimateArgs {
-        model: "llama-3.1-8b".into(),
+        model: Some("llama-3.1-8b".into()),
+        scenario: None,
         mode: Mode::Train,
         batch: 1,
         seq: Some(2048),

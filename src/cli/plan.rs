@@ -4,8 +4,8 @@ use super::{EstimateArgs, scenario};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use vramscope::estimate::estimate;
+use vramscope::fit;
 use vramscope::report::{self, FitInfo};
-use vramscope::{fit, gpu};
 
 /// Flags of `plan`.
 #[derive(Args, Debug, Clone)]
@@ -38,8 +38,7 @@ pub struct PlanArgs {
 pub fn run_plan(a: &PlanArgs) -> Result<String> {
     use vramscope::plan;
     let (sc, notes) = scenario(&a.estimate)?;
-    let gpu_id = a.estimate.gpu.as_deref().context("plan needs --gpu")?;
-    let gpu = gpu::find(gpu_id).map_err(anyhow::Error::msg)?;
+    let gpu = super::target_gpu(&a.estimate)?.context("plan needs --gpu")?;
     if !(0.01..=1.0).contains(&a.mfu) {
         bail!("--mfu {} is outside (0, 1]", a.mfu);
     }

@@ -1,0 +1,47 @@
+//! `vramscope export`.
+
+use super::{EstimateArgs, scenario, target_gpu};
+use anyhow::{Context, Result};
+use clap::Args;
+use vramscope::export::{self, Format, ScenarioFile};
+
+/// Flags of `export`.
+#[derive(Args, Debug, Clone)]
+pub struct ExportArgs {
+    /// The scenario (same flags as `estimate`, or --scenario FILE).
+    #[command(flatten)]
+    pub estimate: EstimateArgs,
+    /// Sequences per optimizer step over the whole job (default: the file's, else micro-batch x
+    /// data-parallel); sets gradient accumulation in the framework settings.
+    #[arg(long)]
+    pub global_batch: Option<u64>,
+    /// ron, md, json, csv, roadmap, roadmap-json, deepspeed, hf, fsdp, megatron (png is GUI-only).
+    #[arg(long)]
+    pub format: Format,
+    /// Output file; without it the export is printed.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<std::path::PathBuf>,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Runs `export`: renders, then writes atomically (or prints).
+pub fn run_export(a: &ExportArgs) -> Result<String> {
+    let (sc, _) = scenario(&a.estimate)?;
+    let gpu = target_gpu(&a.estimate)?;
+    let file_batch = match &a.estimate.scenario {
+        Some(p) => ScenarioFile::load(p)?.global_batch,
+        None => None,
+    };
+    let f = ScenarioFile::new(sc, gpu.as_ref(), a.global_batch.or(file_batch));
+    let text = export::render(&f, a.format)?;
+    match &a.output {
+        None => Ok(text),
+        Some(path) => {
+            export::write_atomic(path, text.as_bytes(), a.force)
+                .with_context(|| format!("writing the {} export", a.format.name()))?;
+            Ok(format!("wrote {} ({} bytes)\n", path.display(), text.len()))
+        }
+    }
+}

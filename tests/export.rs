@@ -1,0 +1,197 @@
+//! Golden-file tests for every export format, the scenario round trip through the CLI, and write
+//! failures. Regenerate the goldens after an intended change with `UPDATE_GOLDEN=1 cargo test --test export`
+//! and review the diff.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use vramscope::estimate::{Checkpointing, Offload, Optimizer, Scenario};
+use vramscope::export::{self, Format, ScenarioFile};
+use vramscope::gpu;
+use vramscope::model::preset::builtin;
+use vramscope::units::Precision;
+
+fn plans() -> Vec<(&'static str, ScenarioFile)> {
+    // a ZeRO-3 fine-tune on 8 A100s
+    let mut a = Scenario::new(builtin("llama-2-7b").unwrap());
+    a.seq = 4096;
+    a.batch = 2;
+    a.checkpointing = Checkpointing::Full;
+    a.parallel.dp = 8;
+    a.parallel.zero = 3;
+    // a 3D-parallel GPT-3 pre-training layout
+    let mut b = Scenario::new(builtin("gpt3-175b-megatron").unwrap());
+    b.seq = 2048;
+    b.precision = Precision::Fp16Mixed;
+    b.checkpointing = Checkpointing::Selective;
+    b.parallel.tp = 8;
+    b.parallel.pp = 8;
+    b.parallel.dp = 4;
+    b.parallel.sp = true;
+    b.parallel.zero = 1;
+    b.parallel.micro_batches = 16;
+    // a 13B fine-tune that does not fit one 24 GB card, with offload
+    let mut c = Scenario::new(builtin("llama-2-13b").unwrap());
+    c.seq = 2048;
+    c.batch = 4;
+    c.precision = Precision::Fp32;
+    c.optimizer = Optimizer::Adamw8bit;
+    c.parallel.offload = Offload::Optimizer;
+    c.parallel.zero = 2;
+    vec![
+        ("zero3-7b", ScenarioFile::new(a, Some(&gpu::find("a100-80gb").unwrap()), Some(64))),
+        ("gpt3-3d", ScenarioFile::new(b, Some(&gpu::find("a100-80gb").unwrap()), Some(1536))),
+        ("13b-24gb", ScenarioFile::new(c, Some(&gpu::find("rtx-4090").unwrap()), None)),
+    ]
+}
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
+}
+
+#[test]
+fn every_format_matches_its_golden_file() {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut failures = Vec::new();
+    for (name, plan) in plans() {
+        for (format, fname) in Format::ALL {
+            let text = export::render(&plan, format).unwrap();
+            // rendering is deterministic
+            assert_eq!(text, export::render(&plan, format).unwrap(), "{name}.{fname}");
+            let path = golden_dir().join(format!("{name}.{fname}.{}", format.extension()));
+            if update {
+                std::fs::write(&path, &text).unwrap();
+                continue;
+            }
+            match std::fs::read_to_string(&path) {
+                Ok(want) if want == text => {}
+                Ok(want) => {
+                    let line = want.lines().zip(text.lines()).position(|(a, b)| a != b).unwrap_or(0);
+                    failures.push(format!(
+                        "{}: differs at line {}:\n  want: {:?}\n  got:  {:?}",
+                        path.display(),
+                        line + 1,
+                        want.lines().nth(line),
+                        text.lines().nth(line)
+                    ));
+                }
+                Err(e) => failures.push(format!("{}: {e} (UPDATE_GOLDEN=1 creates it)", path.display())),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn golden_scenario_files_load_back_to_the_same_plan() {
+    for (name, plan) in plans() {
+        let path = golden_dir().join(format!("{name}.ron.ron"));
+        let f = ScenarioFile::load(&path).unwrap();
+        assert_eq!(f, plan, "{name}");
+    }
+}
+
+#[test]
+fn deepspeed_configs_use_documented_keys_and_consistent_batches() {
+    for (name, plan) in plans() {
+        let v = export::deepspeed_config(&plan);
+        for k in v.as_object().unwrap().keys() {
+            assert!(export::DEEPSPEED_KEYS.contains(&k.as_str()), "{name}: {k}");
+        }
+        for k in v["zero_optimization"].as_object().unwrap().keys() {
+            assert!(export::DEEPSPEED_ZERO_KEYS.contains(&k.as_str()), "{name}: zero_optimization.{k}");
+        }
+        let tb = v["train_batch_size"].as_u64().unwrap();
+        let mb = v["train_micro_batch_size_per_gpu"].as_u64().unwrap();
+        let ga = v["gradient_accumulation_steps"].as_u64().unwrap();
+        assert_eq!(tb, mb * ga * plan.scenario.parallel.dp, "{name}: DeepSpeed's batch assertion");
+        assert!(tb >= plan.global_batch(), "{name}");
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vramscope")).args(args).output().unwrap()
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vramscope-export-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn cli_export_round_trips_and_never_overwrites_silently() {
+    let d = tmp("cli");
+    let ron = d.join("plan.ron");
+    let r = ron.to_str().unwrap();
+    let flags = ["--model", "llama-2-7b", "--gpu", "a100-80gb", "--batch", "2", "--seq", "4096"];
+    let mut args = vec!["export"];
+    args.extend(flags);
+    args.extend(["--format", "ron", "-o", r]);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let saved = std::fs::read(&ron).unwrap();
+    // the saved scenario gives the same estimate as the flags
+    let mut est = vec!["estimate", "--json"];
+    est.extend(flags);
+    let from_flags: serde_json::Value = serde_json::from_slice(&run(&est).stdout).unwrap();
+    let from_file: serde_json::Value =
+        serde_json::from_slice(&run(&["estimate", "--json", "--scenario", r]).stdout).unwrap();
+    assert_eq!(from_flags["bytes"], from_file["bytes"]);
+    assert_eq!(from_flags["max_batch"], from_file["max_batch"]);
+    // an existing file is refused, untouched
+    let out = run(&["export", "--model", "gpt2", "--format", "ron", "-o", r]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already exists") && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read(&ron).unwrap(), saved);
+    // --force replaces it
+    let out = run(&["export", "--model", "gpt2", "--format", "ron", "-o", r, "--force"]);
+    assert!(out.status.success());
+    assert!(
+        std::fs::read_to_string(&ron).unwrap().contains("\"GPT-2\"") || std::fs::read(&ron).unwrap() != saved
+    );
+    // a folder that is a file: a clear error and nothing written
+    let blocker = d.join("not-a-dir");
+    std::fs::write(&blocker, "x").unwrap();
+    let bad = blocker.join("out.md");
+    let out = run(&["export", "--scenario", r, "--format", "md", "-o", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not-a-dir"));
+    // a broken scenario file names file and line
+    std::fs::write(d.join("bad.ron"), "(\n  schema: 1,\n  scenario: oops,\n)\n").unwrap();
+    let out = run(&["estimate", "--scenario", d.join("bad.ron").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.ron:3:"), "{err}");
+    // png is GUI-only, said plainly
+    let out = run(&["export", "--scenario", r, "--format", "png"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GUI-only"));
+    let names: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(names.iter().all(|n| !n.to_string_lossy().ends_with(".tmp")), "no temporaries: {names:?}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_read_only_folder_gives_a_clear_error_and_leaves_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmp("ro");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let probe = d.join("probe");
+    if std::fs::write(&probe, "x").is_ok() {
+        // running as root: permissions do not bind; the not-a-folder case above covers the path
+        let _ = std::fs::remove_file(&probe);
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+        return;
+    }
+    let out = d.join("plan.md");
+    let r = run(&["export", "--model", "gpt2", "--format", "md", "-o", out.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("plan.md") && err.to_lowercase().contains("permission"), "{err}");
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_dir_all(&d).unwrap();
+}
