@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         None => match vramscope::gui::run(vramscope::gui::Launch {
             screenshot: args.screenshot.clone(),
             frames: args.frames,
+            chart_only: args.chart_only,
         }) {
             Ok(()) => Ok(String::new()),
             Err(e) => Err(e),

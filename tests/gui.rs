@@ -255,3 +255,18 @@ fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
     assert!(h.query_all_by_label_contains("NVML unavailable").count() >= 1, "in the tab and the status bar");
     assert!(h.query_by_label("Start monitoring").is_some(), "retry is offered");
 }
+
+#[test]
+fn the_file_menu_offers_every_export() {
+    let mut h = harness();
+    h.get_by_label("File").click();
+    h.run();
+    h.get_by_label("Export").hover();
+    h.run();
+    for (f, _) in vramscope::export::Format::ALL {
+        let label = vramscope::gui::strings::export_label(f);
+        assert!(h.query_by_label(label).is_some(), "menu has {label}");
+    }
+    assert!(h.query_by_label("Window as PNG…").is_some());
+    assert!(h.query_by_label("Breakdown chart as PNG…").is_some());
+}

@@ -34,6 +34,9 @@ pub struct Cli {
     /// Frames to render before the screenshot.
     #[arg(long, default_value_t = 10)]
     pub frames: u32,
+    /// With --screenshot: crop the picture to the stacked breakdown chart (for slides).
+    #[arg(long, requires = "screenshot")]
+    pub chart_only: bool,
 }
 
 /// Subcommands.

@@ -30,6 +30,8 @@ pub struct ScreenshotJob {
     pub after_frames: u32,
     /// Close the app once written.
     pub exit_after: bool,
+    /// Crop to the breakdown chart (as drawn when the picture is taken).
+    pub chart_only: bool,
     requested: bool,
     rx: Option<mpsc::Receiver<std::sync::Arc<egui::ColorImage>>>,
 }
@@ -37,7 +39,7 @@ pub struct ScreenshotJob {
 impl ScreenshotJob {
     /// A screenshot after `after_frames` frames.
     pub fn new(path: std::path::PathBuf, after_frames: u32, exit_after: bool) -> Self {
-        Self { path, after_frames, exit_after, requested: false, rx: None }
+        Self { path, after_frames, exit_after, chart_only: false, requested: false, rx: None }
     }
 }
 
@@ -56,6 +58,8 @@ pub struct VramApp {
     pub path_input: String,
     frame: u64,
     screenshot: Option<ScreenshotJob>,
+    /// Where the breakdown chart was drawn last frame (for the chart-only PNG).
+    chart_rect: Option<egui::Rect>,
     /// Exit code for the screenshot mode (0 = written).
     pub exit_code: std::sync::Arc<std::sync::atomic::AtomicI32>,
     /// Save state through eframe storage (off for screenshot runs).
@@ -77,6 +81,7 @@ impl VramApp {
             path_input: String::new(),
             frame: 0,
             screenshot: None,
+            chart_rect: None,
             exit_code: std::sync::Arc::new(std::sync::atomic::AtomicI32::new(1)),
             persist: true,
             live: super::live::Live::new(),
@@ -153,6 +158,21 @@ impl VramApp {
             Intent::SetDark(d) => self.state.view.dark = d,
             Intent::SetPresentation(p) => self.state.view.presentation = p,
             Intent::Quit => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
+            Intent::Export(format) => self.export(format),
+            Intent::ExportPng { chart_only } => {
+                let name = if chart_only { "vramscope-chart.png" } else { "vramscope.png" };
+                match rfd::FileDialog::new().set_file_name(name).add_filter("PNG", &["png"]).save_file() {
+                    Some(path) => {
+                        let mut job = ScreenshotJob::new(path, 0, false);
+                        job.chart_only = chart_only;
+                        // one more frame so the menu is closed in the picture
+                        job.after_frames = u32::try_from(self.frame + 2).unwrap_or(u32::MAX);
+                        self.screenshot = Some(job);
+                        ctx.request_repaint();
+                    }
+                    None => self.set_status(StatusKind::Info, tr().export_cancelled),
+                }
+            }
         }
     }
 
@@ -251,9 +271,10 @@ impl VramApp {
                     let w = ui.available_width();
                     let down = egui::Layout::top_down(egui::Align::Min);
                     let measured = self.live.latest_used();
-                    ui.allocate_ui_with_layout(egui::vec2(w * 0.52, top_h), down, |ui| {
+                    let chart = ui.allocate_ui_with_layout(egui::vec2(w * 0.52, top_h), down, |ui| {
                         panels::breakdown::ui(ui, c, &pinned, top_h, measured);
                     });
+                    self.chart_rect = Some(chart.response.rect);
                     ui.add_space(10.0);
                     ui.allocate_ui_with_layout(egui::vec2(ui.available_width(), top_h), down, |ui| {
                         ui.set_min_height(top_h);
@@ -280,6 +301,30 @@ impl VramApp {
             self.live_action(&ctx, a);
         }
         self.screenshot_step(&ctx);
+    }
+
+    /// Renders an export with the core and writes it where the user chose.
+    fn export(&mut self, format: crate::export::Format) {
+        use crate::export::{self, ScenarioFile};
+        let sc = match self.state.settings.to_scenario() {
+            Ok(sc) => sc,
+            Err(e) => return self.set_status(StatusKind::Error, e),
+        };
+        let gpu = crate::gpu::find(&self.state.settings.gpu_id).ok();
+        let file = ScenarioFile::new(sc, gpu.as_ref(), None);
+        let text = match export::render(&file, format) {
+            Ok(t) => t,
+            Err(e) => return self.set_status(StatusKind::Error, e.to_string()),
+        };
+        let default = format!("vramscope-{}.{}", format.name(), format.extension());
+        let Some(path) = rfd::FileDialog::new().set_file_name(default.as_str()).save_file() else {
+            return self.set_status(StatusKind::Info, tr().export_cancelled);
+        };
+        // the dialog has asked about overwriting; the write itself is atomic
+        match export::write_atomic(&path, text.as_bytes(), true) {
+            Ok(()) => self.set_status(StatusKind::Info, format!("Exported to {}", path.display())),
+            Err(e) => self.set_status(StatusKind::Error, e.to_string()),
+        }
     }
 
     fn live_action(&mut self, ctx: &egui::Context, a: panels::live::LiveAction) {
@@ -330,6 +375,10 @@ impl VramApp {
         if let Some(rx) = &job.rx
             && let Ok(img) = rx.try_recv()
         {
+            let img = match self.chart_rect.filter(|_| job.chart_only) {
+                Some(r) => std::sync::Arc::new(img.region(&r.expand(4.0), Some(ctx.pixels_per_point()))),
+                None => img,
+            };
             let result = super::save_png(&img, &job.path);
             match &result {
                 Ok(()) => {

@@ -15,6 +15,12 @@ pub enum Intent {
     LoadPath(String),
     /// Open the file dialog.
     OpenDialog,
+    /// Export the plan in a format (asks for the file; the dialog confirms overwriting).
+    Export(crate::export::Format),
+    /// Save a PNG of the window, or of the breakdown chart alone.
+    ExportPng {
+        chart_only: bool,
+    },
     /// Pin the current scenario.
     Pin,
     /// Remove all pins.

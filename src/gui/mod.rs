@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 pub struct Launch {
     /// Render, write a screenshot of the window to this PNG and exit.
     pub screenshot: Option<PathBuf>,
+    /// Crop the screenshot to the breakdown chart.
+    pub chart_only: bool,
     /// Frames to render before the screenshot.
     pub frames: u32,
 }
@@ -53,6 +55,7 @@ pub fn run(launch: Launch) -> Result<()> {
     let code_in = code.clone();
     let shot = launch.screenshot.clone();
     let frames = launch.frames.max(2);
+    let chart_only = launch.chart_only;
     // winit panics (rather than erring) when e.g. libxkbcommon-x11 is missing: turn that into a
     // readable message too
     let hook = std::panic::take_hook();
@@ -67,7 +70,9 @@ pub fn run(launch: Launch) -> Result<()> {
                         let mut app = app::VramApp::new(state::AppState::default());
                         app.persist = false;
                         app.exit_code = code_in;
-                        app.with_screenshot(app::ScreenshotJob::new(path, frames, true))
+                        let mut job = app::ScreenshotJob::new(path, frames, true);
+                        job.chart_only = chart_only;
+                        app.with_screenshot(job)
                     }
                     None => app::VramApp::from_storage(cc.storage),
                 };

@@ -7,6 +7,10 @@ pub struct Strings {
     pub app_title: &'static str,
     pub menu_file: &'static str,
     pub menu_open: &'static str,
+    pub menu_export: &'static str,
+    pub menu_export_window_png: &'static str,
+    pub menu_export_chart_png: &'static str,
+    pub export_cancelled: &'static str,
     pub menu_reset: &'static str,
     pub menu_quit: &'static str,
     pub menu_view: &'static str,
@@ -136,6 +140,10 @@ pub const EN: Strings = Strings {
     app_title: "vramscope",
     menu_file: "File",
     menu_open: "Open config.json / .ron / .safetensors…",
+    menu_export: "Export",
+    menu_export_window_png: "Window as PNG…",
+    menu_export_chart_png: "Breakdown chart as PNG…",
+    export_cancelled: "Export cancelled (or no file dialog available: use `vramscope export` on the command line).",
     menu_reset: "Reset to defaults",
     menu_quit: "Quit",
     menu_view: "View",
@@ -263,4 +271,21 @@ pub const EN: Strings = Strings {
 /// The active language.
 pub fn tr() -> &'static Strings {
     &EN
+}
+
+/// The menu label of an export format.
+pub fn export_label(f: crate::export::Format) -> &'static str {
+    use crate::export::Format;
+    match f {
+        Format::Ron => "Scenario (.ron)…",
+        Format::Markdown => "Plan report (Markdown)…",
+        Format::Json => "Plan report (JSON)…",
+        Format::Csv => "What-if curves (CSV)…",
+        Format::Roadmap => "Roadmap (Markdown)…",
+        Format::RoadmapJson => "Roadmap (JSON)…",
+        Format::Deepspeed => "DeepSpeed config (JSON)…",
+        Format::Hf => "Hugging Face TrainingArguments…",
+        Format::Fsdp => "PyTorch FSDP snippet…",
+        Format::Megatron => "Megatron-LM arguments…",
+    }
 }

@@ -15,6 +15,23 @@ pub fn ui(ui: &mut egui::Ui, state: &AppState) -> Vec<Intent> {
                 out.push(Intent::OpenDialog);
                 ui.close();
             }
+            ui.menu_button(t.menu_export, |ui| {
+                for (f, _) in crate::export::Format::ALL {
+                    if ui.button(crate::gui::strings::export_label(f)).clicked() {
+                        out.push(Intent::Export(f));
+                        ui.close();
+                    }
+                }
+                ui.separator();
+                if ui.button(t.menu_export_window_png).clicked() {
+                    out.push(Intent::ExportPng { chart_only: false });
+                    ui.close();
+                }
+                if ui.button(t.menu_export_chart_png).clicked() {
+                    out.push(Intent::ExportPng { chart_only: true });
+                    ui.close();
+                }
+            });
             if ui.button(t.menu_reset).clicked() {
                 out.push(Intent::Reset);
                 ui.close();
