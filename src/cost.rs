@@ -128,6 +128,45 @@ pub fn run_cost(flops: f64, inst: &Instance, instances: u64, mfu: f64, d: &Disco
     })
 }
 
+/// One cloud or on-premises option for a run: does the plan fit its GPUs, how many instances the
+/// layout needs, and what the run costs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunOption {
+    /// The instance.
+    pub instance: Instance,
+    /// Per-GPU total of the plan fits the instance's GPU.
+    pub fits: bool,
+    /// Headroom on its GPU (negative: short by), bytes.
+    pub headroom: i64,
+    /// Cost of the run (instances = the layout's GPUs over the instance's GPUs, rounded up).
+    pub cost: Option<RunCost>,
+    /// A MIG slice that would hold the job instead of a whole GPU: (slices of 7, GiB, jobs per GPU).
+    pub mig: Option<(u32, f64, u32)>,
+}
+
+/// Every catalog instance for a plan whose most loaded GPU needs `total_bytes`, on `world` GPUs,
+/// for a run of `flops` at utilisation `mfu`. Sorted: fitting first, then by on-demand cost.
+pub fn run_options(total_bytes: u64, world: u64, flops: f64, mfu: f64, d: &Discounts) -> Vec<RunOption> {
+    let mut v: Vec<RunOption> = catalog()
+        .into_iter()
+        .filter_map(|inst| {
+            let g = gpu::find(&inst.gpu).ok()?;
+            let cap = g.memory_bytes();
+            let instances = world.max(1).div_ceil(inst.gpus.max(1));
+            Some(RunOption {
+                fits: total_bytes <= cap,
+                headroom: cap as i64 - total_bytes as i64,
+                cost: run_cost(flops, &inst, instances, mfu, d),
+                mig: if world <= 1 { mig_share(total_bytes, &g) } else { None },
+                instance: inst,
+            })
+        })
+        .collect();
+    let key = |o: &RunOption| o.cost.as_ref().map_or(f64::INFINITY, |c| c.on_demand);
+    v.sort_by(|a, b| b.fits.cmp(&a.fits).then(key(a).total_cmp(&key(b))));
+    v
+}
+
 /// MIG slice sizes (GiB) a card offers, smallest first; empty when it has no MIG.
 pub fn mig_slices(g: &Gpu) -> &'static [(u32, f64)] {
     match g.id.as_str() {
@@ -155,6 +194,30 @@ pub fn mig_share(total_bytes: u64, g: &Gpu) -> Option<(u32, f64, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_options_put_fitting_cheapest_first_and_scale_instances_with_the_layout() {
+        let gib = 1u64 << 30;
+        let flops = run_flops(7e9, 1e9, true); // 4.2e19
+        let v = run_options(50 * gib, 16, flops, 0.4, &Discounts::default());
+        assert!(!v.is_empty());
+        let first_unfit = v.iter().position(|o| !o.fits).unwrap_or(v.len());
+        assert!(v[first_unfit..].iter().all(|o| !o.fits), "fitting options first");
+        let costs: Vec<f64> =
+            v[..first_unfit].iter().filter_map(|o| o.cost.as_ref().map(|c| c.on_demand)).collect();
+        assert!(costs.windows(2).all(|w| w[0] <= w[1]), "then cheapest first: {costs:?}");
+        // 40 GB A100s do not hold 50 GiB; 8-GPU instances need two of them for 16 GPUs
+        let p4d = v.iter().find(|o| o.instance.id == "aws-p4d.24xlarge").unwrap();
+        assert!(!p4d.fits);
+        assert_eq!(p4d.cost.as_ref().unwrap().instances, 2);
+        // hand check: A100 312 TFLOP/s x 0.4 = 124.8 TFLOP/s; 4.2e19 / 1.248e14 / 3600 = 93.5 GPU-h
+        let gh = p4d.cost.as_ref().unwrap().gpu_hours;
+        assert!((gh - 4.2e19 / 1.248e14 / 3600.0).abs() < 1e-6, "{gh}");
+        // a small single-GPU job can share a MIG-capable card
+        let small = run_options(8 * gib, 1, flops, 0.4, &Discounts::default());
+        let a100 = small.iter().find(|o| o.instance.gpu == "a100-80gb").unwrap();
+        assert_eq!(a100.mig, Some((1, 10.0, 7)));
+    }
 
     #[test]
     fn catalog_has_the_required_instances() {

@@ -39,7 +39,7 @@ pub struct StepTime {
 }
 
 /// Parameters whose FLOPs a token pays (MoE: only the routed experts).
-fn active_params(sc: &Scenario, total: u64) -> f64 {
+pub fn active_params(sc: &Scenario, total: u64) -> f64 {
     match sc.model.transformer().and_then(|t| t.moe.map(|m| (t, m))) {
         Some((t, m)) => {
             let expert = 3 * t.hidden_size * t.intermediate_size * t.num_layers;

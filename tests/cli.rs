@@ -299,6 +299,36 @@ fn plan_roadmap_makes_an_oversized_fine_tune_fit() {
 }
 
 #[test]
+fn plan_tokens_prices_the_run_on_every_instance() {
+    let v = json(&[
+        "plan",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "a100-80gb",
+        "--dp",
+        "8",
+        "--zero",
+        "3",
+        "--tokens",
+        "1e9",
+        "--json",
+    ]);
+    let n = v["model"]["n_params"].as_f64().unwrap();
+    let run = &v["run"];
+    assert!((run["flops"].as_f64().unwrap() - 6.0 * n * 1e9).abs() < 1e6, "6 x N x tokens");
+    let opts = run["options"].as_array().unwrap();
+    assert!(opts.len() >= 10, "the catalog's instances");
+    for o in opts.iter().filter(|o| o["instance"]["purchase"].is_null()) {
+        let c = &o["cost"];
+        let od = c["on_demand"].as_f64().unwrap();
+        assert!((c["spot"].as_f64().unwrap() - 0.3 * od).abs() < 1e-6 * od.max(1.0));
+        assert!((c["committed"].as_f64().unwrap() - 0.6 * od).abs() < 1e-6 * od.max(1.0));
+    }
+    assert_usage_error(&["plan", "--model", "gpt2", "--gpu", "t4", "--tokens", "0"], "--tokens");
+}
+
+#[test]
 fn diagnose_explains_an_oom_message() {
     let dir = std::env::temp_dir().join(format!("vramscope-oom-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

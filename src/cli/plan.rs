@@ -32,6 +32,37 @@ pub struct PlanArgs {
     /// that make the scenario fit, each measured by the estimator.
     #[arg(long, conflicts_with = "search")]
     pub roadmap: bool,
+    /// Tokens of the whole run (e.g. 2e12): adds GPU-hours and cost on every catalog instance
+    /// (6 x active params x tokens FLOPs to train, 2 x for inference, at --mfu).
+    #[arg(long, value_name = "N")]
+    pub tokens: Option<f64>,
+    /// Spot / preemptible discount on on-demand prices.
+    #[arg(long, default_value_t = 0.70)]
+    pub spot_discount: f64,
+    /// Committed-use / savings-plan discount on on-demand prices.
+    #[arg(long, default_value_t = 0.40)]
+    pub committed_discount: f64,
+}
+
+fn costs(
+    a: &PlanArgs,
+    sc: &vramscope::estimate::Scenario,
+    e: &vramscope::estimate::Estimate,
+) -> Result<Option<(f64, Vec<vramscope::cost::RunOption>)>> {
+    use vramscope::cost;
+    let Some(tokens) = a.tokens else { return Ok(None) };
+    if !(tokens.is_finite() && tokens > 0.0) {
+        bail!("--tokens {tokens} must be a positive number");
+    }
+    for (name, d) in [("--spot-discount", a.spot_discount), ("--committed-discount", a.committed_discount)] {
+        if !(0.0..1.0).contains(&d) {
+            bail!("{name} {d} is outside [0, 1)");
+        }
+    }
+    let train = sc.mode == vramscope::estimate::Mode::Train;
+    let flops = cost::run_flops(vramscope::plan::active_params(sc, e.n_params), tokens, train);
+    let d = cost::Discounts { spot: a.spot_discount, committed: a.committed_discount };
+    Ok(Some((flops, cost::run_options(e.total, sc.parallel.world(), flops, a.mfu, &d))))
 }
 
 /// Runs `plan`.
@@ -119,6 +150,12 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
                 serde_json::json!({"rule_of_thumb": rule, "comm_aware": aware, "gpus": sc.parallel.dp}),
             );
             o.insert("min_gpus_for_global_batch".into(), serde_json::json!(min));
+            if let Some((flops, opts)) = costs(a, &sc, &e)? {
+                o.insert(
+                    "run".into(),
+                    serde_json::json!({"tokens": a.tokens, "flops": flops, "mfu": a.mfu, "options": opts}),
+                );
+            }
         }
         return Ok(serde_json::to_string_pretty(&v)? + "\n");
     }
@@ -164,5 +201,40 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
     if let Some(m) = min {
         s += &format!("  fewest data-parallel GPUs that fit (this layout): {m}\n");
     }
+    if let Some((flops, opts)) = costs(a, &sc, &e)? {
+        s += &format!(
+            "\n  run of {:.3e} tokens = {flops:.3e} FLOPs at MFU {:.0} %, on {} GPUs per option (prices: presets/clouds.ron)\n",
+            a.tokens.unwrap_or(0.0),
+            100.0 * a.mfu,
+            p.world()
+        );
+        s += "  option                              GPU         fits  headroom  inst   wall h    GPU-h    on-demand         spot    committed\n";
+        for o in &opts {
+            let Some(c) = &o.cost else { continue };
+            s += &format!(
+                "  {:<35} {:<11} {:<5} {:>+8.1} {:>5} {:>8.1} {:>8.0} {:>12} {:>12} {:>12}\n",
+                format!("{} {}", o.instance.provider, o.instance.name),
+                o.instance.gpu,
+                if o.fits { "yes" } else { "no" },
+                o.headroom as f64 / vramscope::units::GIB,
+                c.instances,
+                c.wall_hours,
+                c.gpu_hours,
+                usd(c.on_demand),
+                if o.instance.purchase.is_some() { "-".into() } else { usd(c.spot) },
+                if o.instance.purchase.is_some() { "-".into() } else { usd(c.committed) },
+            );
+            if let Some((slices, gib, per_gpu)) = o.mig {
+                s += &format!(
+                    "      MIG: a {slices}g slice ({gib:.0} GB) holds this job: {per_gpu} such jobs share one GPU\n"
+                );
+            }
+        }
+        s += "  spot: interruptions cost the time since the last checkpoint plus a restart; checkpoint often.\n";
+    }
     Ok(s)
+}
+
+fn usd(x: f64) -> String {
+    if x >= 1e6 { format!("${:.2} M", x / 1e6) } else { format!("${x:.0}") }
 }
