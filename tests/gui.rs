@@ -270,3 +270,36 @@ fn the_file_menu_offers_every_export() {
     assert!(h.query_by_label("Window as PNG…").is_some());
     assert!(h.query_by_label("Breakdown chart as PNG…").is_some());
 }
+
+#[test]
+fn a_saved_scenario_opens_in_the_app_and_a_broken_one_is_refused() {
+    use vramscope::export::ScenarioFile;
+    let dir = std::env::temp_dir().join(format!("vramscope-gui-scn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut wanted =
+        Settings { batch: 6, seq: 1024, dp: 4, zero: 2, gpu_id: "a100-40gb".into(), ..Settings::default() };
+    wanted.model = ModelChoice::Preset("mistral-7b".into());
+    let sc = wanted.to_scenario().unwrap();
+    let file = ScenarioFile::new(sc, vramscope::gpu::find("a100-40gb").ok().as_ref(), None);
+    let path = dir.join("plan.ron");
+    std::fs::write(&path, file.to_ron().unwrap()).unwrap();
+    let mut h = harness();
+    h.state_mut().path_input = path.display().to_string();
+    h.run();
+    h.get_by_label("Load").click();
+    h.run();
+    assert_eq!(h.state().status.0, StatusKind::Info, "{}", h.state().status.1);
+    assert_eq!(h.state().state.settings, wanted, "every setting comes back, the preset recognised");
+    // a broken file: error with file and line, settings unchanged
+    let broken = dir.join("broken.ron");
+    std::fs::write(&broken, file.to_ron().unwrap().replacen("batch: 6", "batch: \"six\"", 1)).unwrap();
+    h.state_mut().path_input = broken.display().to_string();
+    h.run();
+    h.get_by_label("Load").click();
+    h.run();
+    let (kind, msg) = h.state().status.clone();
+    assert_eq!(kind, StatusKind::Error);
+    assert!(msg.contains("broken.ron:"), "{msg}");
+    assert_eq!(h.state().state.settings, wanted);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -198,6 +198,26 @@ impl VramApp {
         if path.is_empty() {
             return;
         }
+        // a saved scenario (File > Export > Scenario, `vramscope export --format ron`)
+        if path.ends_with(".ron")
+            && let Ok(text) = std::fs::read_to_string(path)
+            && text.contains("scenario:")
+        {
+            match crate::export::ScenarioFile::from_ron(path, &text) {
+                Ok(f) => {
+                    let (s, dropped) = Settings::from_scenario_file(&f, path, &self.state.settings.gpu_id);
+                    self.edit(ctx, s, "scenario");
+                    let note = if dropped.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (not shown in the app: {})", dropped.join(", "))
+                    };
+                    self.set_status(StatusKind::Info, format!("Opened scenario {path}{note}"));
+                }
+                Err(e) => self.set_status(StatusKind::Error, e.to_string()),
+            }
+            return;
+        }
         match preset::load_path(Path::new(path)) {
             Ok(loaded) => {
                 let mut s = self.state.settings.clone();

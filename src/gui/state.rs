@@ -91,6 +91,58 @@ impl Settings {
         self.model_spec().map(|m| m.name).unwrap_or_else(|e| e)
     }
 
+    /// Settings from a saved scenario file, with what the app cannot show (it keeps the current
+    /// GPU when the file names none). Returns the settings and the parts that were dropped.
+    pub fn from_scenario_file(
+        f: &crate::export::ScenarioFile,
+        path: &str,
+        current_gpu: &str,
+    ) -> (Self, Vec<&'static str>) {
+        let sc = &f.scenario;
+        let preset =
+            preset::preset_names().into_iter().find(|n| preset::builtin(n).as_ref() == Some(&sc.model));
+        let model = match preset {
+            Some(n) => ModelChoice::Preset(n.to_owned()),
+            None => ModelChoice::Custom { path: path.to_owned(), model: sc.model.clone() },
+        };
+        let p = &sc.parallel;
+        let mut dropped = Vec::new();
+        let checks: [(bool, &'static str); 8] = [
+            (p.cp > 1, "context parallelism"),
+            (p.ep > 1, "expert parallelism"),
+            (p.fsdp.is_some(), "FSDP mode"),
+            (p.offload != crate::estimate::Offload::None, "offload"),
+            (sc.base_quant != crate::estimate::BaseQuant::None, "quantized LoRA base"),
+            (sc.kv_cache_dtype.is_some(), "KV-cache dtype"),
+            (sc.lora.is_some_and(|l| l.targets != Targets::ALL || l.dropout != 0.0), "LoRA targets/dropout"),
+            (p.virtual_stages > 1, "virtual pipeline stages"),
+        ];
+        for (lost, what) in checks {
+            if lost {
+                dropped.push(what);
+            }
+        }
+        let s = Self {
+            model,
+            mode: sc.mode,
+            batch: sc.batch,
+            seq: sc.seq,
+            precision: sc.precision,
+            optimizer: sc.optimizer,
+            attention: sc.attention,
+            checkpointing: sc.checkpointing,
+            lora_enabled: sc.lora.is_some(),
+            lora_rank: sc.lora.map_or(16, |l| l.rank),
+            gpu_id: f.gpu.clone().unwrap_or_else(|| current_gpu.to_owned()),
+            dp: p.dp,
+            zero: p.zero,
+            tp: p.tp,
+            pp: p.pp,
+            sp: p.sp,
+        };
+        (s, dropped)
+    }
+
     /// Builds and validates the scenario.
     pub fn to_scenario(&self) -> Result<Scenario, String> {
         let mut sc = Scenario::new(self.model_spec()?);
