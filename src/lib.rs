@@ -25,6 +25,7 @@ pub mod gpu;
 pub mod gui;
 pub mod model;
 pub mod monitor;
+pub mod options;
 pub mod plan;
 pub mod report;
 pub mod roadmap;

@@ -194,6 +194,11 @@ fn snapshots_of_the_main_view_and_curves() {
     h.remove_cursor();
     h.run();
     h.snapshot("curves_segments");
+    h.get_by_label("Options & cost").click();
+    h.run();
+    h.remove_cursor();
+    h.run();
+    h.snapshot("options_tab");
 }
 
 #[test]
@@ -302,4 +307,25 @@ fn a_saved_scenario_opens_in_the_app_and_a_broken_one_is_refused() {
     assert!(msg.contains("broken.ron:"), "{msg}");
     assert_eq!(h.state().state.settings, wanted);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_options_tab_lists_hardware_paths_with_prices() {
+    let mut h = harness();
+    // the default 8B fine-tune at micro-batch 16 does not fit one H100
+    h.get_by_role_and_label(Role::Slider, "Micro-batch").set_value_accesskit(16.0);
+    h.run();
+    h.get_by_label("Options & cost").click();
+    h.run();
+    assert_eq!(h.state().state.view.tab, Tab::Options);
+    for kind in ["current", "newer generation", "more GPUs"] {
+        assert!(h.query_by_label(kind).is_some(), "row {kind}");
+    }
+    let paths = h.state().derived.options.as_ref().map(|(_, p)| p.clone()).unwrap();
+    assert!(!paths[0].fits);
+    assert!(paths.iter().any(|p| p.kind == "more GPUs" && p.fits));
+    // computed once, not every frame
+    let before = h.state().derived.options.as_ref().map(|(s, _)| s.clone());
+    h.run_steps(3);
+    assert_eq!(h.state().derived.options.as_ref().map(|(s, _)| s.clone()), before);
 }

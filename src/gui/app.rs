@@ -306,6 +306,10 @@ impl VramApp {
                 match self.state.view.tab {
                     Tab::Compare => intents.extend(panels::compare::ui(ui, c, &pinned)),
                     Tab::Live => live_actions = panels::live::ui(ui, c, &mut self.live),
+                    Tab::Options => {
+                        let paths = self.derived_options();
+                        panels::options::ui(ui, &paths);
+                    }
                     tab => intents.extend(panels::curves::ui(ui, c, tab, &self.state.settings)),
                 }
             }
@@ -321,6 +325,10 @@ impl VramApp {
             self.live_action(&ctx, a);
         }
         self.screenshot_step(&ctx);
+    }
+
+    fn derived_options(&mut self) -> Vec<crate::options::HardwarePath> {
+        self.derived.options(&self.state.settings).to_vec()
     }
 
     /// Renders an export with the core and writes it where the user chose.

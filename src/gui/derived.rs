@@ -57,6 +57,9 @@ pub struct Derived {
     pub pinned: Vec<(String, Result<Computed, String>)>,
     /// How many times anything was recomputed (for tests of "recompute only on change").
     pub recomputations: u64,
+    /// Hardware paths of the current scenario, computed only while the Options tab is shown
+    /// (a layout search per GPU count), keyed by the settings they were computed for.
+    pub options: Option<(Settings, Vec<crate::options::HardwarePath>)>,
 }
 
 impl Derived {
@@ -70,5 +73,25 @@ impl Derived {
         self.current = Some(Computed::new(&state.settings));
         self.pinned = state.pinned.iter().map(|p| (p.label.clone(), Computed::new(&p.settings))).collect();
         self.key = Some((state.settings.clone(), pins));
+    }
+
+    /// The hardware paths of the current scenario (computed on first use after a change).
+    pub fn options(&mut self, settings: &Settings) -> &[crate::options::HardwarePath] {
+        if self.options.as_ref().is_none_or(|(s, _)| s != settings) {
+            let paths = match &self.current {
+                Some(Ok(c)) => {
+                    let global = c.scenario.batch * c.scenario.parallel.dp;
+                    crate::options::hardware_paths(
+                        &c.scenario,
+                        &c.gpu,
+                        global,
+                        &crate::plan::SpeedModel::default(),
+                    )
+                }
+                _ => Vec::new(),
+            };
+            self.options = Some((settings.clone(), paths));
+        }
+        self.options.as_ref().map_or(&[], |(_, p)| p.as_slice())
     }
 }

@@ -184,6 +184,7 @@ pub enum Tab {
     Gpus,
     Compare,
     Live,
+    Options,
 }
 
 /// View settings.

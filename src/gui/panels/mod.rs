@@ -9,6 +9,7 @@ pub mod drop;
 pub mod headline;
 pub mod live;
 pub mod menu;
+pub mod options;
 pub mod shortcuts;
 pub mod status;
 pub mod tabs;

@@ -17,6 +17,7 @@ pub fn ui(ui: &mut egui::Ui, current: Tab) -> Vec<Intent> {
             (Tab::Gpus, t.tab_gpus),
             (Tab::Compare, t.tab_compare),
             (Tab::Live, t.tab_live),
+            (Tab::Options, t.tab_options),
         ] {
             if ui.selectable_label(current == tab, label).clicked() && current != tab {
                 out.push(Intent::SetTab(tab));
