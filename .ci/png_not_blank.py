@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Fails unless the PNG exists, decodes, is at least 640x400 and is not blank (a real window shows
-many distinct colours). Standard library only."""
+"""Fails unless the PNG exists, decodes, is at least MIN_W x MIN_H (default 640x400, the window) and
+is not blank (a real window shows many distinct colours). Standard library only.
+Usage: png_not_blank.py PATH [MIN_W MIN_H]"""
 import struct
 import sys
 import zlib
 
 path = sys.argv[1]
+min_w, min_h = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (640, 400)
 with open(path, "rb") as f:
     data = f.read()
 if data[:8] != b"\x89PNG\r\n\x1a\n":
@@ -21,8 +23,8 @@ while pos < len(data):
         idat += body
     pos += 12 + n
 raw = zlib.decompress(idat)
-if width < 640 or height < 400:
-    sys.exit(f"{path}: {width}x{height} is too small for the window")
+if width < min_w or height < min_h:
+    sys.exit(f"{path}: {width}x{height} is smaller than {min_w}x{min_h}")
 # sample the filtered scanlines: distinct byte values over the image say it is not one flat colour
 distinct = len(set(raw[:: max(1, len(raw) // 200000)]))
 if distinct < 32:
