@@ -324,6 +324,7 @@ fn the_options_tab_lists_hardware_paths_with_prices() {
     let paths = h.state().derived.options.as_ref().map(|(_, p)| p.clone()).unwrap();
     assert!(!paths[0].fits);
     assert!(paths.iter().any(|p| p.kind == "more GPUs" && p.fits));
+    assert!(h.query_by_label_contains("Roadmap:").is_some(), "the roadmap is shown");
     // computed once, not every frame
     let before = h.state().derived.options.as_ref().map(|(s, _)| s.clone());
     h.run_steps(3);

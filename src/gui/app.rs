@@ -308,7 +308,7 @@ impl VramApp {
                     Tab::Live => live_actions = panels::live::ui(ui, c, &mut self.live),
                     Tab::Options => {
                         let paths = self.derived_options();
-                        panels::options::ui(ui, &paths);
+                        panels::options::ui(ui, &paths, self.derived.roadmap.as_ref());
                     }
                     tab => intents.extend(panels::curves::ui(ui, c, tab, &self.state.settings)),
                 }

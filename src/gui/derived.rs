@@ -60,6 +60,8 @@ pub struct Derived {
     /// Hardware paths of the current scenario, computed only while the Options tab is shown
     /// (a layout search per GPU count), keyed by the settings they were computed for.
     pub options: Option<(Settings, Vec<crate::options::HardwarePath>)>,
+    /// The roadmap of the current scenario, computed with the options.
+    pub roadmap: Option<crate::roadmap::Roadmap>,
 }
 
 impl Derived {
@@ -78,18 +80,18 @@ impl Derived {
     /// The hardware paths of the current scenario (computed on first use after a change).
     pub fn options(&mut self, settings: &Settings) -> &[crate::options::HardwarePath] {
         if self.options.as_ref().is_none_or(|(s, _)| s != settings) {
-            let paths = match &self.current {
+            let (paths, roadmap) = match &self.current {
                 Some(Ok(c)) => {
                     let global = c.scenario.batch * c.scenario.parallel.dp;
-                    crate::options::hardware_paths(
-                        &c.scenario,
-                        &c.gpu,
-                        global,
-                        &crate::plan::SpeedModel::default(),
+                    let speed = crate::plan::SpeedModel::default();
+                    (
+                        crate::options::hardware_paths(&c.scenario, &c.gpu, global, &speed),
+                        crate::roadmap::roadmap(&c.scenario, &c.gpu),
                     )
                 }
-                _ => Vec::new(),
+                _ => (Vec::new(), None),
             };
+            self.roadmap = roadmap;
             self.options = Some((settings.clone(), paths));
         }
         self.options.as_ref().map_or(&[], |(_, p)| p.as_slice())

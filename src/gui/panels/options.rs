@@ -1,12 +1,15 @@
 //! The "Options & cost" tab: hardware paths for the current scenario.
 
+use crate::explain::Component;
+use crate::gui::palette;
 use crate::gui::strings::tr;
 use crate::options::HardwarePath;
+use crate::roadmap::Roadmap;
 use crate::units::GIB;
-use eframe::egui;
+use eframe::egui::{self, Align2, FontId, Rect, Sense, Stroke, pos2, vec2};
 
-/// Draws the table of hardware paths.
-pub fn ui(ui: &mut egui::Ui, paths: &[HardwarePath]) {
+/// Draws the table of hardware paths, then the roadmap.
+pub fn ui(ui: &mut egui::Ui, paths: &[HardwarePath], roadmap: Option<&Roadmap>) {
     let t = tr();
     ui.label(egui::RichText::new(t.options_intro).weak());
     ui.add_space(4.0);
@@ -47,5 +50,81 @@ pub fn ui(ui: &mut egui::Ui, paths: &[HardwarePath]) {
                 ui.end_row();
             }
         });
+        if let Some(r) = roadmap {
+            ui.add_space(10.0);
+            roadmap_ui(ui, r);
+        }
+    });
+}
+
+/// The roadmap: the headline, one stacked bar per cumulative step (with that step's capacity as
+/// a tick), and the steps with what they save.
+fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
+    ui.strong(format!("Roadmap: {}", r.headline));
+    let steps: Vec<_> = r.steps.iter().collect();
+    let n = steps.len() + 1;
+    let h = 170.0;
+    ui.label(egui::RichText::new("Each bar is the per-GPU total (GiB) after that step and all before it; the bar across is that step's GPU capacity. Hover a step for how to do it.").weak());
+    let (rect, _) = ui.allocate_exact_size(vec2(ui.available_width().max(200.0), h), Sense::hover());
+    let painter = ui.painter_at(rect);
+    let text = ui.visuals().text_color();
+    // scale to the totals and today's card; a bigger card's capacity above that is drawn at the top
+    let top =
+        steps.iter().map(|s| s.total_after).chain([r.total_before, r.capacity_before]).max().unwrap_or(1)
+            as f64
+            * 1.15;
+    let plot = Rect::from_min_max(
+        pos2(rect.left() + 4.0, rect.top() + 4.0),
+        pos2(rect.right() - 4.0, rect.bottom() - 18.0),
+    );
+    let y_of = |b: u64| plot.bottom() - ((b as f64 / top).min(1.0)) as f32 * plot.height();
+    let slot = plot.width() / n as f32;
+    let w = (slot * 0.55).min(60.0);
+    let mut bars: Vec<(String, u64, Vec<(Component, u64)>)> = Vec::with_capacity(n);
+    // "now": the total before the first step, one grey block (the breakdown above shows its parts)
+    bars.push(("now".into(), r.capacity_before, vec![(Component::Overhead, r.total_before)]));
+    for (i, s) in steps.iter().enumerate() {
+        let parts = Component::ALL.iter().map(|&c| (c, c.at_peak(&s.estimate))).collect();
+        bars.push((format!("{}", i + 1), s.capacity, parts));
+    }
+    for (i, (label, cap, parts)) in bars.iter().enumerate() {
+        let cx = plot.left() + slot * (i as f32 + 0.5);
+        let mut acc = 0u64;
+        for &(c, bytes) in parts {
+            if bytes == 0 {
+                continue;
+            }
+            let seg =
+                Rect::from_min_max(pos2(cx - w / 2.0, y_of(acc + bytes)), pos2(cx + w / 2.0, y_of(acc)));
+            let color = if i == 0 { text.gamma_multiply(0.35) } else { palette::color(c) };
+            painter.rect_filled(seg, 0.0, color);
+            acc += bytes;
+        }
+        let y = y_of(*cap);
+        painter
+            .line_segment([pos2(cx - w / 2.0 - 6.0, y), pos2(cx + w / 2.0 + 6.0, y)], Stroke::new(2.0, text));
+        painter.text(
+            pos2(cx, plot.bottom() + 2.0),
+            Align2::CENTER_TOP,
+            label,
+            FontId::proportional(12.0),
+            text,
+        );
+    }
+    egui::Grid::new("roadmap_grid").striped(true).spacing([12.0, 3.0]).show(ui, |ui| {
+        for hd in ["#", "when", "step", "saves", "total after", "fits", "effort"] {
+            ui.strong(hd);
+        }
+        ui.end_row();
+        for (i, s) in steps.iter().enumerate() {
+            ui.label(format!("{}", i + 1));
+            ui.label(format!("{:?}", s.horizon));
+            ui.label(&s.title).on_hover_text(s.how.join("\n"));
+            ui.label(format!("{:.1} GiB ({:.0} %)", s.saves as f64 / GIB, s.saves_pct));
+            ui.label(format!("{:.1} / {:.1} GiB", s.total_after as f64 / GIB, s.capacity as f64 / GIB));
+            ui.colored_label(palette::verdict(s.fits), if s.fits { "yes" } else { "no" });
+            ui.label(s.effort);
+            ui.end_row();
+        }
     });
 }
