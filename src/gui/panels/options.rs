@@ -57,6 +57,9 @@ pub fn ui(ui: &mut egui::Ui, paths: &[HardwarePath], roadmap: Option<&Roadmap>) 
     });
 }
 
+/// One roadmap bar: label, capacity, stacked parts.
+type RoadmapBar = (String, u64, Vec<(Component, u64)>);
+
 /// The roadmap: the headline, one stacked bar per cumulative step (with that step's capacity as
 /// a tick), and the steps with what they save.
 fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
@@ -80,7 +83,7 @@ fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
     let y_of = |b: u64| plot.bottom() - ((b as f64 / top).min(1.0)) as f32 * plot.height();
     let slot = plot.width() / n as f32;
     let w = (slot * 0.55).min(60.0);
-    let mut bars: Vec<(String, u64, Vec<(Component, u64)>)> = Vec::with_capacity(n);
+    let mut bars: Vec<RoadmapBar> = Vec::with_capacity(n);
     // "now": the total before the first step, one grey block (the breakdown above shows its parts)
     bars.push(("now".into(), r.capacity_before, vec![(Component::Overhead, r.total_before)]));
     for (i, s) in steps.iter().enumerate() {
