@@ -54,12 +54,14 @@ pub struct HardwarePath {
     pub max_batch: Option<u64>,
     /// Step time for the global batch, seconds.
     pub step_s: f64,
-    /// Current step time / this step time (higher is faster).
+    /// Training throughput, tokens per second (the whole job).
+    pub tokens_per_s: f64,
+    /// This path's tokens per second over the current card's (higher is faster).
     pub speedup: f64,
     /// Cheapest on-demand price for all the job's GPUs, USD per hour.
     pub usd_per_hour: Option<f64>,
-    /// USD per 1000 optimizer steps at that price.
-    pub usd_per_1k_steps: Option<f64>,
+    /// USD per million training tokens at that price.
+    pub usd_per_m_tokens: Option<f64>,
 }
 
 fn price_per_gpu_hour(g: &Gpu) -> Option<f64> {
@@ -85,11 +87,13 @@ pub fn hardware_paths(
 ) -> Vec<HardwarePath> {
     let mut out = Vec::new();
     let Ok(base_e) = estimate(sc) else { return out };
-    let base_step = plan::step_time(sc, &base_e, current, global_batch, speed).step_s;
+    let base_tps = plan::step_time(sc, &base_e, current, global_batch, speed).tokens_per_s;
+    let rel = |tps: f64| if base_tps > 0.0 { tps / base_tps } else { 0.0 };
+    let per_m = |usd_h: f64, tps: f64| if tps > 0.0 { usd_h / (tps * 3600.0) * 1e6 } else { f64::INFINITY };
     let same_layout = |kind: &'static str, g: &Gpu| -> Option<HardwarePath> {
         let s = on_card(sc, g);
         let e = estimate(&s).ok()?;
-        let step = plan::step_time(&s, &e, g, global_batch, speed).step_s;
+        let st = plan::step_time(&s, &e, g, global_batch, speed);
         let gpus = s.parallel.world();
         let price = price_per_gpu_hour(g).map(|p| p * gpus as f64);
         Some(HardwarePath {
@@ -105,10 +109,11 @@ pub fn hardware_paths(
             fits: e.total <= g.memory_bytes(),
             headroom: g.memory_bytes() as i64 - e.total as i64,
             max_batch: max_batch(&s, g.memory_bytes()),
-            step_s: step,
-            speedup: if step > 0.0 { base_step / step } else { 0.0 },
+            step_s: st.step_s,
+            tokens_per_s: st.tokens_per_s,
+            speedup: rel(st.tokens_per_s),
             usd_per_hour: price,
-            usd_per_1k_steps: price.map(|p| p * step * 1000.0 / 3600.0),
+            usd_per_m_tokens: price.map(|p| per_m(p, st.tokens_per_s)),
         })
     };
     if let Some(p) = same_layout("current", current) {
@@ -156,9 +161,10 @@ pub fn hardware_paths(
                 headroom: best.headroom_bytes,
                 max_batch: Some(best.micro_batch),
                 step_s: best.step.step_s,
-                speedup: if best.step.step_s > 0.0 { base_step / best.step.step_s } else { 0.0 },
+                tokens_per_s: best.step.tokens_per_s,
+                speedup: rel(best.step.tokens_per_s),
                 usd_per_hour: price,
-                usd_per_1k_steps: price.map(|p| p * best.step.step_s * 1000.0 / 3600.0),
+                usd_per_m_tokens: price.map(|p| per_m(p, best.step.tokens_per_s)),
             });
             break;
         }

@@ -299,6 +299,31 @@ fn plan_roadmap_makes_an_oversized_fine_tune_fit() {
 }
 
 #[test]
+fn plan_options_lists_the_hardware_paths() {
+    let v = json(&[
+        "plan",
+        "--model",
+        "llama-2-13b",
+        "--gpu",
+        "a100-40gb",
+        "--seq",
+        "2048",
+        "--checkpoint",
+        "full",
+        "--options",
+        "--json",
+    ]);
+    let paths = v["paths"].as_array().unwrap();
+    let kinds: Vec<&str> = paths.iter().map(|p| p["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds[0], "current");
+    assert!(kinds.contains(&"newer generation") && kinds.contains(&"more GPUs"), "{kinds:?}");
+    assert_eq!(paths[0]["fits"], false);
+    assert!((paths[0]["speedup"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    let more = paths.iter().find(|p| p["kind"] == "more GPUs").unwrap();
+    assert!(more["fits"] == true && more["total_bytes"].as_u64() <= more["capacity"].as_u64());
+}
+
+#[test]
 fn plan_tokens_prices_the_run_on_every_instance() {
     let v = json(&[
         "plan",

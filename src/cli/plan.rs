@@ -32,6 +32,10 @@ pub struct PlanArgs {
     /// that make the scenario fit, each measured by the estimator.
     #[arg(long, conflicts_with = "search")]
     pub roadmap: bool,
+    /// Print the hardware paths: a bigger card of the same generation, a newer generation, and
+    /// the fewest GPUs of this card that some layout fits, with speed-up and price.
+    #[arg(long, conflicts_with_all = ["search", "roadmap"])]
+    pub options: bool,
     /// Tokens of the whole run (e.g. 2e12): adds GPU-hours and cost on every catalog instance
     /// (6 x active params x tokens FLOPs to train, 2 x for inference, at --mfu).
     #[arg(long, value_name = "N")]
@@ -83,6 +87,34 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
             return Ok(serde_json::to_string_pretty(&r)? + "\n");
         }
         return Ok(vramscope::roadmap::to_markdown(&sc, &r));
+    }
+    if a.options {
+        let paths = vramscope::options::hardware_paths(&sc, &gpu, global, &speed);
+        if a.estimate.json {
+            return Ok(serde_json::to_string_pretty(
+                &serde_json::json!({"schema": 1, "global_batch": global, "paths": paths}),
+            )? + "\n");
+        }
+        let mut s = format!("{} on {}, global batch {global}: hardware paths\n\n", sc.model.name, gpu.name);
+        s += "  path                           GPU                           GPUs  layout                        mb   GiB/GPU  capacity  fits   speed-up      $/h  $/M tokens\n";
+        for p in &paths {
+            let q = &p.parallel;
+            s += &format!(
+                "  {:<30} {:<29} {:>4}  {:<29} {:>3} {:>9.1} {:>9.1}  {:<5} {:>8.2}x {:>8} {:>11}\n",
+                p.kind,
+                p.gpu_name,
+                p.gpus,
+                format!("dp{} tp{} pp{} ZeRO-{} ckpt {}", q.dp, q.tp, q.pp, q.zero, p.checkpoint),
+                p.micro_batch,
+                p.total_bytes as f64 / vramscope::units::GIB,
+                p.capacity as f64 / vramscope::units::GIB,
+                if p.fits { "yes" } else { "no" },
+                p.speedup,
+                p.usd_per_hour.map_or("-".into(), |x| format!("{x:.2}")),
+                p.usd_per_m_tokens.map_or("-".into(), |x| format!("{x:.2}")),
+            );
+        }
+        return Ok(s);
     }
     if a.search {
         let t0 = std::time::Instant::now();

@@ -25,7 +25,7 @@ pub fn ui(ui: &mut egui::Ui, paths: &[HardwarePath], roadmap: Option<&Roadmap>) 
                 "fits",
                 "speed",
                 "$/h",
-                "$/1k steps",
+                "$/M tokens",
             ] {
                 ui.strong(h);
             }
@@ -46,7 +46,7 @@ pub fn ui(ui: &mut egui::Ui, paths: &[HardwarePath], roadmap: Option<&Roadmap>) 
                 ui.colored_label(color, text);
                 ui.label(format!("{:.2}x", p.speedup));
                 ui.label(p.usd_per_hour.map_or_else(|| "-".into(), |x| format!("{x:.2}")));
-                ui.label(p.usd_per_1k_steps.map_or_else(|| "-".into(), |x| format!("{x:.2}")));
+                ui.label(p.usd_per_m_tokens.map_or_else(|| "-".into(), |x| format!("{x:.2}")));
                 ui.end_row();
             }
         });
