@@ -511,6 +511,22 @@ pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
     s
 }
 
+/// Inserts a link to the chart picture under the report's breakdown heading.
+pub fn with_chart_link(report_md: &str, png_file_name: &str) -> String {
+    let heading = "## Per-GPU memory (most loaded rank)\n";
+    match report_md.find(heading) {
+        Some(i) => {
+            let at = i + heading.len();
+            format!(
+                "{}\n![per-GPU memory breakdown]({png_file_name})\n{}",
+                &report_md[..at],
+                &report_md[at..]
+            )
+        }
+        None => format!("{report_md}\n![per-GPU memory breakdown]({png_file_name})\n"),
+    }
+}
+
 /// The what-if curves: every knob's full sweep, one row per point.
 pub fn curves_csv(f: &ScenarioFile) -> String {
     let cap = f.gpu().map(|g| g.memory_bytes());
@@ -940,6 +956,18 @@ mod tests {
         assert_eq!(v["gradient_accumulation_steps"], 4);
         assert_eq!(v["zero_optimization"]["stage"], 3);
         assert_eq!(v["bf16"]["enabled"], true);
+    }
+
+    #[test]
+    fn the_chart_link_goes_under_the_breakdown_heading() {
+        let f = plan();
+        let md = report_markdown(&f, &estimate(&f.scenario).unwrap());
+        let linked = with_chart_link(&md, "plan.chart.png");
+        let i = linked.find("## Per-GPU memory").unwrap();
+        let j = linked.find("![per-GPU memory breakdown](plan.chart.png)").unwrap();
+        let k = linked.find("| component |").unwrap();
+        assert!(i < j && j < k, "link between the heading and the table");
+        assert_eq!(linked.replace("\n![per-GPU memory breakdown](plan.chart.png)\n", ""), md);
     }
 
     #[test]

@@ -325,6 +325,8 @@ fn the_options_tab_lists_hardware_paths_with_prices() {
     assert!(!paths[0].fits);
     assert!(paths.iter().any(|p| p.kind == "more GPUs" && p.fits));
     assert!(h.query_by_label_contains("Roadmap:").is_some(), "the roadmap is shown");
+    assert!(h.query_by_label_contains("Cost of a run").is_some(), "the run cost is shown");
+    assert!(h.query_by_label("AWS p5.48xlarge").is_some(), "priced on the catalog's instances");
     // computed once, not every frame
     let before = h.state().derived.options.as_ref().map(|(s, _)| s.clone());
     h.run_steps(3);

@@ -235,7 +235,7 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
     }
     if let Some((flops, opts)) = costs(a, &sc, &e)? {
         s += &format!(
-            "\n  run of {:.3e} tokens = {flops:.3e} FLOPs at MFU {:.0} %, on {} GPUs per option (prices: presets/clouds.ron)\n",
+            "\n  run of {:.3e} tokens = {flops:.3e} FLOPs at MFU {:.0} %, on whole instances with at least the layout's {} GPUs, extra GPUs data-parallel (prices: presets/clouds.ron)\n",
             a.tokens.unwrap_or(0.0),
             100.0 * a.mfu,
             p.world()

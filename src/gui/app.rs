@@ -60,6 +60,8 @@ pub struct VramApp {
     screenshot: Option<ScreenshotJob>,
     /// Where the breakdown chart was drawn last frame (for the chart-only PNG).
     chart_rect: Option<egui::Rect>,
+    /// PNG files being encoded on the "vramscope-png" thread: (path, result) arrives here.
+    png_rx: Option<mpsc::Receiver<(std::path::PathBuf, String)>>,
     /// Exit code for the screenshot mode (0 = written).
     pub exit_code: std::sync::Arc<std::sync::atomic::AtomicI32>,
     /// Save state through eframe storage (off for screenshot runs).
@@ -82,6 +84,7 @@ impl VramApp {
             frame: 0,
             screenshot: None,
             chart_rect: None,
+            png_rx: None,
             exit_code: std::sync::Arc::new(std::sync::atomic::AtomicI32::new(1)),
             persist: true,
             live: super::live::Live::new(),
@@ -159,6 +162,10 @@ impl VramApp {
             Intent::SetPresentation(p) => self.state.view.presentation = p,
             Intent::Quit => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
             Intent::Export(format) => self.export(format),
+            Intent::SetRunCost { tokens_b, mfu } => {
+                self.state.view.run_tokens_b = tokens_b.clamp(1e-6, 1e6);
+                self.state.view.mfu = mfu.clamp(0.05, 0.9);
+            }
             Intent::ExportPng { chart_only } => {
                 let name = if chart_only { "vramscope-chart.png" } else { "vramscope.png" };
                 match rfd::FileDialog::new().set_file_name(name).add_filter("PNG", &["png"]).save_file() {
@@ -276,6 +283,9 @@ impl VramApp {
                 intents.extend(panels::controls::ui(ui, &self.state.settings, &mut self.path_input));
             });
         });
+        // the Options tab's paths need `&mut` (a lazily filled cache): fetch them before borrowing
+        let option_paths =
+            if self.state.view.tab == Tab::Options { self.derived_options() } else { Vec::new() };
         egui::CentralPanel::default().show(ui, |ui| match &self.derived.current {
             Some(Ok(c)) => {
                 panels::headline::ui(ui, c, &self.state.settings);
@@ -307,8 +317,13 @@ impl VramApp {
                     Tab::Compare => intents.extend(panels::compare::ui(ui, c, &pinned)),
                     Tab::Live => live_actions = panels::live::ui(ui, c, &mut self.live),
                     Tab::Options => {
-                        let paths = self.derived_options();
-                        panels::options::ui(ui, &paths, self.derived.roadmap.as_ref());
+                        intents.extend(panels::options::ui(
+                            ui,
+                            c,
+                            &option_paths,
+                            self.derived.roadmap.as_ref(),
+                            &self.state.view,
+                        ));
                     }
                     tab => intents.extend(panels::curves::ui(ui, c, tab, &self.state.settings)),
                 }
@@ -348,9 +363,28 @@ impl VramApp {
         let Some(path) = rfd::FileDialog::new().set_file_name(default.as_str()).save_file() else {
             return self.set_status(StatusKind::Info, tr().export_cancelled);
         };
+        // the Markdown report links the chart, written next to it (never over an existing file)
+        let mut text = text;
+        let mut chart = None;
+        if format == export::Format::Markdown {
+            let stem = path.file_stem().map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
+            let png = path.with_file_name(format!("{stem}.chart.png"));
+            if !png.exists() {
+                text = export::with_chart_link(&text, &format!("{stem}.chart.png"));
+                chart = Some(png);
+            }
+        }
         // the dialog has asked about overwriting; the write itself is atomic
         match export::write_atomic(&path, text.as_bytes(), true) {
-            Ok(()) => self.set_status(StatusKind::Info, format!("Exported to {}", path.display())),
+            Ok(()) => {
+                self.set_status(StatusKind::Info, format!("Exported to {}", path.display()));
+                if let Some(png) = chart {
+                    let mut job =
+                        ScreenshotJob::new(png, u32::try_from(self.frame + 2).unwrap_or(u32::MAX), false);
+                    job.chart_only = true;
+                    self.screenshot = Some(job);
+                }
+            }
             Err(e) => self.set_status(StatusKind::Error, e.to_string()),
         }
     }
@@ -391,6 +425,22 @@ impl VramApp {
     }
 
     fn screenshot_step(&mut self, ctx: &egui::Context) {
+        if let Some(rx) = &self.png_rx {
+            match rx.try_recv() {
+                Ok((path, err)) => {
+                    self.status = if err.is_empty() {
+                        (StatusKind::Info, format!("PNG written to {}", path.display()))
+                    } else {
+                        (StatusKind::Error, err)
+                    };
+                    self.png_rx = None;
+                }
+                Err(mpsc::TryRecvError::Empty) => {
+                    ctx.request_repaint_after(std::time::Duration::from_millis(50))
+                }
+                Err(mpsc::TryRecvError::Disconnected) => self.png_rx = None,
+            }
+        }
         let Some(job) = self.screenshot.as_mut() else { return };
         if !job.requested && self.frame >= u64::from(job.after_frames) {
             let (tx, rx) = mpsc::channel();
@@ -407,6 +457,29 @@ impl VramApp {
                 Some(r) => std::sync::Arc::new(img.region(&r.expand(4.0), Some(ctx.pixels_per_point()))),
                 None => img,
             };
+            if !job.exit_after {
+                // an export from the menu: encode and write on a background thread, report back
+                let (tx, rx) = mpsc::channel();
+                let path = job.path.clone();
+                let repaint = ctx.clone();
+                let spawned = std::thread::Builder::new().name("vramscope-png".into()).spawn(move || {
+                    let err =
+                        super::save_png(&img, &path).err().map_or_else(String::new, |e| format!("{e:#}"));
+                    let _ = tx.send((path, err));
+                    repaint.request_repaint();
+                });
+                match spawned {
+                    Ok(_) => {
+                        self.png_rx = Some(rx);
+                        self.status = (StatusKind::Info, format!("Writing {}…", job.path.display()));
+                    }
+                    Err(e) => {
+                        self.status = (StatusKind::Error, format!("could not start the PNG writer: {e}"))
+                    }
+                }
+                self.screenshot = None;
+                return;
+            }
             let result = super::save_png(&img, &job.path);
             match &result {
                 Ok(()) => {

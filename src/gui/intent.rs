@@ -21,6 +21,11 @@ pub enum Intent {
     ExportPng {
         chart_only: bool,
     },
+    /// Set the run priced in the Options tab: tokens (billions) and MFU.
+    SetRunCost {
+        tokens_b: f64,
+        mfu: f64,
+    },
     /// Pin the current scenario.
     Pin,
     /// Remove all pins.

@@ -194,11 +194,15 @@ pub struct View {
     pub dark: bool,
     pub presentation: bool,
     pub tab: Tab,
+    /// Tokens of the run priced in the Options tab, billions.
+    pub run_tokens_b: f64,
+    /// Model FLOPs utilisation assumed for run costs.
+    pub mfu: f64,
 }
 
 impl Default for View {
     fn default() -> Self {
-        Self { dark: true, presentation: false, tab: Tab::Batch }
+        Self { dark: true, presentation: false, tab: Tab::Batch, run_tokens_b: 1.0, mfu: 0.4 }
     }
 }
 

@@ -1,15 +1,26 @@
 //! The "Options & cost" tab: hardware paths for the current scenario.
 
+use crate::cost;
 use crate::explain::Component;
+use crate::gui::derived::Computed;
+use crate::gui::intent::Intent;
 use crate::gui::palette;
+use crate::gui::state::View;
 use crate::gui::strings::tr;
 use crate::options::HardwarePath;
 use crate::roadmap::Roadmap;
 use crate::units::GIB;
 use eframe::egui::{self, Align2, FontId, Rect, Sense, Stroke, pos2, vec2};
 
-/// Draws the table of hardware paths, then the roadmap.
-pub fn ui(ui: &mut egui::Ui, paths: &[HardwarePath], roadmap: Option<&Roadmap>) {
+/// Draws the table of hardware paths, the cost of a run, then the roadmap.
+pub fn ui(
+    ui: &mut egui::Ui,
+    c: &Computed,
+    paths: &[HardwarePath],
+    roadmap: Option<&Roadmap>,
+    view: &View,
+) -> Vec<Intent> {
+    let mut out = Vec::new();
     let t = tr();
     ui.label(egui::RichText::new(t.options_intro).weak());
     ui.add_space(4.0);
@@ -50,11 +61,94 @@ pub fn ui(ui: &mut egui::Ui, paths: &[HardwarePath], roadmap: Option<&Roadmap>) 
                 ui.end_row();
             }
         });
+        ui.add_space(10.0);
+        run_cost_ui(ui, c, view, &mut out);
         if let Some(r) = roadmap {
             ui.add_space(10.0);
             roadmap_ui(ui, r);
         }
     });
+    out
+}
+
+/// The cost of a run of N tokens on each catalog instance.
+fn run_cost_ui(ui: &mut egui::Ui, c: &Computed, view: &View, out: &mut Vec<Intent>) {
+    ui.horizontal(|ui| {
+        ui.strong("Cost of a run:");
+        let mut tokens = view.run_tokens_b;
+        let mut mfu = view.mfu * 100.0;
+        let a = ui
+            .add(egui::DragValue::new(&mut tokens).range(0.001..=100_000.0).speed(0.1).suffix(" B tokens"))
+            .on_hover_text("Tokens processed by the whole run, in billions (6 x active params x tokens FLOPs to train, 2 x to infer).");
+        ui.label("at MFU");
+        let b = ui
+            .add(egui::DragValue::new(&mut mfu).range(5.0..=90.0).speed(0.5).suffix(" %"))
+            .on_hover_text("Model FLOPs utilisation: the share of the GPU's dense bf16 peak the run sustains (40 % is typical).");
+        if a.changed() || b.changed() {
+            out.push(Intent::SetRunCost { tokens_b: tokens, mfu: mfu / 100.0 });
+        }
+    });
+    let sc = &c.scenario;
+    let train = sc.mode == crate::estimate::Mode::Train;
+    let flops =
+        cost::run_flops(crate::plan::active_params(sc, c.estimate.n_params), view.run_tokens_b * 1e9, train);
+    let opts = cost::run_options(
+        c.estimate.total,
+        sc.parallel.world(),
+        flops,
+        view.mfu,
+        &cost::Discounts::default(),
+    );
+    ui.label(
+        egui::RichText::new(format!(
+            "{flops:.2e} FLOPs on whole instances with at least the layout's {} GPU(s) (extra GPUs run data-parallel); spot -70 % (interruptions cost the work since the last checkpoint), committed -40 %.",
+            sc.parallel.world()
+        ))
+        .weak(),
+    );
+    egui::Grid::new("run_cost_grid").striped(true).spacing([14.0, 3.0]).show(ui, |ui| {
+        for h in [
+            "option",
+            "GPU",
+            "fits",
+            "instances",
+            "wall hours",
+            "GPU-hours",
+            "on demand",
+            "spot",
+            "committed",
+        ] {
+            ui.strong(h);
+        }
+        ui.end_row();
+        for o in opts.iter().take(8) {
+            let Some(k) = &o.cost else { continue };
+            let rented = o.instance.purchase.is_none();
+            ui.label(format!("{} {}", o.instance.provider, o.instance.name))
+                .on_hover_text(format!("price noted {} ({})", o.instance.price_date, o.instance.region));
+            ui.label(&o.instance.gpu);
+            ui.colored_label(palette::verdict(o.fits), if o.fits { "yes" } else { "no" });
+            ui.label(k.instances.to_string());
+            ui.label(format!("{:.1}", k.wall_hours));
+            ui.label(format!("{:.0}", k.gpu_hours));
+            ui.label(usd(k.on_demand));
+            ui.label(if rented { usd(k.spot) } else { "-".into() });
+            ui.label(if rented { usd(k.committed) } else { "-".into() });
+            ui.end_row();
+        }
+    });
+    if sc.parallel.world() <= 1
+        && let Some((slices, gib, jobs)) = cost::mig_share(c.estimate.total, &c.gpu)
+    {
+        ui.label(format!(
+            "Small enough to share: a MIG {slices}g.{gib:.0}gb slice holds it; {jobs} such jobs fit one {}.",
+            c.gpu.name
+        ));
+    }
+}
+
+fn usd(x: f64) -> String {
+    if x >= 1e6 { format!("${:.2} M", x / 1e6) } else { format!("${x:.0}") }
 }
 
 /// One roadmap bar: label, capacity, stacked parts.
