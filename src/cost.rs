@@ -61,12 +61,28 @@ struct CloudFile {
     instances: Vec<Instance>,
 }
 
-/// The built-in options.
-pub fn catalog() -> Vec<Instance> {
-    match ron::from_str::<CloudFile>(include_str!("../presets/clouds.ron")) {
-        Ok(f) if f.schema == 1 => f.instances,
-        _ => Vec::new(), // guarded by a unit test: the shipped file always parses
-    }
+/// The built-in options, parsed once.
+pub fn catalog() -> &'static [Instance] {
+    static CATALOG: std::sync::LazyLock<Vec<Instance>> = std::sync::LazyLock::new(|| {
+        match ron::from_str::<CloudFile>(include_str!("../presets/clouds.ron")) {
+            Ok(f) if f.schema == 1 => f.instances,
+            _ => Vec::new(), // guarded by a unit test: the shipped file always parses
+        }
+    });
+    &CATALOG
+}
+
+/// The rented (not purchased) instance of a card with the lowest price per GPU-hour.
+pub fn cheapest_on_demand(gpu_id: &str) -> Option<&'static Instance> {
+    catalog()
+        .iter()
+        .filter(|i| i.gpu == gpu_id && i.purchase.is_none())
+        .min_by(|a, b| a.per_gpu_hour().total_cmp(&b.per_gpu_hour()))
+}
+
+/// Money for tables: "$1234", or "$1.23 M" from a million up.
+pub fn usd(x: f64) -> String {
+    if x >= 1e6 { format!("${:.2} M", x / 1e6) } else { format!("${x:.0}") }
 }
 
 /// Discounts applied to on-demand prices.
@@ -148,7 +164,7 @@ pub struct RunOption {
 /// for a run of `flops` at utilisation `mfu`. Sorted: fitting first, then by on-demand cost.
 pub fn run_options(total_bytes: u64, world: u64, flops: f64, mfu: f64, d: &Discounts) -> Vec<RunOption> {
     let mut v: Vec<RunOption> = catalog()
-        .into_iter()
+        .iter()
         .filter_map(|inst| {
             let g = gpu::find(&inst.gpu).ok()?;
             let cap = g.memory_bytes();
@@ -156,9 +172,9 @@ pub fn run_options(total_bytes: u64, world: u64, flops: f64, mfu: f64, d: &Disco
             Some(RunOption {
                 fits: total_bytes <= cap,
                 headroom: cap as i64 - total_bytes as i64,
-                cost: run_cost(flops, &inst, instances, mfu, d),
+                cost: run_cost(flops, inst, instances, mfu, d),
                 mig: if world <= 1 { mig_share(total_bytes, &g) } else { None },
-                instance: inst,
+                instance: inst.clone(),
             })
         })
         .collect();
@@ -243,15 +259,15 @@ mod tests {
         assert_eq!(flops, 4.2e22);
         // on p5.48xlarge (8 x H100, 989 TFLOP/s each) at 40 % MFU:
         // 4.2e22 / (989e12 · 0.4) / 3600 = 29,491.07 GPU-hours; 8 GPUs → 3,686.38 h; × $55.04
-        let p5 = catalog().into_iter().find(|i| i.id == "aws-p5.48xlarge").unwrap();
-        let c = run_cost(flops, &p5, 1, 0.4, &Discounts::default()).unwrap();
+        let p5 = catalog().iter().find(|i| i.id == "aws-p5.48xlarge").unwrap();
+        let c = run_cost(flops, p5, 1, 0.4, &Discounts::default()).unwrap();
         assert!((c.gpu_hours - 29_491.07).abs() < 0.01, "{}", c.gpu_hours);
         assert!((c.wall_hours - 3_686.38).abs() < 0.01);
         assert!((c.on_demand - 3_686.38 * 55.04).abs() < 1.0);
         assert!((c.spot - c.on_demand * 0.3).abs() < 1e-6);
         assert!((c.committed - c.on_demand * 0.6).abs() < 1e-6);
         // DGX H100 bought for $400k over 4 years + $6/h: 400000 / 35064 + 6 = $17.41 an hour
-        let dgx = catalog().into_iter().find(|i| i.id == "onprem-dgx-h100").unwrap();
+        let dgx = catalog().iter().find(|i| i.id == "onprem-dgx-h100").unwrap();
         assert!((dgx.hourly() - (400000.0 / 35064.0 + 6.0)).abs() < 1e-9);
         // inference: 2 · N · tokens
         assert_eq!(run_flops(7e9, 1e9, false), 1.4e19);

@@ -372,15 +372,11 @@ pub struct HwOption {
 /// Every catalog card, for the scenario as it is (same parallel layout).
 pub fn options(f: &ScenarioFile) -> Vec<HwOption> {
     let Ok(e) = estimate(&f.scenario) else { return Vec::new() };
-    let instances = cost::catalog();
     gpu::catalog()
-        .into_iter()
+        .iter()
         .map(|g| {
             let cap = g.memory_bytes();
-            let cheapest = instances
-                .iter()
-                .filter(|i| i.gpu == g.id && i.purchase.is_none())
-                .min_by(|a, b| a.per_gpu_hour().total_cmp(&b.per_gpu_hour()));
+            let cheapest = cost::cheapest_on_demand(&g.id);
             HwOption {
                 fits: e.total <= cap,
                 headroom: cap as i64 - e.total as i64,

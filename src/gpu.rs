@@ -60,19 +60,22 @@ struct CatalogFile {
     gpus: Vec<Gpu>,
 }
 
-/// The built-in catalog.
-pub fn catalog() -> Vec<Gpu> {
-    match ron::from_str::<CatalogFile>(include_str!("../presets/gpus.ron")) {
-        Ok(f) if f.schema == 1 => f.gpus,
-        _ => Vec::new(), // guarded by a unit test: the shipped file always parses
-    }
+/// The built-in catalog, parsed once (every `find` and every recompute reads it).
+pub fn catalog() -> &'static [Gpu] {
+    static CATALOG: std::sync::LazyLock<Vec<Gpu>> = std::sync::LazyLock::new(|| {
+        match ron::from_str::<CatalogFile>(include_str!("../presets/gpus.ron")) {
+            Ok(f) if f.schema == 1 => f.gpus,
+            _ => Vec::new(), // guarded by a unit test: the shipped file always parses
+        }
+    });
+    &CATALOG
 }
 
 /// Finds a GPU by id (case-insensitive, `_` and ` ` accepted for `-`), or by a plain memory size
 /// such as `24gb` / `80GiB` for a card not in the catalog.
 pub fn find(id: &str) -> Result<Gpu, String> {
     let norm = id.trim().to_ascii_lowercase().replace(['_', ' '], "-");
-    if let Some(g) = catalog().into_iter().find(|g| g.id == norm) {
+    if let Some(g) = catalog().iter().find(|g| g.id == norm).cloned() {
         return Ok(g);
     }
     let digits: String = norm.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
@@ -96,7 +99,7 @@ pub fn find(id: &str) -> Result<Gpu, String> {
             note: "custom capacity".into(),
         });
     }
-    let ids: Vec<String> = catalog().into_iter().map(|g| g.id).collect();
+    let ids: Vec<&str> = catalog().iter().map(|g| g.id.as_str()).collect();
     Err(format!("unknown GPU \"{id}\" (one of {}, or a size like 24gb)", ids.join(", ")))
 }
 

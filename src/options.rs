@@ -65,11 +65,7 @@ pub struct HardwarePath {
 }
 
 fn price_per_gpu_hour(g: &Gpu) -> Option<f64> {
-    cost::catalog()
-        .iter()
-        .filter(|i| i.gpu == g.id && i.purchase.is_none())
-        .map(cost::Instance::per_gpu_hour)
-        .min_by(f64::total_cmp)
+    cost::cheapest_on_demand(&g.id).map(cost::Instance::per_gpu_hour)
 }
 
 fn on_card(sc: &Scenario, g: &Gpu) -> Scenario {

@@ -77,11 +77,7 @@ struct Ctx {
 }
 
 fn price_per_gpu_hour(g: &Gpu) -> f64 {
-    cost::catalog()
-        .iter()
-        .filter(|i| i.gpu == g.id && i.purchase.is_none())
-        .map(cost::Instance::per_gpu_hour)
-        .fold(f64::NAN, f64::min)
+    cost::cheapest_on_demand(&g.id).map_or(f64::NAN, cost::Instance::per_gpu_hour)
 }
 
 impl Ctx {
@@ -155,7 +151,7 @@ impl Ctx {
 /// The next card up in memory: same generation first, then newer ones.
 fn bigger_card(g: &Gpu, need: u64) -> Option<Gpu> {
     let mut cards: Vec<Gpu> =
-        gpu::catalog().into_iter().filter(|c| c.memory_bytes() > g.memory_bytes()).collect();
+        gpu::catalog().iter().filter(|c| c.memory_bytes() > g.memory_bytes()).cloned().collect();
     cards.sort_by_key(|c| c.memory_mib);
     cards.iter().find(|c| c.memory_bytes() >= need).or(cards.first()).cloned()
 }
@@ -309,7 +305,7 @@ pub fn roadmap(sc: &Scenario, gpu: &Gpu) -> Option<Roadmap> {
         |_, _| {},
     );
     if let Some(newest) =
-        gpu::catalog().into_iter().filter(|g| g.id.starts_with('b')).max_by_key(|g| g.memory_mib)
+        gpu::catalog().iter().filter(|g| g.id.starts_with('b')).max_by_key(|g| g.memory_mib).cloned()
         && newest.memory_mib > c.gpu.memory_mib
     {
         c.step(

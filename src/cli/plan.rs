@@ -252,9 +252,9 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
                 c.instances,
                 c.wall_hours,
                 c.gpu_hours,
-                usd(c.on_demand),
-                if o.instance.purchase.is_some() { "-".into() } else { usd(c.spot) },
-                if o.instance.purchase.is_some() { "-".into() } else { usd(c.committed) },
+                vramscope::cost::usd(c.on_demand),
+                if o.instance.purchase.is_some() { "-".into() } else { vramscope::cost::usd(c.spot) },
+                if o.instance.purchase.is_some() { "-".into() } else { vramscope::cost::usd(c.committed) },
             );
             if let Some((slices, gib, per_gpu)) = o.mig {
                 s += &format!(
@@ -265,8 +265,4 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
         s += "  spot: interruptions cost the time since the last checkpoint plus a restart; checkpoint often.\n";
     }
     Ok(s)
-}
-
-fn usd(x: f64) -> String {
-    if x >= 1e6 { format!("${:.2} M", x / 1e6) } else { format!("${x:.0}") }
 }

@@ -131,9 +131,9 @@ fn run_cost_ui(ui: &mut egui::Ui, c: &Computed, view: &View, out: &mut Vec<Inten
             ui.label(k.instances.to_string());
             ui.label(format!("{:.1}", k.wall_hours));
             ui.label(format!("{:.0}", k.gpu_hours));
-            ui.label(usd(k.on_demand));
-            ui.label(if rented { usd(k.spot) } else { "-".into() });
-            ui.label(if rented { usd(k.committed) } else { "-".into() });
+            ui.label(cost::usd(k.on_demand));
+            ui.label(if rented { cost::usd(k.spot) } else { "-".into() });
+            ui.label(if rented { cost::usd(k.committed) } else { "-".into() });
             ui.end_row();
         }
     });
@@ -145,10 +145,6 @@ fn run_cost_ui(ui: &mut egui::Ui, c: &Computed, view: &View, out: &mut Vec<Inten
             c.gpu.name
         ));
     }
-}
-
-fn usd(x: f64) -> String {
-    if x >= 1e6 { format!("${:.2} M", x / 1e6) } else { format!("${x:.0}") }
 }
 
 /// One roadmap bar: label, capacity, stacked parts.
