@@ -153,20 +153,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
                     }
                 });
             }
-            let samples: Vec<trace::Sample> = live
-                .history
-                .samples
-                .iter()
-                .flat_map(|s| {
-                    s.gpus.iter().map(move |g| trace::Sample {
-                        t_s: s.t_s,
-                        gpu: g.index,
-                        used: g.used,
-                        total: g.total,
-                    })
-                })
-                .collect();
-            if let Ok(r) = trace::classify(&samples, Some(gpu)) {
+            if let Some(r) = &report {
                 ui.add_space(6.0);
                 ui.label(RichText::new(format!("{}: {:?}", t.live_verdict, r.verdict)).strong());
                 for a in &r.advice {
