@@ -1,6 +1,6 @@
 //! `vramscope export`.
 
-use super::{EstimateArgs, scenario, target_gpu};
+use super::{EstimateArgs, inputs};
 use anyhow::{Context, Result};
 use clap::Args;
 use vramscope::export::{self, Format, ScenarioFile};
@@ -28,13 +28,8 @@ pub struct ExportArgs {
 
 /// Runs `export`: renders, then writes atomically (or prints).
 pub fn run_export(a: &ExportArgs) -> Result<String> {
-    let (sc, _) = scenario(&a.estimate)?;
-    let gpu = target_gpu(&a.estimate)?;
-    let file_batch = match &a.estimate.scenario {
-        Some(p) => ScenarioFile::load(p)?.global_batch,
-        None => None,
-    };
-    let f = ScenarioFile::new(sc, gpu.as_ref(), a.global_batch.or(file_batch));
+    let i = inputs(&a.estimate)?;
+    let f = ScenarioFile::new(i.sc, i.gpu.as_ref(), a.global_batch.or(i.global_batch));
     let text = export::render(&f, a.format)?;
     match &a.output {
         None => Ok(text),

@@ -196,11 +196,28 @@ impl ParallelArgs {
     }
 }
 
-/// Builds and checks the scenario; returns it with the notes from loading the model.
-pub fn scenario(a: &EstimateArgs) -> Result<(Scenario, Vec<String>)> {
+/// What the scenario flags (or a scenario file) give, read and checked once.
+pub struct Inputs {
+    /// The checked scenario.
+    pub sc: Scenario,
+    /// Notes from loading the model.
+    pub notes: Vec<String>,
+    /// The GPU: --gpu, else the scenario file's.
+    pub gpu: Option<gpu::Gpu>,
+    /// The scenario file's global batch, if any.
+    pub global_batch: Option<u64>,
+}
+
+fn find_gpu(id: &str) -> Result<gpu::Gpu> {
+    gpu::find(id).map_err(anyhow::Error::msg)
+}
+
+/// Builds and checks the scenario from the flags, or reads it from --scenario.
+pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
     if let Some(path) = &a.scenario {
         let f = ScenarioFile::load(path)?;
-        return Ok((f.scenario, Vec::new()));
+        let gpu = a.gpu.as_deref().or(f.gpu.as_deref()).map(find_gpu).transpose()?;
+        return Ok(Inputs { sc: f.scenario, notes: Vec::new(), gpu, global_batch: f.global_batch });
     }
     let model = a.model.as_deref().context("--model or --scenario is required")?;
     let loaded = preset::load(model)?;
@@ -226,10 +243,8 @@ pub fn scenario(a: &EstimateArgs) -> Result<(Scenario, Vec<String>)> {
     }
     sc.kv_cache_dtype = a.kv_dtype;
     // the overhead defaults of the chosen card, else the generic ones
-    let d = match &a.gpu {
-        Some(id) => gpu::find(id).map_err(anyhow::Error::msg)?.overhead(),
-        None => Overhead::default(),
-    };
+    let gpu = a.gpu.as_deref().map(find_gpu).transpose()?;
+    let d = gpu.as_ref().map_or_else(Overhead::default, gpu::Gpu::overhead);
     sc.overhead = Overhead {
         cuda_context_bytes: a.context_mib.map_or(d.cuda_context_bytes, |m| m << 20),
         workspace_bytes: a.workspace_mib.map_or(d.workspace_bytes, |m| m << 20),
@@ -237,24 +252,14 @@ pub fn scenario(a: &EstimateArgs) -> Result<(Scenario, Vec<String>)> {
     };
     sc.parallel = a.parallel.to_parallel();
     sc.validate()?;
-    Ok((sc, loaded.notes))
-}
-
-/// The GPU the scenario targets: --gpu, else the scenario file's.
-pub fn target_gpu(a: &EstimateArgs) -> Result<Option<gpu::Gpu>> {
-    let id = match (&a.gpu, &a.scenario) {
-        (Some(id), _) => Some(id.clone()),
-        (None, Some(path)) => ScenarioFile::load(path)?.gpu,
-        (None, None) => None,
-    };
-    id.map(|id| gpu::find(&id).map_err(anyhow::Error::msg)).transpose()
+    Ok(Inputs { sc, notes: loaded.notes, gpu, global_batch: None })
 }
 
 /// Runs `estimate`.
 pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
-    let (sc, notes) = scenario(a)?;
+    let Inputs { sc, notes, gpu, .. } = inputs(a)?;
     let e = estimate(&sc)?;
-    let fit_info = match target_gpu(a)? {
+    let fit_info = match gpu {
         Some(g) => {
             let cap = g.memory_bytes();
             Some(FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&sc, cap), gpu: g })

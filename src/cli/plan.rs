@@ -1,6 +1,6 @@
 //! `vramscope plan`.
 
-use super::{EstimateArgs, scenario};
+use super::{EstimateArgs, inputs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use vramscope::estimate::estimate;
@@ -72,8 +72,8 @@ fn costs(
 /// Runs `plan`.
 pub fn run_plan(a: &PlanArgs) -> Result<String> {
     use vramscope::plan;
-    let (sc, notes) = scenario(&a.estimate)?;
-    let gpu = super::target_gpu(&a.estimate)?.context("plan needs --gpu")?;
+    let super::Inputs { sc, notes, gpu, .. } = inputs(&a.estimate)?;
+    let gpu = gpu.context("plan needs --gpu")?;
     if !(0.01..=1.0).contains(&a.mfu) {
         bail!("--mfu {} is outside (0, 1]", a.mfu);
     }
