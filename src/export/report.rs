@@ -1,0 +1,262 @@
+//! The plan report (Markdown / JSON), the what-if curves (CSV) and the hardware options table.
+
+use super::ScenarioFile;
+use crate::cost;
+use crate::estimate::{Estimate, Mode, Scenario, estimate};
+use crate::fit::{self, Knob};
+use crate::gpu;
+use crate::report::{self, FitInfo};
+use crate::roadmap;
+use crate::units::GIB;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+
+fn g(b: u64) -> String {
+    format!("{:.2} GiB", b as f64 / GIB)
+}
+
+/// The report's JSON: the estimate (as `estimate --json`), the plan's settings, the what-if
+/// curves and the hardware options.
+pub fn report_json(f: &ScenarioFile, e: &Estimate) -> Value {
+    let gpu = f.gpu();
+    let fit = gpu.as_ref().map(|g| {
+        let cap = g.memory_bytes();
+        FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&f.scenario, cap), gpu: g.clone() }
+    });
+    let mut v = report::to_json(&f.scenario, e, fit.as_ref(), &[]);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("parallel".into(), json!(f.scenario.parallel));
+        o.insert("global_batch".into(), json!(f.global_batch()));
+        o.insert("grad_accum".into(), json!(f.grad_accum()));
+        let curves: serde_json::Map<String, Value> = Knob::ALL
+            .iter()
+            .map(|&k| {
+                let pts: Vec<Value> = fit::sweep(&f.scenario, k, table_values(k, &f.scenario))
+                    .iter()
+                    .map(|p| json!({"x": p.x, "peak_bytes": p.peak, "total_bytes": p.total}))
+                    .collect();
+                (knob_name(k).to_owned(), Value::Array(pts))
+            })
+            .collect();
+        o.insert("what_if".into(), Value::Object(curves));
+        o.insert("options".into(), json!(options(f)));
+    }
+    v
+}
+
+fn knob_name(k: Knob) -> &'static str {
+    match k {
+        Knob::Batch => "batch",
+        Knob::Seq => "seq",
+        Knob::Segments => "segments",
+        Knob::Gpus => "gpus",
+    }
+}
+
+/// The few values a report's what-if table shows (the curves CSV has the full sweeps).
+fn table_values(k: Knob, sc: &Scenario) -> Vec<u64> {
+    match k {
+        Knob::Batch => vec![1, 2, 4, 8, 16, 32, 64],
+        Knob::Seq => {
+            let max = sc.model.transformer().map_or(4096, |t| t.max_position_embeddings.max(512));
+            [512u64, 1024, 2048, 4096, 8192, 16384, 32768].into_iter().filter(|&s| s <= max).collect()
+        }
+        Knob::Segments => {
+            let l = sc.model.transformer().map_or(1, |t| t.num_layers);
+            let mut v: Vec<u64> = [1, 2, 4, 8, 16, 32, l].into_iter().filter(|&s| s <= l).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+        Knob::Gpus => vec![1, 2, 4, 8, 16, 32, 64],
+    }
+}
+
+/// One hardware option: a catalog card, whether the plan fits it, and the cheapest cloud price.
+#[derive(Clone, Debug, Serialize)]
+pub struct HwOption {
+    /// Catalog id.
+    pub gpu: String,
+    /// Name.
+    pub name: String,
+    /// Capacity, bytes.
+    pub capacity: u64,
+    /// Fits?
+    pub fits: bool,
+    /// Headroom (negative: short by), bytes.
+    pub headroom: i64,
+    /// Largest micro-batch that fits.
+    pub max_batch: Option<u64>,
+    /// Cheapest on-demand price per GPU-hour in the catalog, and its instance.
+    pub price_per_gpu_hour: Option<f64>,
+    /// That instance.
+    pub instance: Option<String>,
+}
+
+/// Every catalog card, for the scenario as it is (same parallel layout).
+pub fn options(f: &ScenarioFile) -> Vec<HwOption> {
+    let Ok(e) = estimate(&f.scenario) else { return Vec::new() };
+    gpu::catalog()
+        .iter()
+        .map(|g| {
+            let cap = g.memory_bytes();
+            let cheapest = cost::cheapest_on_demand(&g.id);
+            HwOption {
+                fits: e.total <= cap,
+                headroom: cap as i64 - e.total as i64,
+                max_batch: fit::max_batch(&f.scenario, cap),
+                price_per_gpu_hour: cheapest.map(cost::Instance::per_gpu_hour),
+                instance: cheapest.map(|i| format!("{} {}", i.provider, i.name)),
+                gpu: g.id.clone(),
+                name: g.name.clone(),
+                capacity: cap,
+            }
+        })
+        .collect()
+}
+
+/// The plan report in Markdown: inputs, breakdown, what-if tables, options with prices, roadmap.
+pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
+    let sc = &f.scenario;
+    let p = &sc.parallel;
+    let mut s = String::new();
+    let _ = writeln!(s, "# Memory plan: {}\n", sc.model.name);
+    let _ = writeln!(s, "## Inputs\n\n| setting | value |\n|---|---|");
+    let rows: Vec<(&str, String)> = vec![
+        ("model", format!("{} ({} parameters)", sc.model.name, report::human_count(e.n_params))),
+        ("mode", if sc.mode == Mode::Train { "training step".into() } else { "inference (prefill)".into() }),
+        ("micro-batch x sequence", format!("{} x {}", sc.batch, sc.seq)),
+        ("global batch / accumulation", format!("{} / {}", f.global_batch(), f.grad_accum())),
+        ("precision", sc.precision.to_string()),
+        ("optimizer", format!("{:?}", sc.optimizer).to_lowercase()),
+        ("checkpointing", sc.checkpointing.to_string()),
+        (
+            "parallel",
+            format!(
+                "dp {} (ZeRO {}{}), tp {}{}, pp {}, cp {}, ep {}, offload {:?}",
+                p.dp,
+                p.zero,
+                p.fsdp.map_or(String::new(), |m| format!(", FSDP {m:?}")),
+                p.tp,
+                if p.sp { " + SP" } else { "" },
+                p.pp,
+                p.cp,
+                p.ep,
+                p.offload
+            ),
+        ),
+        ("GPU", f.gpu().map_or_else(|| "(none chosen)".into(), |g| g.name)),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(s, "| {k} | {v} |");
+    }
+    let _ =
+        writeln!(s, "\n## Per-GPU memory (most loaded rank)\n\n| component | bytes | GiB |\n|---|---:|---:|");
+    for (k, b) in [
+        ("parameters", e.parameters),
+        ("gradients", e.gradients),
+        ("optimizer states", e.optimizer_states),
+        ("activations (saved)", e.activations),
+        ("KV cache", e.kv_cache),
+        ("peak allocated", e.peak_allocated),
+        ("CUDA context + allocator", e.overhead),
+        ("total (nvidia-smi)", e.total),
+    ] {
+        let _ = writeln!(s, "| {k} | {b} | {:.2} |", b as f64 / GIB);
+    }
+    let _ = writeln!(
+        s,
+        "\nPeak at: {} ({:?}); temporaries then {}.",
+        e.peak.what,
+        e.peak.phase,
+        g(e.peak.alive.temporaries)
+    );
+    if let Some(gpu) = f.gpu() {
+        let cap = gpu.memory_bytes();
+        let verdict = if e.total <= cap {
+            format!("fits, {} free", g(cap - e.total))
+        } else {
+            format!("does NOT fit, short by {}", g(e.total - cap))
+        };
+        let mb = fit::max_batch(sc, cap).map_or_else(|| "none".into(), |b| b.to_string());
+        let _ = writeln!(s, "\n{} ({}): {verdict}; largest micro-batch that fits: {mb}.", gpu.name, g(cap));
+    }
+    let _ = writeln!(s, "\n## What if\n");
+    for k in Knob::ALL {
+        if k == Knob::Segments && sc.mode != Mode::Train {
+            continue;
+        }
+        let pts = fit::sweep(sc, k, table_values(k, sc));
+        if pts.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "| {} | peak allocated | total |\n|---:|---:|---:|", knob_name(k));
+        for pt in pts {
+            let _ = writeln!(s, "| {} | {} | {} |", pt.x, g(pt.peak), g(pt.total));
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "## Hardware options (same layout)\n\n| GPU | memory | fits | headroom | largest micro-batch | cheapest on-demand |\n|---|---:|---|---:|---:|---|"
+    );
+    for o in options(f) {
+        let price = match (&o.instance, o.price_per_gpu_hour) {
+            (Some(i), Some(p)) => format!("${p:.2}/GPU-h ({i})"),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:+.2} GiB | {} | {price} |",
+            o.name,
+            g(o.capacity),
+            if o.fits { "yes" } else { "no" },
+            o.headroom as f64 / GIB,
+            o.max_batch.map_or_else(|| "-".into(), |b| b.to_string())
+        );
+    }
+    if let Some(r) = f.gpu().and_then(|gp| roadmap::roadmap(sc, &gp)) {
+        let md = roadmap::to_markdown(sc, &r);
+        // demote the roadmap's headings one level under the report
+        s.push('\n');
+        for line in md.lines() {
+            if line.starts_with('#') {
+                s.push('#');
+            }
+            s.push_str(line);
+            s.push('\n');
+        }
+    }
+    let _ = writeln!(s, "\n---\nvramscope {}; prices from presets/clouds.ron.", env!("CARGO_PKG_VERSION"));
+    s
+}
+
+/// Inserts a link to the chart picture under the report's breakdown heading.
+pub fn with_chart_link(report_md: &str, png_file_name: &str) -> String {
+    let heading = "## Per-GPU memory (most loaded rank)\n";
+    match report_md.find(heading) {
+        Some(i) => {
+            let at = i + heading.len();
+            format!(
+                "{}\n![per-GPU memory breakdown]({png_file_name})\n{}",
+                &report_md[..at],
+                &report_md[at..]
+            )
+        }
+        None => format!("{report_md}\n![per-GPU memory breakdown]({png_file_name})\n"),
+    }
+}
+
+/// The what-if curves: every knob's full sweep, one row per point.
+pub fn curves_csv(f: &ScenarioFile) -> String {
+    let cap = f.gpu().map(|g| g.memory_bytes());
+    let mut s = String::from("knob,value,peak_allocated_bytes,total_bytes,fits\n");
+    for k in Knob::ALL {
+        for p in fit::sweep(&f.scenario, k, k.values(&f.scenario)) {
+            let fits = cap.map_or(String::new(), |c| (p.total <= c).to_string());
+            let _ = writeln!(s, "{},{},{},{},{fits}", knob_name(k), p.x, p.peak, p.total);
+        }
+    }
+    s
+}
