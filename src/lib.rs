@@ -17,6 +17,7 @@
 
 pub mod cost;
 pub mod diagnose;
+pub mod engine;
 pub mod estimate;
 pub mod explain;
 pub mod export;

@@ -141,21 +141,34 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         }
         largest_trainable = largest_trainable.max(n);
     };
+    let ckpt_format = sc.model.transformer().and_then(|t| t.quant);
     for g in groups {
         let n = g.rows * g.cols;
         st.n_params += n * g.count;
         let quantizable = matches!(g.kind, ParamKind::Linear(_) | ParamKind::Router);
+        let fp32_kept = g.kind == ParamKind::RouterFp32;
+        // the checkpoint's own format (GPTQ, AWQ, fp8, MXFP4 experts…) applies to its projections
+        // when no other weight format is asked for
+        let from_ckpt = ckpt_format.filter(|f| {
+            !p.is_quantized()
+                && sc.base_quant == BaseQuant::None
+                && matches!(g.kind, ParamKind::Linear(_))
+                && (f.covers_dense() || g.rows > 8 * g.cols || g.cols > 8 * g.rows || g.rows >= 1 << 20)
+        });
         let one = match sc.lora {
             Some(_) if sc.base_quant != BaseQuant::None && quantizable => {
                 quantized_bytes(n, g.rows, p, sc.base_quant)
             }
             _ if p.is_quantized() && quantizable => quantized_bytes(n, g.rows, p, BaseQuant::None),
             _ if p.is_quantized() => p.compute_dtype().bytes(n),
+            _ if fp32_kept => DType::F32.bytes(n),
+            _ if from_ckpt.is_some() => from_ckpt.map_or(0, |f| f.weight_bytes(g.rows, g.cols)),
             _ => weight_dt.bytes(n),
         };
         st.param_bytes += one * g.count;
         st.param_alloc += round_alloc(one) * g.count;
         match (&sc.lora, family) {
+            (None, _) if fp32_kept => add_trainable(&mut st, g.rows, g.cols, g.count, DType::F32),
             (None, _) => add_trainable(&mut st, g.rows, g.cols, g.count, state_dt),
             (Some(l), Some(fam)) if adapted(l, fam, g.kind) => {
                 // A: r x in, B: out x r, fp32 (PEFT keeps adapters in fp32)
@@ -186,7 +199,7 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         };
         st.head_grad_alloc = head + 2 * gb(t.hidden_size);
         let experts = t.moe.map_or(1, |m| m.experts);
-        let mats = if t.family == Family::Llama { 3 } else { 2 };
+        let mats = if crate::model::families::gated(t) { 3 } else { 2 };
         st.grads_before_attention = mats * experts * gb(t.hidden_size * t.intermediate_size)
             + gb(t.hidden_size * t.q_width())
             + gb(t.hidden_size);

@@ -216,15 +216,8 @@ pub fn hf_training_args(f: &ScenarioFile) -> String {
 }
 
 fn block_class(m: &ModelSpec) -> &'static str {
-    let name = m.name.to_lowercase();
-    match m.transformer().map(|t| t.family) {
-        Some(Family::Gpt2) => "GPT2Block",
-        Some(Family::Bert) => "BertLayer",
-        Some(Family::Megatron) => "ParallelTransformerLayer",
-        Some(Family::Llama) if name.contains("mixtral") => "MixtralDecoderLayer",
-        Some(Family::Llama) if name.contains("mistral") => "MistralDecoderLayer",
-        Some(Family::Llama) if name.contains("qwen") => "Qwen2DecoderLayer",
-        Some(Family::Llama) => "LlamaDecoderLayer",
+    match m.transformer() {
+        Some(t) => crate::model::families::block_class(t, &m.name),
         None => "Block  # your model's repeated block class",
     }
 }

@@ -192,6 +192,7 @@ pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<S
                 hidden_dropout: r.f64_or("resid_pdrop", 0.1)?,
                 moe: None,
                 sliding_window: None,
+                ..TransformerSpec::default()
             }
         }
         Family::Bert => {
@@ -218,9 +219,10 @@ pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<S
                 hidden_dropout: r.f64_or("hidden_dropout_prob", 0.1)?,
                 moe: None,
                 sliding_window: None,
+                ..TransformerSpec::default()
             }
         }
-        Family::Llama => {
+        _ => {
             let h = r.positive("hidden_size")?;
             let a = r.positive("num_attention_heads")?;
             let kv = r.opt_u64("num_key_value_heads")?.unwrap_or(a);
@@ -245,7 +247,7 @@ pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<S
                         format!("{top_k} exceeds num_local_experts ({experts})"),
                     ));
                 }
-                Some(Moe { experts, top_k })
+                Some(Moe::routed(experts, top_k))
             } else {
                 None
             };
@@ -277,6 +279,7 @@ pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<S
                 } else {
                     None
                 },
+                ..TransformerSpec::default()
             }
         }
     };
@@ -338,7 +341,7 @@ mod tests {
             "architectures":["MixtralForCausalLM"]}"#;
         let (spec, note) = parse_config("c.json", text).unwrap();
         assert_eq!(spec.head_dim, 128);
-        assert_eq!(spec.moe, Some(Moe { experts: 8, top_k: 2 }));
+        assert_eq!(spec.moe, Some(Moe::routed(8, 2)));
         assert!(note.is_none());
     }
 

@@ -5,23 +5,63 @@
 //! table (parameters and activation elements per sample per layer) for non-transformer networks.
 //! Parameter counts are exact: every tensor is listed with its shape, tied embeddings once.
 
+pub mod families;
 pub mod hf_config;
 pub mod preset;
+pub mod quant;
 pub mod safetensors;
 
 use serde::{Deserialize, Serialize};
 
 /// Transformer code path the activation model follows (HuggingFace transformers 5 modelling code).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Each decoder family's block is a short list of ops in [`families`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Family {
     /// GPT-2: LayerNorm, fused `c_attn`, `gelu_new`, learned positions, dropout everywhere.
     Gpt2,
     /// BERT encoder: post-LayerNorm, separate q/k/v, erf GELU, dropout everywhere.
     Bert,
-    /// Llama-style decoder (llama, mistral, qwen2, mixtral): RMSNorm with fp32 upcast, RoPE,
-    /// gated SiLU MLP (or a mixture of experts), no dropout by default.
+    /// Llama-style decoder (llama, mistral, qwen2, mixtral, qwen2_moe): RMSNorm with fp32
+    /// upcast, RoPE, gated SiLU MLP (or a mixture of experts), no dropout by default.
+    #[default]
     Llama,
+    /// Qwen3 / Qwen3-MoE: Llama with per-head RMSNorm on q and k.
+    Qwen3,
+    /// Gemma: `(1 + w)` RMSNorm computed in fp32, GeGLU (tanh GELU), scaled embeddings.
+    Gemma,
+    /// Gemma 2: Gemma with sandwich norms, attention and final logit soft-capping, alternating
+    /// sliding-window layers.
+    Gemma2,
+    /// Gemma 3 (text part of multimodal checkpoints too): Gemma 2's sandwich norms plus q/k norm,
+    /// local/global layers (two rotary tables), no soft-capping.
+    Gemma3,
+    /// Phi-3: fused `qkv_proj` and `gate_up_proj`, residual dropout.
+    Phi3,
+    /// OLMo 2: norms after attention and MLP only (no pre-norm), RMSNorm on the full q and k.
+    Olmo2,
+    /// GPT-NeoX / Pythia: LayerNorm, fused biased `query_key_value`, partial rotary, parallel
+    /// residual, GELU MLP.
+    GptNeox,
+    /// Falcon: multi-query (or grouped, `new_decoder_architecture`) fused QKV, parallel
+    /// attention + MLP, LayerNorm, GELU MLP.
+    Falcon,
+    /// StarCoder2: LayerNorm with bias, biased projections, GELU (tanh) MLP, GQA, sliding window.
+    Starcoder2,
+    /// Granite: Llama with scalar multipliers (embedding, residual, attention, logits).
+    Granite,
+    /// SmolLM3: Llama with NoPE layers.
+    Smollm3,
+    /// DeepSeek-V2/V3: multi-head latent attention, shared + routed experts, first dense layers.
+    Deepseek,
+    /// gpt-oss: attention sinks, alternating sliding window, biased projections, MoE with a
+    /// clamped SwiGLU.
+    GptOss,
+    /// ViT: pre-norm encoder over image patches (`ViTForImageClassification`).
+    Vit,
+    /// An architecture without its own family: estimated as the closest Llama-style decoder and
+    /// flagged unvalidated everywhere.
+    Generic,
     /// Megatron-LM GPT (GPT-3 style): the GPT-2 architecture run with Megatron's fused kernels
     /// (fused GeLU keeps only its input, fused softmax keeps only its output); the layer the
     /// Korthikanti et al. 2022 accounting describes, with tensor and sequence parallelism.
@@ -29,10 +69,11 @@ pub enum Family {
 }
 
 /// The task head on top of the base model, from the config's `architectures`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Head {
     /// Language-model head over the vocabulary with a shifted cross-entropy (`*ForCausalLM`).
+    #[default]
     CausalLm,
     /// BERT masked-LM head: transform (dense + GELU + LayerNorm) and a decoder over the vocabulary.
     MaskedLm,
@@ -45,17 +86,52 @@ pub enum Head {
     Base,
 }
 
-/// Mixture-of-experts block (Mixtral-style sparse MLP).
+/// Mixture-of-experts block (Mixtral-style sparse MLP, with DeepSeek / Qwen-MoE shared experts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Moe {
-    /// Experts per layer.
+    /// Routed experts per layer.
     pub experts: u64,
     /// Experts each token is routed to.
     pub top_k: u64,
+    /// Always-active shared experts (DeepSeek `n_shared_experts`); their MLP is one gated MLP of
+    /// `shared_intermediate_size` (Qwen-MoE `shared_expert_intermediate_size`).
+    #[serde(default)]
+    pub shared_experts: u64,
+    /// Width of the shared-expert MLP (all shared experts together).
+    #[serde(default)]
+    pub shared_intermediate_size: u64,
+    /// How tokens are routed.
+    #[serde(default)]
+    pub router: Router,
+}
+
+impl Moe {
+    /// A routed-only MoE (Mixtral).
+    pub const fn routed(experts: u64, top_k: u64) -> Self {
+        Self { experts, top_k, shared_experts: 0, shared_intermediate_size: 0, router: Router::Softmax }
+    }
+}
+
+/// The router of an MoE layer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Router {
+    /// `softmax(fp32) → top-k → renormalise` (Mixtral, Qwen-MoE with `norm_topk_prob`).
+    #[default]
+    Softmax,
+    /// `softmax(fp32) → top-k`, weights not renormalised (Qwen-MoE `norm_topk_prob: false`).
+    SoftmaxNoNorm,
+    /// DeepSeek-V3: `sigmoid(fp32)` scores + correction bias, group-limited top-k, renormalised
+    /// and scaled; Qwen2-MoE-style sigmoid gate on the shared expert is not used.
+    SigmoidGroup,
+    /// `top-k` of the logits then `softmax` over the k (gpt-oss), router with a bias.
+    TopkSoftmax,
+    /// Qwen2-MoE: softmax routing plus a sigmoid-gated shared expert (`shared_expert_gate`).
+    SoftmaxSharedGate,
 }
 
 /// Architecture numbers of a transformer. Field names follow HuggingFace where they exist.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TransformerSpec {
     /// Which modelling code the activation model follows.
     pub family: Family,
@@ -101,8 +177,106 @@ pub struct TransformerSpec {
     #[serde(default)]
     pub moe: Option<Moe>,
     /// Sliding-window attention span (Mistral); sequences longer than it need an explicit mask.
+    /// With `layer_flags`, only the layers flagged [`layer::SLIDING`] use it.
     #[serde(default)]
     pub sliding_window: Option<u64>,
+    /// Rotary dimensions per head (partial rotary: GPT-NeoX `rotary_pct`, Phi-3
+    /// `partial_rotary_factor`); 0 means the whole head.
+    #[serde(default)]
+    pub rope_dim: u64,
+    /// Per-layer flags ([`layer`] bits: sliding-window attention, dense MLP in an MoE model, no
+    /// rotary); empty when every layer is alike (and, with `sliding_window`, every layer slides).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layer_flags: Vec<u8>,
+    /// Soft-capping of the attention logits (`cap·tanh(x/cap)`, Gemma 2), applied by eager attention.
+    #[serde(default)]
+    pub attn_softcap: Option<f64>,
+    /// Soft-capping of the final logits (Gemma 2).
+    #[serde(default)]
+    pub final_softcap: Option<f64>,
+    /// MLP width of the dense layers of an MoE model (DeepSeek's first layers, Qwen3-MoE's
+    /// `mlp_only_layers`); 0 when there are none or they use `intermediate_size`.
+    #[serde(default)]
+    pub dense_intermediate_size: u64,
+    /// Multi-head latent attention (DeepSeek-V2/V3).
+    #[serde(default)]
+    pub mla: Option<Mla>,
+    /// Parallel attention and MLP on the same input (GPT-NeoX `use_parallel_residual`, Falcon
+    /// `parallel_attn`), with this many input norms (1 or 2).
+    #[serde(default)]
+    pub parallel_norms: u64,
+    /// A vision tower in front of the language model (multimodal checkpoints): parameters counted.
+    #[serde(default)]
+    pub vision: Option<VisionTower>,
+    /// Weight format of a quantized checkpoint (`quantization_config`).
+    #[serde(default)]
+    pub quant: Option<crate::model::quant::WeightFormat>,
+    /// `model_type` of an architecture without its own family (estimated as the generic decoder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unvalidated_type: Option<String>,
+}
+
+/// Per-layer flag bits of [`TransformerSpec::layer_flags`].
+pub mod layer {
+    /// The layer attends within the sliding window.
+    pub const SLIDING: u8 = 1;
+    /// A dense MLP (of `dense_intermediate_size`) instead of the experts.
+    pub const DENSE: u8 = 2;
+    /// No rotary embedding on this layer (SmolLM3's NoPE layers).
+    pub const NO_ROPE: u8 = 4;
+}
+
+/// Multi-head latent attention numbers (DeepSeek-V2/V3 `q_lora_rank`, `kv_lora_rank`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mla {
+    /// Rank of the query compression; 0 when queries are projected directly (V2-Lite).
+    pub q_lora_rank: u64,
+    /// Rank of the joint key/value compression.
+    pub kv_lora_rank: u64,
+    /// Per-head query/key dimensions without rotary.
+    pub qk_nope_head_dim: u64,
+    /// Per-head rotary dimensions (shared key part).
+    pub qk_rope_head_dim: u64,
+    /// Per-head value dimensions.
+    pub v_head_dim: u64,
+}
+
+impl Mla {
+    /// Query/key width per head.
+    pub fn qk_head_dim(&self) -> u64 {
+        self.qk_nope_head_dim + self.qk_rope_head_dim
+    }
+}
+
+/// Which vision encoder a multimodal checkpoint carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VisionKind {
+    /// SigLIP (Gemma 3): learned positions, LayerNorm, biased projections, GELU MLP, post norm.
+    Siglip,
+    /// Pixtral (Mistral 3): RMSNorm, gated SiLU MLP, no biases, 2-D rotary.
+    Pixtral,
+}
+
+/// A vision tower and its projector into the language model (parameters only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VisionTower {
+    /// Encoder kind.
+    pub kind: VisionKind,
+    /// Encoder width.
+    pub hidden_size: u64,
+    /// Encoder MLP width.
+    pub intermediate_size: u64,
+    /// Encoder blocks.
+    pub num_layers: u64,
+    /// Patch size in pixels.
+    pub patch_size: u64,
+    /// Image side in pixels.
+    pub image_size: u64,
+    /// Input channels.
+    pub num_channels: u64,
+    /// Projector parameters (the language-model side), counted as given.
+    pub projector_params: u64,
 }
 
 /// One row of a layer table (for non-transformer networks such as ResNet-50).
@@ -189,6 +363,8 @@ pub enum ParamKind {
     Linear(LinearRole),
     /// MoE router weight.
     Router,
+    /// MoE router weight kept in fp32 whatever the model dtype (`_keep_in_fp32_modules`).
+    RouterFp32,
     /// Bias vectors and norm weights.
     Vector,
 }
@@ -307,35 +483,7 @@ impl TransformerSpec {
                 push(h, 1, l, K::Vector, B, false);
                 push(h, 1, 2 * l, K::Vector, B, false); // output.LayerNorm
             }
-            Family::Llama => {
-                let q = self.q_width();
-                let kv = self.kv_width();
-                push(v, h, 1, K::Embedding, In, true);
-                push(q, h, l, K::Linear(R::Q), B, true);
-                push(kv, h, l, K::Linear(R::K), B, true);
-                push(kv, h, l, K::Linear(R::V), B, true);
-                push(h, q, l, K::Linear(R::O), B, true);
-                if self.qkv_bias {
-                    push(q, 1, l, K::Vector, B, true);
-                    push(kv, 1, 2 * l, K::Vector, B, true);
-                }
-                if self.o_bias {
-                    push(h, 1, l, K::Vector, B, false);
-                }
-                let experts = self.moe.map_or(1, |m| m.experts);
-                if let Some(m) = self.moe {
-                    push(m.experts, h, l, K::Router, B, false);
-                }
-                push(i, h, l * experts, K::Linear(R::Gate), B, true);
-                push(i, h, l * experts, K::Linear(R::Up), B, true);
-                push(h, i, l * experts, K::Linear(R::Down), B, true);
-                if self.mlp_bias {
-                    push(i, 1, 2 * l * experts, K::Vector, B, true);
-                    push(h, 1, l * experts, K::Vector, B, false);
-                }
-                push(h, 1, 2 * l, K::Vector, B, false); // two RMSNorms per layer
-                push(h, 1, 1, K::Vector, Out, false); // final norm
-            }
+            _ => return families::param_groups(self),
         }
         match self.head {
             Head::CausalLm => {
@@ -446,6 +594,7 @@ pub fn generic(params_b: f64) -> Option<ModelSpec> {
             hidden_dropout: 0.0,
             moe: None,
             sliding_window: None,
+            ..TransformerSpec::default()
         }),
     })
 }

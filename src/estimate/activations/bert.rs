@@ -129,6 +129,7 @@ pub(super) fn bert(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let attn_phase = gpt_like_attention_phase(ctx, m);
     let mlp_phase = 2 * t * h * r + 2 * t * i * c;
     ActivationModel {
+        mix: LayerMix::default(),
         full_layer,
         first_layer,
         selective_layer,

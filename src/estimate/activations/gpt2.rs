@@ -132,6 +132,7 @@ pub(super) fn gpt2(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let attn_phase = gpt_like_attention_phase(ctx, m);
     let mlp_phase = 3 * t * h * r + 4 * t * i * c;
     ActivationModel {
+        mix: LayerMix::default(),
         full_layer,
         first_layer,
         selective_layer,

@@ -185,6 +185,7 @@ pub(super) fn llama(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let mlp_width = m.moe.map_or(m.intermediate_size, |x| x.top_k * m.intermediate_size);
     let mlp_phase = 2 * t * h * r + 3 * t * mlp_width * c;
     ActivationModel {
+        mix: LayerMix::default(),
         full_layer,
         first_layer,
         selective_layer,

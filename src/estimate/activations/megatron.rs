@@ -80,6 +80,7 @@ pub(super) fn megatron(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
         _ => (4 * m.q_width()) * t * c + ctx.b * m.num_heads * s * 4,
     };
     ActivationModel {
+        mix: LayerMix::default(),
         full_layer,
         first_layer: full_layer,
         selective_layer,

@@ -37,7 +37,7 @@ pub enum Kernel {
 
 /// The per-block quantities shared by all family walkers.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Ctx {
+pub struct Ctx {
     pub b: u64,
     pub s: u64,
     /// Tokens in the micro-batch, `b·s`.
@@ -56,6 +56,8 @@ pub(crate) struct Ctx {
     /// SDPA gets an explicit mask (sliding window shorter than the sequence): the memory-efficient
     /// kernel runs and keeps the mask converted to an additive bias, per layer.
     pub sdpa_bias: bool,
+    /// The attention implementation asked for.
+    pub attn: AttentionImpl,
 }
 
 impl Ctx {
@@ -93,17 +95,18 @@ impl Ctx {
             full: sc.lora.is_none(),
             lora: sc.lora,
             sdpa_bias,
+            attn: sc.attention,
         }
     }
 
     /// Does this projection's weight train (so its Linear keeps its input)?
     #[inline]
-    fn weight_trains(&self, role: LinearRole) -> bool {
+    pub(crate) fn weight_trains(&self, role: LinearRole) -> bool {
         self.full || (role == LinearRole::Dense && self.lora.is_none())
     }
 
     #[inline]
-    fn adapted(&self, role: LinearRole) -> bool {
+    pub(crate) fn adapted(&self, role: LinearRole) -> bool {
         self.lora.is_some_and(|l| l.targets.has(role))
     }
 
@@ -187,9 +190,37 @@ fn adapter(acc: &mut Saved, ctx: &Ctx, l: Lora, in_features: u64, t: u64, shared
     acc.add(Cat::Adapters, t * l.rank * ad);
 }
 
+/// The distinct kinds of block of a model whose layers differ (sliding-window or global
+/// attention, dense or MoE MLP, rotary or not), keyed by their [`crate::model::layer`] flags.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LayerMix {
+    /// Kinds in use (0 or 1: every block is `full_layer`).
+    pub n: usize,
+    /// The flags of each kind.
+    pub flags: [u8; 4],
+    /// What a block of each kind keeps (input requiring grad).
+    pub full: [Saved; 4],
+    /// The same with the attention core recomputed.
+    pub selective: [Saved; 4],
+}
+
+impl LayerMix {
+    /// The saves of a block with these flags (`fallback` when the kind is not listed).
+    pub fn of(&self, flags: u8, fallback: Saved, selective: bool) -> Saved {
+        for i in 0..self.n.min(4) {
+            if self.flags[i] == flags {
+                return if selective { self.selective[i] } else { self.full[i] };
+            }
+        }
+        fallback
+    }
+}
+
 /// Activation model of one scenario: per-layer and top-level saves plus the transients.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ActivationModel {
+    /// Blocks of different kinds (empty when all blocks are alike).
+    pub mix: LayerMix,
     /// A block whose input requires grad, keeping everything.
     pub full_layer: Saved,
     /// Block 0 (its input may not require grad when the embeddings are frozen).
@@ -233,10 +264,11 @@ pub struct ActivationModel {
 pub(crate) fn transformer(sc: &Scenario, m: &TransformerSpec) -> ActivationModel {
     let ctx = Ctx::new(sc);
     match m.family {
-        Family::Llama => llama(&ctx, m),
+        Family::Llama if crate::engine::LEGACY_LLAMA => llama(&ctx, m),
         Family::Gpt2 => gpt2(&ctx, m),
         Family::Bert => bert(&ctx, m),
         Family::Megatron => megatron(&ctx, m),
+        _ => crate::engine::walk::activation_model(&ctx, m),
     }
 }
 
@@ -378,7 +410,7 @@ fn layer_backward_transients(ctx: &Ctx, m: &TransformerSpec, upcast_softmax: boo
     let mlp = match m.family {
         Family::Gpt2 => 4 * t * width * if ctx.amp { 4 } else { c },
         Family::Bert | Family::Megatron => 2 * t * width * c,
-        Family::Llama => 3 * t * width * c,
+        _ => 3 * t * width * c,
     };
     (attn, mlp)
 }

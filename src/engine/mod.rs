@@ -1,0 +1,10 @@
+//! What a step costs, op by op: the op kinds with their autograd rules ([`ops`], the one table)
+//! and the interpreter that walks a family's block ([`walk`]). Families (in
+//! [`crate::model::families`]) are short op lists; the estimator composes the walk's result.
+
+pub mod ops;
+pub mod walk;
+
+/// Llama-family models are walked by the op engine; set to `true` to use the old hand-written
+/// walker instead (kept only for comparison while porting).
+pub(crate) const LEGACY_LLAMA: bool = false;

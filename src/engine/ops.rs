@@ -1,0 +1,578 @@
+//! The op kinds and their autograd rules — the one table.
+//!
+//! A family builds a block by calling these ops in forward order on a [`Graph`]. Each op is
+//! interpreted as it is called: it creates its output storage, and its *rule* says what its
+//! backward keeps, given which inputs require grad, whether its weight trains and the dtype
+//! recipe (pure fp32 / pure half / autocast / LoRA), the way PyTorch's `derivatives.yaml` does
+//! (`mm`: the input is kept when the weight needs a gradient, the weight when the input does).
+//!
+//! Tensors are *storages*: a view (a split of a fused projection, a transpose) is the same
+//! [`T`], so a storage kept by two ops, or through two views, counts once — as the measured
+//! numbers count them. Sizes come from the op's arguments, never from the tensor.
+
+use crate::estimate::activations::{Ctx, Kernel};
+use crate::estimate::saved::{Cat, Saved};
+use crate::estimate::scenario::AttentionImpl;
+use crate::model::LinearRole;
+
+/// A storage created while walking one block (or the embedding / head part).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct T(u16);
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Storage {
+    bytes: u64,
+    /// Bytes per element of its dtype (4 = fp32, 2 = half, 8 = int64).
+    elem: u8,
+    /// Requires grad.
+    rg: bool,
+    saved: bool,
+    cat: Option<Cat>,
+}
+
+const MAX_STORAGES: usize = 160;
+
+/// Tables every block shares (saved once for the whole model, not per block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shared {
+    /// Rotary cos/sin of the (global) attention layers.
+    Rope,
+    /// Rotary cos/sin of local (sliding-window) layers with their own base (Gemma 3).
+    RopeLocal,
+}
+
+/// What a walked op kept, for the "which op keeps what" table and the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpRecord {
+    /// Op kind and role, e.g. `"linear q_proj"`.
+    pub op: &'static str,
+    /// Bytes its backward keeps that no earlier op kept.
+    pub kept_bytes: u64,
+}
+
+/// Normalisation kinds, each with its own saved-tensor rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormKind {
+    /// HF `LlamaRMSNorm`: fp32 upcast, `x·rsqrt(mean(x²)+eps)`, cast back, `weight · y`.
+    Rms,
+    /// Gemma's RMSNorm: computed in fp32 throughout, `y · (1 + w)`, cast back at the end.
+    RmsOffset,
+    /// `nn.LayerNorm` (`native_layer_norm` keeps input, mean and rstd).
+    Layer,
+}
+
+/// Activation functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Act {
+    /// SiLU (keeps its input).
+    Silu,
+    /// GELU, erf or tanh approximation (keeps its input).
+    Gelu,
+}
+
+/// One attention call.
+#[derive(Clone, Copy, Debug)]
+pub struct Attn {
+    /// Query heads (on this rank).
+    pub heads: u64,
+    /// Key/value heads (on this rank).
+    pub kv_heads: u64,
+    /// Query/key width per head.
+    pub qk_dim: u64,
+    /// Value width per head.
+    pub v_dim: u64,
+    /// The layer attends within a window shorter than the sequence: SDPA gets an explicit mask.
+    pub windowed: bool,
+    /// Eager attention soft-caps the scores (`cap·tanh(x/cap)`).
+    pub softcap: bool,
+    /// Learned attention sinks (gpt-oss): an extra logit column per head.
+    pub sinks: bool,
+    /// Dropout on the probabilities.
+    pub dropout: f64,
+}
+
+/// The interpreter's state for one walk: storages, what is kept, and a mark for the peak.
+pub struct Graph<'c> {
+    /// Scenario quantities (tokens, dtypes, recipe).
+    pub ctx: &'c Ctx,
+    st: [Storage; MAX_STORAGES],
+    n: usize,
+    /// Bytes kept, by category.
+    pub kept: Saved,
+    /// Shared tables this walk asked for, with their bytes (rotary cos/sin).
+    pub shared: [(Option<Shared>, u64); 2],
+    /// Selective recompute: the attention core keeps only its inputs and output.
+    pub selective: bool,
+    /// Bytes kept when the (last) attention core was walked.
+    pub kept_at_attention: u64,
+    /// Eager attention's tensors freed before its softmax runs backward.
+    pub eager_tail: u64,
+    trace: Option<Vec<OpRecord>>,
+}
+
+impl<'c> Graph<'c> {
+    /// An empty walk.
+    pub fn new(ctx: &'c Ctx) -> Self {
+        Self {
+            ctx,
+            st: [Storage::default(); MAX_STORAGES],
+            n: 0,
+            kept: Saved::default(),
+            shared: [(None, 0); 2],
+            selective: false,
+            kept_at_attention: 0,
+            eager_tail: 0,
+            trace: None,
+        }
+    }
+
+    /// Records every op with what it kept (for the per-op table).
+    pub fn with_trace(mut self) -> Self {
+        self.trace = Some(Vec::with_capacity(48));
+        self
+    }
+
+    /// The per-op records of a traced walk.
+    pub fn records(&self) -> &[OpRecord] {
+        self.trace.as_deref().unwrap_or(&[])
+    }
+
+    // ---- storage plumbing -------------------------------------------------------------------
+
+    /// A new storage of `bytes` (elements of `elem` bytes).
+    pub fn tensor(&mut self, bytes: u64, elem: u64, rg: bool, cat: Cat) -> T {
+        let i = self.n.min(MAX_STORAGES - 1);
+        self.st[i] = Storage { bytes, elem: elem as u8, rg, saved: false, cat: Some(cat) };
+        self.n = (self.n + 1).min(MAX_STORAGES - 1);
+        T(i as u16)
+    }
+
+    fn s(&self, t: T) -> Storage {
+        self.st[t.0 as usize]
+    }
+
+    /// Does this storage require grad?
+    pub fn rg(&self, t: T) -> bool {
+        self.s(t).rg
+    }
+
+    /// Element size of a storage.
+    pub fn elem(&self, t: T) -> u64 {
+        u64::from(self.s(t).elem)
+    }
+
+    /// Keeps a storage for backward (counted once however many ops keep it).
+    pub fn keep(&mut self, t: T) {
+        let s = &mut self.st[t.0 as usize];
+        if !s.saved {
+            s.saved = true;
+            if let Some(cat) = s.cat {
+                self.kept.add(cat, s.bytes);
+            }
+        }
+    }
+
+    /// Keeps a storage the op creates internally (statistics, casts, masks, logsumexp).
+    pub fn keep_new(&mut self, bytes: u64, cat: Cat) {
+        self.kept.add(cat, bytes);
+    }
+
+    fn share(&mut self, which: Shared, bytes: u64) {
+        for slot in &mut self.shared {
+            match slot.0 {
+                Some(w) if w == which => return,
+                None => {
+                    *slot = (Some(which), bytes);
+                    return;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Shared-table bytes requested by this walk.
+    pub fn shared_bytes(&self) -> u64 {
+        self.shared.iter().map(|s| s.1).sum()
+    }
+
+    fn record(&mut self, op: &'static str, before: u64) {
+        let now = self.kept.total();
+        if let Some(tr) = &mut self.trace {
+            tr.push(OpRecord { op, kept_bytes: now - before });
+        }
+    }
+
+    // ---- ops ---------------------------------------------------------------------------------
+
+    /// `nn.Embedding`: keeps the int64 ids when its weight trains. Output in the stream dtype.
+    pub fn embedding(&mut self, width: u64) -> T {
+        let before = self.kept.total();
+        let trains = self.ctx.full;
+        if trains {
+            self.keep_new(self.ctx.t * 8, Cat::Embeddings);
+        }
+        let out = self.tensor(self.ctx.t * width * self.ctx.r, self.ctx.r, trains, Cat::Embeddings);
+        self.record("embedding", before);
+        out
+    }
+
+    /// `x * tensor(scalar)` (Gemma's embedding normaliser, a 0-dim tensor in x's dtype): keeps the
+    /// scalar when x requires grad.
+    pub fn scale_by_tensor(&mut self, x: T, elems: u64) -> T {
+        let before = self.kept.total();
+        let e = self.elem(x);
+        if self.rg(x) {
+            self.keep_new(e, Cat::Embeddings);
+        }
+        let out = self.tensor(elems * e, e, self.rg(x), Cat::Embeddings);
+        self.record("mul (embedding scale)", before);
+        out
+    }
+
+    /// A normalisation over `rows` rows of `width` (tokens, or tokens × heads for q/k norms).
+    /// Output in x's dtype; category of what it keeps: `Norms`.
+    pub fn norm(&mut self, x: T, rows: u64, width: u64, kind: NormKind, name: &'static str) -> T {
+        let before = self.kept.total();
+        let (xe, active) = (self.elem(x), self.rg(x));
+        let trains = self.ctx.full;
+        let n = rows * width;
+        match kind {
+            NormKind::Rms => {
+                // u = x.to(f32) (x itself when fp32) kept by pow and mul; rsqrt kept; y =
+                // (u·rsqrt).to(x.dtype) kept by `weight * y` when the weight trains
+                if active {
+                    self.keep_new(rows * 4, Cat::Norms);
+                    if xe == 4 { self.keep(x) } else { self.keep_new(n * 4, Cat::Norms) }
+                }
+                if trains {
+                    self.keep_new(n * xe, Cat::Norms);
+                }
+            }
+            NormKind::RmsOffset => {
+                // u = x.float(); rsqrt; n = u·rsqrt (fp32) kept by `n * (1 + w.float())` when the
+                // weight trains; (1 + w) (fp32, width) kept when n requires grad
+                if active {
+                    self.keep_new(rows * 4, Cat::Norms);
+                    if xe == 4 { self.keep(x) } else { self.keep_new(n * 4, Cat::Norms) }
+                    self.keep_new(width * 4, Cat::Norms);
+                }
+                if trains {
+                    self.keep_new(n * 4, Cat::Norms);
+                }
+            }
+            NormKind::Layer => {
+                // native_layer_norm keeps input, mean and rstd (the reference reports the
+                // statistics in the input dtype for half inputs)
+                if active || trains {
+                    self.keep(x);
+                    self.keep_new(2 * rows * xe, Cat::Norms);
+                }
+            }
+        }
+        let out = self.tensor(n * xe, xe, active || trains, Cat::Norms);
+        self.record(name, before);
+        out
+    }
+
+    /// `nn.Linear` on `rows` rows: keeps its input when the weight trains (under autocast the
+    /// half-precision copy of it), the (cast) weight when the input requires grad (parameters
+    /// themselves are not activations), and a PEFT LoRA adapter's tensors when it is targeted.
+    #[allow(clippy::too_many_arguments)]
+    pub fn linear(
+        &mut self,
+        x: T,
+        rows: u64,
+        in_f: u64,
+        out_f: u64,
+        role: LinearRole,
+        cat: Cat,
+        name: &'static str,
+    ) -> T {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        let c = ctx.c;
+        let trains = ctx.weight_trains(role);
+        let adapted = ctx.adapted(role);
+        // autocast casts an fp32 input to half (a new storage); a half input is used as it is
+        let cast = ctx.amp && self.elem(x) == 4 && c != 4;
+        if trains {
+            if cast { self.keep_new(rows * in_f * c, Cat::InputCasts) } else { self.keep(x) }
+        }
+        if ctx.amp && (self.rg(x) || trains) {
+            self.keep_new(out_f * in_f * c, Cat::WeightCasts);
+        }
+        if adapted && let Some(l) = ctx.lora {
+            // lora_B(lora_A(dropout(x))) with fp32 adapters (PEFT autocast_adapter_dtype): a half
+            // input is copied to fp32 per adapter (under autocast to the autocast dtype)
+            let ad = if ctx.amp { c } else { 4 };
+            if l.dropout > 0.0 {
+                self.keep_new(rows * in_f * ad, Cat::Adapters);
+                self.keep_new(rows * in_f, Cat::DropoutMasks);
+            } else if cast || (!ctx.amp && c != 4) {
+                self.keep_new(rows * in_f * ad, Cat::Adapters);
+            } else if !self.s(x).saved {
+                // the fp32 input itself, shared by the group's adapters
+                let b = self.s(x).bytes;
+                self.st[x.0 as usize].saved = true;
+                self.kept.add(Cat::Adapters, b);
+            }
+            self.keep_new(rows * l.rank * ad, Cat::Adapters);
+        }
+        let rg = self.rg(x) || trains || adapted;
+        let out = self.tensor(rows * out_f * c, c, rg, cat);
+        self.record(name, before);
+        out
+    }
+
+    /// Rotary embedding `x·cos + rotate_half(x)·sin` over `rot` of each head's dimensions: keeps
+    /// only the cos/sin tables (shared by every block), returns a new storage of `elems`.
+    pub fn rope(&mut self, x: T, elems: u64, rot: u64, table: Shared) -> T {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        if self.rg(x) {
+            // (1, s, rot) cos and sin in the stream dtype (fp32 under autocast)
+            let e = if ctx.amp { 4 } else { ctx.c };
+            self.share(table, 2 * ctx.s * rot * e);
+        }
+        let out = self.tensor(elems * ctx.c, ctx.c, self.rg(x), Cat::AttentionIo);
+        self.record("rotary", before);
+        out
+    }
+
+    /// The attention core. Flash / memory-efficient SDPA keep q, k, v as passed, the output and
+    /// an fp32 logsumexp (plus the additive mask when one is given, with K/V repeated to all
+    /// heads); eager attention keeps the matmul copies of q, kᵀ and v, the fp32 softmax output
+    /// and the probabilities cast back (or dropped out), the soft-capping tanh and the sinks'
+    /// extra column. Returns the output as o_proj reads it.
+    pub fn attention(&mut self, q: T, k: T, v: T, a: Attn) -> T {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        let (t, c) = (ctx.t, ctx.c);
+        let (qw, kw, vw) = (a.heads * a.qk_dim, a.kv_heads * a.qk_dim, a.kv_heads * a.v_dim);
+        let ow = a.heads * a.v_dim;
+        let active = self.rg(q) || self.rg(k) || self.rg(v);
+        let kernel = self.kernel(a);
+        let masked = ctx.attn == AttentionImpl::Sdpa && a.windowed;
+        self.eager_tail = 0;
+        let out;
+        if !active {
+            out = self.tensor(t * ow * c, c, false, Cat::AttentionIo);
+        } else if self.selective {
+            // the core is recomputed in backward: only its inputs and output are kept
+            for x in [q, k, v] {
+                self.keep(x);
+            }
+            out = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
+            if kernel != Kernel::Eager {
+                self.keep(out);
+            }
+        } else {
+            match kernel {
+                Kernel::Eager => {
+                    let sc = ctx.b * a.heads * ctx.s * ctx.s;
+                    // q and kᵀ copies (GQA: repeat_kv copies), v copy
+                    self.keep_new(t * (2 * qw + a.heads * a.v_dim) * c, Cat::AttentionIo);
+                    if a.softcap {
+                        self.keep_new(sc * c, Cat::AttentionScores); // tanh output
+                    }
+                    let sm = 4; // softmax(dtype=float32)
+                    if a.sinks {
+                        // logits with one sink column: softmax output, max indices, the sliced
+                        // probabilities copied for P·V
+                        let scs = ctx.b * a.heads * ctx.s * (ctx.s + 1);
+                        self.keep_new(scs * c + ctx.b * a.heads * ctx.s * 8, Cat::AttentionScores);
+                        self.keep_new(sc * c, Cat::AttentionScores);
+                    } else {
+                        self.keep_new(sc * sm, Cat::AttentionScores);
+                        if a.dropout > 0.0 {
+                            self.keep_new(sc * c, Cat::AttentionScores);
+                            self.keep_new(sc, Cat::DropoutMasks);
+                        } else if sm != c {
+                            self.keep_new(sc * c, Cat::AttentionScores);
+                        }
+                    }
+                    // freed before the softmax runs backward: the v copy, the probabilities cast
+                    // for P·V, the output copy (when o_proj keeps it)
+                    let probs = if c != 4 || a.dropout > 0.0 { sc * c } else { 0 };
+                    let o_keeps = if ctx.weight_trains(LinearRole::O) { t * ow * c } else { 0 };
+                    self.eager_tail = t * a.heads * a.v_dim * c + probs + o_keeps;
+                    // the transpose-contiguous copy o_proj reads
+                    out = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
+                }
+                Kernel::Flash | Kernel::MemEfficient => {
+                    let repeat = masked && a.kv_heads != a.heads;
+                    self.keep(q);
+                    if repeat {
+                        // HF repeats K/V when it passes a mask (`use_gqa_in_sdpa` is false)
+                        self.keep_new(t * a.heads * (a.qk_dim + a.v_dim) * c, Cat::AttentionIo);
+                    } else {
+                        self.keep(k);
+                        self.keep(v);
+                    }
+                    let _ = (kw, vw);
+                    out = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
+                    self.keep(out);
+                    self.keep_new(self.lse_bytes(kernel, a.heads), Cat::AttentionIo);
+                    if masked {
+                        // the boolean (b, 1, s, s) mask as an additive bias in the query dtype
+                        self.keep_new(ctx.b * ctx.s * ctx.s * c, Cat::AttentionScores);
+                    }
+                }
+            }
+        }
+        self.kept_at_attention = self.kept.total();
+        self.record("attention", before);
+        out
+    }
+
+    /// The kernel this attention call dispatches to (flash needs half inputs, no mask, equal
+    /// q/k and v widths of at most 256 and a multiple of 8).
+    pub fn kernel(&self, a: Attn) -> Kernel {
+        let ctx = self.ctx;
+        match ctx.attn {
+            AttentionImpl::Eager => Kernel::Eager,
+            AttentionImpl::Flash => Kernel::Flash,
+            AttentionImpl::Sdpa => {
+                if ctx.c == 2
+                    && !a.windowed
+                    && a.qk_dim == a.v_dim
+                    && a.qk_dim <= 256
+                    && a.qk_dim.is_multiple_of(8)
+                {
+                    Kernel::Flash
+                } else {
+                    Kernel::MemEfficient
+                }
+            }
+        }
+    }
+
+    fn lse_bytes(&self, kernel: Kernel, heads: u64) -> u64 {
+        let ctx = self.ctx;
+        match kernel {
+            // (b, a, s) fp32 logsumexp + philox seed/offset and an empty debug mask
+            Kernel::Flash => ctx.b * heads * ctx.s * 4 + 24,
+            // (b, a, ceil(s/32)·32) fp32 logsumexp + philox seed and offset (2 × int64)
+            Kernel::MemEfficient => ctx.b * heads * ctx.s.div_ceil(32) * 32 * 4 + 16,
+            Kernel::Eager => 0,
+        }
+    }
+
+    /// An activation function on `elems` elements: keeps its input.
+    pub fn act(&mut self, x: T, elems: u64, _kind: Act) -> T {
+        let before = self.kept.total();
+        let e = self.elem(x);
+        if self.rg(x) {
+            self.keep(x);
+        }
+        let out = self.tensor(elems * e, e, self.rg(x), Cat::Mlp);
+        self.record("activation", before);
+        out
+    }
+
+    /// `a * b` (same shape): keeps each operand the other's gradient needs.
+    pub fn mul(&mut self, a: T, b: T, elems: u64) -> T {
+        let before = self.kept.total();
+        if self.rg(b) {
+            self.keep(a);
+        }
+        if self.rg(a) {
+            self.keep(b);
+        }
+        let e = self.elem(a).max(self.elem(b));
+        let out = self.tensor(elems * e, e, self.rg(a) || self.rg(b), Cat::Mlp);
+        self.record("mul", before);
+        out
+    }
+
+    /// `a + b`: keeps nothing. The output is a residual-stream storage when `cat` says so.
+    pub fn add(&mut self, a: T, b: T, elems: u64, cat: Cat) -> T {
+        let e = self.elem(a).max(self.elem(b));
+        self.tensor(elems * e, e, self.rg(a) || self.rg(b), cat)
+    }
+
+    /// Dropout (CUDA's fused `native_dropout`): keeps a 1-byte mask in training when p > 0.
+    pub fn dropout(&mut self, x: T, elems: u64, p: f64) -> T {
+        if p <= 0.0 || !self.rg(x) {
+            return x;
+        }
+        let before = self.kept.total();
+        self.keep_new(elems, Cat::DropoutMasks);
+        let e = self.elem(x);
+        let out = self.tensor(elems * e, e, true, self.s(x).cat.unwrap_or(Cat::Mlp));
+        self.record("dropout", before);
+        out
+    }
+
+    /// A sparse MoE layer as transformers 5 runs it (`experts_implementation="grouped_mm"`):
+    /// the router Linear, softmax in fp32, top-k ids and normalised weights, the token
+    /// permutation (int64 ids, sort order and inverse, int32 offsets), the gathered tokens and
+    /// their fp32 weights, and per routed row the grouped gate_up output, the activation, the
+    /// product and the down output.
+    pub fn moe(&mut self, x: T, width: u64, experts: u64, top_k: u64, inter: u64) -> T {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        let (t, c) = (ctx.t, ctx.c);
+        let tk = t * top_k;
+        if ctx.full {
+            if ctx.amp {
+                self.keep_new(t * width * c, Cat::InputCasts);
+                self.keep_new(experts * width * c, Cat::WeightCasts);
+            } else {
+                self.keep(x);
+            }
+        }
+        let active = self.rg(x) || ctx.full;
+        if active {
+            self.keep_new(t * experts * 4 + tk * 8 + tk * 4 + t * 4, Cat::Mlp);
+            self.keep_new(3 * tk * 8 + experts * 4, Cat::Mlp);
+            self.keep_new(tk * width * c + tk * 4, Cat::Mlp);
+            self.keep_new(tk * 2 * inter * c + 2 * tk * inter * c + tk * width * c, Cat::Mlp);
+            if ctx.amp {
+                self.keep_new(experts * 3 * width * inter * c, Cat::WeightCasts);
+            }
+        }
+        let out = self.tensor(t * width * c, c, active, Cat::Mlp);
+        self.record("moe experts", before);
+        out
+    }
+
+    /// LM head (or classifier) and loss on `rows` rows of `width` into `classes` logits: the
+    /// head keeps its input when it trains (autocast: the cast copy, and the cast weight), an
+    /// optional final soft-capping keeps its tanh output, and the loss keeps the fp32
+    /// log-softmax output, a scalar and the int64 labels. Returns the bytes kept.
+    pub fn head_loss(&mut self, x: T, rows: u64, width: u64, classes: u64, softcap: bool, shifted: bool) -> u64 {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        let c = ctx.c;
+        if classes == 0 {
+            return 0;
+        }
+        if ctx.full {
+            if ctx.amp {
+                self.keep_new(rows * width * c, Cat::InputCasts);
+            } else {
+                // the final norm's output, kept by lm_head
+                let b = self.s(x).bytes;
+                if !self.s(x).saved {
+                    self.st[x.0 as usize].saved = true;
+                    self.kept.add(Cat::HeadLoss, b);
+                }
+            }
+        }
+        if ctx.amp {
+            self.keep_new(classes * width * c, Cat::WeightCasts);
+        }
+        let t = ctx.t;
+        if softcap {
+            self.keep_new(t * classes * c, Cat::HeadLoss); // tanh output
+        }
+        self.keep_new(t * classes * 4, Cat::HeadLoss); // log_softmax output (fp32)
+        self.keep_new(4, Cat::HeadLoss); // nll_loss total_weight
+        // labels: HF pads with -100 then takes [..., 1:].contiguous(): a view when b == 1
+        let labels = if shifted && ctx.b == 1 { (ctx.s + 1) * 8 } else { t * 8 };
+        self.keep_new(labels, Cat::HeadLoss);
+        self.record("lm head + loss", before);
+        self.kept.total() - before
+    }
+}

@@ -1,0 +1,140 @@
+//! The interpreter: walks a family's ops (embedding, each kind of block, final norm and head) on
+//! a [`Graph`] and turns what the rules kept into the [`ActivationModel`] the estimator composes
+//! (checkpointing, pipeline stages, candidate moments of the peak).
+
+use super::ops::{Graph, OpRecord, T};
+use crate::estimate::activations::{ActivationModel, Ctx, Kernel, LayerMix};
+use crate::estimate::saved::{Cat, Saved};
+use crate::model::{TransformerSpec, families};
+
+/// One walk of a block.
+struct BlockWalk {
+    kept: Saved,
+    freed_before_attention: u64,
+    shared: u64,
+}
+
+fn walk_block(ctx: &Ctx, m: &TransformerSpec, flags: u8, input_rg: bool, selective: bool) -> BlockWalk {
+    let mut g = Graph::new(ctx);
+    g.selective = selective;
+    let x = g.tensor(ctx.ts * m.hidden_size * ctx.r, ctx.r, input_rg, Cat::Residual);
+    families::block(&mut g, m, flags, x);
+    let total = g.kept.total();
+    let after = total.saturating_sub(g.kept_at_attention);
+    BlockWalk { kept: g.kept, freed_before_attention: after + g.eager_tail, shared: g.shared_bytes() }
+}
+
+/// The ops of one block of the given kind, with what each keeps (the GUI's "which op keeps what").
+pub fn block_ops(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Vec<OpRecord> {
+    let mut g = Graph::new(ctx).with_trace();
+    let x = g.tensor(ctx.ts * m.hidden_size * ctx.r, ctx.r, true, Cat::Residual);
+    families::block(&mut g, m, flags, x);
+    g.records().to_vec()
+}
+
+/// The distinct layer kinds of a spec, in order of first appearance (at most 4).
+fn kinds(m: &TransformerSpec) -> ([u8; 4], usize) {
+    let mut out = [0u8; 4];
+    let mut n = 0;
+    if m.layer_flags.is_empty() {
+        return (out, 1);
+    }
+    for &f in m.layer_flags.iter().take(m.num_layers as usize) {
+        if !out[..n].contains(&f) && n < 4 {
+            out[n] = f;
+            n += 1;
+        }
+    }
+    (out, n.max(1))
+}
+
+/// Flags of layer `i`.
+pub fn layer_flags(m: &TransformerSpec, i: u64) -> u8 {
+    m.layer_flags.get(i as usize).copied().unwrap_or_else(|| families::default_flags(m))
+}
+
+/// Builds the activation model of a decoder/encoder family from its ops.
+pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
+    let (t, h, c, r, s) = (ctx.t, m.hidden_size, ctx.c, ctx.r, ctx.s);
+    let (kind_flags, n_kinds) = if m.layer_flags.is_empty() {
+        ([families::default_flags(m), 0, 0, 0], 1)
+    } else {
+        kinds(m)
+    };
+    let mut mix = LayerMix { n: n_kinds, flags: kind_flags, ..LayerMix::default() };
+    let mut shared = 0;
+    let mut freed_last = 0;
+    let last_flags = layer_flags(m, m.num_layers.saturating_sub(1));
+    for i in 0..n_kinds {
+        let full = walk_block(ctx, m, kind_flags[i], true, false);
+        let sel = walk_block(ctx, m, kind_flags[i], true, true);
+        mix.full[i] = full.kept;
+        mix.selective[i] = sel.kept;
+        // tables shared across kinds (two rotary bases) add up; the same table is counted once
+        shared = shared.max(full.shared);
+        if kind_flags[i] == last_flags {
+            freed_last = full.freed_before_attention;
+        }
+    }
+    if n_kinds > 1 {
+        shared = families::shared_tables(ctx, m);
+    }
+    let first = walk_block(ctx, m, layer_flags(m, 0), ctx.full, false).kept;
+    let full_layer = mix.of(last_flags, mix.full[0], false);
+    let selective_layer = mix.of(last_flags, mix.selective[0], true);
+
+    // embeddings (ids kept on the first stage), then the final norm, head and loss
+    let mut g = Graph::new(ctx);
+    let _ = families::embed(&mut g, m);
+    let top_input = g.kept;
+    let last: T = g.tensor(ctx.ts * h * r, r, true, Cat::Residual);
+    let head_released = families::head(&mut g, m, last);
+    let top = g.kept;
+
+    let v = families::classes(m);
+    let kernel = families::kernel_of(ctx, m);
+    let qw = m.q_width();
+    let kvw = m.kv_width();
+    let scores = ctx.b * m.num_heads * s * s;
+    let mlp_w = families::mlp_width(m);
+    let gated = families::gated(m);
+    let attn_t = match kernel {
+        Kernel::Eager => 2 * scores * 4,
+        _ => (2 * qw + 2 * kvw) * t * c + ctx.b * m.num_heads * s * 4,
+    };
+    let mlp_t = if gated { 3 } else { 2 } * t * mlp_w * c;
+    // inference
+    let mask = if kernel == Kernel::Eager { ctx.b * s * s * c.max(if r == 4 { 4 } else { c }) } else { 0 };
+    let rope = if families::has_rope(m) { 2 * s * families::rope_dim(m) * c } else { 0 };
+    let infer_persistent = t * h * r + rope + s * 8 + mask;
+    let attn_phase = t * h * r
+        + t * qw * c
+        + match kernel {
+            Kernel::Eager => {
+                scores * if c == 4 { 8 } else { c + 8 } + if m.num_kv_heads != m.num_heads { 2 * t * qw * c } else { 0 }
+            }
+            _ => t * qw * c,
+        };
+    let mlp_phase = 2 * t * h * r + if gated { 3 } else { 2 } * t * mlp_w * c;
+    ActivationModel {
+        mix: if n_kinds > 1 { mix } else { LayerMix::default() },
+        full_layer,
+        first_layer: first,
+        selective_layer,
+        layer_input_bytes: ctx.ts * h * r,
+        shared_layer_bytes: shared,
+        shared_checkpoint_bytes: 0,
+        freed_before_attention_backward: freed_last,
+        top,
+        top_input,
+        head_released_bytes: head_released,
+        mlp_backward_transient: mlp_t,
+        attention_backward_transient: attn_t,
+        loss_backward_transient: if v > 0 { 2 * t * v * 4 } else { 0 },
+        head_forward_transient: t * v * (c + if c == 4 { 0 } else { 4 }),
+        infer_persistent,
+        infer_layer_peak: t * h * r + attn_phase.max(mlp_phase),
+        infer_head_peak: t * h * r + t * v * c,
+        kv_per_layer_elems: 2 * t * kvw,
+    }
+}

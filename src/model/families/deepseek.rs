@@ -1,0 +1,72 @@
+//! DeepSeek-V2/V3: multi-head latent attention (q through an optional low-rank `q_a → norm →
+//! q_b`, k/v through the joint latent `kv_a → norm → kv_b` plus a shared rotary key part; q and k
+//! concatenated from their rotary and non-rotary halves, v a view of `kv_b`'s output), dense
+//! MLPs in the first `first_k_dense_replace` layers, then routed + shared experts.
+
+use super::*;
+
+pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
+    let ctx = g.ctx;
+    let (ts, h) = (ctx.ts, m.hidden_size);
+    let n = ts * h;
+    let a_in = g.norm(x, ts, h, NormKind::Rms, "input_layernorm");
+    let a = mla(g, m, flags, a_in);
+    let x2 = g.add(x, a, n, Cat::Residual);
+    let f_in = g.norm(x2, ts, h, NormKind::Rms, "post_attention_layernorm");
+    let f = mlp(g, m, flags, f_in, &LLAMA);
+    g.add(x2, f, n, Cat::Residual)
+}
+
+fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
+    use LinearRole as R;
+    let Some(a) = m.mla else { return attention(g, m, flags, x, &LLAMA) };
+    let ctx = g.ctx;
+    let (t, ts, h, heads) = (ctx.t, ctx.ts, m.hidden_size, m.num_heads);
+    let qk = a.qk_head_dim();
+    let q = if a.q_lora_rank > 0 {
+        let qa = g.linear(x, ts, h, a.q_lora_rank, R::Q, Cat::AttentionIo, "q_a_proj");
+        let qn = g.norm(qa, t, a.q_lora_rank, NormKind::Rms, "q_a_layernorm");
+        g.linear(qn, t, a.q_lora_rank, heads * qk, R::Q, Cat::AttentionIo, "q_b_proj")
+    } else {
+        g.linear(x, ts, h, heads * qk, R::Q, Cat::AttentionIo, "q_proj")
+    };
+    let ckv = g.linear(x, ts, h, a.kv_lora_rank + a.qk_rope_head_dim, R::K, Cat::AttentionIo, "kv_a_proj_with_mqa");
+    let kn = g.norm(ckv, t, a.kv_lora_rank, NormKind::Rms, "kv_a_layernorm");
+    let kv = g.linear(kn, t, a.kv_lora_rank, heads * (a.qk_nope_head_dim + a.v_head_dim), R::V, Cat::AttentionIo, "kv_b_proj");
+    // rotary on q's and the shared key's rotary parts, then q and k concatenated (new storages)
+    let q_rot = g.rope(q, t * heads * a.qk_rope_head_dim, a.qk_rope_head_dim, Shared::Rope);
+    let k_rot = g.rope(ckv, t * a.qk_rope_head_dim, a.qk_rope_head_dim, Shared::Rope);
+    let c = ctx.c;
+    let rg_q = g.rg(q_rot) || g.rg(q);
+    let rg_k = g.rg(k_rot) || g.rg(kv);
+    let query = g.tensor(t * heads * qk * c, c, rg_q, Cat::AttentionIo);
+    let key = g.tensor(t * heads * qk * c, c, rg_k, Cat::AttentionIo);
+    let o = g.attention(query, key, kv, attn_of(ctx, m, flags));
+    g.linear(o, t, heads * a.v_head_dim, h, R::O, Cat::AttentionIo, "o_proj")
+}
+
+pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
+    use LinearRole as R;
+    let (h, l) = (m.hidden_size, m.num_layers);
+    let heads = m.num_heads;
+    p.ends(m, false);
+    if let Some(a) = m.mla {
+        let qk = a.qk_head_dim();
+        if a.q_lora_rank > 0 {
+            p.linear(a.q_lora_rank, h, l, R::Q, m.qkv_bias);
+            p.norms(a.q_lora_rank, 1, l, false);
+            p.linear(heads * qk, a.q_lora_rank, l, R::Q, false);
+        } else {
+            p.linear(heads * qk, h, l, R::Q, false);
+        }
+        p.linear(a.kv_lora_rank + a.qk_rope_head_dim, h, l, R::K, m.qkv_bias);
+        p.norms(a.kv_lora_rank, 1, l, false);
+        p.linear(heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, l, R::V, false);
+        p.linear(h, heads * a.v_head_dim, l, R::O, m.o_bias);
+    }
+    let (dense, sparse) = dense_and_sparse_layers(m);
+    moe_params(p, m, sparse, false, false);
+    let di = if m.dense_intermediate_size > 0 { m.dense_intermediate_size } else { m.intermediate_size };
+    mlp_params(p, h, di, dense, true, false, false);
+    p.norms(h, 2, l, false);
+}

@@ -1,0 +1,39 @@
+//! GPT-NeoX / Pythia: LayerNorm with bias, a fused biased `query_key_value` (q, k, v are views
+//! of one storage), rotary on the first `rotary_pct` of each head, and — with
+//! `use_parallel_residual` — `x + attn(ln1(x)) + mlp(ln2(x))`; plain GELU MLP.
+
+use super::*;
+
+const STYLE: Style = Style { norm: NormKind::Layer, fused_qkv: true, act: Act::Gelu, gated: false, ..LLAMA };
+
+pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
+    parallel_block(g, m, flags, x, &STYLE)
+}
+
+/// `x + attn(norm_a(x)) + mlp(norm_m(x))` (one shared norm when `parallel_norms == 1`); a
+/// sequential block when the model is not parallel.
+pub(super) fn parallel_block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T, st: &Style) -> T {
+    if m.parallel_norms == 0 {
+        return sequential_block(g, m, flags, x, st);
+    }
+    let ctx = g.ctx;
+    let (ts, h) = (ctx.ts, m.hidden_size);
+    let n = ts * h;
+    let a_in = g.norm(x, ts, h, st.norm, "input_layernorm");
+    let mut a = attention(g, m, flags, a_in, st);
+    a = g.dropout(a, n, m.hidden_dropout);
+    let f_in = if m.parallel_norms >= 2 { g.norm(x, ts, h, st.norm, "post_attention_layernorm") } else { a_in };
+    let mut f = mlp(g, m, flags, f_in, st);
+    f = g.dropout(f, n, m.hidden_dropout);
+    let s = g.add(f, a, n, Cat::Residual);
+    g.add(s, x, n, Cat::Residual)
+}
+
+pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
+    let (h, l) = (m.hidden_size, m.num_layers);
+    p.ends(m, true);
+    p.linear(m.q_width() + 2 * m.kv_width(), h, l, LinearRole::Q, true);
+    p.linear(h, m.q_width(), l, LinearRole::O, true);
+    mlp_params(p, h, m.intermediate_size, l, false, false, true);
+    p.norms(h, 2, l, true);
+}

@@ -1,0 +1,26 @@
+//! Qwen3 and Qwen3-MoE: Llama with an RMSNorm over each head of q and k (before rotary).
+
+use super::*;
+
+const STYLE: Style = Style { qk_norm: QkNorm::PerHead, ..LLAMA };
+
+pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
+    sequential_block(g, m, flags, x, &STYLE)
+}
+
+pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
+    use LinearRole as R;
+    let (h, l) = (m.hidden_size, m.num_layers);
+    let (q, kv) = (m.q_width(), m.kv_width());
+    p.ends(m, false);
+    p.linear(q, h, l, R::Q, m.qkv_bias);
+    p.linear(kv, h, l, R::K, m.qkv_bias);
+    p.linear(kv, h, l, R::V, m.qkv_bias);
+    p.linear(h, q, l, R::O, m.o_bias);
+    p.norms(m.head_dim, 2, l, false); // q_norm, k_norm
+    let (dense, sparse) = dense_and_sparse_layers(m);
+    moe_params(p, m, sparse, false, false);
+    let di = if m.moe.is_some() && m.dense_intermediate_size > 0 { m.dense_intermediate_size } else { m.intermediate_size };
+    mlp_params(p, h, di, dense, true, false, false);
+    p.norms(h, 2, l, false);
+}
