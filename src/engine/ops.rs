@@ -57,6 +57,8 @@ pub enum NormKind {
     Rms,
     /// Gemma's RMSNorm: computed in fp32 throughout, `y · (1 + w)`, cast back at the end.
     RmsOffset,
+    /// OLMo 2's RMSNorm: `(w · y).to(dtype)` — the weight multiplies the fp32 normalised value.
+    RmsWeightFp32,
     /// `nn.LayerNorm` (`native_layer_norm` keeps input, mean and rstd).
     Layer,
 }
@@ -216,14 +218,11 @@ impl<'c> Graph<'c> {
         out
     }
 
-    /// `x * tensor(scalar)` (Gemma's embedding normaliser, a 0-dim tensor in x's dtype): keeps the
-    /// scalar when x requires grad.
+    /// `x * embed_scale` (Gemma's embedding normaliser, a 0-dim buffer in x's dtype): the scalar
+    /// it keeps is a buffer, not an activation.
     pub fn scale_by_tensor(&mut self, x: T, elems: u64) -> T {
         let before = self.kept.total();
         let e = self.elem(x);
-        if self.rg(x) {
-            self.keep_new(e, Cat::Embeddings);
-        }
         let out = self.tensor(elems * e, e, self.rg(x), Cat::Embeddings);
         self.record("mul (embedding scale)", before);
         out
@@ -246,6 +245,15 @@ impl<'c> Graph<'c> {
                 }
                 if trains {
                     self.keep_new(n * xe, Cat::Norms);
+                }
+            }
+            NormKind::RmsWeightFp32 => {
+                if active {
+                    self.keep_new(rows * 4, Cat::Norms);
+                    if xe == 4 { self.keep(x) } else { self.keep_new(n * 4, Cat::Norms) }
+                }
+                if trains {
+                    self.keep_new(n * 4, Cat::Norms);
                 }
             }
             NormKind::RmsOffset => {
@@ -327,11 +335,20 @@ impl<'c> Graph<'c> {
     /// Rotary embedding `x·cos + rotate_half(x)·sin` over `rot` of each head's dimensions: keeps
     /// only the cos/sin tables (shared by every block), returns a new storage of `elems`.
     pub fn rope(&mut self, x: T, elems: u64, rot: u64, table: Shared) -> T {
+        self.rope_tables_in(x, elems, rot, table, false)
+    }
+
+    /// Rotary with cos/sin kept in fp32 whatever the stream dtype (OLMo 2).
+    pub fn rope_fp32(&mut self, x: T, elems: u64, rot: u64, table: Shared) -> T {
+        self.rope_tables_in(x, elems, rot, table, true)
+    }
+
+    fn rope_tables_in(&mut self, x: T, elems: u64, rot: u64, table: Shared, fp32: bool) -> T {
         let before = self.kept.total();
         let ctx = self.ctx;
         if self.rg(x) {
             // (1, s, rot) cos and sin in the stream dtype (fp32 under autocast)
-            let e = if ctx.amp { 4 } else { ctx.c };
+            let e = if ctx.amp || fp32 { 4 } else { ctx.c };
             self.share(table, 2 * ctx.s * rot * e);
         }
         let out = self.tensor(elems * ctx.c, ctx.c, self.rg(x), Cat::AttentionIo);

@@ -135,6 +135,37 @@ struct Recompute {
     earlier: Option<(u64, u64)>,
 }
 
+/// The saves of blocks `from..to` (block 0 is `first_layer`); blocks of different kinds (sliding
+/// or global attention, dense or MoE) are summed one by one.
+fn blocks_saved(sc: &Scenario, am: &ActivationModel, from: u64, to: u64, selective: bool) -> Saved {
+    let mut s = Saved::default();
+    if to <= from {
+        return s;
+    }
+    let base = if selective { am.selective_layer } else { am.full_layer };
+    match sc.model.transformer().filter(|_| am.mix.n > 1) {
+        None => {
+            let mut n = to - from;
+            if from == 0 && !selective {
+                s.add_all(&am.first_layer);
+                n -= 1;
+            }
+            s.add_all(&base.times(n));
+        }
+        Some(t) => {
+            for i in from..to {
+                if i == 0 && !selective {
+                    s.add_all(&am.first_layer);
+                } else {
+                    let f = crate::engine::walk::layer_flags(t, i);
+                    s.add_all(&am.mix.of(f, base, selective));
+                }
+            }
+        }
+    }
+    s
+}
+
 /// Saved bytes of all blocks under a checkpointing choice, and what backward recomputes.
 fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, Recompute) {
     let mut s = Saved::default();
@@ -149,15 +180,16 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
             n * am.layer_input_bytes + if n > 0 { am.shared_checkpoint_bytes } else { 0 },
         )
     };
-    let all_stored = |s: &mut Saved| {
-        s.add_all(&am.first_layer);
-        s.add_all(&full.times(layers - 1));
-        s.add(Cat::Embeddings, am.shared_layer_bytes);
+    let largest = if am.mix.n > 1 {
+        am.mix.full[..am.mix.n.min(4)].iter().map(Saved::total).max().unwrap_or(0).max(full.total())
+    } else {
+        full.total()
     };
     let train = sc.mode == Mode::Train;
     match if train { sc.checkpointing } else { Checkpointing::None } {
         Checkpointing::None => {
-            all_stored(&mut s);
+            s.add_all(&blocks_saved(sc, am, 0, layers, false));
+            s.add(Cat::Embeddings, am.shared_layer_bytes);
             (s, none)
         }
         Checkpointing::Full => {
@@ -168,47 +200,47 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
             let k = k.max(1);
             let n_ckpt = layers.div_ceil(k);
             ckpt_input(&mut s, n_ckpt);
-            s.add_all(&full.times(layers - n_ckpt));
+            // checkpointed blocks are 0, K, 2K, …; the others keep their activations
+            let mut stored = Saved::default();
+            let mut i = 0;
+            while i < layers {
+                stored.add_all(&blocks_saved(sc, am, i + 1, (i + k).min(layers), false));
+                i += k;
+            }
+            s.add_all(&stored);
             if layers > n_ckpt {
                 s.add(Cat::Embeddings, am.shared_layer_bytes);
             }
-            // checkpointed blocks are 0, K, 2K, …; the last of them is j
+            // the last checkpointed block is j
             let j = (layers - 1) / k * k;
             let stored_after = layers - 1 - j;
             if stored_after == 0 {
                 (s, Recompute { checkpointed_blocks: n_ckpt, at_last_block: full.total(), earlier: None })
             } else {
-                (
-                    s,
-                    Recompute {
-                        checkpointed_blocks: n_ckpt,
-                        at_last_block: 0,
-                        earlier: Some((stored_after * full.total(), full.total())),
-                    },
-                )
+                let after = blocks_saved(sc, am, j + 1, layers, false).total();
+                (s, Recompute { checkpointed_blocks: n_ckpt, at_last_block: 0, earlier: Some((after, largest)) })
             }
         }
         Checkpointing::Segments(n) => {
             let n = n.clamp(1, layers);
             if n == 1 {
-                all_stored(&mut s);
+                s.add_all(&blocks_saved(sc, am, 0, layers, false));
+                s.add(Cat::Embeddings, am.shared_layer_bytes);
                 return (s, none);
             }
             // checkpoint_sequential: N-1 segments of floor(L/N) blocks are checkpointed, the last
             // segment (the rest) keeps its activations; backward frees the last segment, then
             // recomputes one checkpointed segment at a time
             let seg = layers / n;
-            let last = layers - (n - 1) * seg;
+            let start = (n - 1) * seg;
             ckpt_input(&mut s, n - 1);
-            s.add_all(&full.times(last));
+            let last = blocks_saved(sc, am, start, layers, false);
+            s.add_all(&last);
             s.add(Cat::Embeddings, am.shared_layer_bytes);
+            let recomputed = if am.mix.n > 1 { blocks_saved(sc, am, start - seg, start, false).total() } else { seg * full.total() };
             (
                 s,
-                Recompute {
-                    checkpointed_blocks: (n - 1) * seg,
-                    at_last_block: 0,
-                    earlier: Some((last * full.total(), seg * full.total())),
-                },
+                Recompute { checkpointed_blocks: start, at_last_block: 0, earlier: Some((last.total(), recomputed)) },
             )
         }
         Checkpointing::Selective => {
@@ -219,7 +251,7 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
                 *f = f.saturating_sub(a.saturating_sub(*b));
             }
             s.add_all(&first);
-            s.add_all(&am.selective_layer.times(layers - 1));
+            s.add_all(&blocks_saved(sc, am, 1, layers, true));
             s.add(Cat::Embeddings, am.shared_layer_bytes);
             (s, none)
         }

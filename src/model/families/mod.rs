@@ -234,6 +234,7 @@ pub(crate) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: T) -> u64 {
     let ctx = g.ctx;
     let norm = match m.family {
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => NormKind::RmsOffset,
+        Family::Olmo2 => NormKind::RmsWeightFp32,
         Family::GptNeox | Family::Falcon | Family::Starcoder2 | Family::Vit => NormKind::Layer,
         _ => NormKind::Rms,
     };
@@ -298,8 +299,13 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T,
     }
     if flags & layer::NO_ROPE == 0 {
         let table = if m.family == Family::Gemma3 && flags & layer::SLIDING != 0 { Shared::RopeLocal } else { Shared::Rope };
-        q = g.rope(q, t * qw, rope_dim(m), table);
-        k = g.rope(k, t * kw, rope_dim(m), table);
+        if st.norm == NormKind::RmsWeightFp32 {
+            q = g.rope_fp32(q, t * qw, rope_dim(m), table);
+            k = g.rope_fp32(k, t * kw, rope_dim(m), table);
+        } else {
+            q = g.rope(q, t * qw, rope_dim(m), table);
+            k = g.rope(k, t * kw, rope_dim(m), table);
+        }
     }
     let a = attn_of(ctx, m, flags);
     let o = g.attention(q, k, v, a);

@@ -3,7 +3,8 @@
 
 use super::*;
 
-const STYLE: Style = Style { qk_norm: QkNorm::Full, placement: Placement::Post, ..LLAMA };
+const STYLE: Style =
+    Style { norm: NormKind::RmsWeightFp32, qk_norm: QkNorm::Full, placement: Placement::Post, ..LLAMA };
 
 pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
     sequential_block(g, m, flags, x, &STYLE)
