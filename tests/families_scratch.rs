@@ -34,6 +34,7 @@ fn scratch() {
             }
         }
         let e = match estimate(&sc) { Ok(e) => e, Err(err) => { println!("{case}: {err}"); continue } };
+        if std::env::var("MOM").is_ok() { for mo in &e.moments { println!("   {:?} {} {:?} total {}", mo.phase, mo.what, mo.alive, mo.alive.total()); } }
         let pct = |p: u64, m: Option<u64>| m.map_or("-".to_string(), |m| format!("{:+.2}%", 100.0 * (p as f64 - m as f64) / m as f64));
         let np = r["n_params"].as_u64();
         let act = r["activation_saved_bytes"].as_u64();
@@ -46,4 +47,9 @@ fn scratch() {
             pct(e.peak_allocated, r["peak_bytes"].as_u64()), pct(e.kv_cache, kv)
         );
     }
+}
+#[test]
+fn groups() {
+    let l = load_path(std::path::Path::new("/tmp/specs/deepseek_v3_tiny.ron")).unwrap();
+    for g in l.model.param_groups() { println!("{g:?}"); }
 }

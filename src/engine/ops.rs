@@ -83,8 +83,16 @@ pub struct Attn {
     pub qk_dim: u64,
     /// Value width per head.
     pub v_dim: u64,
-    /// The layer attends within a window shorter than the sequence: SDPA gets an explicit mask.
-    pub windowed: bool,
+    /// SDPA gets an explicit mask: a window shorter than the sequence, or a family that always
+    /// materialises its causal mask (Falcon).
+    pub masked: bool,
+    /// q is a fresh `(b, h, s, d)` storage (built by `cat`, as partial rotary does) rather than a
+    /// transposed view of its projection: flash then returns its output head-major and o_proj
+    /// reads a transpose-contiguous copy.
+    pub q_head_major: bool,
+    /// The caller passes grouped K/V to SDPA as they are even with a mask (Falcon); HF's generic
+    /// SDPA path repeats them to every head when it passes a mask.
+    pub gqa_native: bool,
     /// Eager attention soft-caps the scores (`cap·tanh(x/cap)`).
     pub softcap: bool,
     /// Learned attention sinks (gpt-oss): an extra logit column per head.
@@ -369,7 +377,7 @@ impl<'c> Graph<'c> {
         let ow = a.heads * a.v_dim;
         let active = self.rg(q) || self.rg(k) || self.rg(v);
         let kernel = self.kernel(a);
-        let masked = ctx.attn == AttentionImpl::Sdpa && a.windowed;
+        let masked = ctx.attn == AttentionImpl::Sdpa && a.masked;
         self.eager_tail = 0;
         let out;
         if !active {
@@ -394,11 +402,10 @@ impl<'c> Graph<'c> {
                     }
                     let sm = 4; // softmax(dtype=float32)
                     if a.sinks {
-                        // logits with one sink column: softmax output, max indices, the sliced
-                        // probabilities copied for P·V
+                        // logits with one sink column: the softmax output (in the logits' dtype)
+                        // and the row-max indices; P·V reads a view of the probabilities
                         let scs = ctx.b * a.heads * ctx.s * (ctx.s + 1);
                         self.keep_new(scs * c + ctx.b * a.heads * ctx.s * 8, Cat::AttentionScores);
-                        self.keep_new(sc * c, Cat::AttentionScores);
                     } else {
                         self.keep_new(sc * sm, Cat::AttentionScores);
                         if a.dropout > 0.0 {
@@ -410,14 +417,14 @@ impl<'c> Graph<'c> {
                     }
                     // freed before the softmax runs backward: the v copy, the probabilities cast
                     // for P·V, the output copy (when o_proj keeps it)
-                    let probs = if c != 4 || a.dropout > 0.0 { sc * c } else { 0 };
+                    let probs = if !a.sinks && (c != 4 || a.dropout > 0.0) { sc * c } else { 0 };
                     let o_keeps = if ctx.weight_trains(LinearRole::O) { t * ow * c } else { 0 };
                     self.eager_tail = t * a.heads * a.v_dim * c + probs + o_keeps;
                     // the transpose-contiguous copy o_proj reads
                     out = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
                 }
                 Kernel::Flash | Kernel::MemEfficient => {
-                    let repeat = masked && a.kv_heads != a.heads;
+                    let repeat = masked && a.kv_heads != a.heads && !a.gqa_native;
                     self.keep(q);
                     if repeat {
                         // HF repeats K/V when it passes a mask (`use_gqa_in_sdpa` is false)
@@ -427,9 +434,14 @@ impl<'c> Graph<'c> {
                         self.keep(v);
                     }
                     let _ = (kw, vw);
-                    out = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
-                    self.keep(out);
+                    let o = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
+                    self.keep(o);
                     self.keep_new(self.lse_bytes(kernel, a.heads), Cat::AttentionIo);
+                    out = if kernel == Kernel::Flash && a.q_head_major {
+                        self.tensor(t * ow * c, c, true, Cat::AttentionIo)
+                    } else {
+                        o
+                    };
                     if masked {
                         // the boolean (b, 1, s, s) mask as an additive bias in the query dtype
                         self.keep_new(ctx.b * ctx.s * ctx.s * c, Cat::AttentionScores);
@@ -451,7 +463,7 @@ impl<'c> Graph<'c> {
             AttentionImpl::Flash => Kernel::Flash,
             AttentionImpl::Sdpa => {
                 if ctx.c == 2
-                    && !a.windowed
+                    && !a.masked
                     && a.qk_dim == a.v_dim
                     && a.qk_dim <= 256
                     && a.qk_dim.is_multiple_of(8)
@@ -526,13 +538,26 @@ impl<'c> Graph<'c> {
     /// permutation (int64 ids, sort order and inverse, int32 offsets), the gathered tokens and
     /// their fp32 weights, and per routed row the grouped gate_up output, the activation, the
     /// product and the down output.
-    pub fn moe(&mut self, x: T, width: u64, experts: u64, top_k: u64, inter: u64) -> T {
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe(
+        &mut self,
+        x: T,
+        width: u64,
+        experts: u64,
+        top_k: u64,
+        inter: u64,
+        router_fp32: bool,
+        gpt_oss: bool,
+    ) -> T {
         let before = self.kept.total();
         let ctx = self.ctx;
         let (t, c) = (ctx.t, ctx.c);
         let tk = t * top_k;
         if ctx.full {
-            if ctx.amp {
+            if router_fp32 && self.elem(x) != 4 {
+                // DeepSeek's router: `F.linear(x.float(), w.float())` keeps the fp32 copy of x
+                self.keep_new(t * width * 4, Cat::Mlp);
+            } else if ctx.amp {
                 self.keep_new(t * width * c, Cat::InputCasts);
                 self.keep_new(experts * width * c, Cat::WeightCasts);
             } else {
@@ -541,10 +566,20 @@ impl<'c> Graph<'c> {
         }
         let active = self.rg(x) || ctx.full;
         if active {
-            self.keep_new(t * experts * 4 + tk * 8 + tk * 4 + t * 4, Cat::Mlp);
+            if gpt_oss {
+                // top-k of the logits (int64 ids) then softmax over the k values (logits' dtype)
+                self.keep_new(tk * 8 + tk * c, Cat::Mlp);
+            } else {
+                // softmax over all experts (fp32), top-k ids, the k weights and their sum
+                self.keep_new(t * experts * 4 + tk * 8 + tk * 4 + t * 4, Cat::Mlp);
+            }
             self.keep_new(3 * tk * 8 + experts * 4, Cat::Mlp);
             self.keep_new(tk * width * c + tk * 4, Cat::Mlp);
-            self.keep_new(tk * 2 * inter * c + 2 * tk * inter * c + tk * width * c, Cat::Mlp);
+            // per routed row: the grouped gate_up output, then SiLU(gate)·up keeps the SiLU output
+            // and the product; gpt-oss's clamped SwiGLU keeps the clamped gate, the sigmoid, up + 1,
+            // the GLU and the product
+            let glu = if gpt_oss { 5 } else { 2 };
+            self.keep_new(tk * 2 * inter * c + glu * tk * inter * c + tk * width * c, Cat::Mlp);
             if ctx.amp {
                 self.keep_new(experts * 3 * width * inter * c, Cat::WeightCasts);
             }

@@ -98,24 +98,49 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     let scores = ctx.b * m.num_heads * s * s;
     let mlp_w = families::mlp_width(m);
     let gated = families::gated(m);
+    let eager_sinks = kernel == Kernel::Eager && m.family == crate::model::Family::GptOss;
     let attn_t = match kernel {
-        Kernel::Eager => 2 * scores * 4,
+        // gradients of the probabilities and of the scores (fp32 softmax), plus the tanh
+        // backward of soft-capping
+        Kernel::Eager => 2 * scores * 4 + if m.attn_softcap.is_some() { scores * c } else { 0 },
         _ => (2 * qw + 2 * kvw) * t * c + ctx.b * m.num_heads * s * 4,
     };
     let mlp_t = if gated { 3 } else { 2 } * t * mlp_w * c;
+    let any_masked = ctx.attn == crate::estimate::scenario::AttentionImpl::Sdpa
+        && (m.family == crate::model::Family::Falcon
+            || (0..m.num_layers.min(8)).any(|i| families::windowed(ctx, m, layer_flags(m, i))));
     // inference
     let mask = if kernel == Kernel::Eager { ctx.b * s * s * c.max(if r == 4 { 4 } else { c }) } else { 0 };
-    let rope = if families::has_rope(m) { 2 * s * families::rope_dim(m) * c } else { 0 };
-    let infer_persistent = t * h * r + rope + s * 8 + mask;
+    let rope = if families::has_rope(m) { 2 * s * families::rope_table_dim(m) * c } else { 0 };
+    // the boolean (b, 1, s, s) mask built once per forward when SDPA needs one
+    let bool_mask = if any_masked { ctx.b * s * s } else { 0 };
+    let infer_persistent = t * h * r + rope + s * 8 + mask + bool_mask;
     let attn_phase = t * h * r
         + t * qw * c
         + match kernel {
+            // scores, scaled and masked scores, softmax(dtype=float32) of a half input (an fp32
+            // copy and an fp32 output); with sinks the softmax stays in the logits' dtype
+            Kernel::Eager if eager_sinks => scores * 4 * c,
             Kernel::Eager => {
                 scores * if c == 4 { 8 } else { c + 8 } + if m.num_kv_heads != m.num_heads { 2 * t * qw * c } else { 0 }
             }
+            // with a mask: the additive bias and K/V repeated to every head
+            _ if any_masked => {
+                t * qw * c + ctx.b * s * s * c + if m.num_kv_heads != m.num_heads { 2 * t * qw * c } else { 0 }
+            }
             _ => t * qw * c,
         };
-    let mlp_phase = 2 * t * h * r + if gated { 3 } else { 2 } * t * mlp_w * c;
+    let mlp_phase = 2 * t * h * r
+        + match m.moe {
+            // routed copies of the tokens, the grouped gate_up output, the activation and the
+            // product, the grouped down output
+            Some(moe) => {
+                let tk = t * moe.top_k;
+                let i = m.intermediate_size;
+                2 * tk * h * c + tk * 2 * i * c + 2 * tk * i * c
+            }
+            None => (if gated { 3 } else { 2 }) * t * mlp_w * c,
+        };
     ActivationModel {
         mix: if n_kinds > 1 { mix } else { LayerMix::default() },
         full_layer,

@@ -133,6 +133,9 @@ struct Recompute {
     /// For a checkpointed block further down: (bytes of stored blocks already freed by then,
     /// bytes recomputed).
     earlier: Option<(u64, u64)>,
+    /// The first checkpointed segment, recomputed last, when almost every gradient exists:
+    /// (blocks in it, bytes recomputed).
+    first: Option<(u64, u64)>,
 }
 
 /// The saves of blocks `from..to` (block 0 is `first_layer`); blocks of different kinds (sliding
@@ -194,7 +197,15 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
         }
         Checkpointing::Full => {
             ckpt_input(&mut s, layers);
-            (s, Recompute { checkpointed_blocks: layers, at_last_block: full.total(), earlier: None })
+            (
+                s,
+                Recompute {
+                    checkpointed_blocks: layers,
+                    at_last_block: full.total(),
+                    earlier: None,
+                    first: Some((1, am.first_layer.total())),
+                },
+            )
         }
         Checkpointing::Every(k) => {
             let k = k.max(1);
@@ -215,10 +226,26 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
             let j = (layers - 1) / k * k;
             let stored_after = layers - 1 - j;
             if stored_after == 0 {
-                (s, Recompute { checkpointed_blocks: n_ckpt, at_last_block: full.total(), earlier: None })
+                (
+                    s,
+                    Recompute {
+                        checkpointed_blocks: n_ckpt,
+                        at_last_block: full.total(),
+                        earlier: None,
+                        first: Some((1, am.first_layer.total())),
+                    },
+                )
             } else {
                 let after = blocks_saved(sc, am, j + 1, layers, false).total();
-                (s, Recompute { checkpointed_blocks: n_ckpt, at_last_block: 0, earlier: Some((after, largest)) })
+                (
+                    s,
+                    Recompute {
+                        checkpointed_blocks: n_ckpt,
+                        at_last_block: 0,
+                        earlier: Some((after, largest)),
+                        first: Some((1, am.first_layer.total())),
+                    },
+                )
             }
         }
         Checkpointing::Segments(n) => {
@@ -240,7 +267,12 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
             let recomputed = if am.mix.n > 1 { blocks_saved(sc, am, start - seg, start, false).total() } else { seg * full.total() };
             (
                 s,
-                Recompute { checkpointed_blocks: start, at_last_block: 0, earlier: Some((last.total(), recomputed)) },
+                Recompute {
+                    checkpointed_blocks: start,
+                    at_last_block: 0,
+                    earlier: Some((last.total(), recomputed)),
+                    first: Some((seg, blocks_saved(sc, am, 0, seg, false).total())),
+                },
             )
         }
         Checkpointing::Selective => {
@@ -477,6 +509,38 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
                     activations: after_head - freed.min(after_head) + recomputed,
                     gradients: base.gradients + head_grads,
                     temporaries: am.mlp_backward_transient.max(am.attention_backward_transient),
+                    ..base
+                },
+            });
+        }
+        if let Some((seg_blocks, recomputed)) = recompute.first
+            && stage.blocks > 1
+        {
+            // the first checkpointed segment runs backward last: every later block's gradients
+            // exist, the embedding's (when untied) not yet
+            let embed = if stage.first() { st.embed_grad_alloc } else { 0 };
+            let blocks_grad = st.grad_alloc.saturating_sub(head_grads + embed);
+            let per_block = blocks_grad / stage.blocks.max(1);
+            let input = if stage.first() { (am.top_input.total() as f64 * stage.in_flight) as u64 } else { 0 };
+            let acts = input + am.layer_input_bytes + recomputed;
+            let grads = base.gradients + head_grads + per_block * (stage.blocks - seg_blocks.min(stage.blocks));
+            moments.push(Moment {
+                phase: Phase::Backward,
+                what: "first block MLP backward (recomputed)",
+                alive: Snapshot {
+                    activations: acts,
+                    gradients: grads,
+                    temporaries: am.mlp_backward_transient,
+                    ..base
+                },
+            });
+            moments.push(Moment {
+                phase: Phase::Backward,
+                what: "first block attention backward (recomputed)",
+                alive: Snapshot {
+                    activations: acts - am.freed_before_attention_backward.min(acts),
+                    gradients: grads + st.grads_before_attention,
+                    temporaries: am.attention_backward_transient,
                     ..base
                 },
             });

@@ -84,7 +84,9 @@ pub(crate) fn stage_groups(
     for g in &all {
         match g.scope {
             Scope::Block => {
-                let count = g.count / layers * stage.blocks;
+                // groups of some layers only (an MoE model's dense or sparse layers) share out
+                // in proportion; every group is whole when the stage holds all blocks
+                let count = if stage.blocks >= layers { g.count } else { (g.count * stage.blocks).div_ceil(layers) };
                 if count > 0 {
                     out.push(crate::model::ParamGroup { count, ..*g });
                 }

@@ -36,6 +36,8 @@ pub struct States {
     /// Gradients of one block's MLP and attention-output weights (allocated before the block's
     /// attention core runs backward).
     pub grads_before_attention: u64,
+    /// Gradient of an untied token embedding (allocated at the very end of backward).
+    pub embed_grad_alloc: u64,
 }
 
 /// Does LoRA put an adapter on this parameter group?
@@ -198,6 +200,9 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
             _ => 0,
         };
         st.head_grad_alloc = head + 2 * gb(t.hidden_size);
+        if !t.tie_word_embeddings && matches!(t.head, crate::model::Head::CausalLm | crate::model::Head::MaskedLm) {
+            st.embed_grad_alloc = gb(t.vocab_size * t.hidden_size);
+        }
         let experts = t.moe.map_or(1, |m| m.experts);
         let mats = if crate::model::families::gated(t) { 3 } else { 2 };
         st.grads_before_attention = mats * experts * gb(t.hidden_size * t.intermediate_size)

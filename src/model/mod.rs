@@ -173,6 +173,9 @@ pub struct TransformerSpec {
     /// Dropout probability on residual branches (and embeddings for GPT-2/BERT).
     #[serde(default)]
     pub hidden_dropout: f64,
+    /// Dropout on the embedding output (StarCoder2, Phi-3), where it differs from `hidden_dropout`.
+    #[serde(default)]
+    pub embedding_dropout: f64,
     /// Mixture of experts, if any.
     #[serde(default)]
     pub moe: Option<Moe>,

@@ -68,7 +68,12 @@ impl Ctx {
         let window_mask = sc.model.transformer().and_then(|t| t.sliding_window).is_some_and(|w| sc.seq > w);
         let half = c == 2;
         let sdpa_bias = sc.attention == AttentionImpl::Sdpa && window_mask;
-        let kernel = match sc.attention {
+        // transformers 5 has no SDPA path for Gemma 2 (soft-capping) and gpt-oss (sinks): eager runs
+        let attention = match (sc.attention, sc.model.transformer().map(|t| t.family)) {
+            (AttentionImpl::Sdpa, Some(Family::Gemma2 | Family::GptOss)) => AttentionImpl::Eager,
+            (a, _) => a,
+        };
+        let kernel = match attention {
             AttentionImpl::Eager => Kernel::Eager,
             AttentionImpl::Flash => Kernel::Flash,
             AttentionImpl::Sdpa => {
@@ -95,7 +100,7 @@ impl Ctx {
             full: sc.lora.is_none(),
             lora: sc.lora,
             sdpa_bias,
-            attn: sc.attention,
+            attn: attention,
         }
     }
 
@@ -451,8 +456,15 @@ fn gpt_like_attention_phase(ctx: &Ctx, m: &TransformerSpec) -> u64 {
 
 /// KV cache bytes for the whole model.
 pub fn kv_cache_bytes(m: &TransformerSpec, batch: u64, seq: u64, dtype: DType) -> u64 {
-    if m.family == Family::Bert {
+    if matches!(m.family, Family::Bert | Family::Vit) {
         return 0;
     }
-    dtype.bytes(2 * m.num_layers * batch * seq * m.kv_width())
+    // DeepSeek's HF cache holds the MLA latent (`kv_lora_rank`) and the shared rotary key part
+    if let Some(mla) = m.mla {
+        return dtype.bytes(m.num_layers * batch * seq * (mla.kv_lora_rank + mla.qk_rope_head_dim));
+    }
+    // Falcon's new decoder architecture caches K/V broadcast to every query head
+    let width = if m.family == Family::Falcon && m.parallel_norms >= 2 { m.q_width() } else { m.kv_width() };
+    // sliding-window layers keep a view of the full-length prefill K/V: the storage is full length
+    dtype.bytes(2 * m.num_layers * batch * seq * width)
 }

@@ -20,7 +20,11 @@ pub(super) fn parallel_block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, 
     let (ts, h) = (ctx.ts, m.hidden_size);
     let n = ts * h;
     let a_in = g.norm(x, ts, h, st.norm, "input_layernorm");
-    let mut a = attention(g, m, flags, a_in, st);
+    let mut a = if m.family == Family::Falcon {
+        super::falcon::attention(g, m, flags, a_in)
+    } else {
+        attention(g, m, flags, a_in, st)
+    };
     a = g.dropout(a, n, m.hidden_dropout);
     let f_in = if m.parallel_norms >= 2 { g.norm(x, ts, h, st.norm, "post_attention_layernorm") } else { a_in };
     let mut f = mlp(g, m, flags, f_in, st);

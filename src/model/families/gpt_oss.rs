@@ -4,8 +4,11 @@
 
 use super::*;
 
+/// gpt-oss's RMSNorm multiplies the weight in fp32 before casting back (like OLMo 2's).
+const STYLE: Style = Style { norm: NormKind::RmsWeightFp32, ..LLAMA };
+
 pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
-    sequential_block(g, m, flags, x, &LLAMA)
+    sequential_block(g, m, flags, x, &STYLE)
 }
 
 pub(super) fn params(p: &mut Params, m: &TransformerSpec) {

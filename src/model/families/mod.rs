@@ -122,6 +122,11 @@ pub fn rope_dim(m: &TransformerSpec) -> u64 {
     }
 }
 
+/// Columns of the rotary cos/sin tables (gpt-oss rotates two halves with `d/2`-wide tables).
+pub fn rope_table_dim(m: &TransformerSpec) -> u64 {
+    if m.family == Family::GptOss { rope_dim(m) / 2 } else { rope_dim(m) }
+}
+
 /// Does the family use rotary embeddings at all?
 pub fn has_rope(m: &TransformerSpec) -> bool {
     !matches!(m.family, Family::Vit | Family::Gpt2 | Family::Bert | Family::Megatron)
@@ -132,8 +137,8 @@ pub(crate) fn shared_tables(ctx: &Ctx, m: &TransformerSpec) -> u64 {
     if !has_rope(m) {
         return 0;
     }
-    let e = if ctx.amp { 4 } else { ctx.c };
-    let one = 2 * ctx.s * rope_dim(m) * e;
+    let e = if ctx.amp || m.family == Family::Olmo2 { 4 } else { ctx.c };
+    let one = 2 * ctx.s * rope_table_dim(m) * e;
     let any_rope = m.layer_flags.iter().any(|f| f & layer::NO_ROPE == 0) || m.layer_flags.is_empty();
     let tables = if m.family == Family::Gemma3
         && m.layer_flags.iter().any(|f| f & layer::SLIDING != 0)
@@ -177,6 +182,11 @@ pub(crate) fn kernel_of(ctx: &Ctx, m: &TransformerSpec) -> Kernel {
     g.kernel(attn_of(ctx, m, default_flags(m) & !layer::SLIDING))
 }
 
+/// Dropout on the embedding output (StarCoder2 `embedding_dropout`, Phi-3 `embd_pdrop`).
+pub(crate) fn embedding_dropout(m: &TransformerSpec) -> f64 {
+    m.embedding_dropout
+}
+
 /// The attention call of a layer.
 pub(crate) fn attn_of(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Attn {
     let (qk_dim, v_dim) = match m.mla {
@@ -188,7 +198,9 @@ pub(crate) fn attn_of(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Attn {
         kv_heads: if m.mla.is_some() { m.num_heads } else { m.num_kv_heads },
         qk_dim,
         v_dim,
-        windowed: windowed(ctx, m, flags),
+        masked: windowed(ctx, m, flags) || m.family == Family::Falcon,
+        q_head_major: has_rope(m) && (rope_dim(m) < m.head_dim || m.family == Family::GptOss),
+        gqa_native: m.family == Family::Falcon,
         softcap: m.attn_softcap.is_some(),
         sinks: m.family == Family::GptOss,
         dropout: m.attention_dropout,
@@ -224,7 +236,10 @@ pub(crate) fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> T {
             g.scale_by_tensor(e, n)
         }
         Family::Vit => vit::embed(g, m),
-        _ => g.embedding(m.hidden_size),
+        _ => {
+            let e = g.embedding(m.hidden_size);
+            g.dropout(e, g.ctx.t * m.hidden_size, embedding_dropout(m))
+        }
     }
 }
 
@@ -234,7 +249,7 @@ pub(crate) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: T) -> u64 {
     let ctx = g.ctx;
     let norm = match m.family {
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => NormKind::RmsOffset,
-        Family::Olmo2 => NormKind::RmsWeightFp32,
+        Family::Olmo2 | Family::GptOss => NormKind::RmsWeightFp32,
         Family::GptNeox | Family::Falcon | Family::Starcoder2 | Family::Vit => NormKind::Layer,
         _ => NormKind::Rms,
     };
@@ -298,13 +313,15 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T,
         }
     }
     if flags & layer::NO_ROPE == 0 {
+        // gpt-oss rotates the two halves with (s, d/2) cos/sin tables
+        let rot = rope_table_dim(m);
         let table = if m.family == Family::Gemma3 && flags & layer::SLIDING != 0 { Shared::RopeLocal } else { Shared::Rope };
-        if st.norm == NormKind::RmsWeightFp32 {
-            q = g.rope_fp32(q, t * qw, rope_dim(m), table);
-            k = g.rope_fp32(k, t * kw, rope_dim(m), table);
+        if m.family == Family::Olmo2 {
+            q = g.rope_fp32(q, t * qw, rot, table);
+            k = g.rope_fp32(k, t * kw, rot, table);
         } else {
-            q = g.rope(q, t * qw, rope_dim(m), table);
-            k = g.rope(k, t * kw, rope_dim(m), table);
+            q = g.rope(q, t * qw, rot, table);
+            k = g.rope(k, t * kw, rot, table);
         }
     }
     let a = attn_of(ctx, m, flags);
@@ -319,7 +336,9 @@ pub(crate) fn mlp(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T, st: &
     if let Some(moe) = m.moe
         && flags & layer::DENSE == 0
     {
-        let mut out = g.moe(x, h, moe.experts, moe.top_k, m.intermediate_size);
+        let router_fp32 = m.family == Family::Deepseek;
+        let gpt_oss = m.family == Family::GptOss;
+        let mut out = g.moe(x, h, moe.experts, moe.top_k, m.intermediate_size, router_fp32, gpt_oss);
         if moe.shared_intermediate_size > 0 {
             let inter = moe.shared_intermediate_size;
             let s = dense_mlp(g, x, t, ts, h, inter, st);

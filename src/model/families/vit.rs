@@ -10,26 +10,31 @@ pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
     sequential_block(g, m, flags, x, &STYLE)
 }
 
-/// Patch conv (keeps the pixels when it trains), class token concatenated, positions added,
-/// dropout.
+/// Patch conv (keeps the pixels, in the model dtype, when it trains), class token concatenated,
+/// positions added, dropout.
 pub(super) fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> T {
     let ctx = g.ctx;
+    let patch = m.rope_dim.max(1);
+    if ctx.full {
+        let pixels = ctx.b * 3 * m.max_position_embeddings.saturating_sub(1) * patch * patch;
+        g.keep_new(pixels * ctx.c, Cat::Embeddings);
+    }
     let n = ctx.t * m.hidden_size;
     let e = g.tensor(n * ctx.r, ctx.r, ctx.full, Cat::Embeddings);
     g.dropout(e, n, m.hidden_dropout)
 }
 
-/// Final LayerNorm over all tokens, the classifier on the class token, cross-entropy.
+/// Final LayerNorm over all tokens, the classifier on the class token (a view of the norm's
+/// output, so the whole output is kept), cross-entropy on the logits in the model dtype.
 pub(super) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: T) -> u64 {
     let ctx = g.ctx;
     let n = g.norm(x, ctx.ts, m.hidden_size, NormKind::Layer, "layernorm");
-    let _ = n;
     let before = g.kept.total();
-    let classes = classes(m);
     if ctx.full {
-        g.keep_new(ctx.b * m.hidden_size * ctx.c, Cat::HeadLoss); // class-token slice copy
+        g.keep(n);
     }
-    g.keep_new(ctx.b * classes * 4 + 4 + ctx.b * 8, Cat::HeadLoss);
+    let classes = classes(m);
+    g.keep_new(ctx.b * classes * ctx.c + ctx.c + ctx.b * 8, Cat::HeadLoss);
     g.kept.total() - before
 }
 
