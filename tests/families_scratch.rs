@@ -53,3 +53,14 @@ fn groups() {
     let l = load_path(std::path::Path::new("/tmp/specs/deepseek_v3_tiny.ron")).unwrap();
     for g in l.model.param_groups() { println!("{g:?}"); }
 }
+#[test]
+fn megatron_ops() {
+    use vramscope::estimate::Parallel;
+    let mut sc = Scenario::new(vramscope::model::preset::builtin("gpt3-175b-megatron").unwrap());
+    sc.seq = 2048; sc.batch = 1; sc.precision = Precision::Bf16Mixed; sc.attention = AttentionImpl::Eager;
+    sc.parallel = Parallel { tp: 8, sp: true, ..Parallel::default() };
+    let t = vramscope::estimate::shard_spec(sc.model.transformer().unwrap(), &sc.parallel);
+    let ctx = vramscope::estimate::activations::Ctx::new(&sc);
+    println!("t {} ts {} c {} r {}", ctx.t, ctx.ts, ctx.c, ctx.r);
+    for r in vramscope::engine::walk::block_ops(&ctx, &t, 0) { println!("    {:>10} {}", r.kept_bytes, r.op); }
+}

@@ -5,6 +5,3 @@
 pub mod ops;
 pub mod walk;
 
-/// Llama-family models are walked by the op engine; set to `true` to use the old hand-written
-/// walker instead (kept only for comparison while porting).
-pub(crate) const LEGACY_LLAMA: bool = false;

@@ -61,6 +61,8 @@ pub enum NormKind {
     RmsWeightFp32,
     /// `nn.LayerNorm` (`native_layer_norm` keeps input, mean and rstd).
     Layer,
+    /// Apex/Megatron fused LayerNorm: input kept, fp32 mean and rstd.
+    LayerFp32Stats,
 }
 
 /// Activation functions.
@@ -99,6 +101,20 @@ pub struct Attn {
     pub sinks: bool,
     /// Dropout on the probabilities.
     pub dropout: f64,
+    /// How eager attention's softmax runs.
+    pub softmax: Softmax,
+}
+
+/// Eager attention's softmax.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Softmax {
+    /// `softmax(x, dtype=float32).to(q.dtype)` (HF Llama-style `eager_attention_forward`).
+    Fp32,
+    /// `softmax(x)` in the scores' dtype; fp32 under autocast (softmax is an fp32 autocast op)
+    /// and cast back (GPT-2, BERT).
+    Native,
+    /// A fused scale-mask-softmax kernel that keeps its half output (Megatron).
+    Fused,
 }
 
 /// The interpreter's state for one walk: storages, what is kept, and a mark for the peak.
@@ -276,16 +292,29 @@ impl<'c> Graph<'c> {
                     self.keep_new(n * 4, Cat::Norms);
                 }
             }
-            NormKind::Layer => {
-                // native_layer_norm keeps input, mean and rstd (the reference reports the
-                // statistics in the input dtype for half inputs)
+            NormKind::LayerFp32Stats => {
                 if active || trains {
                     self.keep(x);
-                    self.keep_new(2 * rows * xe, Cat::Norms);
+                    self.keep_new(2 * rows * 4, Cat::Norms);
+                }
+            }
+            NormKind::Layer => {
+                // native_layer_norm keeps input, mean and rstd (the reference reports the
+                // statistics in the input dtype for half inputs); layer_norm is an fp32 autocast
+                // op, so a half input is upcast first and the output is fp32
+                if active || trains {
+                    if self.ctx.amp && xe != 4 {
+                        self.keep_new(n * 4, Cat::HeadLoss);
+                        self.keep_new(2 * rows * 4, Cat::Norms);
+                    } else {
+                        self.keep(x);
+                        self.keep_new(2 * rows * xe, Cat::Norms);
+                    }
                 }
             }
         }
-        let out = self.tensor(n * xe, xe, active || trains, Cat::Norms);
+        let out_e = if kind == NormKind::Layer && self.ctx.amp { 4 } else { xe };
+        let out = self.tensor(n * out_e, out_e, active || trains, Cat::Norms);
         self.record(name, before);
         out
     }
@@ -335,7 +364,10 @@ impl<'c> Graph<'c> {
             self.keep_new(rows * l.rank * ad, Cat::Adapters);
         }
         let rg = self.rg(x) || trains || adapted;
-        let out = self.tensor(rows * out_f * c, c, rg, cat);
+        // under sequence parallelism a residual-width input holds this rank's tokens and is
+        // all-gathered for a column-parallel Linear: its output has every token
+        let out_rows = if rows == ctx.ts { ctx.t } else { rows };
+        let out = self.tensor(out_rows * out_f * c, c, rg, cat);
         self.record(name, before);
         out
     }
@@ -400,7 +432,11 @@ impl<'c> Graph<'c> {
                     if a.softcap {
                         self.keep_new(sc * c, Cat::AttentionScores); // tanh output
                     }
-                    let sm = 4; // softmax(dtype=float32)
+                    let sm = match a.softmax {
+                        Softmax::Fp32 => 4,
+                        Softmax::Native if ctx.amp => 4,
+                        Softmax::Native | Softmax::Fused => c,
+                    };
                     if a.sinks {
                         // logits with one sink column: the softmax output (in the logits' dtype)
                         // and the row-max indices; P·V reads a view of the probabilities
@@ -417,7 +453,7 @@ impl<'c> Graph<'c> {
                     }
                     // freed before the softmax runs backward: the v copy, the probabilities cast
                     // for P·V, the output copy (when o_proj keeps it)
-                    let probs = if !a.sinks && (c != 4 || a.dropout > 0.0) { sc * c } else { 0 };
+                    let probs = if !a.sinks && (sm != c || a.dropout > 0.0) { sc * c } else { 0 };
                     let o_keeps = if ctx.weight_trains(LinearRole::O) { t * ow * c } else { 0 };
                     self.eager_tail = t * a.heads * a.v_dim * c + probs + o_keeps;
                     // the transpose-contiguous copy o_proj reads
@@ -496,6 +532,29 @@ impl<'c> Graph<'c> {
         }
         let out = self.tensor(elems * e, e, self.rg(x), Cat::Mlp);
         self.record("activation", before);
+        out
+    }
+
+    /// HF's `gelu_new` written out, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`: `pow` keeps x,
+    /// `tanh` its output, the final product both `0.5·x` and `1 + tanh`. Under autocast `pow` is
+    /// an fp32 op: x is upcast (kept), tanh and `1 + tanh` are fp32, `0.5·x` stays half, and the
+    /// product is fp32.
+    pub fn gelu_new(&mut self, x: T, elems: u64) -> T {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        let c = ctx.c;
+        let rg = self.rg(x);
+        let out_e = if ctx.amp { 4 } else { c };
+        if rg {
+            if ctx.amp {
+                self.keep_new(3 * elems * 4 + elems * c, Cat::Mlp);
+            } else {
+                self.keep(x);
+                self.keep_new(3 * elems * c, Cat::Mlp);
+            }
+        }
+        let out = self.tensor(elems * out_e, out_e, rg, Cat::Mlp);
+        self.record("gelu_new", before);
         out
     }
 

@@ -5,7 +5,8 @@
 use super::ops::{Graph, OpRecord, T};
 use crate::estimate::activations::{ActivationModel, Ctx, Kernel, LayerMix};
 use crate::estimate::saved::{Cat, Saved};
-use crate::model::{TransformerSpec, families};
+use crate::engine::ops::Softmax;
+use crate::model::{Family, TransformerSpec, families};
 
 /// One walk of a block.
 struct BlockWalk {
@@ -98,14 +99,23 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     let scores = ctx.b * m.num_heads * s * s;
     let mlp_w = families::mlp_width(m);
     let gated = families::gated(m);
-    let eager_sinks = kernel == Kernel::Eager && m.family == crate::model::Family::GptOss;
+    let eager_sinks = kernel == Kernel::Eager && m.family == Family::GptOss;
+    let probs_e = match families::attn_of(ctx, m, 0).softmax {
+        Softmax::Fp32 => 4,
+        Softmax::Native if ctx.amp => 4,
+        Softmax::Native | Softmax::Fused => c,
+    };
     let attn_t = match kernel {
-        // gradients of the probabilities and of the scores (fp32 softmax), plus the tanh
-        // backward of soft-capping
-        Kernel::Eager => 2 * scores * 4 + if m.attn_softcap.is_some() { scores * c } else { 0 },
+        // gradients of the probabilities and of the scores (in the softmax dtype), plus the
+        // tanh backward of soft-capping
+        Kernel::Eager => 2 * scores * probs_e + if m.attn_softcap.is_some() { scores * c } else { 0 },
         _ => (2 * qw + 2 * kvw) * t * c + ctx.b * m.num_heads * s * 4,
     };
-    let mlp_t = if gated { 3 } else { 2 } * t * mlp_w * c;
+    let mlp_t = match m.family {
+        // gelu_new's backward: four (fp32 under autocast) intermediates
+        Family::Gpt2 => 4 * t * mlp_w * if ctx.amp { 4 } else { c },
+        _ => (if gated { 3 } else { 2 }) * t * mlp_w * c,
+    };
     let any_masked = ctx.attn == crate::estimate::scenario::AttentionImpl::Sdpa
         && (m.family == crate::model::Family::Falcon
             || (0..m.num_layers.min(8)).any(|i| families::windowed(ctx, m, layer_flags(m, i))));
@@ -141,6 +151,43 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
             }
             None => (if gated { 3 } else { 2 }) * t * mlp_w * c,
         };
+    let infer_head_peak = match m.family {
+        Family::Megatron => ctx.ts * h * c + t * v * c,
+        _ => t * h * r + t * v * c,
+    };
+    let (infer_persistent, infer_layer_peak) = match m.family {
+        // learned positions; the block input, ln_1 output, q/k/v, then scores or the kernel output
+        Family::Gpt2 | Family::Bert => {
+            let pos = if m.family == Family::Gpt2 { s * h * r } else { 0 };
+            let attn = 2 * t * h * r
+                + 3 * t * qw * c
+                + if kernel == Kernel::Eager { 2 * scores * c } else { t * qw * c };
+            let (k, mlp_in) = if m.family == Family::Gpt2 { (4, 3) } else { (2, 2) };
+            let mlp = mlp_in * t * h * r + k * t * m.intermediate_size * c;
+            (t * h * r + pos + s * 8, t * h * r + attn.max(mlp))
+        }
+        Family::Megatron => {
+            let q3 = 3 * t * qw * c;
+            (ctx.ts * h * c, 2 * ctx.ts * h * c + q3.max(2 * t * m.intermediate_size * c))
+        }
+        _ => (infer_persistent, t * h * r + attn_phase.max(mlp_phase)),
+    };
+    let shared_checkpoint_bytes = match (m.family, kernel) {
+        // GPT-2's eager path builds a (b, 1, s, s) causal mask passed to every block
+        // positionally: checkpointed blocks keep it (one storage for all)
+        (Family::Gpt2, Kernel::Eager) => ctx.b * s * s * r,
+        _ => 0,
+    };
+    let head_forward_transient = match m.family {
+        Family::Megatron => t * v * (c + 4),
+        _ => t * v * (c + if c == 4 { 0 } else { 4 }),
+    };
+    let loss_backward_transient = match (m.family, m.head) {
+        (Family::Bert, crate::model::Head::MaskedLm) => 2 * t * v * if ctx.amp { 4 } else { c },
+        (Family::Bert, _) => 2 * ctx.b * v * 4,
+        _ if v > 0 => 2 * t * v * 4,
+        _ => 0,
+    };
     ActivationModel {
         mix: if n_kinds > 1 { mix } else { LayerMix::default() },
         full_layer,
@@ -148,18 +195,18 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         selective_layer,
         layer_input_bytes: ctx.ts * h * r,
         shared_layer_bytes: shared,
-        shared_checkpoint_bytes: 0,
+        shared_checkpoint_bytes,
         freed_before_attention_backward: freed_last,
         top,
         top_input,
         head_released_bytes: head_released,
         mlp_backward_transient: mlp_t,
         attention_backward_transient: attn_t,
-        loss_backward_transient: if v > 0 { 2 * t * v * 4 } else { 0 },
-        head_forward_transient: t * v * (c + if c == 4 { 0 } else { 4 }),
+        loss_backward_transient,
+        head_forward_transient,
         infer_persistent,
-        infer_layer_peak: t * h * r + attn_phase.max(mlp_phase),
-        infer_head_peak: t * h * r + t * v * c,
+        infer_layer_peak,
+        infer_head_peak,
         kv_per_layer_elems: 2 * t * kvw,
     }
 }

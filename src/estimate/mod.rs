@@ -539,7 +539,7 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
                 what: "first block attention backward (recomputed)",
                 alive: Snapshot {
                     activations: acts - am.freed_before_attention_backward.min(acts),
-                    gradients: grads + st.grads_before_attention,
+                    gradients: (grads + st.grads_before_attention).min(base.gradients + st.grad_alloc),
                     temporaries: am.attention_backward_transient,
                     ..base
                 },

@@ -3,12 +3,15 @@
 //! parameter list; families whose block is shaped differently (parallel residual, latent
 //! attention, encoders) write their own op sequence from the same op kinds.
 
+mod bert;
 mod deepseek;
 mod falcon;
 mod gemma;
+mod gpt2;
 mod gpt_neox;
 mod gpt_oss;
 mod llama;
+mod megatron;
 mod olmo2;
 mod phi3;
 mod qwen3;
@@ -16,7 +19,7 @@ mod starcoder2;
 mod vit;
 
 use super::{Family, Head, LinearRole, ParamGroup, ParamKind, Scope, TransformerSpec, layer};
-use crate::engine::ops::{Act, Attn, Graph, NormKind, Shared, T};
+use crate::engine::ops::{Act, Attn, Graph, NormKind, Shared, Softmax, T};
 use crate::estimate::activations::{Ctx, Kernel};
 use crate::estimate::saved::Cat;
 
@@ -204,6 +207,11 @@ pub(crate) fn attn_of(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Attn {
         softcap: m.attn_softcap.is_some(),
         sinks: m.family == Family::GptOss,
         dropout: m.attention_dropout,
+        softmax: match m.family {
+            Family::Gpt2 | Family::Bert => Softmax::Native,
+            Family::Megatron => Softmax::Fused,
+            _ => Softmax::Fp32,
+        },
     }
 }
 
@@ -223,7 +231,9 @@ pub(crate) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
         Family::Deepseek => deepseek::block(g, m, flags, x),
         Family::GptOss => gpt_oss::block(g, m, flags, x),
         Family::Vit => vit::block(g, m, flags, x),
-        Family::Gpt2 | Family::Bert | Family::Megatron => x,
+        Family::Gpt2 => gpt2::block(g, m, flags, x),
+        Family::Bert => bert::block(g, m, flags, x),
+        Family::Megatron => megatron::block(g, m, flags, x),
     }
 }
 
@@ -236,6 +246,9 @@ pub(crate) fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> T {
             g.scale_by_tensor(e, n)
         }
         Family::Vit => vit::embed(g, m),
+        Family::Gpt2 => gpt2::embed(g, m),
+        Family::Bert => bert::embed(g, m),
+        Family::Megatron => megatron::embed(g, m),
         _ => {
             let e = g.embedding(m.hidden_size);
             g.dropout(e, g.ctx.t * m.hidden_size, embedding_dropout(m))
@@ -250,11 +263,14 @@ pub(crate) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: T) -> u64 {
     let norm = match m.family {
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => NormKind::RmsOffset,
         Family::Olmo2 | Family::GptOss => NormKind::RmsWeightFp32,
-        Family::GptNeox | Family::Falcon | Family::Starcoder2 | Family::Vit => NormKind::Layer,
+        Family::GptNeox | Family::Falcon | Family::Starcoder2 | Family::Vit | Family::Gpt2 => NormKind::Layer,
         _ => NormKind::Rms,
     };
-    if m.family == Family::Vit {
-        return vit::head(g, m, x);
+    match m.family {
+        Family::Vit => return vit::head(g, m, x),
+        Family::Bert => return bert::head(g, m, x),
+        Family::Megatron => return megatron::head(g, m, x),
+        _ => {}
     }
     let n = g.norm(x, ctx.ts, m.hidden_size, norm, "final norm");
     g.head_loss(n, ctx.ts, m.hidden_size, classes(m), m.final_softcap.is_some(), m.head == Head::CausalLm)
