@@ -44,6 +44,10 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "name": sc.model.name,
             "n_params": e.n_params,
             "trainable_params": e.trainable_params,
+            "family": family_key(sc),
+            "validated": validated(sc),
+            "model_type": sc.model.transformer().and_then(|t| t.unvalidated_type.clone()),
+            "weight_format": sc.model.transformer().and_then(|t| t.quant).map(|q| q.label()),
         },
         "scenario": {
             "mode": sc.mode,
@@ -93,6 +97,31 @@ fn g(bytes: u64) -> String {
     }
 }
 
+/// The family the activation model follows (`"layer_table"` for a layer table).
+pub fn family_key(sc: &Scenario) -> String {
+    match sc.model.transformer() {
+        Some(t) => serde_json::to_value(t.family).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+        None => "layer_table".into(),
+    }
+}
+
+/// Has this architecture's activation model been checked against measured PyTorch runs?
+pub fn validated(sc: &Scenario) -> bool {
+    sc.model.transformer().is_none_or(|t| crate::model::families::validated(t.family) && t.unvalidated_type.is_none())
+}
+
+/// One line naming the family and whether it is validated (CLI text, reports, the GUI headline).
+pub fn validation_line(sc: &Scenario) -> String {
+    match sc.model.transformer() {
+        None => "layer table (parameters and activations as given)".into(),
+        Some(t) if !validated(sc) => format!(
+            "UNVALIDATED architecture{}: estimated as the generic Llama-style decoder; parameters follow the config, activations are an approximation",
+            t.unvalidated_type.as_deref().map(|m| format!(" (model_type \"{m}\")")).unwrap_or_default()
+        ),
+        Some(_) => format!("family {} (activation rules validated against measured PyTorch runs)", family_key(sc)),
+    }
+}
+
 /// Readable table for a terminal.
 pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[String]) -> String {
     let mut s = String::new();
@@ -123,6 +152,10 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             sc.attention.name(),
         ),
     };
+    s += &format!("  {}\n", validation_line(sc));
+    if let Some(q) = sc.model.transformer().and_then(|t| t.quant) {
+        s += &format!("  checkpoint weights: {}\n", q.label());
+    }
     s += "\n  component                     per GPU\n";
     let rows = [
         ("parameters", e.parameters),
