@@ -44,6 +44,65 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("resnet-50", include_str!("../../presets/resnet-50.ron")),
 ];
 
+/// Built-in presets kept as the model's own `config.json` (read by [`hf_config`]): (file stem,
+/// Hub id, JSON text).
+pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
+    ("deepseek-v3", "deepseek-ai/DeepSeek-V3", include_str!("../../presets/hf/deepseek-v3.json")),
+    ("gemma-2-27b", "google/gemma-2-27b", include_str!("../../presets/hf/gemma-2-27b.json")),
+    ("gemma-2-9b", "google/gemma-2-9b", include_str!("../../presets/hf/gemma-2-9b.json")),
+    ("gemma-3-12b", "google/gemma-3-12b-it", include_str!("../../presets/hf/gemma-3-12b.json")),
+    ("gemma-3-27b", "google/gemma-3-27b-it", include_str!("../../presets/hf/gemma-3-27b.json")),
+    ("gemma-3-4b", "google/gemma-3-4b-it", include_str!("../../presets/hf/gemma-3-4b.json")),
+    ("gpt-oss-120b", "openai/gpt-oss-120b", include_str!("../../presets/hf/gpt-oss-120b.json")),
+    ("gpt-oss-20b", "openai/gpt-oss-20b", include_str!("../../presets/hf/gpt-oss-20b.json")),
+    ("llama-3.1-405b", "meta-llama/Llama-3.1-405B", include_str!("../../presets/hf/llama-3.1-405b.json")),
+    ("llama-3.2-1b", "meta-llama/Llama-3.2-1B", include_str!("../../presets/hf/llama-3.2-1b.json")),
+    ("llama-3.2-3b", "meta-llama/Llama-3.2-3B", include_str!("../../presets/hf/llama-3.2-3b.json")),
+    ("olmo-2-7b", "allenai/OLMo-2-1124-7B", include_str!("../../presets/hf/olmo-2-7b.json")),
+    ("phi-3-mini", "microsoft/Phi-3-mini-4k-instruct", include_str!("../../presets/hf/phi-3-mini.json")),
+    ("pythia-1.4b", "EleutherAI/pythia-1.4b", include_str!("../../presets/hf/pythia-1.4b.json")),
+    ("qwen3-0.6b", "Qwen/Qwen3-0.6B", include_str!("../../presets/hf/qwen3-0.6b.json")),
+    ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", include_str!("../../presets/hf/qwen3-30b-a3b.json")),
+    ("qwen3-32b", "Qwen/Qwen3-32B", include_str!("../../presets/hf/qwen3-32b.json")),
+    ("qwen3-8b", "Qwen/Qwen3-8B", include_str!("../../presets/hf/qwen3-8b.json")),
+    ("starcoder2-7b", "bigcode/starcoder2-7b", include_str!("../../presets/hf/starcoder2-7b.json")),
+];
+
+/// Hub ids of the RON presets (the models their numbers come from).
+pub const HUB_IDS: &[(&str, &str)] = &[
+    ("bert-base-uncased", "google-bert/bert-base-uncased"),
+    ("bert-large-uncased", "google-bert/bert-large-uncased"),
+    ("gpt2", "openai-community/gpt2"),
+    ("gpt2-xl", "openai-community/gpt2-xl"),
+    ("llama-2-7b", "meta-llama/Llama-2-7b-hf"),
+    ("llama-2-13b", "meta-llama/Llama-2-13b-hf"),
+    ("llama-2-70b", "meta-llama/Llama-2-70b-hf"),
+    ("llama-3.1-8b", "meta-llama/Llama-3.1-8B"),
+    ("llama-3.1-70b", "meta-llama/Llama-3.1-70B"),
+    ("mistral-7b", "mistralai/Mistral-7B-v0.1"),
+    ("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1"),
+    ("qwen2.5-7b", "Qwen/Qwen2.5-7B"),
+    ("resnet-50", "microsoft/resnet-50"),
+];
+
+/// Every built-in preset, parsed once: (name, Hub id, model).
+static PRESETS: std::sync::LazyLock<Vec<(&'static str, &'static str, ModelSpec)>> = std::sync::LazyLock::new(|| {
+    let mut out = Vec::with_capacity(BUILTIN.len() + BUILTIN_HF.len());
+    for (name, text) in BUILTIN {
+        if let Ok(m) = parse_preset(&format!("presets/{name}.ron"), text) {
+            let hub = HUB_IDS.iter().find(|(n, _)| n == name).map_or("", |(_, h)| *h);
+            out.push((*name, hub, m));
+        }
+    }
+    for (name, hub, text) in BUILTIN_HF {
+        if let Ok((spec, _)) = hf_config::parse_config(&format!("presets/hf/{name}.json"), text) {
+            let shown = hub.rsplit('/').next().unwrap_or(name).to_owned();
+            out.push((*name, *hub, ModelSpec { name: shown, arch: Architecture::Transformer(spec) }));
+        }
+    }
+    out
+});
+
 /// Why a model could not be loaded.
 #[derive(Debug, Error)]
 pub enum LoadError {
@@ -81,8 +140,8 @@ pub enum LoadError {
         /// Cause.
         source: std::io::Error,
     },
-    /// Neither a preset name nor an existing file.
-    #[error("\"{0}\" is neither a preset ({names}) nor a file", names = preset_names().join(", "))]
+    /// Neither a preset name, a Hub id of a preset, nor an existing file or folder.
+    #[error("\"{0}\" is neither a preset nor a file or model folder{hint}", hint = suggestion(.0))]
     NotFound(String),
     /// File type not recognised.
     #[error(
@@ -93,7 +152,47 @@ pub enum LoadError {
 
 /// Names of the built-in presets.
 pub fn preset_names() -> Vec<&'static str> {
-    BUILTIN.iter().map(|(n, _)| *n).collect()
+    PRESETS.iter().map(|(n, _, _)| *n).collect()
+}
+
+/// The Hub id a preset's numbers come from ("" when none).
+pub fn hub_id(name: &str) -> &'static str {
+    PRESETS.iter().find(|(n, _, _)| *n == name).map_or("", |(_, h, _)| *h)
+}
+
+/// Levenshtein distance (case-insensitive), for "did you mean".
+fn distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.to_lowercase().chars().collect(), b.to_lowercase().chars().collect());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The nearest preset name (by name or Hub id), if one is close.
+pub fn nearest_preset(query: &str) -> Option<&'static str> {
+    let q = query.rsplit('/').next().unwrap_or(query);
+    PRESETS
+        .iter()
+        .map(|(n, h, _)| {
+            let hub_tail = h.rsplit('/').next().unwrap_or(h);
+            (distance(q, n).min(if h.is_empty() { usize::MAX } else { distance(q, hub_tail) }), *n)
+        })
+        .min_by_key(|(d, _)| *d)
+        .filter(|(d, _)| *d <= (q.len() / 3).max(2))
+        .map(|(_, n)| n)
+}
+
+fn suggestion(query: &str) -> String {
+    match nearest_preset(query) {
+        Some(n) => format!("; did you mean {n}? (`vramscope presets` lists them all)"),
+        None => "; `vramscope presets` lists the presets".into(),
+    }
 }
 
 /// Parses preset text. `path` is used in messages.
@@ -131,13 +230,13 @@ pub struct Loaded {
     pub notes: Vec<String>,
 }
 
-/// Loads a built-in preset by name.
+/// Loads a built-in preset by name or by the Hub id it comes from (`Qwen/Qwen3-8B`).
 pub fn builtin(name: &str) -> Option<ModelSpec> {
-    let lower = name.to_ascii_lowercase();
-    BUILTIN
+    let lower = name.trim().to_ascii_lowercase();
+    PRESETS
         .iter()
-        .find(|(n, _)| *n == lower)
-        .and_then(|(n, text)| parse_preset(&format!("presets/{n}.ron"), text).ok())
+        .find(|(n, h, _)| *n == lower || (!h.is_empty() && h.to_ascii_lowercase() == lower))
+        .map(|(_, _, m)| m.clone())
 }
 
 /// Loads `--model`: a preset name or a path.
