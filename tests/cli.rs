@@ -152,7 +152,7 @@ fn bad_files_name_the_file() {
     let dir = std::env::temp_dir().join(format!("vramscope-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("config.json");
-    std::fs::write(&bad, "{\"model_type\": \"llama\", \"hidden_size\": 64,\n \"num_attention_heads\": 4}")
+    std::fs::write(&bad, "{\"model_type\": \"llama\", \"hidden_size\": 64,\n \"num_attention_heads\": 5}")
         .unwrap();
     assert_usage_error(&["estimate", "--model", bad.to_str().unwrap()], "config.json");
     let t5 = dir.join("t5.json");

@@ -217,6 +217,14 @@ pub struct TransformerSpec {
     /// `model_type` of an architecture without its own family (estimated as the generic decoder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unvalidated_type: Option<String>,
+    /// Parameters the family's tensor list does not describe (the encoder-decoder part of t5 /
+    /// whisper read as a generic decoder), counted as one vector group.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub extra_params: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Per-layer flag bits of [`TransformerSpec::layer_flags`].

@@ -275,7 +275,7 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
         return safetensors::load_model(path).map_err(LoadError::from);
     }
     if name.ends_with(".json") {
-        let (spec, note) = hf_config::parse_config(&shown, &read(path)?)?;
+        let parsed = hf_config::parse(&shown, &read(path)?)?;
         let model_name = path
             .parent()
             .and_then(|p| p.file_name())
@@ -283,8 +283,8 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
             .filter(|n| !n.is_empty() && name == "config.json")
             .unwrap_or_else(|| name.trim_end_matches(".json").to_owned());
         return Ok(Loaded {
-            model: ModelSpec { name: model_name, arch: Architecture::Transformer(spec) },
-            notes: note.into_iter().collect(),
+            model: ModelSpec { name: model_name, arch: Architecture::Transformer(parsed.spec) },
+            notes: parsed.notes,
         });
     }
     Err(LoadError::UnknownKind(shown))

@@ -155,9 +155,9 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
     if cfg.exists() {
         let text = std::fs::read_to_string(&cfg)
             .map_err(|e| SafetensorsError::Io { path: cfg.display().to_string(), source: e })?;
-        match hf_config::parse_config(&cfg.display().to_string(), &text) {
-            Ok((spec, note)) => {
-                notes.extend(note);
+        match hf_config::parse(&cfg.display().to_string(), &text) {
+            Ok(hf_config::Parsed { spec, notes: cfg_notes, .. }) => {
+                notes.extend(cfg_notes);
                 let model = ModelSpec { name: model_name, arch: Architecture::Transformer(spec) };
                 let n_cfg = model.n_params();
                 if n_cfg != n_header {

@@ -65,7 +65,14 @@ pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
         p.linear(h, heads * a.v_head_dim, l, R::O, m.o_bias);
     }
     let (dense, sparse) = dense_and_sparse_layers(m);
+    let first = p.0.len();
     moe_params(p, m, sparse, false, false);
+    // the router (`gate.weight`) is kept in fp32 (`_keep_in_fp32_modules_strict`)
+    for g in &mut p.0[first..] {
+        if g.kind == ParamKind::Router {
+            g.kind = ParamKind::RouterFp32;
+        }
+    }
     let di = if m.dense_intermediate_size > 0 { m.dense_intermediate_size } else { m.intermediate_size };
     mlp_params(p, h, di, dense, true, false, false);
     p.norms(h, 2, l, false);

@@ -40,5 +40,6 @@ pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
     p.linear(m.q_width() + 2 * m.kv_width(), h, l, LinearRole::Q, m.qkv_bias);
     p.linear(h, m.q_width(), l, LinearRole::O, m.o_bias);
     mlp_params(p, h, m.intermediate_size, l, false, false, m.mlp_bias);
-    p.norms(h, m.parallel_norms.max(1), l, true);
+    // parallel: one or two input norms; sequential: input and post-attention norms
+    p.norms(h, if m.parallel_norms == 0 { 2 } else { m.parallel_norms }, l, true);
 }

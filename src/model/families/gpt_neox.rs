@@ -36,8 +36,8 @@ pub(super) fn parallel_block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, 
 pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
     let (h, l) = (m.hidden_size, m.num_layers);
     p.ends(m, true);
-    p.linear(m.q_width() + 2 * m.kv_width(), h, l, LinearRole::Q, true);
-    p.linear(h, m.q_width(), l, LinearRole::O, true);
-    mlp_params(p, h, m.intermediate_size, l, false, false, true);
+    p.linear(m.q_width() + 2 * m.kv_width(), h, l, LinearRole::Q, m.qkv_bias);
+    p.linear(h, m.q_width(), l, LinearRole::O, m.o_bias);
+    mlp_params(p, h, m.intermediate_size, l, false, false, m.mlp_bias);
     p.norms(h, 2, l, true);
 }

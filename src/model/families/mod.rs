@@ -499,6 +499,7 @@ pub(crate) fn param_groups(m: &TransformerSpec) -> Vec<ParamGroup> {
     if let Some(v) = m.vision {
         vision_params(&mut p, &v);
     }
+    p.push(m.extra_params, 1, 1, ParamKind::Vector, Scope::Input, false);
     p.0
 }
 

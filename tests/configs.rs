@@ -1,0 +1,76 @@
+//! Real-shaped HuggingFace `config.json` files of every family (`tests/data/hub`, see its
+//! SOURCES.md): each loads, and its parameter count equals the one transformers 5.24 gives when it
+//! builds the model from that config on the meta device (`params.json`).
+
+use serde_json::Value;
+use std::path::Path;
+use vramscope::model::preset::load_path;
+
+#[test]
+fn hub_configs_have_exact_parameter_counts() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hub");
+    let text = std::fs::read_to_string(dir.join("params.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let mut rows = Vec::new();
+    let mut bad = 0;
+    for (name, entry) in v.as_object().unwrap() {
+        let expected = entry["n_params"].as_u64().unwrap();
+        let got = match load_path(&dir.join(name).join("config.json")) {
+            Ok(l) => l.model.n_params().to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        let ok = got == expected.to_string();
+        if !ok {
+            bad += 1;
+        }
+        rows.push(format!("{:<20} {:>16} {:>16} {}", name, expected, got, if ok { "" } else { "MISMATCH" }));
+    }
+    let table = format!("{:<20} {:>16} {:>16}\n{}", "dir", "expected", "got", rows.join("\n"));
+    println!("{table}");
+    assert!(bad == 0, "{bad} of {} configs differ:\n{table}", rows.len());
+}
+
+#[test]
+fn hub_configs_read_the_family_details() {
+    use vramscope::model::hf_config::parse;
+    use vramscope::model::{Family, Router, layer};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hub");
+    let read = |d: &str| {
+        let p = dir.join(d).join("config.json");
+        parse(&p.display().to_string(), &std::fs::read_to_string(&p).unwrap()).unwrap()
+    };
+    let g = read("gemma-3-1b");
+    assert_eq!(g.spec.family, Family::Gemma3);
+    assert_eq!(g.spec.sliding_window, Some(512));
+    assert_eq!(g.spec.layer_flags.iter().filter(|f| **f & layer::SLIDING == 0).count(), 4); // 26 layers, every 6th full
+    assert_eq!(g.dtype.as_deref(), Some("bfloat16"));
+    let g = read("gemma-2-9b");
+    assert_eq!((g.spec.attn_softcap, g.spec.final_softcap), (Some(50.0), Some(30.0)));
+    assert_eq!(g.spec.layer_flags[0], layer::SLIDING);
+    let d = read("deepseek-v3");
+    assert_eq!(d.spec.family, Family::Deepseek);
+    assert_eq!(d.spec.moe.unwrap().router, Router::SigmoidGroup);
+    assert_eq!(d.spec.layer_flags.iter().filter(|f| **f & layer::DENSE != 0).count(), 3);
+    assert!(d.notes.iter().any(|n| n.contains("FP8")), "{:?}", d.notes);
+    let s = read("smollm3-3b");
+    assert_eq!(s.spec.layer_flags.iter().filter(|f| **f & layer::NO_ROPE != 0).count(), 9);
+    let m = read("mistral-small-3.1");
+    assert!(m.spec.vision.is_some() && m.spec.tie_word_embeddings && m.spec.sliding_window.is_none());
+    let t = read("t5-base");
+    assert_eq!(t.spec.family, Family::Generic);
+    assert!(
+        t.notes.iter().any(|n| n.contains("unvalidated architecture: model_type \"t5\"")),
+        "{:?}",
+        t.notes
+    );
+    let p = read("pythia-1.4b");
+    assert_eq!((p.spec.rope_dim, p.spec.parallel_norms), (32, 2));
+    let o = read("gpt-oss-20b");
+    assert_eq!(o.spec.sliding_window, Some(128));
+    assert_eq!(o.spec.layer_flags.len(), 24);
+    let q = read("llama-gptq");
+    assert!(matches!(
+        q.spec.quant,
+        Some(vramscope::model::quant::WeightFormat::Gptq { bits: 4, group_size: 128 })
+    ));
+}
