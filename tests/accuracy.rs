@@ -20,9 +20,18 @@ struct Row {
 fn rows() -> Vec<Row> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/truth");
     let mut out: Vec<Row> = Vec::new();
-    for f in
-        ["reference_A.json", "reference_B.json", "reference_C.json", "reference_D.json", "reference_E.json"]
-    {
+    for f in [
+        "reference_A.json",
+        "reference_B.json",
+        "reference_C.json",
+        "reference_D.json",
+        "reference_E.json",
+        "reference_F.json",
+        "reference_G.json",
+    ] {
+        if f == "reference_G.json" && !dir.join(f).exists() {
+            continue;
+        }
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         for r in v.as_array().unwrap() {
@@ -45,7 +54,8 @@ fn scenario(r: &Value) -> Scenario {
     let mut sc = Scenario::new(model);
     sc.mode = if r["mode"] == "train" { Mode::Train } else { Mode::Infer };
     sc.batch = r["batch"].as_u64().unwrap();
-    sc.seq = r["seq"].as_u64().unwrap();
+    // ViT rows name the image size; the estimator's sequence is the patch tokens + class token
+    sc.seq = r.get("vit_tokens").and_then(Value::as_u64).unwrap_or_else(|| r["seq"].as_u64().unwrap());
     sc.precision = match r["dtype"].as_str().unwrap() {
         "float32" => Precision::Fp32,
         "bfloat16" => Precision::Bf16,

@@ -460,7 +460,8 @@ impl<'c> Graph<'c> {
                     out = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
                 }
                 Kernel::Flash | Kernel::MemEfficient => {
-                    let repeat = masked && a.kv_heads != a.heads && !a.gqa_native;
+                    // (`repeat_kv` of a single K/V head is an expand that reshapes to a view: nothing copied)
+                    let repeat = masked && a.kv_heads != a.heads && a.kv_heads > 1 && !a.gqa_native;
                     self.keep(q);
                     if repeat {
                         // HF repeats K/V when it passes a mask (`use_gqa_in_sdpa` is false)

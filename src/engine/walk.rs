@@ -136,7 +136,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
             }
             // with a mask: the additive bias and K/V repeated to every head
             _ if any_masked => {
-                t * qw * c + ctx.b * s * s * c + if m.num_kv_heads != m.num_heads { 2 * t * qw * c } else { 0 }
+                let repeat = m.num_kv_heads != m.num_heads && m.num_kv_heads > 1;
+                t * qw * c + ctx.b * s * s * c + if repeat { 2 * t * qw * c } else { 0 }
             }
             _ => t * qw * c,
         };
@@ -153,6 +154,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         };
     let infer_head_peak = match m.family {
         Family::Megatron => ctx.ts * h * c + t * v * c,
+        // final soft-capping makes new logits-sized tensors (x/cap, tanh, ·cap): two alive at once
+        _ if m.final_softcap.is_some() => t * h * r + 2 * t * v * c,
         _ => t * h * r + t * v * c,
     };
     let (infer_persistent, infer_layer_peak) = match m.family {

@@ -170,6 +170,7 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         st.param_bytes += one * g.count;
         st.param_alloc += round_alloc(one) * g.count;
         match (&sc.lora, family) {
+            (_, _) if g.kind == ParamKind::Frozen => {}
             (None, _) if fp32_kept => add_trainable(&mut st, g.rows, g.cols, g.count, DType::F32),
             (None, _) => add_trainable(&mut st, g.rows, g.cols, g.count, state_dt),
             (Some(l), Some(fam)) if adapted(l, fam, g.kind) => {

@@ -275,6 +275,10 @@ impl<'a> Reader<'a> {
 
     /// The first of `keys` present.
     fn any_u64(&self, keys: &[&str]) -> Result<Option<u64>, ConfigError> {
+        // a key the file spells (under any of its aliases) wins over the class defaults
+        if let Some(k) = keys.iter().find(|k| self.obj.get(**k).is_some_and(|v| !v.is_null())) {
+            return self.opt_u64(k);
+        }
         for k in keys {
             if let Some(n) = self.opt_u64(k)? {
                 return Ok(Some(n));

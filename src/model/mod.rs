@@ -378,6 +378,9 @@ pub enum ParamKind {
     RouterFp32,
     /// Bias vectors and norm weights.
     Vector,
+    /// Parameters a text-only step leaves without gradients (a multimodal model's vision tower
+    /// and projector): stored, never trained.
+    Frozen,
 }
 
 /// Which projection a Linear weight is, for `--lora RANK:q,k,v,...` targeting.

@@ -509,7 +509,7 @@ fn vision_params(p: &mut Params, v: &super::VisionTower) {
     let (h, i, l) = (v.hidden_size, v.intermediate_size, v.num_layers);
     let patches = (v.image_size / v.patch_size.max(1)).pow(2);
     let s = Scope::Input;
-    let k = ParamKind::Vector;
+    let k = ParamKind::Frozen;
     match v.kind {
         VisionKind::Siglip => {
             p.push(h, v.num_channels * v.patch_size * v.patch_size, 1, k, s, false); // patch conv
