@@ -100,14 +100,19 @@ fn g(bytes: u64) -> String {
 /// The family the activation model follows (`"layer_table"` for a layer table).
 pub fn family_key(sc: &Scenario) -> String {
     match sc.model.transformer() {
-        Some(t) => serde_json::to_value(t.family).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+        Some(t) => serde_json::to_value(t.family)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
         None => "layer_table".into(),
     }
 }
 
 /// Has this architecture's activation model been checked against measured PyTorch runs?
 pub fn validated(sc: &Scenario) -> bool {
-    sc.model.transformer().is_none_or(|t| crate::model::families::validated(t.family) && t.unvalidated_type.is_none())
+    sc.model
+        .transformer()
+        .is_none_or(|t| crate::model::families::validated(t.family) && t.unvalidated_type.is_none())
 }
 
 /// One line naming the family and whether it is validated (CLI text, reports, the GUI headline).
@@ -118,7 +123,9 @@ pub fn validation_line(sc: &Scenario) -> String {
             "UNVALIDATED architecture{}: estimated as the generic Llama-style decoder; parameters follow the config, activations are an approximation",
             t.unvalidated_type.as_deref().map(|m| format!(" (model_type \"{m}\")")).unwrap_or_default()
         ),
-        Some(_) => format!("family {} (activation rules validated against measured PyTorch runs)", family_key(sc)),
+        Some(_) => {
+            format!("family {} (activation rules validated against measured PyTorch runs)", family_key(sc))
+        }
     }
 }
 

@@ -4,4 +4,3 @@
 
 pub mod ops;
 pub mod walk;
-

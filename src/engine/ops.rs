@@ -30,7 +30,7 @@ struct Storage {
     cat: Option<Cat>,
 }
 
-const MAX_STORAGES: usize = 160;
+const MAX_STORAGES: usize = 112;
 
 /// Tables every block shares (saved once for the whole model, not per block).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,7 +285,11 @@ impl<'c> Graph<'c> {
                 // weight trains; (1 + w) (fp32, width) kept when n requires grad
                 if active {
                     self.keep_new(rows * 4, Cat::Norms);
-                    if xe == 4 { self.keep(x) } else { self.keep_new(n * 4, Cat::Norms) }
+                    if xe == 4 {
+                        self.keep(x)
+                    } else {
+                        self.keep_new(n * 4, Cat::Norms)
+                    }
                     self.keep_new(width * 4, Cat::Norms);
                 }
                 if trains {
@@ -494,23 +498,7 @@ impl<'c> Graph<'c> {
     /// The kernel this attention call dispatches to (flash needs half inputs, no mask, equal
     /// q/k and v widths of at most 256 and a multiple of 8).
     pub fn kernel(&self, a: Attn) -> Kernel {
-        let ctx = self.ctx;
-        match ctx.attn {
-            AttentionImpl::Eager => Kernel::Eager,
-            AttentionImpl::Flash => Kernel::Flash,
-            AttentionImpl::Sdpa => {
-                if ctx.c == 2
-                    && !a.masked
-                    && a.qk_dim == a.v_dim
-                    && a.qk_dim <= 256
-                    && a.qk_dim.is_multiple_of(8)
-                {
-                    Kernel::Flash
-                } else {
-                    Kernel::MemEfficient
-                }
-            }
-        }
+        kernel(self.ctx, a)
     }
 
     fn lse_bytes(&self, kernel: Kernel, heads: u64) -> u64 {
@@ -653,7 +641,15 @@ impl<'c> Graph<'c> {
     /// head keeps its input when it trains (autocast: the cast copy, and the cast weight), an
     /// optional final soft-capping keeps its tanh output, and the loss keeps the fp32
     /// log-softmax output, a scalar and the int64 labels. Returns the bytes kept.
-    pub fn head_loss(&mut self, x: T, rows: u64, width: u64, classes: u64, softcap: bool, shifted: bool) -> u64 {
+    pub fn head_loss(
+        &mut self,
+        x: T,
+        rows: u64,
+        width: u64,
+        classes: u64,
+        softcap: bool,
+        shifted: bool,
+    ) -> u64 {
         let before = self.kept.total();
         let ctx = self.ctx;
         let c = ctx.c;
@@ -686,5 +682,22 @@ impl<'c> Graph<'c> {
         self.keep_new(labels, Cat::HeadLoss);
         self.record("lm head + loss", before);
         self.kept.total() - before
+    }
+}
+
+/// The kernel an attention call dispatches to (flash needs half inputs, no mask, equal q/k and v
+/// widths of at most 256 and a multiple of 8).
+pub fn kernel(ctx: &Ctx, a: Attn) -> Kernel {
+    match ctx.attn {
+        AttentionImpl::Eager => Kernel::Eager,
+        AttentionImpl::Flash => Kernel::Flash,
+        AttentionImpl::Sdpa => {
+            if ctx.c == 2 && !a.masked && a.qk_dim == a.v_dim && a.qk_dim <= 256 && a.qk_dim.is_multiple_of(8)
+            {
+                Kernel::Flash
+            } else {
+                Kernel::MemEfficient
+            }
+        }
     }
 }

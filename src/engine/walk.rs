@@ -3,9 +3,9 @@
 //! (checkpointing, pipeline stages, candidate moments of the peak).
 
 use super::ops::{Graph, OpRecord, T};
+use crate::engine::ops::Softmax;
 use crate::estimate::activations::{ActivationModel, Ctx, Kernel, LayerMix};
 use crate::estimate::saved::{Cat, Saved};
-use crate::engine::ops::Softmax;
 use crate::model::{Family, TransformerSpec, families};
 
 /// One walk of a block.
@@ -57,20 +57,23 @@ pub fn layer_flags(m: &TransformerSpec, i: u64) -> u8 {
 /// Builds the activation model of a decoder/encoder family from its ops.
 pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let (t, h, c, r, s) = (ctx.t, m.hidden_size, ctx.c, ctx.r, ctx.s);
-    let (kind_flags, n_kinds) = if m.layer_flags.is_empty() {
-        ([families::default_flags(m), 0, 0, 0], 1)
-    } else {
-        kinds(m)
-    };
+    let (kind_flags, n_kinds) =
+        if m.layer_flags.is_empty() { ([families::default_flags(m), 0, 0, 0], 1) } else { kinds(m) };
     let mut mix = LayerMix { n: n_kinds, flags: kind_flags, ..LayerMix::default() };
     let mut shared = 0;
     let mut freed_last = 0;
     let last_flags = layer_flags(m, m.num_layers.saturating_sub(1));
-    for i in 0..n_kinds {
-        let full = walk_block(ctx, m, kind_flags[i], true, false);
-        let sel = walk_block(ctx, m, kind_flags[i], true, true);
+    let first_flags = layer_flags(m, 0);
+    let mut first = None;
+    for (i, &kf) in kind_flags.iter().enumerate().take(n_kinds) {
+        let full = walk_block(ctx, m, kf, true, false);
         mix.full[i] = full.kept;
-        mix.selective[i] = sel.kept;
+        if ctx.selective {
+            mix.selective[i] = walk_block(ctx, m, kind_flags[i], true, true).kept;
+        }
+        if ctx.full && kind_flags[i] == first_flags {
+            first = Some(full.kept);
+        }
         // tables shared across kinds (two rotary bases) add up; the same table is counted once
         shared = shared.max(full.shared);
         if kind_flags[i] == last_flags {
@@ -80,7 +83,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     if n_kinds > 1 {
         shared = families::shared_tables(ctx, m);
     }
-    let first = walk_block(ctx, m, layer_flags(m, 0), ctx.full, false).kept;
+    let first = first.unwrap_or_else(|| walk_block(ctx, m, first_flags, ctx.full, false).kept);
     let full_layer = mix.of(last_flags, mix.full[0], false);
     let selective_layer = mix.of(last_flags, mix.selective[0], true);
 
@@ -132,7 +135,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
             // copy and an fp32 output); with sinks the softmax stays in the logits' dtype
             Kernel::Eager if eager_sinks => scores * 4 * c,
             Kernel::Eager => {
-                scores * if c == 4 { 8 } else { c + 8 } + if m.num_kv_heads != m.num_heads { 2 * t * qw * c } else { 0 }
+                scores * if c == 4 { 8 } else { c + 8 }
+                    + if m.num_kv_heads != m.num_heads { 2 * t * qw * c } else { 0 }
             }
             // with a mask: the additive bias and K/V repeated to every head
             _ if any_masked => {
@@ -140,6 +144,11 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
                 t * qw * c + ctx.b * s * s * c + if repeat { 2 * t * qw * c } else { 0 }
             }
             _ => t * qw * c,
+        }
+        + match m.mla {
+            // latent attention: kv_b's output and the concatenated query and key besides q
+            Some(a) => t * m.num_heads * (a.qk_nope_head_dim + a.v_head_dim) * c + 2 * t * qw * c,
+            None => 0,
         };
     let mlp_phase = 2 * t * h * r
         + match m.moe {
@@ -148,8 +157,13 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
             Some(moe) => {
                 let tk = t * moe.top_k;
                 let i = m.intermediate_size;
-                2 * tk * h * c + tk * 2 * i * c + 2 * tk * i * c
+                // DeepSeek's router works on an fp32 copy of the tokens
+                let router = if m.family == Family::Deepseek { t * h * 4 } else { 0 };
+                let shared = 3 * t * moe.shared_intermediate_size * c;
+                2 * tk * h * c + tk * 2 * i * c + 2 * tk * i * c + router + shared
             }
+            // a fused gate_up output stays alive until its second half is read: 4 widths
+            None if m.family == Family::Phi3 => 4 * t * mlp_w * c,
             None => (if gated { 3 } else { 2 }) * t * mlp_w * c,
         };
     let infer_head_peak = match m.family {

@@ -264,7 +264,11 @@ fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, R
             let last = blocks_saved(sc, am, start, layers, false);
             s.add_all(&last);
             s.add(Cat::Embeddings, am.shared_layer_bytes);
-            let recomputed = if am.mix.n > 1 { blocks_saved(sc, am, start - seg, start, false).total() } else { seg * full.total() };
+            let recomputed = if am.mix.n > 1 {
+                blocks_saved(sc, am, start - seg, start, false).total()
+            } else {
+                seg * full.total()
+            };
             (
                 s,
                 Recompute {
@@ -317,7 +321,9 @@ fn table_model(sc: &Scenario, t: &LayerTable) -> (ActivationModel, u64) {
 /// with the attention core recomputed (selective), a checkpointed block's input).
 pub fn block_saved_bytes(sc: &Scenario) -> Option<(u64, u64, u64)> {
     let t = sc.model.transformer()?;
-    let am = activations::transformer(sc, &shard_spec(t, &sc.parallel));
+    // the selective variant is walked only when asked for
+    let sel = Scenario { checkpointing: Checkpointing::Selective, ..sc.clone() };
+    let am = activations::transformer(&sel, &shard_spec(t, &sc.parallel));
     Some((am.full_layer.total(), am.selective_layer.total(), am.layer_input_bytes))
 }
 
@@ -521,9 +527,11 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
             let embed = if stage.first() { st.embed_grad_alloc } else { 0 };
             let blocks_grad = st.grad_alloc.saturating_sub(head_grads + embed);
             let per_block = blocks_grad / stage.blocks.max(1);
-            let input = if stage.first() { (am.top_input.total() as f64 * stage.in_flight) as u64 } else { 0 };
+            let input =
+                if stage.first() { (am.top_input.total() as f64 * stage.in_flight) as u64 } else { 0 };
             let acts = input + am.layer_input_bytes + recomputed;
-            let grads = base.gradients + head_grads + per_block * (stage.blocks - seg_blocks.min(stage.blocks));
+            let grads =
+                base.gradients + head_grads + per_block * (stage.blocks - seg_blocks.min(stage.blocks));
             moments.push(Moment {
                 phase: Phase::Backward,
                 what: "first block MLP backward (recomputed)",

@@ -86,7 +86,8 @@ pub(crate) fn stage_groups(
             Scope::Block => {
                 // groups of some layers only (an MoE model's dense or sparse layers) share out
                 // in proportion; every group is whole when the stage holds all blocks
-                let count = if stage.blocks >= layers { g.count } else { (g.count * stage.blocks).div_ceil(layers) };
+                let count =
+                    if stage.blocks >= layers { g.count } else { (g.count * stage.blocks).div_ceil(layers) };
                 if count > 0 {
                     out.push(crate::model::ParamGroup { count, ..*g });
                 }

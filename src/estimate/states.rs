@@ -201,7 +201,9 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
             _ => 0,
         };
         st.head_grad_alloc = head + 2 * gb(t.hidden_size);
-        if !t.tie_word_embeddings && matches!(t.head, crate::model::Head::CausalLm | crate::model::Head::MaskedLm) {
+        if !t.tie_word_embeddings
+            && matches!(t.head, crate::model::Head::CausalLm | crate::model::Head::MaskedLm)
+        {
             st.embed_grad_alloc = gb(t.vocab_size * t.hidden_size);
         }
         let experts = t.moe.map_or(1, |m| m.experts);

@@ -229,7 +229,7 @@ impl VramApp {
             Ok(loaded) => {
                 let mut s = self.state.settings.clone();
                 let name = loaded.model.name.clone();
-                s.model = ModelChoice::Custom { path: path.to_owned(), model: loaded.model };
+                s.model = ModelChoice::Custom { path: path.to_owned(), model: Box::new(loaded.model) };
                 // keep the sequence inside the new model's positions
                 if let Ok(m) = s.model_spec()
                     && let Some(t) = m.transformer()

@@ -21,7 +21,7 @@ pub enum ModelChoice {
         /// The file it came from.
         path: String,
         /// The model.
-        model: ModelSpec,
+        model: Box<ModelSpec>,
     },
 }
 
@@ -82,7 +82,7 @@ impl Settings {
             ModelChoice::Generic(b) => {
                 model::generic(*b).ok_or_else(|| format!("{b} B parameters is out of range"))
             }
-            ModelChoice::Custom { model, .. } => Ok(model.clone()),
+            ModelChoice::Custom { model, .. } => Ok((**model).clone()),
         }
     }
 
@@ -103,7 +103,7 @@ impl Settings {
             preset::preset_names().into_iter().find(|n| preset::builtin(n).as_ref() == Some(&sc.model));
         let model = match preset {
             Some(n) => ModelChoice::Preset(n.to_owned()),
-            None => ModelChoice::Custom { path: path.to_owned(), model: sc.model.clone() },
+            None => ModelChoice::Custom { path: path.to_owned(), model: Box::new(sc.model.clone()) },
         };
         let p = &sc.parallel;
         let mut dropped = Vec::new();

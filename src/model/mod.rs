@@ -319,8 +319,8 @@ pub struct LayerTable {
 /// The network architecture.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Architecture {
-    /// A transformer from the supported families.
-    Transformer(TransformerSpec),
+    /// A transformer from the supported families (boxed: the spec is much larger than a table).
+    Transformer(Box<TransformerSpec>),
     /// A layer table.
     Table(LayerTable),
 }
@@ -588,7 +588,7 @@ pub fn generic(params_b: f64) -> Option<ModelSpec> {
     let heads = (h / 128.0) as u64;
     Some(ModelSpec {
         name: format!("Generic {params_b} B (Llama-shaped)"),
-        arch: Architecture::Transformer(TransformerSpec {
+        arch: Architecture::Transformer(Box::new(TransformerSpec {
             family: Family::Llama,
             head: Head::CausalLm,
             hidden_size: h as u64,
@@ -609,7 +609,7 @@ pub fn generic(params_b: f64) -> Option<ModelSpec> {
             moe: None,
             sliding_window: None,
             ..TransformerSpec::default()
-        }),
+        })),
     })
 }
 

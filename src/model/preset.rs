@@ -86,22 +86,27 @@ pub const HUB_IDS: &[(&str, &str)] = &[
 ];
 
 /// Every built-in preset, parsed once: (name, Hub id, model).
-static PRESETS: std::sync::LazyLock<Vec<(&'static str, &'static str, ModelSpec)>> = std::sync::LazyLock::new(|| {
-    let mut out = Vec::with_capacity(BUILTIN.len() + BUILTIN_HF.len());
-    for (name, text) in BUILTIN {
-        if let Ok(m) = parse_preset(&format!("presets/{name}.ron"), text) {
-            let hub = HUB_IDS.iter().find(|(n, _)| n == name).map_or("", |(_, h)| *h);
-            out.push((*name, hub, m));
+static PRESETS: std::sync::LazyLock<Vec<(&'static str, &'static str, ModelSpec)>> =
+    std::sync::LazyLock::new(|| {
+        let mut out = Vec::with_capacity(BUILTIN.len() + BUILTIN_HF.len());
+        for (name, text) in BUILTIN {
+            if let Ok(m) = parse_preset(&format!("presets/{name}.ron"), text) {
+                let hub = HUB_IDS.iter().find(|(n, _)| n == name).map_or("", |(_, h)| *h);
+                out.push((*name, hub, m));
+            }
         }
-    }
-    for (name, hub, text) in BUILTIN_HF {
-        if let Ok((spec, _)) = hf_config::parse_config(&format!("presets/hf/{name}.json"), text) {
-            let shown = hub.rsplit('/').next().unwrap_or(name).to_owned();
-            out.push((*name, *hub, ModelSpec { name: shown, arch: Architecture::Transformer(spec) }));
+        for (name, hub, text) in BUILTIN_HF {
+            if let Ok((spec, _)) = hf_config::parse_config(&format!("presets/hf/{name}.json"), text) {
+                let shown = hub.rsplit('/').next().unwrap_or(name).to_owned();
+                out.push((
+                    *name,
+                    *hub,
+                    ModelSpec { name: shown, arch: Architecture::Transformer(Box::new(spec)) },
+                ));
+            }
         }
-    }
-    out
-});
+        out
+    });
 
 /// Why a model could not be loaded.
 #[derive(Debug, Error)]
@@ -162,7 +167,8 @@ pub fn hub_id(name: &str) -> &'static str {
 
 /// Levenshtein distance (case-insensitive), for "did you mean".
 fn distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.to_lowercase().chars().collect(), b.to_lowercase().chars().collect());
+    let (a, b): (Vec<char>, Vec<char>) =
+        (a.to_lowercase().chars().collect(), b.to_lowercase().chars().collect());
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
@@ -283,7 +289,7 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
             .filter(|n| !n.is_empty() && name == "config.json")
             .unwrap_or_else(|| name.trim_end_matches(".json").to_owned());
         return Ok(Loaded {
-            model: ModelSpec { name: model_name, arch: Architecture::Transformer(parsed.spec) },
+            model: ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(parsed.spec)) },
             notes: parsed.notes,
         });
     }

@@ -62,7 +62,9 @@ impl WeightFormat {
             Self::Awq { bits, group_size } => {
                 let groups = in_f.div_ceil(group_size.max(1));
                 // qweight: in_f × out_f·bits/32 int32; qzeros: groups × out_f·bits/32; scales fp16
-                in_f * (out_f * bits).div_ceil(32) * 4 + groups * (out_f * bits).div_ceil(32) * 4 + groups * out_f * 2
+                in_f * (out_f * bits).div_ceil(32) * 4
+                    + groups * (out_f * bits).div_ceil(32) * 4
+                    + groups * out_f * 2
             }
             Self::Fp8 { block } if block > 0 => n + 4 * out_f.div_ceil(block) * in_f.div_ceil(block),
             Self::Fp8 { .. } => n + 4,
@@ -78,7 +80,9 @@ impl WeightFormat {
     /// Short name for display.
     pub fn label(&self) -> String {
         match *self {
-            Self::Bnb4 { double_quant } => format!("bitsandbytes 4-bit{}", if double_quant { " (double quant)" } else { "" }),
+            Self::Bnb4 { double_quant } => {
+                format!("bitsandbytes 4-bit{}", if double_quant { " (double quant)" } else { "" })
+            }
             Self::Bnb8 => "bitsandbytes int8".into(),
             Self::Gptq { bits, group_size } => format!("GPTQ {bits}-bit, group {group_size}"),
             Self::Awq { bits, group_size } => format!("AWQ {bits}-bit, group {group_size}"),

@@ -158,7 +158,7 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
         match hf_config::parse(&cfg.display().to_string(), &text) {
             Ok(hf_config::Parsed { spec, notes: cfg_notes, .. }) => {
                 notes.extend(cfg_notes);
-                let model = ModelSpec { name: model_name, arch: Architecture::Transformer(spec) };
+                let model = ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(spec)) };
                 let n_cfg = model.n_params();
                 if n_cfg != n_header {
                     notes.push(format!(

@@ -8,7 +8,6 @@ use super::scenario::{AttentionImpl, Lora, Scenario};
 use crate::model::{Family, LinearRole, TransformerSpec};
 use crate::units::DType;
 
-
 /// Attention kernel PyTorch dispatches to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
@@ -43,6 +42,8 @@ pub struct Ctx {
     pub sdpa_bias: bool,
     /// The attention implementation asked for.
     pub attn: AttentionImpl,
+    /// Selective recomputation is asked for (the recomputed block's saves are walked too).
+    pub selective: bool,
 }
 
 impl Ctx {
@@ -87,6 +88,7 @@ impl Ctx {
             lora: sc.lora,
             sdpa_bias,
             attn: attention,
+            selective: sc.checkpointing == super::scenario::Checkpointing::Selective,
         }
     }
 
@@ -100,7 +102,6 @@ impl Ctx {
     pub(crate) fn adapted(&self, role: LinearRole) -> bool {
         self.lora.is_some_and(|l| l.targets.has(role))
     }
-
 }
 
 /// The distinct kinds of block of a model whose layers differ (sliding-window or global

@@ -30,9 +30,18 @@ fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
     } else {
         g.linear(x, ts, h, heads * qk, R::Q, Cat::AttentionIo, "q_proj")
     };
-    let ckv = g.linear(x, ts, h, a.kv_lora_rank + a.qk_rope_head_dim, R::K, Cat::AttentionIo, "kv_a_proj_with_mqa");
+    let ckv =
+        g.linear(x, ts, h, a.kv_lora_rank + a.qk_rope_head_dim, R::K, Cat::AttentionIo, "kv_a_proj_with_mqa");
     let kn = g.norm(ckv, t, a.kv_lora_rank, NormKind::Rms, "kv_a_layernorm");
-    let kv = g.linear(kn, t, a.kv_lora_rank, heads * (a.qk_nope_head_dim + a.v_head_dim), R::V, Cat::AttentionIo, "kv_b_proj");
+    let kv = g.linear(
+        kn,
+        t,
+        a.kv_lora_rank,
+        heads * (a.qk_nope_head_dim + a.v_head_dim),
+        R::V,
+        Cat::AttentionIo,
+        "kv_b_proj",
+    );
     // rotary on q's and the shared key's rotary parts, then q and k concatenated (new storages)
     let q_rot = g.rope(q, t * heads * a.qk_rope_head_dim, a.qk_rope_head_dim, Shared::Rope);
     let k_rot = g.rope(ckv, t * a.qk_rope_head_dim, a.qk_rope_head_dim, Shared::Rope);

@@ -10,7 +10,10 @@ pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
     let (n, q, i) = (ts * h, m.q_width(), m.intermediate_size);
     let a_in = g.norm(x, ts, h, NormKind::Layer, "ln_1");
     // LoRA on q, k or v puts one adapter on the fused c_attn
-    let role = [LinearRole::Q, LinearRole::K, LinearRole::V].into_iter().find(|r| ctx.adapted(*r)).unwrap_or(LinearRole::Q);
+    let role = [LinearRole::Q, LinearRole::K, LinearRole::V]
+        .into_iter()
+        .find(|r| ctx.adapted(*r))
+        .unwrap_or(LinearRole::Q);
     let qkv = g.linear(a_in, ts, h, 3 * q, role, Cat::AttentionIo, "c_attn");
     let o = g.attention(qkv, qkv, qkv, attn_of(ctx, m, flags));
     let a = g.linear(o, t, q, h, LinearRole::O, Cat::AttentionIo, "attn.c_proj");

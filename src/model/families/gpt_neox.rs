@@ -26,7 +26,8 @@ pub(super) fn parallel_block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, 
         attention(g, m, flags, a_in, st)
     };
     a = g.dropout(a, n, m.hidden_dropout);
-    let f_in = if m.parallel_norms >= 2 { g.norm(x, ts, h, st.norm, "post_attention_layernorm") } else { a_in };
+    let f_in =
+        if m.parallel_norms >= 2 { g.norm(x, ts, h, st.norm, "post_attention_layernorm") } else { a_in };
     let mut f = mlp(g, m, flags, f_in, st);
     f = g.dropout(f, n, m.hidden_dropout);
     let s = g.add(f, a, n, Cat::Residual);

@@ -31,7 +31,11 @@ pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
         Some(_) => moe_params(p, m, sparse, false, false),
         None => {}
     }
-    let di = if m.moe.is_some() && m.dense_intermediate_size > 0 { m.dense_intermediate_size } else { m.intermediate_size };
+    let di = if m.moe.is_some() && m.dense_intermediate_size > 0 {
+        m.dense_intermediate_size
+    } else {
+        m.intermediate_size
+    };
     mlp_params(p, h, di, dense, true, false, m.mlp_bias);
     p.norms(h, 2, l, false);
 }

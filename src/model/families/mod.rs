@@ -166,7 +166,13 @@ pub fn mlp_width(m: &TransformerSpec) -> u64 {
 pub fn gated(m: &TransformerSpec) -> bool {
     !matches!(
         m.family,
-        Family::GptNeox | Family::Falcon | Family::Starcoder2 | Family::Vit | Family::Gpt2 | Family::Bert | Family::Megatron
+        Family::GptNeox
+            | Family::Falcon
+            | Family::Starcoder2
+            | Family::Vit
+            | Family::Gpt2
+            | Family::Bert
+            | Family::Megatron
     )
 }
 
@@ -181,8 +187,7 @@ pub fn classes(m: &TransformerSpec) -> u64 {
 
 /// The attention kernel of a full-attention layer of this model.
 pub(crate) fn kernel_of(ctx: &Ctx, m: &TransformerSpec) -> Kernel {
-    let g = Graph::new(ctx);
-    g.kernel(attn_of(ctx, m, default_flags(m) & !layer::SLIDING))
+    crate::engine::ops::kernel(ctx, attn_of(ctx, m, default_flags(m) & !layer::SLIDING))
 }
 
 /// Dropout on the embedding output (StarCoder2 `embedding_dropout`, Phi-3 `embd_pdrop`).
@@ -331,7 +336,11 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T,
     if flags & layer::NO_ROPE == 0 {
         // gpt-oss rotates the two halves with (s, d/2) cos/sin tables
         let rot = rope_table_dim(m);
-        let table = if m.family == Family::Gemma3 && flags & layer::SLIDING != 0 { Shared::RopeLocal } else { Shared::Rope };
+        let table = if m.family == Family::Gemma3 && flags & layer::SLIDING != 0 {
+            Shared::RopeLocal
+        } else {
+            Shared::Rope
+        };
         if m.family == Family::Olmo2 {
             q = g.rope_fp32(q, t * qw, rot, table);
             k = g.rope_fp32(k, t * kw, rot, table);
@@ -362,7 +371,11 @@ pub(crate) fn mlp(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T, st: &
         }
         return out;
     }
-    let i = if m.dense_intermediate_size > 0 && m.moe.is_some() { m.dense_intermediate_size } else { m.intermediate_size };
+    let i = if m.dense_intermediate_size > 0 && m.moe.is_some() {
+        m.dense_intermediate_size
+    } else {
+        m.intermediate_size
+    };
     dense_mlp(g, x, t, ts, h, i, st)
 }
 
@@ -407,12 +420,26 @@ impl Params {
     }
     /// `count` norm vectors of `width` per layer (weight, and bias for LayerNorm).
     pub fn norms(&mut self, width: u64, per_layer: u64, layers: u64, bias: bool) {
-        self.push(width, 1, per_layer * layers * if bias { 2 } else { 1 }, ParamKind::Vector, Scope::Block, false);
+        self.push(
+            width,
+            1,
+            per_layer * layers * if bias { 2 } else { 1 },
+            ParamKind::Vector,
+            Scope::Block,
+            false,
+        );
     }
     /// Token embedding, final norm and LM head (untied unless `tied`).
     pub fn ends(&mut self, m: &TransformerSpec, final_norm_bias: bool) {
         self.push(m.vocab_size, m.hidden_size, 1, ParamKind::Embedding, Scope::Input, true);
-        self.push(m.hidden_size, 1, if final_norm_bias { 2 } else { 1 }, ParamKind::Vector, Scope::Output, false);
+        self.push(
+            m.hidden_size,
+            1,
+            if final_norm_bias { 2 } else { 1 },
+            ParamKind::Vector,
+            Scope::Output,
+            false,
+        );
         head_params(self, m);
     }
 }
@@ -447,7 +474,13 @@ pub(crate) fn mlp_params(p: &mut Params, h: u64, i: u64, layers: u64, gated: boo
 
 /// Routed experts (transformers 5 keeps them as fused 3-D tensors: `gate_up_proj` (E, 2I, h) and
 /// `down_proj` (E, h, I)), the router, and shared experts.
-pub(crate) fn moe_params(p: &mut Params, m: &TransformerSpec, layers: u64, router_bias: bool, expert_bias: bool) {
+pub(crate) fn moe_params(
+    p: &mut Params,
+    m: &TransformerSpec,
+    layers: u64,
+    router_bias: bool,
+    expert_bias: bool,
+) {
     let Some(moe) = m.moe else { return };
     let (h, i, e) = (m.hidden_size, m.intermediate_size, moe.experts);
     p.push(e, h, layers, ParamKind::Router, Scope::Block, false);

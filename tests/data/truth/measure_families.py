@@ -1,0 +1,1034 @@
+#!/usr/bin/env python3
+"""Ground-truth memory harness: measures, with real PyTorch and real HuggingFace
+transformers model code, the memory components of one training step
+(params, grads, AdamW states, tensors saved for backward, peak) and of the
+inference KV cache.
+
+Three ways of running a case ("backend"):
+  cpu-real      real tensors on CPU; what PyTorch-on-CPU actually does.
+  cpu-fake      FakeTensorMode, CPU device, no patches. Used only to validate that
+                the fake measurement equals the real one (printed as a check).
+  cuda-emu-fake FakeTensorMode (nothing allocated) on CPU-device fake tensors, plus
+                two small dispatch patches that make PyTorch choose what it would
+                choose on a CUDA GPU (see README): dropout -> aten.native_dropout
+                (bool mask) and SDPA -> flash / mem-efficient aten kernels.
+                MemTracker rounds storages to 512 B as the CUDA caching allocator.
+Fake CUDA tensors themselves cannot be used without a GPU: the forward runs, but
+autograd's backward raises "hasPrimaryContext expects a valid device index" and SDPA
+backend selection on fake CUDA tensors falls back to the math kernel.
+
+Usage:  python measure.py [--group A|B|all] [--only SUBSTR] [--out reference.json]
+"""
+import argparse
+import collections
+import contextlib
+import gc
+import json
+import math
+import os
+import platform
+import re
+import sys
+import time
+import traceback
+import warnings
+
+import torch
+import torch.nn.functional as F
+import transformers
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+import torch.distributed._tools.mem_tracker as _mt_mod
+from torch.distributed._tools.mem_tracker import MemTracker
+
+from transformers import AutoConfig, CONFIG_MAPPING  # CONFIG_MAPPING["qwen3"] etc.: any family's config class
+from transformers import (AutoModelForCausalLM, ViTForImageClassification, BertConfig, BertForMaskedLM,
+                          GPT2Config, LlamaConfig, MistralConfig, MixtralConfig)
+
+warnings.filterwarnings("ignore")
+transformers.logging.set_verbosity_error()
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIG_DIR = os.path.join(HERE, "configs")
+MiB = 2 ** 20
+
+# --------------------------------------------------------------------------------------
+# Configs. Real-size ones are written from the published architecture numbers.
+# --------------------------------------------------------------------------------------
+# Any family transformers knows can be added with its config class from CONFIG_MAPPING, e.g.
+#   "qwen3_tiny": (CONFIG_MAPPING["qwen3"], dict(architectures=["Qwen3ForCausalLM"], vocab_size=1000,
+#                  hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
+#                  num_key_value_heads=2, head_dim=32)),
+# then a case with C("qwen3_tiny-bf16-sdpa-b2s256", "qwen3_tiny", 2, 256, "bfloat16", "sdpa", backend="cuda-emu-fake").
+# Real-size configs: write them from the published architecture numbers.
+CONFIG_SPECS = {
+    # ---- small, run for real on CPU ----
+    "gpt2_tiny": (GPT2Config, dict(architectures=["GPT2LMHeadModel"], n_layer=4, n_embd=256, n_head=4, vocab_size=1000, n_positions=512)),
+    "llama_tiny": (LlamaConfig, dict(architectures=["LlamaForCausalLM"], vocab_size=1000, hidden_size=256, intermediate_size=688,
+                                     num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=8,
+                                     max_position_embeddings=1024)),
+    "llama_tiny_gqa": (LlamaConfig, dict(architectures=["LlamaForCausalLM"], vocab_size=1000, hidden_size=256, intermediate_size=688,
+                                         num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                                         max_position_embeddings=1024)),
+    "bert_tiny": (BertConfig, dict(architectures=["BertForMaskedLM"], vocab_size=1000, hidden_size=256, num_hidden_layers=4,
+                                   num_attention_heads=4, intermediate_size=1024, max_position_embeddings=512)),
+    "mistral_tiny": (MistralConfig, dict(architectures=["MistralForCausalLM"], vocab_size=1000, hidden_size=256, intermediate_size=688,
+                                         num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                                         max_position_embeddings=2048, sliding_window=4096)),
+    # ---- real-size architectures, fake tensors only ----
+    "gpt2": (GPT2Config, dict(architectures=["GPT2LMHeadModel"], vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12)),
+    "bert-large-uncased": (BertConfig, dict(architectures=["BertForMaskedLM"], vocab_size=30522, hidden_size=1024, num_hidden_layers=24,
+                                            num_attention_heads=16, intermediate_size=4096,
+                                            max_position_embeddings=512, type_vocab_size=2,
+                                            pad_token_id=0)),
+    "llama2-7b": (LlamaConfig, dict(architectures=["LlamaForCausalLM"], vocab_size=32000, hidden_size=4096, intermediate_size=11008,
+                                    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                                    max_position_embeddings=4096, rms_norm_eps=1e-5, rope_theta=10000.0,
+                                    bos_token_id=1, eos_token_id=2)),
+    "llama3-8b": (LlamaConfig, dict(architectures=["LlamaForCausalLM"], vocab_size=128256, hidden_size=4096, intermediate_size=14336,
+                                    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                                    max_position_embeddings=8192, rms_norm_eps=1e-5, rope_theta=500000.0,
+                                    bos_token_id=128000, eos_token_id=128001)),
+    "mistral-7b": (MistralConfig, dict(architectures=["MistralForCausalLM"], vocab_size=32000, hidden_size=4096, intermediate_size=14336,
+                                       num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                                       max_position_embeddings=32768, sliding_window=4096,
+                                       rms_norm_eps=1e-5, rope_theta=10000.0)),
+    "mixtral-8x7b": (MixtralConfig, dict(architectures=["MixtralForCausalLM"], vocab_size=32000, hidden_size=4096, intermediate_size=14336,
+                                         num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                                         max_position_embeddings=32768, num_local_experts=8,
+                                         num_experts_per_tok=2, sliding_window=None, rms_norm_eps=1e-5,
+                                         rope_theta=1e6, router_aux_loss_coef=0.02)),
+}
+
+
+# ---- families added for vramscope (groups F = tiny, G = real size) ----
+_G3_ROPE_1B = {"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+               "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
+_G3_ROPE_4B = {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+               "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
+_G3_TINY_TEXT = dict(vocab_size=1000, hidden_size=256, intermediate_size=688, num_hidden_layers=6,
+                     num_attention_heads=8, num_key_value_heads=2, head_dim=32, query_pre_attn_scalar=32,
+                     sliding_window=64, max_position_embeddings=2048, rope_parameters=_G3_ROPE_1B)
+FAMILY_SPECS = {
+    # ---------------- tiny (group F) ----------------
+    "qwen3_tiny": (CONFIG_MAPPING["qwen3"], dict(architectures=["Qwen3ForCausalLM"], vocab_size=1000, hidden_size=256,
+                   intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                   max_position_embeddings=2048)),
+    "qwen3_moe_tiny": (CONFIG_MAPPING["qwen3_moe"], dict(architectures=["Qwen3MoeForCausalLM"], vocab_size=1000, hidden_size=256,
+                       intermediate_size=688, moe_intermediate_size=128, num_hidden_layers=4, num_attention_heads=8,
+                       num_key_value_heads=2, head_dim=32, num_experts=8, num_experts_per_tok=2, norm_topk_prob=True,
+                       decoder_sparse_step=1, mlp_only_layers=[], max_position_embeddings=2048)),
+    "gemma_tiny": (CONFIG_MAPPING["gemma"], dict(architectures=["GemmaForCausalLM"], vocab_size=1000, hidden_size=256,
+                   intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=1, head_dim=32,
+                   max_position_embeddings=2048)),
+    "gemma2_tiny": (CONFIG_MAPPING["gemma2"], dict(architectures=["Gemma2ForCausalLM"], vocab_size=1000, hidden_size=256,
+                    intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                    query_pre_attn_scalar=32, sliding_window=64, max_position_embeddings=2048)),
+    "gemma3_text_tiny": (CONFIG_MAPPING["gemma3_text"], dict(architectures=["Gemma3ForCausalLM"], **_G3_TINY_TEXT)),
+    "gemma3_tiny": (CONFIG_MAPPING["gemma3"], dict(architectures=["Gemma3ForConditionalGeneration"],
+                    text_config=dict(model_type="gemma3_text", **_G3_TINY_TEXT),
+                    vision_config=dict(model_type="siglip_vision_model", hidden_size=64, intermediate_size=128,
+                                       num_hidden_layers=2, num_attention_heads=2, image_size=64, patch_size=16,
+                                       vision_use_head=False),
+                    mm_tokens_per_image=4, boi_token_index=997, eoi_token_index=998, image_token_index=999)),
+    "phi3_tiny": (CONFIG_MAPPING["phi3"], dict(architectures=["Phi3ForCausalLM"], vocab_size=1000, hidden_size=256,
+                  intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                  max_position_embeddings=2048, original_max_position_embeddings=2048, sliding_window=64,
+                  bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+    "olmo2_tiny": (CONFIG_MAPPING["olmo2"], dict(architectures=["Olmo2ForCausalLM"], vocab_size=1000, hidden_size=256,
+                   intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                   max_position_embeddings=2048, pad_token_id=1, eos_token_id=2)),
+    "gpt_neox_tiny": (CONFIG_MAPPING["gpt_neox"], dict(architectures=["GPTNeoXForCausalLM"], vocab_size=1000, hidden_size=256,
+                      intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8, rotary_pct=0.25,
+                      use_parallel_residual=True, max_position_embeddings=2048)),
+    "falcon_tiny": (CONFIG_MAPPING["falcon"], dict(architectures=["FalconForCausalLM"], vocab_size=1000, hidden_size=256,
+                    num_hidden_layers=4, num_attention_heads=8, multi_query=True, parallel_attn=True,
+                    new_decoder_architecture=False, bias=False, alibi=False, max_position_embeddings=2048,
+                    bos_token_id=1, eos_token_id=2)),
+    "falcon_tiny_nda": (CONFIG_MAPPING["falcon"], dict(architectures=["FalconForCausalLM"], vocab_size=1000, hidden_size=256,
+                        num_hidden_layers=4, num_attention_heads=8, num_kv_heads=2, new_decoder_architecture=True,
+                        parallel_attn=True, bias=False, alibi=False, max_position_embeddings=2048,
+                        bos_token_id=1, eos_token_id=2)),
+    "starcoder2_tiny": (CONFIG_MAPPING["starcoder2"], dict(architectures=["Starcoder2ForCausalLM"], vocab_size=1000, hidden_size=256,
+                        intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                        max_position_embeddings=2048, sliding_window=64, use_bias=True, residual_dropout=0.1,
+                        embedding_dropout=0.1, attention_dropout=0.1, bos_token_id=1, eos_token_id=2)),
+    "granite_tiny": (CONFIG_MAPPING["granite"], dict(architectures=["GraniteForCausalLM"], vocab_size=1000, hidden_size=256,
+                     intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                     max_position_embeddings=2048, embedding_multiplier=12.0, logits_scaling=8.0,
+                     residual_multiplier=0.22, attention_multiplier=0.015625, attention_dropout=0.1,
+                     tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+    "smollm3_tiny": (CONFIG_MAPPING["smollm3"], dict(architectures=["SmolLM3ForCausalLM"], vocab_size=1000, hidden_size=256,
+                     intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                     max_position_embeddings=2048, no_rope_layer_interval=2, bos_token_id=1, eos_token_id=2,
+                     pad_token_id=0)),
+    "deepseek_v3_tiny": (CONFIG_MAPPING["deepseek_v3"], dict(architectures=["DeepseekV3ForCausalLM"], vocab_size=1000,
+                         hidden_size=256, intermediate_size=688, moe_intermediate_size=128, num_hidden_layers=3,
+                         num_attention_heads=8, num_key_value_heads=8, n_shared_experts=1, n_routed_experts=8,
+                         num_experts_per_tok=2, n_group=4, topk_group=2, first_k_dense_replace=1,
+                         q_lora_rank=64, kv_lora_rank=32, qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32,
+                         routed_scaling_factor=2.5, norm_topk_prob=True, max_position_embeddings=2048)),
+    "deepseek_v2_tiny": (CONFIG_MAPPING["deepseek_v2"], dict(architectures=["DeepseekV2ForCausalLM"], vocab_size=1000,
+                         hidden_size=256, intermediate_size=688, moe_intermediate_size=128, num_hidden_layers=3,
+                         num_attention_heads=8, num_key_value_heads=8, n_shared_experts=2, n_routed_experts=8,
+                         num_experts_per_tok=2, n_group=1, topk_group=1, topk_method="greedy", first_k_dense_replace=1,
+                         q_lora_rank=None, kv_lora_rank=32, qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32,
+                         routed_scaling_factor=1.0, norm_topk_prob=False, max_position_embeddings=2048)),
+    "gpt_oss_tiny": (CONFIG_MAPPING["gpt_oss"], dict(architectures=["GptOssForCausalLM"], vocab_size=1000, hidden_size=256,
+                     intermediate_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                     num_local_experts=8, num_experts_per_tok=2, sliding_window=64, max_position_embeddings=4096,
+                     rope_parameters={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                      "truncate": False, "original_max_position_embeddings": 4096, "rope_theta": 150000.0})),
+    "vit_tiny": (CONFIG_MAPPING["vit"], dict(architectures=["ViTForImageClassification"], hidden_size=256, num_hidden_layers=4,
+                 num_attention_heads=8, intermediate_size=1024, image_size=64, patch_size=16, num_labels=10)),
+    # ---------------- real size (group G), from the published config.json values ----------------
+    "qwen3-0.6b": (CONFIG_MAPPING["qwen3"], dict(architectures=["Qwen3ForCausalLM"], vocab_size=151936, hidden_size=1024,
+                   intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
+                   max_position_embeddings=40960, rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True,
+                   attention_bias=False, use_sliding_window=False, max_window_layers=28,
+                   bos_token_id=151643, eos_token_id=151645)),
+    "qwen3-30b-a3b": (CONFIG_MAPPING["qwen3_moe"], dict(architectures=["Qwen3MoeForCausalLM"], vocab_size=151936, hidden_size=2048,
+                      intermediate_size=6144, moe_intermediate_size=768, num_hidden_layers=48, num_attention_heads=32,
+                      num_key_value_heads=4, head_dim=128, num_experts=128, num_experts_per_tok=8, norm_topk_prob=True,
+                      decoder_sparse_step=1, mlp_only_layers=[], max_position_embeddings=40960, rms_norm_eps=1e-6,
+                      rope_theta=1000000.0, tie_word_embeddings=False, router_aux_loss_coef=0.001,
+                      use_sliding_window=False, max_window_layers=48, bos_token_id=151643, eos_token_id=151645)),
+    "gemma-2b": (CONFIG_MAPPING["gemma"], dict(architectures=["GemmaForCausalLM"], vocab_size=256000, hidden_size=2048,
+                 intermediate_size=16384, num_hidden_layers=18, num_attention_heads=8, num_key_value_heads=1, head_dim=256,
+                 hidden_act="gelu_pytorch_tanh", max_position_embeddings=8192, rms_norm_eps=1e-6, rope_theta=10000.0,
+                 tie_word_embeddings=True, pad_token_id=0, bos_token_id=2, eos_token_id=1)),
+    "gemma-2-2b": (CONFIG_MAPPING["gemma2"], dict(architectures=["Gemma2ForCausalLM"], vocab_size=256000, hidden_size=2304,
+                   intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                   hidden_activation="gelu_pytorch_tanh", max_position_embeddings=8192, rms_norm_eps=1e-6,
+                   rope_theta=10000.0, query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=50.0,
+                   final_logit_softcapping=30.0, tie_word_embeddings=True, pad_token_id=0, bos_token_id=2, eos_token_id=1)),
+    "gemma-3-1b": (CONFIG_MAPPING["gemma3_text"], dict(architectures=["Gemma3ForCausalLM"], vocab_size=262144, hidden_size=1152,
+                   intermediate_size=6912, num_hidden_layers=26, num_attention_heads=4, num_key_value_heads=1, head_dim=256,
+                   query_pre_attn_scalar=256, sliding_window=512, sliding_window_pattern=6, max_position_embeddings=32768,
+                   rms_norm_eps=1e-6, rope_parameters=_G3_ROPE_1B, attn_logit_softcapping=None,
+                   final_logit_softcapping=None, tie_word_embeddings=True, pad_token_id=0, bos_token_id=2, eos_token_id=1)),
+    "gemma-3-4b": (CONFIG_MAPPING["gemma3"], dict(architectures=["Gemma3ForConditionalGeneration"],
+                   text_config=dict(model_type="gemma3_text", vocab_size=262208, hidden_size=2560, intermediate_size=10240,
+                                    num_hidden_layers=34, num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                                    query_pre_attn_scalar=256, sliding_window=1024, sliding_window_pattern=6,
+                                    max_position_embeddings=131072, rms_norm_eps=1e-6, rope_parameters=_G3_ROPE_4B),
+                   vision_config=dict(model_type="siglip_vision_model", hidden_size=1152, intermediate_size=4304,
+                                      num_hidden_layers=27, num_attention_heads=16, image_size=896, patch_size=14,
+                                      vision_use_head=False, layer_norm_eps=1e-6),
+                   mm_tokens_per_image=256, boi_token_index=255999, eoi_token_index=256000, image_token_index=262144)),
+    "phi-3-mini-4k": (CONFIG_MAPPING["phi3"], dict(architectures=["Phi3ForCausalLM"], vocab_size=32064, hidden_size=3072,
+                      intermediate_size=8192, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                      max_position_embeddings=4096, original_max_position_embeddings=4096, rope_theta=10000.0,
+                      rms_norm_eps=1e-5, sliding_window=2047, tie_word_embeddings=False, bos_token_id=1,
+                      eos_token_id=32000, pad_token_id=32000)),
+    "olmo-2-1b": (CONFIG_MAPPING["olmo2"], dict(architectures=["Olmo2ForCausalLM"], vocab_size=100352, hidden_size=2048,
+                  intermediate_size=8192, num_hidden_layers=16, num_attention_heads=16, num_key_value_heads=16,
+                  max_position_embeddings=4096, rope_theta=500000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                  pad_token_id=100277, eos_token_id=100257, bos_token_id=None)),
+    "pythia-1.4b": (CONFIG_MAPPING["gpt_neox"], dict(architectures=["GPTNeoXForCausalLM"], vocab_size=50304, hidden_size=2048,
+                    intermediate_size=8192, num_hidden_layers=24, num_attention_heads=16, rotary_pct=0.25,
+                    rotary_emb_base=10000, max_position_embeddings=2048, use_parallel_residual=True,
+                    tie_word_embeddings=False, layer_norm_eps=1e-5, hidden_act="gelu", bos_token_id=0, eos_token_id=0)),
+    "falcon-7b": (CONFIG_MAPPING["falcon"], dict(architectures=["FalconForCausalLM"], vocab_size=65024, hidden_size=4544,
+                  num_hidden_layers=32, num_attention_heads=71, multi_query=True, parallel_attn=True,
+                  new_decoder_architecture=False, alibi=False, bias=False, layer_norm_epsilon=1e-5,
+                  max_position_embeddings=2048, rope_theta=10000.0, bos_token_id=11, eos_token_id=11)),
+    "starcoder2-3b": (CONFIG_MAPPING["starcoder2"], dict(architectures=["Starcoder2ForCausalLM"], vocab_size=49152, hidden_size=3072,
+                      intermediate_size=12288, num_hidden_layers=30, num_attention_heads=24, num_key_value_heads=2,
+                      max_position_embeddings=16384, sliding_window=4096, rope_theta=999999.4420358813,
+                      norm_epsilon=1e-5, use_bias=True, hidden_act="gelu_pytorch_tanh", residual_dropout=0.1,
+                      embedding_dropout=0.1, attention_dropout=0.1, initializer_range=0.018042,
+                      tie_word_embeddings=True, bos_token_id=0, eos_token_id=0)),
+    "granite-3.0-2b": (CONFIG_MAPPING["granite"], dict(architectures=["GraniteForCausalLM"], vocab_size=49155, hidden_size=2048,
+                       intermediate_size=8192, num_hidden_layers=40, num_attention_heads=32, num_key_value_heads=8,
+                       max_position_embeddings=4096, rope_theta=10000.0, rms_norm_eps=1e-5, attention_dropout=0.1,
+                       embedding_multiplier=12.0, logits_scaling=8.0, residual_multiplier=0.22,
+                       attention_multiplier=0.015625, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0,
+                       pad_token_id=0)),
+    "smollm3-3b": (CONFIG_MAPPING["smollm3"], dict(architectures=["SmolLM3ForCausalLM"], vocab_size=128256, hidden_size=2048,
+                   intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=4,
+                   max_position_embeddings=65536, rope_theta=5000000.0, rms_norm_eps=1e-6, no_rope_layer_interval=4,
+                   use_sliding_window=False, tie_word_embeddings=True, bos_token_id=128000, eos_token_id=128012,
+                   pad_token_id=128004)),
+    "deepseek-v2-lite": (CONFIG_MAPPING["deepseek_v2"], dict(architectures=["DeepseekV2ForCausalLM"], vocab_size=102400,
+                         hidden_size=2048, intermediate_size=10944, moe_intermediate_size=1408, num_hidden_layers=27,
+                         num_attention_heads=16, num_key_value_heads=16, n_routed_experts=64, n_shared_experts=2,
+                         num_experts_per_tok=6, first_k_dense_replace=1, kv_lora_rank=512, q_lora_rank=None,
+                         qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, topk_method="greedy",
+                         n_group=1, topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0,
+                         max_position_embeddings=163840, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                         rope_parameters={"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096,
+                                          "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 0.707, "mscale_all_dim": 0.707,
+                                          "rope_theta": 10000.0},
+                         bos_token_id=100000, eos_token_id=100001)),
+    "deepseek-v3": (CONFIG_MAPPING["deepseek_v3"], dict(architectures=["DeepseekV3ForCausalLM"], vocab_size=129280,
+                    hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048, num_hidden_layers=61,
+                    num_attention_heads=128, num_key_value_heads=128, n_routed_experts=256, n_shared_experts=1,
+                    num_experts_per_tok=8, n_group=8, topk_group=4, first_k_dense_replace=3, q_lora_rank=1536,
+                    kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+                    routed_scaling_factor=2.5, norm_topk_prob=True, max_position_embeddings=163840, rms_norm_eps=1e-6,
+                    tie_word_embeddings=False,
+                    rope_parameters={"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096,
+                                     "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                     "rope_theta": 10000.0},
+                    bos_token_id=0, eos_token_id=1)),
+    "gpt-oss-20b": (CONFIG_MAPPING["gpt_oss"], dict(architectures=["GptOssForCausalLM"], vocab_size=201088, hidden_size=2880,
+                    intermediate_size=2880, num_hidden_layers=24, num_attention_heads=64, num_key_value_heads=8, head_dim=64,
+                    num_local_experts=32, num_experts_per_tok=4, sliding_window=128, max_position_embeddings=131072,
+                    rms_norm_eps=1e-5, attention_bias=True, swiglu_limit=7.0, router_aux_loss_coef=0.9,
+                    output_router_logits=False, tie_word_embeddings=False, eos_token_id=200002, pad_token_id=199999,
+                    rope_parameters={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "truncate": False, "original_max_position_embeddings": 4096, "rope_theta": 150000.0})),
+    "vit-base-patch16-224": (CONFIG_MAPPING["vit"], dict(architectures=["ViTForImageClassification"], hidden_size=768,
+                             num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, image_size=224,
+                             patch_size=16, num_labels=1000, qkv_bias=True, hidden_dropout_prob=0.0,
+                             attention_probs_dropout_prob=0.0, layer_norm_eps=1e-12)),
+}
+CONFIG_SPECS.update(FAMILY_SPECS)
+
+
+def write_configs():
+    os.makedirs(CONFIG_DIR, exist_ok=True)
+    for name, (cls, kw) in CONFIG_SPECS.items():
+        txt = cls(**kw).to_json_string()
+        path = os.path.join(CONFIG_DIR, name + ".json")
+        old = open(path).read() if os.path.exists(path) else None
+        if old != txt:
+            with open(path, "w") as f:
+                f.write(txt)
+
+
+def load_config(name):
+    cls = CONFIG_SPECS[name][0]
+    return cls.from_json_file(os.path.join(CONFIG_DIR, name + ".json"))
+
+
+# --------------------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------------------
+def C(name, cfg, b, s, dtype, attn, mode="train", ckpt=False, backend="cpu-real", validate_fake=None):
+    if validate_fake is None:
+        validate_fake = backend == "cpu-real"
+    return dict(case=name, config=cfg, batch=b, seq=s, dtype=dtype, attn=attn, mode=mode,
+                grad_ckpt=ckpt, backend=backend, validate_fake=validate_fake)
+
+
+def cases_A():
+    A = [
+        C("gpt2_tiny-fp32-eager-b2s128", "gpt2_tiny", 2, 128, "float32", "eager"),
+        C("gpt2_tiny-fp32-sdpa-b2s128", "gpt2_tiny", 2, 128, "float32", "sdpa"),
+        C("gpt2_tiny-bf16-eager-b2s256", "gpt2_tiny", 2, 256, "bfloat16", "eager"),
+        C("gpt2_tiny-bf16-sdpa-b2s256", "gpt2_tiny", 2, 256, "bfloat16", "sdpa"),
+        C("llama_tiny-fp32-eager-b2s128", "llama_tiny", 2, 128, "float32", "eager"),
+        C("llama_tiny-fp32-sdpa-b2s128", "llama_tiny", 2, 128, "float32", "sdpa"),
+        C("llama_tiny-bf16-eager-b1s512", "llama_tiny", 1, 512, "bfloat16", "eager"),
+        C("llama_tiny-bf16-sdpa-b1s512", "llama_tiny", 1, 512, "bfloat16", "sdpa"),
+        C("llama_tiny-bf16-sdpa-b4s64", "llama_tiny", 4, 64, "bfloat16", "sdpa"),
+        C("llama_tiny-bf16-sdpa-b2s256-ckpt", "llama_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True),
+        C("llama_tiny-fp32-eager-b2s256-ckpt", "llama_tiny", 2, 256, "float32", "eager", ckpt=True),
+        C("llama_tiny_gqa-fp32-eager-b2s128", "llama_tiny_gqa", 2, 128, "float32", "eager"),
+        C("llama_tiny_gqa-bf16-eager-b2s256", "llama_tiny_gqa", 2, 256, "bfloat16", "eager"),
+        C("llama_tiny_gqa-bf16-sdpa-b2s256", "llama_tiny_gqa", 2, 256, "bfloat16", "sdpa"),
+        C("bert_tiny-fp32-eager-b2s128", "bert_tiny", 2, 128, "float32", "eager"),
+        C("bert_tiny-fp32-sdpa-b2s128", "bert_tiny", 2, 128, "float32", "sdpa"),
+        C("bert_tiny-bf16-eager-b4s64", "bert_tiny", 4, 64, "bfloat16", "eager"),
+        C("mistral_tiny-bf16-sdpa-b2s256", "mistral_tiny", 2, 256, "bfloat16", "sdpa"),
+        C("mistral_tiny-fp32-eager-b1s128", "mistral_tiny", 1, 128, "float32", "eager"),
+        C("gpt2_tiny-fp32-sdpa-b2s128-infer", "gpt2_tiny", 2, 128, "float32", "sdpa", mode="infer"),
+        C("llama_tiny_gqa-bf16-sdpa-b2s256-infer", "llama_tiny_gqa", 2, 256, "bfloat16", "sdpa", mode="infer"),
+        C("llama_tiny-fp32-eager-b1s512-infer", "llama_tiny", 1, 512, "float32", "eager", mode="infer"),
+    ]
+    # the same small cases under CUDA semantics (fake tensors + CUDA dispatch emulation)
+    emu = []
+    for c in A:
+        d = dict(c)
+        d["case"] = c["case"] + "@cuda-emu"
+        d["backend"] = "cuda-emu-fake"
+        d["validate_fake"] = False
+        emu.append(d)
+    return A + emu
+
+
+def cases_B():
+    be = "cuda-emu-fake"
+    return [
+        C("gpt2-124M-fp32-eager-b8s1024", "gpt2", 8, 1024, "float32", "eager", backend=be),
+        C("gpt2-124M-bf16-eager-b8s1024", "gpt2", 8, 1024, "bfloat16", "eager", backend=be),
+        C("bert-large-fp32-eager-b8s512", "bert-large-uncased", 8, 512, "float32", "eager", backend=be),
+        C("bert-large-fp32-sdpa-b8s512", "bert-large-uncased", 8, 512, "float32", "sdpa", backend=be),
+        C("llama2-7b-bf16-sdpa-b1s4096", "llama2-7b", 1, 4096, "bfloat16", "sdpa", backend=be),
+        C("llama2-7b-bf16-eager-b1s4096", "llama2-7b", 1, 4096, "bfloat16", "eager", backend=be),
+        C("llama2-7b-bf16-sdpa-b1s4096-ckpt", "llama2-7b", 1, 4096, "bfloat16", "sdpa", ckpt=True, backend=be),
+        C("llama3-8b-bf16-sdpa-b1s8192", "llama3-8b", 1, 8192, "bfloat16", "sdpa", backend=be),
+        C("mistral-7b-bf16-sdpa-b2s2048", "mistral-7b", 2, 2048, "bfloat16", "sdpa", backend=be),
+        C("mixtral-8x7b-bf16-sdpa-b1s2048", "mixtral-8x7b", 1, 2048, "bfloat16", "sdpa", backend=be),
+        C("llama2-7b-bf16-sdpa-b1s4096-infer", "llama2-7b", 1, 4096, "bfloat16", "sdpa", mode="infer", backend=be),
+        C("llama3-8b-bf16-sdpa-b1s8192-infer", "llama3-8b", 1, 8192, "bfloat16", "sdpa", mode="infer", backend=be),
+        C("mistral-7b-bf16-sdpa-b2s2048-infer", "mistral-7b", 2, 2048, "bfloat16", "sdpa", mode="infer", backend=be),
+        # contrast row: same as the llama2-7b sdpa case but with plain CPU dispatch semantics
+        C("llama2-7b-bf16-sdpa-b1s4096@cpu-fake", "llama2-7b", 1, 4096, "bfloat16", "sdpa", backend="cpu-fake"),
+    ]
+
+
+def cases_F():
+    """Tiny configs of the added families (cuda-emu-fake). Families whose HF code has no SDPA
+    path (gemma2: softcapping; gpt_oss: attention sinks) get eager in place of sdpa."""
+    be = "cuda-emu-fake"
+    fams = ["qwen3_tiny", "qwen3_moe_tiny", "gemma_tiny", "gemma2_tiny", "gemma3_text_tiny", "gemma3_tiny",
+            "phi3_tiny", "olmo2_tiny", "gpt_neox_tiny", "falcon_tiny", "falcon_tiny_nda", "starcoder2_tiny",
+            "granite_tiny", "smollm3_tiny", "deepseek_v3_tiny", "deepseek_v2_tiny", "gpt_oss_tiny", "vit_tiny"]
+    out = []
+    for f in fams:
+        sd = "eager" if f in NO_SDPA else "sdpa"
+        s_bf, s_32 = (64, 64) if f.startswith("vit") else (256, 128)
+        out += [C(f"{f}-bf16-{sd}-b2s{s_bf}", f, 2, s_bf, "bfloat16", sd, backend=be),
+                C(f"{f}-fp32-eager-b2s{s_32}", f, 2, s_32, "float32", "eager", backend=be),
+                C(f"{f}-bf16-{sd}-b2s{s_bf}-infer", f, 2, s_bf, "bfloat16", sd, mode="infer", backend=be)]
+    for f in ("qwen3_tiny", "gemma2_tiny"):
+        sd = "eager" if f in NO_SDPA else "sdpa"
+        out.append(C(f"{f}-bf16-{sd}-b2s256-ckpt", f, 2, 256, "bfloat16", sd, ckpt=True, backend=be))
+    return out
+
+
+NO_SDPA = {"gemma2_tiny", "gpt_oss_tiny", "gemma-2-2b", "gpt-oss-20b"}
+
+
+def cases_G():
+    """Real-size configs of the added families, cheapest first (cuda-emu-fake)."""
+    be = "cuda-emu-fake"
+    fams = ["vit-base-patch16-224", "qwen3-0.6b", "pythia-1.4b", "olmo-2-1b", "gemma-3-1b", "gemma-2b",
+            "granite-3.0-2b", "gemma-2-2b", "starcoder2-3b", "smollm3-3b", "phi-3-mini-4k", "gemma-3-4b",
+            "falcon-7b", "deepseek-v2-lite", "gpt-oss-20b", "qwen3-30b-a3b", "deepseek-v3"]
+    out = []
+    for f in fams:
+        sd = "eager" if f in NO_SDPA else "sdpa"
+        if f.startswith("vit"):
+            out += [C(f"{f}-bf16-{sd}-b32i224", f, 32, 224, "bfloat16", sd, backend=be),
+                    C(f"{f}-bf16-{sd}-b32i224-infer", f, 32, 224, "bfloat16", sd, mode="infer", backend=be)]
+            continue
+        out += [C(f"{f}-bf16-{sd}-b1s2048", f, 1, 2048, "bfloat16", sd, backend=be),
+                C(f"{f}-bf16-{sd}-b1s2048-infer", f, 1, 2048, "bfloat16", sd, mode="infer", backend=be)]
+        if f in ("qwen3-0.6b", "gemma-2-2b"):
+            out.append(C(f"{f}-bf16-{sd}-b1s2048-ckpt", f, 1, 2048, "bfloat16", sd, ckpt=True, backend=be))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# CUDA dispatch emulation for fake CPU tensors
+# --------------------------------------------------------------------------------------
+SDPA_LOG = collections.Counter()
+
+
+@contextlib.contextmanager
+def cuda_dispatch_emulation():
+    """Make the two CPU-vs-CUDA dispatch decisions that change saved tensors behave as on
+    an sm80+ GPU:
+      * F.dropout(train, 0<p<1): CUDA's at::dropout calls at::native_dropout, which saves
+        a bool mask. CPU's at::dropout saves a float noise tensor of the input dtype.
+      * F.scaled_dot_product_attention: on CUDA the dispatcher picks flash (fp16/bf16,
+        no explicit mask, head_dim<=256, %8) or mem-efficient (fp32, or masks; GQA/MQA too),
+        else math. On CPU it picks the CPU flash kernel or math (with dropout).
+    The aten kernels called here are the real ones with their real autograd formulas."""
+    orig_dropout = F.dropout
+    orig_sdpa = F.scaled_dot_product_attention
+
+    def dropout(input, p=0.5, training=True, inplace=False):
+        if training and 0.0 < p < 1.0 and input.numel() > 0:
+            out, _mask = torch.native_dropout(input, p, True)
+            if inplace:
+                with torch.no_grad():
+                    input.copy_(out)
+                return input
+            return out
+        return orig_dropout(input, p, training, inplace)
+
+    def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        hd = query.shape[-1]
+        half = query.dtype in (torch.float16, torch.bfloat16)
+        needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+        if (query.dim() == 4 and half and attn_mask is None and hd <= 256 and hd % 8 == 0
+                and value.shape[-1] == hd):
+            SDPA_LOG["flash"] += 1
+            return torch.ops.aten._scaled_dot_product_flash_attention(
+                query, key, value, dropout_p, is_causal, False, scale=scale)[0]
+        # CUDA's memory-efficient kernel takes grouped/multi-query K/V as they are (supports_gqa and
+        # supports_mqa are true off ROCm in sdp_utils.cpp), so GQA does not force the math kernel.
+        if query.dim() == 4 and hd % (8 if half else 4) == 0:
+            bias = attn_mask
+            if bias is not None and bias.dtype == torch.bool:
+                bias = torch.zeros(bias.shape, dtype=query.dtype, device=query.device).masked_fill(
+                    bias.logical_not(), float("-inf"))
+            SDPA_LOG["mem_efficient"] += 1
+            return torch.ops.aten._scaled_dot_product_efficient_attention(
+                query, key, value, bias, needs_grad, dropout_p, is_causal, scale=scale)[0]
+        SDPA_LOG["math"] += 1
+        return orig_sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                         is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+
+    F.dropout = dropout
+    F.scaled_dot_product_attention = sdpa
+    orig_calc = _mt_mod._WeakRefInfo._calculate_mem_consumed
+
+    def calc(self):  # CUDA caching allocator granularity for every storage
+        mem = self.size * self.element_size
+        return math.ceil(mem / 512) * 512
+
+    _mt_mod._WeakRefInfo._calculate_mem_consumed = calc
+    try:
+        yield
+    finally:
+        F.dropout = orig_dropout
+        F.scaled_dot_product_attention = orig_sdpa
+        _mt_mod._WeakRefInfo._calculate_mem_consumed = orig_calc
+
+
+@contextlib.contextmanager
+def hf_not_tracing_under_fake():
+    """transformers.masking_utils treats FakeTensors as 'being traced' and then refuses to
+    drop the causal mask (it materializes a (b,1,s,s) bool mask instead of passing
+    is_causal=True to SDPA). Real tensors never take that path, so under FakeTensorMode we
+    make the mask code ask only the non-tensor tracing questions (dynamo/jit/stream capture).
+    Likewise the packed-sequence detector (reads position_ids values) is answered with
+    "not packed", which is what it returns for the arange position_ids these runs use.
+    Validated by the cpu-fake == cpu-real activation check on the small SDPA cases."""
+    import transformers.masking_utils as mu
+    orig = mu.is_tracing
+    orig_packed = mu.find_packed_sequence_indices
+    mu.is_tracing = lambda tensor=None: orig(None)
+    mu.find_packed_sequence_indices = lambda position_ids: None
+    try:
+        yield
+    finally:
+        mu.is_tracing = orig
+        mu.find_packed_sequence_indices = orig_packed
+
+
+# --------------------------------------------------------------------------------------
+# Saved-tensor recorder
+# --------------------------------------------------------------------------------------
+def skey(t):
+    """Identity of the storage a tensor views (StorageImpl pointer): works for real,
+    meta and fake tensors alike (fake/meta data_ptrs are all 0)."""
+    return t.untyped_storage()._cdata
+
+
+class Producers(TorchDispatchMode):
+    """Remembers, for every storage created by an aten op during the forward, which op
+    created it and in which module (a view's output shares its input's storage and is
+    not a producer)."""
+
+    def __init__(self, where):
+        super().__init__()
+        self.where = where      # callable -> current module label
+        self.by_storage = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        ins = set()
+        for a in list(args) + list((kwargs or {}).values()):
+            if isinstance(a, torch.Tensor):
+                ins.add(skey(a))
+            elif isinstance(a, (list, tuple)):
+                ins.update(skey(x) for x in a if isinstance(x, torch.Tensor))
+        outs = out if isinstance(out, (list, tuple)) else (out,)
+        for o in outs:
+            if isinstance(o, torch.Tensor):
+                k = skey(o)
+                if k not in ins:
+                    self.by_storage[k] = (func.overloadpacket.__name__, self.where())
+        return out
+
+
+class SavedRecorder:
+    def __init__(self, model, inputs):
+        self.excl = {}
+        for p in model.parameters():
+            self.excl[skey(p)] = "param"
+        for bname, bf in model.named_buffers():
+            self.excl.setdefault(skey(bf), "buffer")
+        self.inputs = {skey(t) for t in inputs}
+        self.records = {}
+        self.keep = []           # strong refs so storage pointers cannot be reused
+        self.excluded = {}
+        self.stack = []
+        self.names = {m: n for n, m in model.named_modules()}
+        self.phase = "pre"
+        self.producers = Producers(self.where)
+        self.n_pack = 0
+        self._handles = []
+        base = model.base_model
+
+        def pre(mod, args):
+            self.stack.append(mod)
+
+        def post(mod, args, out):
+            while self.stack and self.stack.pop() is not mod:
+                pass
+
+        def base_pre(mod, args):
+            self.phase = "body"
+
+        def base_post(mod, args, out):
+            self.phase = "head_loss"
+
+        self._handles += [torch.nn.modules.module.register_module_forward_pre_hook(pre),
+                          torch.nn.modules.module.register_module_forward_hook(post),
+                          base.register_forward_pre_hook(base_pre),
+                          base.register_forward_hook(base_post)]
+
+    def pack(self, t):
+        self.n_pack += 1
+        st = t.untyped_storage()
+        k = st._cdata
+        if k in self.excl:
+            if k not in self.excluded:
+                self.excluded[k] = (self.excl[k], st.nbytes())
+            return t
+        if k not in self.records:
+            op, pmod = self.producers.by_storage.get(k, ("<external>", "<external>"))
+            self.records[k] = dict(nbytes=st.nbytes(), dtype=str(t.dtype).replace("torch.", ""),
+                                   module=pmod, saver=self.where(), op=op, phase=self.phase,
+                                   shape=list(t.shape), is_input=k in self.inputs)
+            self.keep.append(st)
+        return t
+
+    def where(self):
+        mod = self.stack[-1] if self.stack else None
+        if mod is None:
+            return "<top>"
+        name = self.names.get(mod)
+        if name is None:  # a module built inside forward (e.g. BERT's CrossEntropyLoss())
+            return f"<{type(mod).__name__}>"
+        return re.sub(r"\.\d+(\.|$)", r".*\1", name) or "<top>"
+
+    @staticmethod
+    def unpack(t):
+        return t
+
+    @contextlib.contextmanager
+    def active(self):
+        with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack), self.producers:
+            yield
+
+    def close(self):
+        for h in self._handles:
+            h.remove()
+        self.keep = []
+        self.producers.by_storage = {}
+
+    def summary(self, n_layers):
+        recs = list(self.records.values())
+        tot = sum(r["nbytes"] for r in recs)
+        by_dtype = collections.Counter()
+        by_phase = collections.Counter()
+        by_module = collections.Counter()
+        by_op = collections.Counter()
+        by_mod_op = collections.Counter()
+        for r in recs:
+            by_mod_op[f"{r['module']} :: {r['op']} :: {r['dtype']}"] += r["nbytes"]
+            by_dtype[r["dtype"]] += r["nbytes"]
+            by_phase[r["phase"]] += r["nbytes"]
+            by_module[r["module"]] += r["nbytes"]
+            by_op[r["op"]] += r["nbytes"]
+        top = sorted(recs, key=lambda r: -r["nbytes"])[:8]
+        return dict(
+            activation_saved_bytes=tot,
+            activation_by_dtype=dict(by_dtype),
+            activation_by_phase=dict(by_phase),
+            activation_head_loss_bytes=by_phase.get("head_loss", 0),
+            activation_input_ids_bytes=sum(r["nbytes"] for r in recs if r["is_input"]),
+            activation_by_module=dict(sorted(by_module.items(), key=lambda kv: -kv[1])),
+            activation_by_op=dict(sorted(by_op.items(), key=lambda kv: -kv[1])),
+            activation_by_module_op=dict(sorted(by_mod_op.items(), key=lambda kv: -kv[1])),
+            activation_n_storages=len(recs),
+            saved_param_bytes_excluded=sum(v[1] for v in self.excluded.values() if v[0] == "param"),
+            saved_buffer_bytes_excluded=sum(v[1] for v in self.excluded.values() if v[0] == "buffer"),
+            top_saved=[dict(nbytes=r["nbytes"], dtype=r["dtype"], shape=r["shape"], module=r["module"],
+                            op=r["op"], saver=r["saver"]) for r in top],
+        )
+
+
+# --------------------------------------------------------------------------------------
+# One case
+# --------------------------------------------------------------------------------------
+def uniq_storage_bytes(tensors):
+    seen = {}
+    for t in tensors:
+        if t is None:
+            continue
+        seen[skey(t)] = t.untyped_storage().nbytes()
+    return sum(seen.values())
+
+
+def kv_cache_bytes(pkv):
+    ts = []
+    if pkv is None:
+        return None
+    if hasattr(pkv, "layers"):
+        for layer in pkv.layers:
+            for attr in ("keys", "values"):
+                v = getattr(layer, attr, None)
+                if isinstance(v, torch.Tensor):
+                    ts.append(v)
+    else:
+        for kv in pkv:
+            ts += [x for x in kv if isinstance(x, torch.Tensor)]
+    return uniq_storage_bytes(ts)
+
+
+def _kv_tensors(pkv):
+    ts = []
+    if pkv is None:
+        return ts
+    if hasattr(pkv, "layers"):
+        for layer in pkv.layers:
+            for attr in ("keys", "values"):
+                v = getattr(layer, attr, None)
+                if isinstance(v, torch.Tensor):
+                    ts.append(v)
+    else:
+        for kv in pkv:
+            ts += [x for x in kv if isinstance(x, torch.Tensor)]
+    return ts
+
+
+def kv_cache_logical_bytes(pkv):
+    """numel*itemsize of the cached key/value views (a sliding layer's cache is a view of the last
+    window-1 positions of the full prefill K/V, whose storage kv_cache_bytes counts)."""
+    return sum(t.numel() * t.element_size() for t in _kv_tensors(pkv))
+
+
+def kv_cache_shapes(pkv):
+    shapes = [list(t.shape) for t in _kv_tensors(pkv)]
+    uniq = []
+    for sh in shapes:
+        if sh not in uniq:
+            uniq.append(sh)
+    return uniq
+
+
+@contextlib.contextmanager
+def no_trunc_normal_init():
+    """torch.nn.init.trunc_normal_ loops on `mask.any()` (data dependent: fails on fake tensors);
+    used by e.g. SigLIP's init. Init values do not change any byte count, so under fake
+    tensors it is made a no-op."""
+    import torch.nn.init as tinit
+    orig = tinit._no_grad_trunc_normal_
+    tinit._no_grad_trunc_normal_ = lambda tensor, *a, **k: tensor
+    try:
+        yield
+    finally:
+        tinit._no_grad_trunc_normal_ = orig
+
+
+def build(case, cfg):
+    if case["backend"] != "cpu-real":
+        with no_trunc_normal_init():
+            return _build(case, cfg)
+    return _build(case, cfg)
+
+
+def _build(case, cfg):
+    dtype = getattr(torch, case["dtype"])
+    if cfg.model_type == "bert":
+        model = BertForMaskedLM._from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
+    elif cfg.model_type == "vit":
+        model = ViTForImageClassification._from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
+    else:
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
+    keep32 = set(getattr(model, "_keep_in_fp32_modules", None) or []) | set(getattr(model, "_keep_in_fp32_modules_strict", None) or [])
+    for n, p in model.named_parameters():
+        assert p.dtype == dtype or any(k in n for k in keep32), (n, p.dtype, dtype)
+    return model
+
+
+def mem_snapshot_peak(mt):
+    snap = mt.get_tracker_snapshot("peak")
+    total = 0
+    breakdown = collections.Counter()
+    for dev, d in snap.items():
+        for k, v in d.items():
+            if k == "Total":
+                total += v
+            else:
+                breakdown[str(k).split(".")[-1]] += v
+    return total, dict(breakdown)
+
+
+def run_case(case):
+    cfg = load_config(case["config"])
+    backend = case["backend"]
+    fake = backend != "cpu-real"
+    b, s = case["batch"], case["seq"]
+    tcfg = cfg.get_text_config()
+    is_vit = cfg.model_type == "vit"
+    vocab = None if is_vit else tcfg.vocab_size
+    L = tcfg.num_hidden_layers
+    out = dict(case=case["case"], config_file=f"configs/{case['config']}.json", batch=b, seq=s,
+               dtype=case["dtype"], attn=case["attn"], mode=case["mode"], grad_ckpt=case["grad_ckpt"],
+               backend=backend)
+    if is_vit:  # "seq" is the image side; tokens = (image/patch)^2 + 1 (CLS)
+        out["image_size"] = s
+        out["patch_size"] = cfg.patch_size
+        out["num_labels"] = cfg.num_labels
+        out["vit_tokens"] = (s // cfg.patch_size) ** 2 + 1
+    torch.manual_seed(0)
+    SDPA_LOG.clear()
+    fmode = FakeTensorMode() if fake else contextlib.nullcontext()
+    emu = cuda_dispatch_emulation() if backend == "cuda-emu-fake" else contextlib.nullcontext()
+    notrace = hf_not_tracing_under_fake() if fake else contextlib.nullcontext()
+    t0 = time.time()
+    with fmode, emu, notrace:
+        model = build(case, cfg)
+        params = list(model.parameters())
+        out["n_params"] = sum(p.numel() for p in params)
+        out["param_bytes"] = uniq_storage_bytes(params)
+        _pbd = collections.Counter()
+        for p in params:
+            _pbd[str(p.dtype).replace("torch.", "")] += p.numel() * p.element_size()
+        out["param_bytes_by_dtype"] = dict(_pbd)
+        out["n_param_tensors"] = len(params)
+        out["buffer_bytes"] = uniq_storage_bytes(list(model.buffers()))
+        if is_vit:
+            ids = torch.randn(b, cfg.num_channels, s, s, dtype=getattr(torch, case["dtype"]))
+        else:
+            ids = torch.randint(0, vocab, (b, s))
+        is_clm = cfg.model_type not in ("bert", "vit")
+        if case["mode"] == "infer":
+            model.eval()
+            with torch.no_grad():
+                mt = MemTracker()
+                mt.track_external(model, ids)
+                with mt:
+                    if is_vit:
+                        o = model(pixel_values=ids)
+                        out["kv_cache_bytes"] = None
+                    else:
+                        o = model(input_ids=ids, use_cache=True)
+                        out["kv_cache_bytes"] = kv_cache_bytes(o.past_key_values)
+                        out["kv_cache_logical_bytes"] = kv_cache_logical_bytes(o.past_key_values)
+                        out["kv_cache_layer_shapes"] = kv_cache_shapes(o.past_key_values)
+                out["peak_bytes"], out["peak_breakdown"] = mem_snapshot_peak(mt)
+                out["peak_note"] = "forward only, no_grad, full logits kept"
+                del o
+            for k in ("grad_bytes", "optimizer_state_bytes", "optimizer_step_tensor_bytes",
+                      "activation_saved_bytes", "activation_by_dtype"):
+                out[k] = None
+        else:
+            model.train()
+            if case["grad_ckpt"]:
+                model.gradient_checkpointing_enable()
+            if is_vit:
+                labels = torch.randint(0, cfg.num_labels, (b,))
+                kw = dict(pixel_values=ids, labels=labels)
+            else:
+                labels = ids.clone()
+                kw = dict(input_ids=ids, labels=labels)
+            if is_clm:
+                kw["use_cache"] = False
+            opt = torch.optim.AdamW(params, lr=1e-4,
+                                    foreach=True if backend == "cuda-emu-fake" else None)
+            rec = SavedRecorder(model, [ids, labels])
+            mt1 = MemTracker()
+            mt1.track_external(model, opt, ids, labels)
+            with mt1:
+                with rec.active():
+                    res = model(**kw)
+                loss = res.loss
+                rec_sum = rec.summary(L)
+                rec.close()
+                out.update(rec_sum)
+                out["logits_bytes_returned"] = res.logits.untyped_storage().nbytes()
+                del res
+                loss.backward()
+                del loss
+                out["grad_bytes"] = uniq_storage_bytes([p.grad for p in params])
+                # parameters that get no gradient (e.g. Gemma3's vision tower on a text-only batch):
+                # AdamW skips them, so they have no optimizer state either
+                nog = [p for p in params if p.grad is None]
+                out["params_without_grad"] = sum(p.numel() for p in nog)
+                out["params_without_grad_bytes"] = uniq_storage_bytes(nog)
+                opt.step()
+                st = opt.state
+                out["optimizer_state_bytes"] = uniq_storage_bytes(
+                    [st[p][k] for p in params if p in st for k in ("exp_avg", "exp_avg_sq")])
+                out["optimizer_step_tensor_bytes"] = uniq_storage_bytes([st[p]["step"] for p in params if p in st])
+                out["n_param_tensors_with_state"] = sum(1 for p in params if p in st)
+                opt.zero_grad(set_to_none=True)
+            out["peak_bytes_first_step"], _ = mem_snapshot_peak(mt1)
+            del mt1
+            # steady-state step: optimizer states already exist
+            mt2 = MemTracker()
+            mt2.track_external(model, opt, ids, labels)
+            with mt2:
+                res = model(**kw)
+                loss = res.loss
+                del res
+                loss.backward()
+                del loss
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            out["peak_bytes"], out["peak_breakdown"] = mem_snapshot_peak(mt2)
+            out["peak_note"] = ("MemTracker peak over a 2nd full step (fwd+bwd+AdamW.step+zero_grad), "
+                                "optimizer states pre-existing; model outputs freed before backward")
+            out["kv_cache_bytes"] = None
+            del mt2, opt
+        out["sdpa_kernels"] = dict(SDPA_LOG) if backend == "cuda-emu-fake" else None
+        del model, params
+    out["seconds"] = round(time.time() - t0, 2)
+    out["torch_version"] = torch.__version__
+    out["transformers_version"] = transformers.__version__
+    gc.collect()
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Sanity checks
+# --------------------------------------------------------------------------------------
+PUBLISHED_FAMILY = {"qwen3-0.6b": 596049920, "qwen3-30b-a3b": 30532122624, "gemma-2b": 2506172416,
+                    "gemma-2-2b": 2614341888, "gemma-3-1b": 999885952, "gemma-3-4b": 4300079472,
+                    "phi-3-mini-4k": 3821079552, "olmo-2-1b": 1484916736, "pythia-1.4b": 1414647808,
+                    "falcon-7b": 6921720704, "starcoder2-3b": 3030371328, "granite-3.0-2b": 2533531648,
+                    "smollm3-3b": 3075098624, "deepseek-v2-lite": 15706484224, "deepseek-v3": 671026419200,
+                    "gpt-oss-20b": 20914757184, "vit-base-patch16-224": 86567656}
+
+
+def checks(rows, cfgs):
+    lines = []
+
+    def ok(cond, msg):
+        lines.append(("PASS " if cond else "FAIL ") + msg)
+
+    published = {"gpt2": 124439808, "llama2-7b": 6738415616, "llama3-8b": 8030261248,
+                 "mistral-7b": 7241732096, "mixtral-8x7b": 46702792704}
+    for r in rows:
+        name = r["case"]
+        cfgname = os.path.basename(r["config_file"])[:-5]
+        cfg = cfgs[cfgname]
+        bpe = 4 if r["dtype"] == "float32" else 2
+        if "error" in r:
+            lines.append(f"SKIP {name}: error {r['error'][:120]}")
+            continue
+        if r.get("param_bytes_by_dtype") and len(r["param_bytes_by_dtype"]) > 1:  # _keep_in_fp32_modules
+            lines.append(f"INFO {name}: mixed parameter dtypes {r['param_bytes_by_dtype']}")
+        else:
+            ok(r["param_bytes"] == bpe * r["n_params"], f"{name}: param_bytes == {bpe}*n_params")
+        if cfgname in PUBLISHED_FAMILY:  # informational: commonly quoted totals (HF safetensors metadata)
+            pub = PUBLISHED_FAMILY[cfgname]
+            lines.append(f"INFO {name}: n_params {r['n_params']:,} vs quoted {pub:,} (diff {r['n_params'] - pub:+,})")
+        if cfgname in published:
+            ok(r["n_params"] == published[cfgname],
+               f"{name}: n_params {r['n_params']:,} == published {published[cfgname]:,}")
+        if r["mode"] == "train":
+            trained = r["param_bytes"] - r.get("params_without_grad_bytes", 0)
+            ntens = r.get("n_param_tensors_with_state", r["n_param_tensors"])
+            ok(r["grad_bytes"] == trained, f"{name}: grad_bytes == bytes of params that get a grad ({trained})")
+            ok(r["optimizer_state_bytes"] == 2 * trained, f"{name}: AdamW states == 2*trained param bytes")
+            ok(r["optimizer_step_tensor_bytes"] == 4 * ntens,
+               f"{name}: step tensors == 4 B * {ntens} param tensors")
+        if r["mode"] == "infer" and cfg.model_type not in ("bert", "vit"):
+            t = cfg.get_text_config()
+            if cfg.model_type == "gpt2":
+                kvh, hd = cfg.n_head, cfg.n_embd // cfg.n_head
+                per_tok = 2 * kvh * hd
+            elif t.model_type in ("deepseek_v2", "deepseek_v3"):  # HF 5.24 caches the MLA latent: (kv_lora_rank) + k_pe (rope dim), 1 head
+                per_tok = t.kv_lora_rank + t.qk_rope_head_dim
+            elif t.model_type == "falcon":
+                hd = t.hidden_size // t.num_attention_heads
+                # HF 5.24 new_decoder_architecture broadcasts K/V to all heads before caching
+                kvh = (t.num_attention_heads if t.new_decoder_architecture else (1 if t.multi_query else t.num_attention_heads))
+                per_tok = 2 * kvh * hd
+            elif t.model_type == "gpt_neox":
+                per_tok = 2 * t.hidden_size
+            else:
+                kvh = t.num_key_value_heads
+                hd = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
+                per_tok = 2 * kvh * hd
+            exp = t.num_hidden_layers * r["batch"] * r["seq"] * per_tok * bpe
+            ok(r["kv_cache_bytes"] == exp, f"{name}: kv_cache {r['kv_cache_bytes']} == L*b*s*(K+V per token)*B = {exp}"
+               f" (logical {r.get('kv_cache_logical_bytes')})")
+    # fake-vs-real validation
+    for r in rows:
+        if "fake_cpu_activation_saved_bytes" in r:
+            ok(r["fake_cpu_activation_saved_bytes"] == r["activation_saved_bytes"],
+               f"{r['case']}: cpu-fake activations {r['fake_cpu_activation_saved_bytes']} == cpu-real "
+               f"{r['activation_saved_bytes']}")
+    # Korthikanti et al. 2022, per layer, 16-bit: s*b*h*(34 + 5*a*s/h) bytes
+    for r in rows:
+        cfgname = os.path.basename(r["config_file"])[:-5]
+        cfg = cfgs[cfgname]
+        if cfg.model_type != "gpt2" or r["mode"] != "train" or r["attn"] != "eager" or "error" in r:
+            continue
+        s, b, h, a, L = r["seq"], r["batch"], cfg.n_embd, cfg.n_head, cfg.n_layer
+        layer_bytes = sum(v for k, v in r["activation_by_module"].items() if k.startswith("transformer.h."))
+        per_layer = layer_bytes / L
+        k16 = s * b * h * (34 + 5 * a * s / h)
+        k32 = s * b * h * (66 + 9 * a * s / h)  # same accounting, 4-byte elements, 1-byte masks
+        msg = (f"INFO {r['case']}: per-layer saved {per_layer / MiB:.2f} MiB; Korthikanti 16-bit "
+               f"{k16 / MiB:.2f} MiB ratio {per_layer / k16:.3f}")
+        if r["dtype"] == "float32":
+            msg += f"; fp32-adapted (66+9as/h) {k32 / MiB:.2f} MiB ratio {per_layer / k32:.3f}"
+        lines.append(msg)
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "all"])
+    ap.add_argument("--only", default=None, help="substring filter on case names")
+    ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
+    ap.add_argument("--details", default=None,
+                    help="also write per-case breakdowns (by module/op, top tensors) here")
+    ap.add_argument("--partial", action="store_true", help="rewrite the output files after every case")
+    args = ap.parse_args()
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    write_configs()
+    cases = (cases_A() if args.group in ("A", "all") else []) + (cases_B() if args.group in ("B", "all") else [])
+    cases += (cases_F() if args.group == "F" else []) + (cases_G() if args.group == "G" else [])
+    if args.only:
+        cases = [c for c in cases if args.only in c["case"]]
+    rows = []
+    for c in cases:
+        print(f"=== {c['case']} [{c['backend']}]", flush=True)
+        try:
+            r = run_case(c)
+            if c["validate_fake"] and c["mode"] == "train":
+                v = run_case(dict(c, backend="cpu-fake"))
+                r["fake_cpu_activation_saved_bytes"] = v["activation_saved_bytes"]
+                r["fake_cpu_peak_bytes"] = v["peak_bytes"]
+        except Exception as e:  # record and keep going
+            traceback.print_exc()
+            r = dict(case=c["case"], config_file=f"configs/{c['config']}.json", batch=c["batch"],
+                     seq=c["seq"], dtype=c["dtype"], attn=c["attn"], mode=c["mode"],
+                     grad_ckpt=c["grad_ckpt"], backend=c["backend"],
+                     error=f"{type(e).__name__}: {e}", torch_version=torch.__version__,
+                     transformers_version=transformers.__version__)
+        rows.append(r)
+        if args.partial:
+            _write(args, rows, ["(partial: checks not run yet)"])
+        if "error" not in r:
+            act = r.get("activation_saved_bytes")
+            print(f"    n_params={r['n_params']:,} act={act / MiB if act is not None else float('nan'):.2f} MiB "
+                  f"kv={r.get('kv_cache_bytes')} peak={r.get('peak_bytes', 0) / MiB:.1f} MiB "
+                  f"({r['seconds']}s) sdpa={r.get('sdpa_kernels')}", flush=True)
+    cfgs = {n: load_config(n) for n in CONFIG_SPECS}
+    lines = checks(rows, cfgs)
+    print("\n".join(lines))
+    details = _write(args, rows, lines)
+    print(f"wrote {args.out} and {details}")
+
+
+def _write(args, rows, lines):
+    detail_keys = ("activation_by_module", "activation_by_op", "activation_by_module_op", "top_saved",
+                   "peak_breakdown")
+    slim = [{k: v for k, v in r.items() if k not in detail_keys} for r in rows]
+    with open(args.out, "w") as f:
+        json.dump(slim, f, indent=1)
+    details = args.details or os.path.splitext(args.out)[0] + "_details.json"
+    with open(details, "w") as f:
+        json.dump(dict(rows=rows, checks=lines, python=platform.python_version()), f, indent=1)
+    return details
+
+
+if __name__ == "__main__":
+    main()
