@@ -423,3 +423,56 @@ fn diagnose_reads_allocator_reports_and_snapshots() {
     std::fs::write(&evil, b"\x80\x02cos\nsystem\n.").unwrap();
     assert_usage_error(&["diagnose", "--snapshot", evil.to_str().unwrap()], "refused");
 }
+
+/// Every Hub config in tests/data/hub (see its SOURCES.md), given as the model folder and as the
+/// config.json path: exit 0, the exact HF parameter count (params.json, from meta-device
+/// instantiation with transformers 5.24), `model.validated` true except where the architecture
+/// has no family of its own.
+#[test]
+fn every_hub_config_estimates_with_exact_parameters() {
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(data("hub/params.json")).unwrap()).unwrap();
+    let mut n = 0;
+    for (dir, row) in expected.as_object().unwrap() {
+        let want = row["n_params"].as_u64().unwrap();
+        for path in [data(&format!("hub/{dir}")), data(&format!("hub/{dir}/config.json"))] {
+            let v = json(&["estimate", "--model", &path, "--json"]);
+            assert_eq!(v["model"]["n_params"].as_u64(), Some(want), "{path}");
+            let generic = matches!(dir.as_str(), "t5-base" | "whisper-small");
+            assert_eq!(v["model"]["validated"], !generic, "{path}: {}", v["model"]);
+            if generic {
+                assert_eq!(v["model"]["family"], "generic");
+                assert!(v["notes"].to_string().contains("unvalidated"), "{path}: {}", v["notes"]);
+            }
+        }
+        n += 1;
+    }
+    assert!(n >= 30, "hub configs missing ({n})");
+}
+
+#[test]
+fn hub_ids_and_near_misses() {
+    let v = json(&["estimate", "--model", "Qwen/Qwen3-8B", "--json"]);
+    assert_eq!(v["model"]["n_params"], 8_190_735_360u64);
+    assert_eq!(v["model"]["family"], "qwen3");
+    let v = json(&["estimate", "--model", "meta-llama/Llama-3.1-8B", "--json"]);
+    assert_eq!(v["model"]["n_params"], 8_030_261_248u64);
+    let out = run(&["estimate", "--model", "qwen3-7b"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean qwen3-8b") || err.contains("did you mean qwen3-0.6b"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn quantized_checkpoints_weigh_their_format() {
+    // GPTQ 4-bit Llama-3.1-8B for inference: about 5.7 GB of weights, not 16 GB of bf16
+    let v = json(&["estimate", "--model", &data("hub/llama-gptq"), "--mode", "infer", "--json"]);
+    let w = v["bytes"]["parameters"].as_u64().unwrap() as f64 / 1e9;
+    assert!((5.4..6.0).contains(&w), "{w} GB");
+    assert!(v["model"]["weight_format"].as_str().unwrap().contains("GPTQ"));
+    // full fine-tuning dequantizes, and says so
+    let v = json(&["estimate", "--model", &data("hub/llama-gptq"), "--json"]);
+    assert!(v["bytes"]["parameters"].as_u64().unwrap() > 15_000_000_000);
+    assert!(v["notes"].to_string().contains("dequantizes"), "{}", v["notes"]);
+}

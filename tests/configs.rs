@@ -74,3 +74,55 @@ fn hub_configs_read_the_family_details() {
         Some(vramscope::model::quant::WeightFormat::Gptq { bits: 4, group_size: 128 })
     ));
 }
+
+/// A model folder of an architecture without a family: config.json for the shape, and the
+/// model.safetensors header beside it for the exact parameter count.
+#[test]
+fn unknown_architecture_folder_takes_the_safetensors_count() {
+    let dir = std::env::temp_dir().join(format!("vramscope-unknown-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"model_type":"mynewlm","architectures":["MyNewLMForCausalLM"],"hidden_size":64,
+            "num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":128,"vocab_size":100}"#,
+    )
+    .unwrap();
+    // a header-only safetensors file: 8-byte length, JSON header (no data needed for a count)
+    let mut tensors = serde_json::Map::new();
+    let mut offset = 0u64;
+    let mut total = 0u64;
+    for (name, shape) in [
+        ("embed.weight", vec![100u64, 64]),
+        ("layers.0.mix.weight", vec![1000, 300]),
+        ("head.weight", vec![100, 64]),
+    ] {
+        let n: u64 = shape.iter().product();
+        total += n;
+        tensors.insert(
+            name.into(),
+            serde_json::json!({"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + 2 * n]}),
+        );
+        offset += 2 * n;
+    }
+    let header = serde_json::Value::Object(tensors).to_string();
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    std::fs::write(dir.join("model.safetensors"), bytes).unwrap();
+    let loaded = vramscope::model::preset::load_path(&dir).unwrap();
+    let t = loaded.model.transformer().unwrap();
+    assert_eq!(t.family, vramscope::model::Family::Generic);
+    let generic = {
+        let mut s = t.clone();
+        s.extra_params = 0;
+        vramscope::model::ModelSpec {
+            name: String::new(),
+            arch: vramscope::model::Architecture::Transformer(Box::new(s)),
+        }
+        .n_params()
+    };
+    assert!(total > generic, "the header must hold more than the generic decoder lists");
+    assert_eq!(loaded.model.n_params(), total, "{:?}", loaded.notes);
+    assert!(loaded.notes.iter().any(|n| n.contains("exact")), "{:?}", loaded.notes);
+    assert!(loaded.notes.iter().any(|n| n.contains("unvalidated")), "{:?}", loaded.notes);
+    std::fs::remove_dir_all(&dir).ok();
+}

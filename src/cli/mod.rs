@@ -87,9 +87,10 @@ pub struct EstimateArgs {
     /// Sequence length (default: 512, or the model's positions if fewer).
     #[arg(long)]
     pub seq: Option<u64>,
-    /// fp32, bf16, fp16, bf16-amp, fp16-amp, fp8, int8, int4.
-    #[arg(long, default_value = "bf16")]
-    pub precision: Precision,
+    /// fp32, bf16, fp16, bf16-amp, fp16-amp, fp8, int8, int4 (default: the config's
+    /// `torch_dtype` — float32 → fp32, float16 → fp16 — else bf16).
+    #[arg(long)]
+    pub precision: Option<Precision>,
     /// adamw, adam, adamw-fused, adamw-8bit, adafactor, sgd, sgd-momentum, none.
     #[arg(long, default_value = "adamw")]
     pub optimizer: Optimizer,
@@ -227,7 +228,41 @@ pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
     if let Some(s) = a.seq {
         sc.seq = s;
     }
-    sc.precision = a.precision;
+    let mut notes = loaded.notes;
+    sc.precision = match (a.precision, loaded.dtype.as_deref()) {
+        (Some(p), _) => p,
+        (None, Some(d)) => {
+            let p = match d {
+                "float32" => Precision::Fp32,
+                "float16" => Precision::Fp16,
+                _ => Precision::Bf16,
+            };
+            if p != Precision::Bf16 {
+                notes.push(format!("precision {p} from the config's dtype \"{d}\" (--precision changes it)"));
+            }
+            p
+        }
+        (None, None) => Precision::Bf16,
+    };
+    if a.attention == AttentionImpl::Sdpa
+        && let Some(t) = sc.model.transformer()
+        && matches!(t.family, vramscope::model::Family::Gemma2 | vramscope::model::Family::GptOss)
+    {
+        notes.push(
+            "transformers 5 has no SDPA path for this family (soft-capping / attention sinks): eager attention is estimated"
+                .into(),
+        );
+    }
+    if let Some(q) = sc.model.transformer().and_then(|t| t.quant)
+        && a.mode == Mode::Train
+        && a.lora.is_none()
+    {
+        notes.push(format!(
+            "the checkpoint is {}: full fine-tuning dequantizes it to {}; add --lora R:TARGETS to train adapters on the quantized base",
+            q.label(),
+            sc.precision
+        ));
+    }
     sc.optimizer = a.optimizer;
     sc.attention = a.attention;
     sc.checkpointing = a.checkpoint;
@@ -252,7 +287,7 @@ pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
     };
     sc.parallel = a.parallel.to_parallel();
     sc.validate()?;
-    Ok(Inputs { sc, notes: loaded.notes, gpu, global_batch: None })
+    Ok(Inputs { sc, notes, gpu, global_batch: None })
 }
 
 /// Runs `estimate`.
@@ -283,7 +318,7 @@ pub fn default_args() -> EstimateArgs {
         mode: Mode::Train,
         batch: 1,
         seq: Some(2048),
-        precision: Precision::Bf16,
+        precision: Some(Precision::Bf16),
         optimizer: Optimizer::Adamw,
         attention: AttentionImpl::Sdpa,
         checkpoint: Checkpointing::Full,

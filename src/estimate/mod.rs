@@ -369,7 +369,12 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
             groups
                 .iter()
                 .filter(|g| {
-                    matches!(g.kind, crate::model::ParamKind::Linear(_) | crate::model::ParamKind::Router)
+                    matches!(
+                        g.kind,
+                        crate::model::ParamKind::Linear(_)
+                            | crate::model::ParamKind::Experts(_)
+                            | crate::model::ParamKind::Router
+                    )
                 })
                 .map(|g| g.rows * g.cols * g.count)
                 .sum::<u64>()

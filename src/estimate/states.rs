@@ -147,15 +147,20 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
     for g in groups {
         let n = g.rows * g.cols;
         st.n_params += n * g.count;
-        let quantizable = matches!(g.kind, ParamKind::Linear(_) | ParamKind::Router);
+        let quantizable = matches!(g.kind, ParamKind::Linear(_) | ParamKind::Experts(_) | ParamKind::Router);
         let fp32_kept = g.kind == ParamKind::RouterFp32;
         // the checkpoint's own format (GPTQ, AWQ, fp8, MXFP4 experts…) applies to its projections
         // when no other weight format is asked for
         let from_ckpt = ckpt_format.filter(|f| {
-            !p.is_quantized()
+            // full fine-tuning dequantizes the checkpoint; inference and a LoRA base keep it
+            (!train || sc.lora.is_some())
+                && !p.is_quantized()
                 && sc.base_quant == BaseQuant::None
-                && matches!(g.kind, ParamKind::Linear(_))
-                && (f.covers_dense() || g.rows > 8 * g.cols || g.cols > 8 * g.rows || g.rows >= 1 << 20)
+                && match g.kind {
+                    ParamKind::Experts(_) => true,
+                    ParamKind::Linear(_) => f.covers_dense(),
+                    _ => false,
+                }
         });
         let one = match sc.lora {
             Some(_) if sc.base_quant != BaseQuant::None && quantizable => {

@@ -372,6 +372,8 @@ pub enum ParamKind {
     Head,
     /// A projection weight named by its HuggingFace module (`q`, `k`, `v`, `o`, `gate`, `up`, `down`).
     Linear(LinearRole),
+    /// Routed experts fused into 3-D tensors (`gate_up_proj`, `down_proj`), by projection.
+    Experts(LinearRole),
     /// MoE router weight.
     Router,
     /// MoE router weight kept in fp32 whatever the model dtype (`_keep_in_fp32_modules`).

@@ -234,6 +234,8 @@ pub struct Loaded {
     pub model: ModelSpec,
     /// Notes (e.g. "no architectures key: assuming …").
     pub notes: Vec<String>,
+    /// The checkpoint's `torch_dtype` / `dtype`, when a config.json names one.
+    pub dtype: Option<String>,
 }
 
 /// Loads a built-in preset by name or by the Hub id it comes from (`Qwen/Qwen3-8B`).
@@ -248,7 +250,7 @@ pub fn builtin(name: &str) -> Option<ModelSpec> {
 /// Loads `--model`: a preset name or a path.
 pub fn load(spec: &str) -> Result<Loaded, LoadError> {
     if let Some(model) = builtin(spec) {
-        return Ok(Loaded { model, notes: Vec::new() });
+        return Ok(Loaded { model, notes: Vec::new(), dtype: None });
     }
     let path = Path::new(spec);
     if !path.exists() {
@@ -269,13 +271,70 @@ fn read(path: &Path) -> Result<String, LoadError> {
     std::fs::read_to_string(path).map_err(|e| LoadError::Io { path: path.display().to_string(), source: e })
 }
 
-/// Loads a model from a file, choosing the reader by name.
+/// Loads a model folder: its `config.json`, with the exact parameter tensors of a
+/// `model.safetensors` (or its shard index) beside it when the architecture has no family of its
+/// own; a folder with weights but no config becomes a layer table.
+fn load_dir(dir: &Path) -> Result<Loaded, LoadError> {
+    let cfg = dir.join("config.json");
+    let index = dir.join("model.safetensors.index.json");
+    let single = dir.join("model.safetensors");
+    let weights = if index.exists() {
+        Some(index)
+    } else if single.exists() {
+        Some(single)
+    } else {
+        None
+    };
+    if !cfg.exists() {
+        return match weights {
+            Some(w) => safetensors::load_model(&w).map_err(LoadError::from),
+            None => Err(LoadError::Io {
+                path: dir.display().to_string(),
+                source: std::io::Error::other("folder has no config.json (nor model.safetensors)"),
+            }),
+        };
+    }
+    let mut loaded = load_path(&cfg)?;
+    let Some(w) = weights else { return Ok(loaded) };
+    let tensors = if w.to_string_lossy().ends_with(".index.json") {
+        safetensors::read_index(&w)?
+    } else {
+        safetensors::read_header(&w)?
+    };
+    let n_header: u64 = tensors.iter().map(safetensors::TensorInfo::numel).sum();
+    let n_cfg = loaded.model.n_params();
+    let mut extra = None;
+    if let Architecture::Transformer(t) = &mut loaded.model.arch {
+        if t.quant.is_none() && t.unvalidated_type.is_some() && n_header > n_cfg {
+            // an architecture without a family: the header's tensors are the exact count
+            t.extra_params += n_header - n_cfg;
+            extra = Some(n_header - n_cfg);
+        } else if t.quant.is_none() && n_header != n_cfg {
+            loaded.notes.push(format!(
+                "{} holds {n_header} parameters but config.json describes {n_cfg} (extra tensors?); using the config",
+                w.display()
+            ));
+        }
+    }
+    if let Some(d) = extra {
+        loaded.notes.push(format!(
+            "parameter count from {} ({n_header} exact; {d} beyond what the generic decoder lists)",
+            w.display()
+        ));
+    }
+    Ok(loaded)
+}
+
+/// Loads a model from a file or a model folder, choosing the reader by name.
 pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
+    if path.is_dir() {
+        return load_dir(path);
+    }
     let shown = path.display().to_string();
     let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     if name.ends_with(".ron") {
         let model = parse_preset(&shown, &read(path)?)?;
-        return Ok(Loaded { model, notes: Vec::new() });
+        return Ok(Loaded { model, notes: Vec::new(), dtype: None });
     }
     if name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json") {
         return safetensors::load_model(path).map_err(LoadError::from);
@@ -291,6 +350,7 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
         return Ok(Loaded {
             model: ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(parsed.spec)) },
             notes: parsed.notes,
+            dtype: parsed.dtype,
         });
     }
     Err(LoadError::UnknownKind(shown))

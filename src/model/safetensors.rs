@@ -166,7 +166,7 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
                         path.display()
                     ));
                 }
-                return Ok(Loaded { model, notes });
+                return Ok(Loaded { model, notes, dtype: None });
             }
             Err(e) => notes.push(format!("ignoring {}: {e}", cfg.display())),
         }
@@ -192,6 +192,7 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
             arch: Architecture::Table(LayerTable { layers, param_tensors: n }),
         },
         notes,
+        dtype: None,
     })
 }
 

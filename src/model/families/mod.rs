@@ -487,8 +487,8 @@ pub(crate) fn moe_params(
     if router_bias {
         p.push(e, 1, layers, ParamKind::Vector, Scope::Block, false);
     }
-    p.push(e * 2 * i, h, layers, ParamKind::Linear(LinearRole::Gate), Scope::Block, true);
-    p.push(e * h, i, layers, ParamKind::Linear(LinearRole::Down), Scope::Block, true);
+    p.push(e * 2 * i, h, layers, ParamKind::Experts(LinearRole::Gate), Scope::Block, true);
+    p.push(e * h, i, layers, ParamKind::Experts(LinearRole::Down), Scope::Block, true);
     if expert_bias {
         p.push(e * 2 * i, 1, layers, ParamKind::Vector, Scope::Block, true);
         p.push(e * h, 1, layers, ParamKind::Vector, Scope::Block, false);
