@@ -126,3 +126,46 @@ fn unknown_architecture_folder_takes_the_safetensors_count() {
     assert!(loaded.notes.iter().any(|n| n.contains("unvalidated")), "{:?}", loaded.notes);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The presets the issue asks for exist, and each preset built from a Hub config has its exact HF
+/// parameter count (tests/data/hub/params.json) and lands within 1 % of the published figure.
+#[test]
+fn presets_match_their_published_parameter_counts() {
+    use vramscope::model::preset::{builtin, hub_id};
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("tests/data/hub/params.json").unwrap()).unwrap();
+    // published totals in billions (model cards / papers)
+    let published = [
+        ("qwen3-0.6b", 0.6),
+        ("qwen3-8b", 8.2),
+        ("qwen3-32b", 32.8),
+        ("qwen3-30b-a3b", 30.5),
+        ("gemma-2-9b", 9.24),
+        ("gemma-2-27b", 27.2),
+        ("gemma-3-4b", 4.3),
+        ("gemma-3-12b", 12.2),
+        ("gemma-3-27b", 27.4),
+        ("phi-3-mini", 3.82),
+        ("olmo-2-7b", 7.3),
+        ("pythia-1.4b", 1.414647808),
+        ("starcoder2-7b", 7.17),
+        ("deepseek-v3", 671.0),
+        ("gpt-oss-20b", 20.91),
+        ("gpt-oss-120b", 116.83),
+        ("llama-3.2-1b", 1.23),
+        ("llama-3.2-3b", 3.21),
+        ("llama-3.1-405b", 405.85),
+    ];
+    for (name, billions) in published {
+        let m = builtin(name).unwrap_or_else(|| panic!("preset {name} missing"));
+        let n = m.n_params();
+        assert_eq!(Some(n), expected[name]["n_params"].as_u64(), "{name}: exact HF count");
+        let rel = (n as f64 / 1e9 - billions).abs() / billions;
+        let tol = if name == "qwen3-0.6b" { 0.01 + 0.004 / 0.6 } else { 0.01 };
+        assert!(rel < tol, "{name}: {n} vs published {billions} B");
+        // the Hub id names the same preset
+        let hub = hub_id(name);
+        assert!(!hub.is_empty(), "{name}: no Hub id");
+        assert_eq!(builtin(hub).map(|m| m.n_params()), Some(n), "{hub}");
+    }
+}

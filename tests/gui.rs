@@ -332,3 +332,26 @@ fn the_options_tab_lists_hardware_paths_with_prices() {
     h.run_steps(3);
     assert_eq!(h.state().derived.options.as_ref().map(|(s, _)| s.clone()), before);
 }
+
+#[test]
+fn a_model_folder_of_an_unknown_architecture_is_flagged_unvalidated() {
+    let mut h = harness();
+    assert!(h.query_by_label_contains("UNVALIDATED").is_none(), "the default model is validated");
+    // a model folder (not the file): t5 has no family of its own
+    h.state_mut().path_input = format!("{}/tests/data/hub/t5-base", env!("CARGO_MANIFEST_DIR"));
+    h.run();
+    h.get_by_label("Load").click();
+    h.run();
+    assert!(matches!(h.state().state.settings.model, ModelChoice::Custom { .. }));
+    assert!(h.query_by_label_contains("UNVALIDATED architecture (t5)").is_some(), "headline flags it");
+    match &h.state().derived.current {
+        Some(Ok(c)) => assert_eq!(c.estimate.n_params, 222_903_552),
+        _ => panic!("no estimate"),
+    }
+    // a validated family from a folder: no flag
+    h.state_mut().path_input = format!("{}/tests/data/hub/qwen3-8b", env!("CARGO_MANIFEST_DIR"));
+    h.run();
+    h.get_by_label("Load").click();
+    h.run();
+    assert!(h.query_by_label_contains("UNVALIDATED").is_none());
+}

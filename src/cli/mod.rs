@@ -130,6 +130,9 @@ pub struct EstimateArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also list which op of each kind of block keeps what for backward (JSON: `block_ops`).
+    #[arg(long)]
+    pub ops: bool,
 }
 
 /// Parallelism flags shared by `estimate` and `plan`.
@@ -301,12 +304,26 @@ pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
         }
         None => None,
     };
+    let ops = if a.ops { vramscope::estimate::block_ops(&sc) } else { Vec::new() };
     Ok(if a.json {
-        serde_json::to_string_pretty(&report::to_json(&sc, &e, fit_info.as_ref(), &notes))
-            .context("serialising the estimate")?
-            + "\n"
+        let mut v = report::to_json(&sc, &e, fit_info.as_ref(), &notes);
+        if a.ops
+            && let Some(obj) = v.as_object_mut()
+        {
+            obj.insert("block_ops".into(), serde_json::to_value(&ops).context("serialising the op table")?);
+        }
+        serde_json::to_string_pretty(&v).context("serialising the estimate")? + "\n"
     } else {
-        report::to_text(&sc, &e, fit_info.as_ref(), &notes)
+        let mut s = report::to_text(&sc, &e, fit_info.as_ref(), &notes);
+        for b in &ops {
+            let kind = vramscope::model::layer::describe(b.flags);
+            let kind = if kind.is_empty() { String::new() } else { format!(" ({kind})") };
+            s += &format!("\n  which op keeps what, per block, {} block(s){kind}:\n", b.layers);
+            for op in b.ops.iter().filter(|o| o.kept_bytes > 0) {
+                s += &format!("    {:<30}{:>14} B\n", op.op, op.kept_bytes);
+            }
+        }
+        s
     })
 }
 
@@ -341,6 +358,7 @@ pub fn default_args() -> EstimateArgs {
             ..Default::default()
         },
         json: false,
+        ops: false,
     }
 }
 

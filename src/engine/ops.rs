@@ -42,7 +42,7 @@ pub enum Shared {
 }
 
 /// What a walked op kept, for the "which op keeps what" table and the timeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct OpRecord {
     /// Op kind and role, e.g. `"linear q_proj"`.
     pub op: &'static str,
@@ -513,14 +513,20 @@ impl<'c> Graph<'c> {
     }
 
     /// An activation function on `elems` elements: keeps its input.
-    pub fn act(&mut self, x: T, elems: u64, _kind: Act) -> T {
+    pub fn act(&mut self, x: T, elems: u64, kind: Act) -> T {
         let before = self.kept.total();
         let e = self.elem(x);
         if self.rg(x) {
             self.keep(x);
         }
         let out = self.tensor(elems * e, e, self.rg(x), Cat::Mlp);
-        self.record("activation", before);
+        self.record(
+            match kind {
+                Act::Silu => "act_fn (silu)",
+                Act::Gelu => "act_fn (gelu)",
+            },
+            before,
+        );
         out
     }
 
@@ -558,7 +564,7 @@ impl<'c> Graph<'c> {
         }
         let e = self.elem(a).max(self.elem(b));
         let out = self.tensor(elems * e, e, self.rg(a) || self.rg(b), Cat::Mlp);
-        self.record("mul", before);
+        self.record("mul (act · up)", before);
         out
     }
 

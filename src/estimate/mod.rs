@@ -327,6 +327,38 @@ pub fn block_saved_bytes(sc: &Scenario) -> Option<(u64, u64, u64)> {
     Some((am.full_layer.total(), am.selective_layer.total(), am.layer_input_bytes))
 }
 
+/// One kind of block and what each of its ops keeps for backward on one tensor-parallel rank.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BlockOps {
+    /// Layers of this kind (sliding-window / global attention, dense / MoE, rotary or not).
+    pub layers: u64,
+    /// The kind's layer flags ([`crate::model::layer`] bits).
+    pub flags: u8,
+    /// Ops in forward order with the bytes each keeps that no earlier op kept.
+    pub ops: Vec<crate::engine::ops::OpRecord>,
+}
+
+/// "Which op keeps what": the op table of every kind of block of a transformer scenario (the same
+/// walk the estimate composes; empty for a layer table).
+pub fn block_ops(sc: &Scenario) -> Vec<BlockOps> {
+    let Some(t) = sc.model.transformer() else { return Vec::new() };
+    let spec = shard_spec(t, &sc.parallel);
+    let ctx = activations::Ctx::new(sc);
+    let mut out: Vec<BlockOps> = Vec::new();
+    for i in 0..spec.num_layers {
+        let f = crate::engine::walk::layer_flags(&spec, i);
+        match out.iter_mut().find(|b| b.flags == f) {
+            Some(b) => b.layers += 1,
+            None => out.push(BlockOps {
+                layers: 1,
+                flags: f,
+                ops: crate::engine::walk::block_ops(&ctx, &spec, f),
+            }),
+        }
+    }
+    out
+}
+
 /// Estimates the per-GPU memory of a validated scenario: for the most loaded rank when the job is
 /// split (tensor ranks are alike; pipeline stages differ, so each kind of stage is evaluated).
 pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {

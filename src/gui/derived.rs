@@ -17,6 +17,8 @@ pub struct Computed {
     pub max_batch: Option<u64>,
     /// One curve per knob, in `Knob::ALL` order.
     pub curves: Vec<(Knob, Vec<SweepPoint>)>,
+    /// What each op of each kind of block keeps.
+    pub block_ops: Vec<crate::estimate::BlockOps>,
 }
 
 impl Computed {
@@ -28,7 +30,16 @@ impl Computed {
         let explanations = explain(&scenario, &estimate);
         let cap = gpu.memory_bytes();
         let curves = Knob::ALL.into_iter().map(|k| (k, sweep(&scenario, k, k.values(&scenario)))).collect();
-        Ok(Self { max_batch: max_batch(&scenario, cap), scenario, estimate, explanations, gpu, curves })
+        let block_ops = crate::estimate::block_ops(&scenario);
+        Ok(Self {
+            max_batch: max_batch(&scenario, cap),
+            scenario,
+            estimate,
+            explanations,
+            gpu,
+            curves,
+            block_ops,
+        })
     }
 
     /// Capacity of the chosen GPU in bytes.

@@ -235,6 +235,16 @@ pub mod layer {
     pub const DENSE: u8 = 2;
     /// No rotary embedding on this layer (SmolLM3's NoPE layers).
     pub const NO_ROPE: u8 = 4;
+
+    /// The flags in words (English, for the CLI): "sliding window, dense MLP"; "" for none.
+    pub fn describe(flags: u8) -> String {
+        [(SLIDING, "sliding window"), (DENSE, "dense MLP"), (NO_ROPE, "no rotary")]
+            .iter()
+            .filter(|(b, _)| flags & b != 0)
+            .map(|(_, n)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// Multi-head latent attention numbers (DeepSeek-V2/V3 `q_lora_rank`, `kv_lora_rank`, …).

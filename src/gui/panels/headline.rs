@@ -25,6 +25,17 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings) {
         ui.label(RichText::new("·").size(26.0));
         ui.label(RichText::new(format!("{} {}", t.peak_at, e.peak.what)).size(18.0));
     });
+    if !crate::report::validated(&c.scenario) {
+        let kind =
+            c.scenario.model.transformer().and_then(|m| m.unvalidated_type.clone()).unwrap_or_default();
+        ui.label(
+            RichText::new(format!("{} ({kind})", t.unvalidated))
+                .size(16.0)
+                .strong()
+                .color(palette::verdict(false)),
+        )
+        .on_hover_text(t.unvalidated_tip);
+    }
     let mb = match c.max_batch {
         Some(b) => format!("{}: {b}", t.max_batch),
         None => t.max_batch_none.to_owned(),

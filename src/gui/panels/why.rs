@@ -25,6 +25,22 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed) {
                 ui.end_row();
             }
         });
+        if c.estimate.activations > 0 && !c.block_ops.is_empty() {
+            ui.add_space(6.0);
+            egui::CollapsingHeader::new(RichText::new(t.ops_title).strong()).id_salt("why-ops").show(
+                ui,
+                |ui| {
+                    ui.label(RichText::new(t.ops_hint).weak());
+                    for b in &c.block_ops {
+                        ui.label(RichText::new(kind_label(b.layers, b.flags)).strong());
+                        for op in b.ops.iter().filter(|o| o.kept_bytes > 0) {
+                            ui.label(format!("  · {:<28} {}", op.op, gib(op.kept_bytes)))
+                                .on_hover_text(exact(op.kept_bytes));
+                        }
+                    }
+                },
+            );
+        }
         if c.estimate.activations > 0 {
             ui.add_space(6.0);
             ui.label(RichText::new(t.activations_detail).strong());
@@ -37,4 +53,20 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed) {
             }
         }
     });
+}
+
+/// "32 layers", "24 layers · sliding window", …
+fn kind_label(layers: u64, flags: u8) -> String {
+    use crate::model::layer;
+    let t = tr();
+    let mut s = format!("{layers} {}", t.ops_layers);
+    for (bit, name) in
+        [(layer::SLIDING, t.ops_sliding), (layer::DENSE, t.ops_dense), (layer::NO_ROPE, t.ops_no_rope)]
+    {
+        if flags & bit != 0 {
+            s += " · ";
+            s += name;
+        }
+    }
+    s
 }
