@@ -46,7 +46,7 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "trainable_params": e.trainable_params,
             "family": family_key(sc),
             "validated": validated(sc),
-            "model_type": sc.model.transformer().and_then(|t| t.unvalidated_type.clone()),
+            "model_type": sc.model.transformer().and_then(|t| t.hf_model_type.clone().or_else(|| t.unvalidated_type.clone())),
             "weight_format": sc.model.transformer().and_then(|t| t.quant).map(|q| q.label()),
         },
         "scenario": {
@@ -76,7 +76,7 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         "peak_moment": e.peak.what,
         "at_peak": e.peak.alive,
         "moments": moments,
-        "notes": notes,
+        "notes": notes.iter().cloned().chain(caveats(sc)).collect::<Vec<_>>(),
     });
     if let (Some(f), Some(obj)) = (fit, v.as_object_mut()) {
         obj.insert(
@@ -108,25 +108,77 @@ pub fn family_key(sc: &Scenario) -> String {
     }
 }
 
+/// `model_type`s that map onto a validated family's rules but were not measured themselves.
+const UNMEASURED_TYPES: &[&str] = &["qwen2_moe"];
+
 /// Has this architecture's activation model been checked against measured PyTorch runs?
 pub fn validated(sc: &Scenario) -> bool {
-    sc.model
+    sc.model.transformer().is_none_or(|t| {
+        crate::model::families::validated(t.family)
+            && t.unvalidated_type.is_none()
+            && !t.hf_model_type.as_deref().is_some_and(|m| UNMEASURED_TYPES.contains(&m))
+    })
+}
+
+/// What the scenario relies on that has not been measured (said next to the numbers).
+pub fn caveats(sc: &Scenario) -> Vec<String> {
+    use crate::estimate::{BaseQuant, Optimizer};
+    let mut out = Vec::new();
+    let train = sc.mode == crate::estimate::Mode::Train;
+    if let Some(m) = sc
+        .model
         .transformer()
-        .is_none_or(|t| crate::model::families::validated(t.family) && t.unvalidated_type.is_none())
+        .and_then(|t| t.hf_model_type.as_deref())
+        .filter(|m| UNMEASURED_TYPES.contains(m))
+    {
+        out.push(format!("model_type \"{m}\" follows its family's rules but has not been measured itself"));
+    }
+    if train && sc.lora.is_some() && sc.base_quant != BaseQuant::None {
+        out.push(
+            "not validated against measurement: the QLoRA base (bitsandbytes needs a GPU to measure)".into(),
+        );
+    }
+    if train && matches!(sc.optimizer, Optimizer::Adafactor | Optimizer::Adamw8bit) {
+        out.push(format!("not validated against measurement: the {} optimizer step", sc.optimizer.name()));
+    }
+    if train && sc.precision.is_amp() && sc.model.transformer().is_some_and(|t| t.moe.is_some()) {
+        out.push("not validated against measurement: MoE layers under autocast".into());
+    }
+    if let Some(v) = sc.model.transformer().and_then(|t| t.vision)
+        && train
+    {
+        let _ = v;
+        out.push("the vision tower and projector are counted but get no gradient in a text-only step (images are not modelled)".into());
+    }
+    out
 }
 
 /// One line naming the family and whether it is validated (CLI text, reports, the GUI headline).
 pub fn validation_line(sc: &Scenario) -> String {
     match sc.model.transformer() {
         None => "layer table (parameters and activations as given)".into(),
+        Some(t) if t.unvalidated_type.is_some() => format!(
+            "UNVALIDATED architecture (model_type \"{}\"): estimated as the generic Llama-style decoder; parameters follow the config, activations are an approximation",
+            t.unvalidated_type.as_deref().unwrap_or_default()
+        ),
         Some(t) if !validated(sc) => format!(
-            "UNVALIDATED architecture{}: estimated as the generic Llama-style decoder; parameters follow the config, activations are an approximation",
-            t.unvalidated_type.as_deref().map(|m| format!(" (model_type \"{m}\")")).unwrap_or_default()
+            "UNVALIDATED model_type \"{}\": estimated with the {} family's rules, not measured itself",
+            t.hf_model_type.as_deref().unwrap_or_default(),
+            family_key(sc)
         ),
         Some(_) => {
             format!("family {} (activation rules validated against measured PyTorch runs)", family_key(sc))
         }
     }
+}
+
+/// The model type the GUI flags as unvalidated, if any.
+pub fn unvalidated_kind(sc: &Scenario) -> Option<String> {
+    let t = sc.model.transformer()?;
+    if validated(sc) {
+        return None;
+    }
+    Some(t.unvalidated_type.clone().or_else(|| t.hf_model_type.clone()).unwrap_or_default())
 }
 
 /// Readable table for a terminal.
@@ -201,10 +253,11 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             None => s += "  even micro-batch 1 does not fit\n",
         }
     }
-    for n in notes {
+    let all: Vec<String> = notes.iter().cloned().chain(caveats(sc)).collect();
+    for n in &all {
         s += &format!("\n  note: {n}");
     }
-    if !notes.is_empty() {
+    if !all.is_empty() {
         s.push('\n');
     }
     s

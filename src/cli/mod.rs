@@ -256,6 +256,18 @@ pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
                 .into(),
         );
     }
+    if a.mode == Mode::Infer
+        && let Some(t) = sc.model.transformer()
+        && let Some(w) = t.sliding_window
+        && sc.seq > w
+        && (t.layer_flags.is_empty()
+            || t.layer_flags.iter().any(|f| f & vramscope::model::layer::SLIDING != 0))
+    {
+        notes.push(format!(
+            "KV cache as transformers 5's DynamicCache holds it after prefill: sliding-window layers keep a view of the last {} positions but the full-length storage stays allocated",
+            w.saturating_sub(1)
+        ));
+    }
     if let Some(q) = sc.model.transformer().and_then(|t| t.quant)
         && a.mode == Mode::Train
         && a.lora.is_none()

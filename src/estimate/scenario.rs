@@ -456,8 +456,14 @@ impl Scenario {
             if !(0.0..1.0).contains(&l.dropout) {
                 return bad(format!("LoRA dropout {} is outside [0, 1)", l.dropout));
             }
-            if self.model.transformer().is_none() {
+            let Some(t) = self.model.transformer() else {
                 return bad("LoRA needs a transformer model (layer tables have no named projections)".into());
+            };
+            if !self.model.param_groups().iter().any(|g| super::states::adapted(&l, t.family, g.kind)) {
+                return bad(format!(
+                    "--lora targets {} match no nn.Linear of this model (PEFT would refuse; routed experts are fused 3-D parameters it does not wrap)",
+                    l.targets.names()
+                ));
             }
         }
         self.check_sizes()?;

@@ -41,7 +41,7 @@ pub struct States {
 }
 
 /// Does LoRA put an adapter on this parameter group?
-fn adapted(lora: &Lora, family: Family, kind: ParamKind) -> bool {
+pub(crate) fn adapted(lora: &Lora, family: Family, kind: ParamKind) -> bool {
     match kind {
         ParamKind::Linear(LinearRole::Q) if matches!(family, Family::Gpt2 | Family::Megatron) => {
             // GPT-2's fused c_attn takes q, k and v adapters as one

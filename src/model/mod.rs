@@ -217,6 +217,9 @@ pub struct TransformerSpec {
     /// `model_type` of an architecture without its own family (estimated as the generic decoder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unvalidated_type: Option<String>,
+    /// The config's own `model_type` (top level), when read from a `config.json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hf_model_type: Option<String>,
     /// Parameters the family's tensor list does not describe (the encoder-decoder part of t5 /
     /// whisper read as a generic decoder), counted as one vector group.
     #[serde(default, skip_serializing_if = "is_zero")]

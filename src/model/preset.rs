@@ -47,24 +47,39 @@ pub const BUILTIN: &[(&str, &str)] = &[
 /// Built-in presets kept as the model's own `config.json` (read by [`hf_config`]): (file stem,
 /// Hub id, JSON text).
 pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
+    (
+        "deepseek-v2-lite",
+        "deepseek-ai/DeepSeek-V2-Lite",
+        include_str!("../../presets/hf/deepseek-v2-lite.json"),
+    ),
     ("deepseek-v3", "deepseek-ai/DeepSeek-V3", include_str!("../../presets/hf/deepseek-v3.json")),
+    ("falcon-7b", "tiiuae/falcon-7b", include_str!("../../presets/hf/falcon-7b.json")),
     ("gemma-2-27b", "google/gemma-2-27b", include_str!("../../presets/hf/gemma-2-27b.json")),
+    ("gemma-2-2b", "google/gemma-2-2b", include_str!("../../presets/hf/gemma-2-2b.json")),
     ("gemma-2-9b", "google/gemma-2-9b", include_str!("../../presets/hf/gemma-2-9b.json")),
     ("gemma-3-12b", "google/gemma-3-12b-it", include_str!("../../presets/hf/gemma-3-12b.json")),
+    ("gemma-3-1b", "google/gemma-3-1b-it", include_str!("../../presets/hf/gemma-3-1b.json")),
     ("gemma-3-27b", "google/gemma-3-27b-it", include_str!("../../presets/hf/gemma-3-27b.json")),
     ("gemma-3-4b", "google/gemma-3-4b-it", include_str!("../../presets/hf/gemma-3-4b.json")),
     ("gpt-oss-120b", "openai/gpt-oss-120b", include_str!("../../presets/hf/gpt-oss-120b.json")),
     ("gpt-oss-20b", "openai/gpt-oss-20b", include_str!("../../presets/hf/gpt-oss-20b.json")),
+    (
+        "granite-3-8b",
+        "ibm-granite/granite-3.1-8b-instruct",
+        include_str!("../../presets/hf/granite-3-8b.json"),
+    ),
     ("llama-3.1-405b", "meta-llama/Llama-3.1-405B", include_str!("../../presets/hf/llama-3.1-405b.json")),
     ("llama-3.2-1b", "meta-llama/Llama-3.2-1B", include_str!("../../presets/hf/llama-3.2-1b.json")),
     ("llama-3.2-3b", "meta-llama/Llama-3.2-3B", include_str!("../../presets/hf/llama-3.2-3b.json")),
     ("olmo-2-7b", "allenai/OLMo-2-1124-7B", include_str!("../../presets/hf/olmo-2-7b.json")),
     ("phi-3-mini", "microsoft/Phi-3-mini-4k-instruct", include_str!("../../presets/hf/phi-3-mini.json")),
     ("pythia-1.4b", "EleutherAI/pythia-1.4b", include_str!("../../presets/hf/pythia-1.4b.json")),
+    ("qwen2-moe", "Qwen/Qwen1.5-MoE-A2.7B", include_str!("../../presets/hf/qwen2-moe.json")),
     ("qwen3-0.6b", "Qwen/Qwen3-0.6B", include_str!("../../presets/hf/qwen3-0.6b.json")),
     ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", include_str!("../../presets/hf/qwen3-30b-a3b.json")),
     ("qwen3-32b", "Qwen/Qwen3-32B", include_str!("../../presets/hf/qwen3-32b.json")),
     ("qwen3-8b", "Qwen/Qwen3-8B", include_str!("../../presets/hf/qwen3-8b.json")),
+    ("smollm3-3b", "HuggingFaceTB/SmolLM3-3B", include_str!("../../presets/hf/smollm3-3b.json")),
     ("starcoder2-7b", "bigcode/starcoder2-7b", include_str!("../../presets/hf/starcoder2-7b.json")),
 ];
 
@@ -85,28 +100,26 @@ pub const HUB_IDS: &[(&str, &str)] = &[
     ("resnet-50", "microsoft/resnet-50"),
 ];
 
-/// Every built-in preset, parsed once: (name, Hub id, model).
-static PRESETS: std::sync::LazyLock<Vec<(&'static str, &'static str, ModelSpec)>> =
-    std::sync::LazyLock::new(|| {
-        let mut out = Vec::with_capacity(BUILTIN.len() + BUILTIN_HF.len());
-        for (name, text) in BUILTIN {
-            if let Ok(m) = parse_preset(&format!("presets/{name}.ron"), text) {
-                let hub = HUB_IDS.iter().find(|(n, _)| n == name).map_or("", |(_, h)| *h);
-                out.push((*name, hub, m));
-            }
+/// Every built-in preset, parsed once: (name, Hub id, model, checkpoint dtype).
+type Preset = (&'static str, &'static str, ModelSpec, Option<String>);
+
+static PRESETS: std::sync::LazyLock<Vec<Preset>> = std::sync::LazyLock::new(|| {
+    let mut out = Vec::with_capacity(BUILTIN.len() + BUILTIN_HF.len());
+    for (name, text) in BUILTIN {
+        if let Ok(m) = parse_preset(&format!("presets/{name}.ron"), text) {
+            let hub = HUB_IDS.iter().find(|(n, _)| n == name).map_or("", |(_, h)| *h);
+            out.push((*name, hub, m, None));
         }
-        for (name, hub, text) in BUILTIN_HF {
-            if let Ok((spec, _)) = hf_config::parse_config(&format!("presets/hf/{name}.json"), text) {
-                let shown = hub.rsplit('/').next().unwrap_or(name).to_owned();
-                out.push((
-                    *name,
-                    *hub,
-                    ModelSpec { name: shown, arch: Architecture::Transformer(Box::new(spec)) },
-                ));
-            }
+    }
+    for (name, hub, text) in BUILTIN_HF {
+        if let Ok(p) = hf_config::parse(&format!("presets/hf/{name}.json"), text) {
+            let shown = hub.rsplit('/').next().unwrap_or(name).to_owned();
+            let model = ModelSpec { name: shown, arch: Architecture::Transformer(Box::new(p.spec)) };
+            out.push((*name, *hub, model, p.dtype));
         }
-        out
-    });
+    }
+    out
+});
 
 /// Why a model could not be loaded.
 #[derive(Debug, Error)]
@@ -148,6 +161,9 @@ pub enum LoadError {
     /// Neither a preset name, a Hub id of a preset, nor an existing file or folder.
     #[error("\"{0}\" is neither a preset nor a file or model folder{hint}", hint = suggestion(.0))]
     NotFound(String),
+    /// A folder without a model in it.
+    #[error("{0}: no config.json (nor model.safetensors) in this folder")]
+    EmptyFolder(String),
     /// File type not recognised.
     #[error(
         "{0}: expected a .ron preset, a config.json, a .safetensors file or a model.safetensors.index.json"
@@ -157,18 +173,29 @@ pub enum LoadError {
 
 /// Names of the built-in presets.
 pub fn preset_names() -> Vec<&'static str> {
-    PRESETS.iter().map(|(n, _, _)| *n).collect()
+    PRESETS.iter().map(|(n, _, _, _)| *n).collect()
 }
 
 /// The Hub id a preset's numbers come from ("" when none).
 pub fn hub_id(name: &str) -> &'static str {
-    PRESETS.iter().find(|(n, _, _)| *n == name).map_or("", |(_, h, _)| *h)
+    PRESETS.iter().find(|(n, _, _, _)| *n == name).map_or("", |(_, h, _, _)| *h)
 }
 
-/// Levenshtein distance (case-insensitive), for "did you mean".
+/// A name reduced for matching: lower case, letters and digits only, common suffixes dropped
+/// (`Llama-3.1-8B-Instruct` → `llama318b`).
+fn normalise(s: &str) -> String {
+    let mut n: String = s.to_lowercase().chars().filter(char::is_ascii_alphanumeric).collect();
+    for suffix in ["instruct", "chat", "base", "hf", "it"] {
+        if n.len() > suffix.len() + 3 && n.ends_with(suffix) {
+            n.truncate(n.len() - suffix.len());
+        }
+    }
+    n
+}
+
+/// Levenshtein distance of the normalised names, for "did you mean".
 fn distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) =
-        (a.to_lowercase().chars().collect(), b.to_lowercase().chars().collect());
+    let (a, b): (Vec<char>, Vec<char>) = (normalise(a).chars().collect(), normalise(b).chars().collect());
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
@@ -183,21 +210,30 @@ fn distance(a: &str, b: &str) -> usize {
 /// The nearest preset name (by name or Hub id), if one is close.
 pub fn nearest_preset(query: &str) -> Option<&'static str> {
     let q = query.rsplit('/').next().unwrap_or(query);
+    let qn = normalise(q);
     PRESETS
         .iter()
-        .map(|(n, h, _)| {
+        .map(|(n, h, _, _)| {
             let hub_tail = h.rsplit('/').next().unwrap_or(h);
-            (distance(q, n).min(if h.is_empty() { usize::MAX } else { distance(q, hub_tail) }), *n)
+            let d = distance(q, n).min(if h.is_empty() { usize::MAX } else { distance(q, hub_tail) });
+            // a query that starts a name ("gpt-oss") is close to it
+            let prefix = normalise(n).starts_with(&qn) || normalise(hub_tail).starts_with(&qn);
+            (if prefix && qn.len() >= 4 { d.min(1) } else { d }, *n)
         })
         .min_by_key(|(d, _)| *d)
-        .filter(|(d, _)| *d <= (q.len() / 3).max(2))
+        .filter(|(d, _)| *d <= (qn.len() / 3).max(2))
         .map(|(_, n)| n)
 }
 
 fn suggestion(query: &str) -> String {
+    let hub = if query.contains('/') {
+        " (a Hub id names only a built-in preset: nothing is downloaded, so pass the model's config.json or its folder)"
+    } else {
+        ""
+    };
     match nearest_preset(query) {
-        Some(n) => format!("; did you mean {n}? (`vramscope presets` lists them all)"),
-        None => "; `vramscope presets` lists the presets".into(),
+        Some(n) => format!("{hub}; did you mean {n}? (`vramscope presets` lists them all)"),
+        None => format!("{hub}; `vramscope presets` lists the presets"),
     }
 }
 
@@ -240,17 +276,18 @@ pub struct Loaded {
 
 /// Loads a built-in preset by name or by the Hub id it comes from (`Qwen/Qwen3-8B`).
 pub fn builtin(name: &str) -> Option<ModelSpec> {
+    find_builtin(name).map(|p| p.2.clone())
+}
+
+fn find_builtin(name: &str) -> Option<&'static Preset> {
     let lower = name.trim().to_ascii_lowercase();
-    PRESETS
-        .iter()
-        .find(|(n, h, _)| *n == lower || (!h.is_empty() && h.to_ascii_lowercase() == lower))
-        .map(|(_, _, m)| m.clone())
+    PRESETS.iter().find(|(n, h, _, _)| *n == lower || (!h.is_empty() && h.to_ascii_lowercase() == lower))
 }
 
 /// Loads `--model`: a preset name or a path.
 pub fn load(spec: &str) -> Result<Loaded, LoadError> {
-    if let Some(model) = builtin(spec) {
-        return Ok(Loaded { model, notes: Vec::new(), dtype: None });
+    if let Some((_, _, model, dtype)) = find_builtin(spec) {
+        return Ok(Loaded { model: model.clone(), notes: Vec::new(), dtype: dtype.clone() });
     }
     let path = Path::new(spec);
     if !path.exists() {
@@ -288,10 +325,7 @@ fn load_dir(dir: &Path) -> Result<Loaded, LoadError> {
     if !cfg.exists() {
         return match weights {
             Some(w) => safetensors::load_model(&w).map_err(LoadError::from),
-            None => Err(LoadError::Io {
-                path: dir.display().to_string(),
-                source: std::io::Error::other("folder has no config.json (nor model.safetensors)"),
-            }),
+            None => Err(LoadError::EmptyFolder(dir.display().to_string())),
         };
     }
     let mut loaded = load_path(&cfg)?;

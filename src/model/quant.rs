@@ -84,13 +84,18 @@ impl WeightFormat {
                 format!("bitsandbytes 4-bit{}", if double_quant { " (double quant)" } else { "" })
             }
             Self::Bnb8 => "bitsandbytes int8".into(),
-            Self::Gptq { bits, group_size } => format!("GPTQ {bits}-bit, group {group_size}"),
-            Self::Awq { bits, group_size } => format!("AWQ {bits}-bit, group {group_size}"),
+            Self::Gptq { bits, group_size } => format!("GPTQ {bits}-bit, {}", group(group_size)),
+            Self::Awq { bits, group_size } => format!("AWQ {bits}-bit, {}", group(group_size)),
             Self::Fp8 { block } if block > 0 => format!("FP8 e4m3, {block}×{block} block scales"),
             Self::Fp8 { .. } => "FP8 e4m3, per-tensor scale".into(),
             Self::Mxfp4 => "MXFP4 (experts)".into(),
         }
     }
+}
+
+/// "group 128", or "per channel" for a whole-row group (`group_size: -1`).
+fn group(g: u64) -> String {
+    if g >= 1 << 31 { "per channel".into() } else { format!("group {g}") }
 }
 
 #[cfg(test)]

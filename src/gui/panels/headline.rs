@@ -25,9 +25,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings) {
         ui.label(RichText::new("·").size(26.0));
         ui.label(RichText::new(format!("{} {}", t.peak_at, e.peak.what)).size(18.0));
     });
-    if !crate::report::validated(&c.scenario) {
-        let kind =
-            c.scenario.model.transformer().and_then(|m| m.unvalidated_type.clone()).unwrap_or_default();
+    if let Some(kind) = crate::report::unvalidated_kind(&c.scenario) {
         ui.label(
             RichText::new(format!("{} ({kind})", t.unvalidated))
                 .size(16.0)

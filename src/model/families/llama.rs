@@ -19,18 +19,8 @@ pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
     p.linear(kv, h, l, R::V, m.qkv_bias);
     p.linear(h, q, l, R::O, m.o_bias);
     let (dense, sparse) = dense_and_sparse_layers(m);
-    match m.moe {
-        // Mixtral keeps its historical per-expert listing (same elements as the fused tensors)
-        Some(moe) if moe.router == crate::model::Router::Softmax && moe.shared_intermediate_size == 0 => {
-            let i = m.intermediate_size;
-            p.push(moe.experts, h, sparse, ParamKind::Router, Scope::Block, false);
-            p.push(i, h, sparse * moe.experts, ParamKind::Linear(R::Gate), Scope::Block, true);
-            p.push(i, h, sparse * moe.experts, ParamKind::Linear(R::Up), Scope::Block, true);
-            p.push(h, i, sparse * moe.experts, ParamKind::Linear(R::Down), Scope::Block, true);
-        }
-        Some(_) => moe_params(p, m, sparse, false, false),
-        None => {}
-    }
+    // routed experts are fused 3-D tensors in transformers 5 (Mixtral included)
+    moe_params(p, m, sparse, false, false);
     let di = if m.moe.is_some() && m.dense_intermediate_size > 0 {
         m.dense_intermediate_size
     } else {

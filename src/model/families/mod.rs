@@ -30,7 +30,8 @@ pub fn validated(f: Family) -> bool {
 
 /// HF decoder-layer class name (FSDP auto-wrap policies), by family and model name.
 pub fn block_class(m: &TransformerSpec, name: &str) -> &'static str {
-    let n = name.to_ascii_lowercase();
+    // the config's own model_type when known, else the display name
+    let n = m.hf_model_type.clone().unwrap_or_else(|| name.to_ascii_lowercase());
     match m.family {
         Family::Gpt2 => "GPT2Block",
         Family::Bert => "BertLayer",
@@ -38,6 +39,7 @@ pub fn block_class(m: &TransformerSpec, name: &str) -> &'static str {
         Family::Llama if n.contains("mixtral") => "MixtralDecoderLayer",
         Family::Llama if n.contains("mistral") => "MistralDecoderLayer",
         Family::Llama if n.contains("qwen") && m.moe.is_some() => "Qwen2MoeDecoderLayer",
+        Family::Llama if n == "granite" => "GraniteDecoderLayer",
         Family::Llama if n.contains("qwen") => "Qwen2DecoderLayer",
         Family::Llama | Family::Generic => "LlamaDecoderLayer",
         Family::Qwen3 if m.moe.is_some() => "Qwen3MoeDecoderLayer",
