@@ -193,7 +193,7 @@ impl FromStr for Precision {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
-            format!("unknown precision \"{s}\" (fp32, bf16, fp16, bf16-amp, fp16-amp, fp8, int8, int4)")
+            format!("unknown precision \"{s}\" (fp32, bf16, fp16, bf16-amp, fp16-amp, bf16-mixed, fp16-mixed, fp8, int8, int4)")
         })
     }
 }

@@ -252,7 +252,7 @@ pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
         && matches!(t.family, vramscope::model::Family::Gemma2 | vramscope::model::Family::GptOss)
     {
         notes.push(
-            "transformers 5 has no SDPA path for this family (soft-capping / attention sinks): eager attention is estimated"
+            "transformers 5 has no SDPA path for this family (soft-capping / attention sinks): eager attention is estimated (--attention flash for a FlashAttention kernel)"
                 .into(),
         );
     }
@@ -267,6 +267,12 @@ pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
             "KV cache as transformers 5's DynamicCache holds it after prefill: sliding-window layers keep a view of the last {} positions but the full-length storage stays allocated",
             w.saturating_sub(1)
         ));
+    }
+    if a.attention == AttentionImpl::Flash && sc.precision == Precision::Fp32 {
+        notes.push("FlashAttention kernels take fp16/bf16 only: with fp32 PyTorch would run SDPA's memory-efficient kernel; flash is estimated as asked".into());
+    }
+    if a.mode == Mode::Infer && (a.checkpoint != Checkpointing::None || a.optimizer != Optimizer::Adamw) {
+        notes.push("inference: --checkpoint and --optimizer do not apply".into());
     }
     if let Some(q) = sc.model.transformer().and_then(|t| t.quant)
         && a.mode == Mode::Train
