@@ -19,14 +19,9 @@ pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
 }
 
 pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
-    use LinearRole as R;
     let (h, l) = (m.hidden_size, m.num_layers);
-    let (q, kv) = (m.q_width(), m.kv_width());
     p.ends(m, false);
-    p.linear(q, h, l, R::Q, m.qkv_bias);
-    p.linear(kv, h, l, R::K, m.qkv_bias);
-    p.linear(kv, h, l, R::V, m.qkv_bias);
-    p.linear(h, q, l, R::O, m.qkv_bias);
+    p.qkvo(m, m.qkv_bias, m.qkv_bias);
     if m.family == Family::Gemma3 {
         p.norms(m.head_dim, 2, l, false);
     }

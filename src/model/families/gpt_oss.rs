@@ -12,14 +12,9 @@ pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
 }
 
 pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
-    use LinearRole as R;
     let (h, l) = (m.hidden_size, m.num_layers);
-    let (q, kv) = (m.q_width(), m.kv_width());
     p.ends(m, false);
-    p.linear(q, h, l, R::Q, true);
-    p.linear(kv, h, l, R::K, true);
-    p.linear(kv, h, l, R::V, true);
-    p.linear(h, q, l, R::O, true);
+    p.qkvo(m, true, true);
     p.push(m.num_heads, 1, l, ParamKind::Vector, Scope::Block, true); // sinks
     moe_params(p, m, l, true, true);
     p.norms(h, 2, l, false);

@@ -420,6 +420,16 @@ impl Params {
             self.push(out_f, 1, layers, ParamKind::Vector, Scope::Block, split);
         }
     }
+    /// Separate q, k, v and o projections of every layer (biases as given).
+    pub fn qkvo(&mut self, m: &TransformerSpec, qkv_bias: bool, o_bias: bool) {
+        use LinearRole as R;
+        let (h, l) = (m.hidden_size, m.num_layers);
+        let (q, kv) = (m.q_width(), m.kv_width());
+        self.linear(q, h, l, R::Q, qkv_bias);
+        self.linear(kv, h, l, R::K, qkv_bias);
+        self.linear(kv, h, l, R::V, qkv_bias);
+        self.linear(h, q, l, R::O, o_bias);
+    }
     /// `count` norm vectors of `width` per layer (weight, and bias for LayerNorm).
     pub fn norms(&mut self, width: u64, per_layer: u64, layers: u64, bias: bool) {
         self.push(

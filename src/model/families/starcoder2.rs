@@ -10,14 +10,9 @@ pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
 }
 
 pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
-    use LinearRole as R;
     let (h, l) = (m.hidden_size, m.num_layers);
-    let (q, kv) = (m.q_width(), m.kv_width());
     p.ends(m, true);
-    p.linear(q, h, l, R::Q, m.qkv_bias);
-    p.linear(kv, h, l, R::K, m.qkv_bias);
-    p.linear(kv, h, l, R::V, m.qkv_bias);
-    p.linear(h, q, l, R::O, m.o_bias);
+    p.qkvo(m, m.qkv_bias, m.o_bias);
     mlp_params(p, h, m.intermediate_size, l, false, false, m.mlp_bias);
     p.norms(h, 2, l, true);
 }
