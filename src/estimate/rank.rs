@@ -61,7 +61,12 @@ pub fn shard_spec(t: &crate::model::TransformerSpec, p: &Parallel) -> crate::mod
         s.num_heads = t.num_heads.div_ceil(tp);
         s.num_kv_heads = t.num_kv_heads.div_ceil(tp).max(1);
         s.intermediate_size = t.intermediate_size.div_ceil(tp);
+        s.dense_intermediate_size = t.dense_intermediate_size.div_ceil(tp);
         s.vocab_size = t.vocab_size.div_ceil(tp);
+        if let Some(mut moe) = s.moe {
+            moe.shared_intermediate_size = moe.shared_intermediate_size.div_ceil(tp);
+            s.moe = Some(moe);
+        }
     }
     if let Some(mut moe) = t.moe
         && p.ep > 1

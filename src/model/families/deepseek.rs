@@ -82,7 +82,7 @@ pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
             g.kind = ParamKind::RouterFp32;
         }
     }
-    let di = if m.dense_intermediate_size > 0 { m.dense_intermediate_size } else { m.intermediate_size };
+    let di = dense_width(m);
     mlp_params(p, h, di, dense, true, false, false);
     p.norms(h, 2, l, false);
 }

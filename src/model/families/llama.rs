@@ -16,11 +16,7 @@ pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
     let (dense, sparse) = dense_and_sparse_layers(m);
     // routed experts are fused 3-D tensors in transformers 5 (Mixtral included)
     moe_params(p, m, sparse, false, false);
-    let di = if m.moe.is_some() && m.dense_intermediate_size > 0 {
-        m.dense_intermediate_size
-    } else {
-        m.intermediate_size
-    };
+    let di = dense_width(m);
     mlp_params(p, h, di, dense, true, false, m.mlp_bias);
     p.norms(h, 2, l, false);
 }

@@ -164,6 +164,15 @@ pub fn mlp_width(m: &TransformerSpec) -> u64 {
     }
 }
 
+/// MLP width of the dense layers (an MoE model's `dense_intermediate_size` when it has one).
+pub fn dense_width(m: &TransformerSpec) -> u64 {
+    if m.moe.is_some() && m.dense_intermediate_size > 0 {
+        m.dense_intermediate_size
+    } else {
+        m.intermediate_size
+    }
+}
+
 /// Gated MLP?
 pub fn gated(m: &TransformerSpec) -> bool {
     !matches!(
@@ -373,11 +382,7 @@ pub(crate) fn mlp(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T, st: &
         }
         return out;
     }
-    let i = if m.dense_intermediate_size > 0 && m.moe.is_some() {
-        m.dense_intermediate_size
-    } else {
-        m.intermediate_size
-    };
+    let i = dense_width(m);
     dense_mlp(g, x, t, ts, h, i, st)
 }
 

@@ -15,11 +15,7 @@ pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
     p.norms(m.head_dim, 2, l, false); // q_norm, k_norm
     let (dense, sparse) = dense_and_sparse_layers(m);
     moe_params(p, m, sparse, false, false);
-    let di = if m.moe.is_some() && m.dense_intermediate_size > 0 {
-        m.dense_intermediate_size
-    } else {
-        m.intermediate_size
-    };
+    let di = dense_width(m);
     mlp_params(p, h, di, dense, true, false, false);
     p.norms(h, 2, l, false);
 }
