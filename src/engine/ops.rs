@@ -167,6 +167,9 @@ impl<'c> Graph<'c> {
 
     /// A new storage of `bytes` (elements of `elem` bytes).
     pub fn tensor(&mut self, bytes: u64, elem: u64, rg: bool, cat: Cat) -> T {
+        // a block walk makes a few dozen storages; the bound is checked in debug builds (every
+        // family's walk runs in the tests)
+        debug_assert!(self.n < MAX_STORAGES - 1, "a block walk made more than {MAX_STORAGES} storages");
         let i = self.n.min(MAX_STORAGES - 1);
         self.st[i] = Storage { bytes, elem: elem as u8, rg, saved: false, cat: Some(cat) };
         self.n = (self.n + 1).min(MAX_STORAGES - 1);
