@@ -385,7 +385,19 @@ pub fn list_presets() -> String {
     let mut s = String::new();
     for name in preset::preset_names() {
         if let Some(m) = preset::builtin(name) {
-            s += &format!("{name:<20} {:<28} {:>10} params\n", m.name, report::human_count(m.n_params()));
+            let family = match m.transformer() {
+                Some(t) => serde_json::to_value(t.family)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                None => "layer table".into(),
+            };
+            s += &format!(
+                "{name:<20} {:<28} {:>10} params  {family:<12} {}\n",
+                m.name,
+                report::human_count(m.n_params()),
+                preset::hub_id(name)
+            );
         }
     }
     s
