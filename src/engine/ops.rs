@@ -434,8 +434,23 @@ impl<'c> Graph<'c> {
             match kernel {
                 Kernel::Eager => {
                     let sc = ctx.b * a.heads * ctx.s * ctx.s;
-                    // q and kᵀ copies (GQA: repeat_kv copies), v copy
-                    self.keep_new(t * (2 * qw + a.heads * a.v_dim) * c, Cat::AttentionIo);
+                    if ctx.b > 1 {
+                        // matmul reshapes (b, h, s, d) operands laid out as (b, s, h, d) to
+                        // (b·h, s, d): not a view, so bmm keeps copies of q, kᵀ and v at every head
+                        self.keep_new(t * (2 * qw + a.heads * a.v_dim) * c, Cat::AttentionIo);
+                    } else {
+                        // one sequence: the reshape is a view and bmm keeps the operands as they
+                        // are; HF's repeat_kv copies grouped K/V to every head (a single K/V head
+                        // broadcasts as a view, and Falcon broadcasts in the matmul)
+                        let repeat = a.kv_heads != a.heads && a.kv_heads > 1 && !a.gqa_native;
+                        self.keep(q);
+                        if repeat {
+                            self.keep_new(t * a.heads * (a.qk_dim + a.v_dim) * c, Cat::AttentionIo);
+                        } else {
+                            self.keep(k);
+                            self.keep(v);
+                        }
+                    }
                     if a.softcap {
                         self.keep_new(sc * c, Cat::AttentionScores); // tanh output
                     }

@@ -224,7 +224,8 @@ pub(crate) fn attn_of(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Attn {
         sinks: m.family == Family::GptOss,
         dropout: m.attention_dropout,
         softmax: match m.family {
-            Family::Gpt2 | Family::Bert => Softmax::Native,
+            // Falcon: softmax(dtype=hidden_states.dtype)
+            Family::Gpt2 | Family::Bert | Family::Falcon => Softmax::Native,
             Family::Megatron => Softmax::Fused,
             _ => Softmax::Fp32,
         },
