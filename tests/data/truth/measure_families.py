@@ -17,7 +17,7 @@ Fake CUDA tensors themselves cannot be used without a GPU: the forward runs, but
 autograd's backward raises "hasPrimaryContext expects a valid device index" and SDPA
 backend selection on fake CUDA tensors falls back to the math kernel.
 
-Usage:  python measure.py [--group A|B|all] [--only SUBSTR] [--out reference.json]
+Usage:  python measure.py [--group A|B|F|G|H|all] [--only SUBSTR] [--out reference.json]
 """
 import argparse
 import collections
@@ -28,6 +28,7 @@ import math
 import os
 import platform
 import re
+import signal
 import sys
 import time
 import traceback
@@ -279,6 +280,20 @@ FAMILY_SPECS = {
                     output_router_logits=False, tie_word_embeddings=False, eos_token_id=200002, pad_token_id=199999,
                     rope_parameters={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
                                      "truncate": False, "original_max_position_embeddings": 4096, "rope_theta": 150000.0})),
+    # ---------------- real size, added for group H (published config.json numbers) ----------------
+    "gemma-2-9b": (CONFIG_MAPPING["gemma2"], dict(architectures=["Gemma2ForCausalLM"], vocab_size=256000, hidden_size=3584,
+                   intermediate_size=14336, num_hidden_layers=42, num_attention_heads=16, num_key_value_heads=8, head_dim=256,
+                   hidden_activation="gelu_pytorch_tanh", max_position_embeddings=8192, rms_norm_eps=1e-6,
+                   rope_theta=10000.0, query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=50.0,
+                   final_logit_softcapping=30.0, tie_word_embeddings=True, pad_token_id=0, bos_token_id=2, eos_token_id=1)),
+    "olmo-2-7b": (CONFIG_MAPPING["olmo2"], dict(architectures=["Olmo2ForCausalLM"], vocab_size=100352, hidden_size=4096,
+                  intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                  max_position_embeddings=4096, rope_theta=500000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                  pad_token_id=100277, eos_token_id=100257, bos_token_id=None)),
+    "falcon-40b": (CONFIG_MAPPING["falcon"], dict(architectures=["FalconForCausalLM"], vocab_size=65024, hidden_size=8192,
+                   num_hidden_layers=60, num_attention_heads=128, num_kv_heads=8, new_decoder_architecture=True,
+                   multi_query=True, parallel_attn=True, alibi=False, bias=False, layer_norm_epsilon=1e-5,
+                   max_position_embeddings=2048, rope_theta=10000.0, bos_token_id=11, eos_token_id=11)),
     "vit-base-patch16-224": (CONFIG_MAPPING["vit"], dict(architectures=["ViTForImageClassification"], hidden_size=768,
                              num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, image_size=224,
                              patch_size=16, num_labels=1000, qkv_bias=True, hidden_dropout_prob=0.0,
@@ -390,7 +405,7 @@ def cases_F():
     return out
 
 
-NO_SDPA = {"gemma2_tiny", "gpt_oss_tiny", "gemma-2-2b", "gpt-oss-20b"}
+NO_SDPA = {"gemma2_tiny", "gpt_oss_tiny", "gemma-2-2b", "gpt-oss-20b", "gemma-2-9b"}
 
 
 def cases_G():
@@ -411,6 +426,33 @@ def cases_G():
         if f in ("qwen3-0.6b", "gemma-2-2b"):
             out.append(C(f"{f}-bf16-{sd}-b1s2048-ckpt", f, 1, 2048, "bfloat16", sd, ckpt=True, backend=be))
     return out
+
+
+def cases_H():
+    """Real-size cases chosen after the estimator was written, measured to check it (cuda-emu-fake),
+    roughly cheapest first; then the three added configs (gemma-2-9b, olmo-2-7b, falcon-40b)."""
+    be = "cuda-emu-fake"
+    return [
+        C("olmo-2-1b-bf16-eager-b1s1024-infer", "olmo-2-1b", 1, 1024, "bfloat16", "eager", mode="infer", backend=be),
+        C("qwen3-30b-a3b-bf16-sdpa-b2s512-infer", "qwen3-30b-a3b", 2, 512, "bfloat16", "sdpa", mode="infer", backend=be),
+        C("falcon-7b-bf16-eager-b1s1024", "falcon-7b", 1, 1024, "bfloat16", "eager", backend=be),
+        C("pythia-1.4b-bf16-sdpa-b4s512-ckpt", "pythia-1.4b", 4, 512, "bfloat16", "sdpa", ckpt=True, backend=be),
+        C("qwen3-0.6b-bf16-eager-b1s1024", "qwen3-0.6b", 1, 1024, "bfloat16", "eager", backend=be),
+        C("qwen3-0.6b-fp32-sdpa-b2s512", "qwen3-0.6b", 2, 512, "float32", "sdpa", backend=be),
+        C("gpt-oss-20b-bf16-eager-b1s512-ckpt", "gpt-oss-20b", 1, 512, "bfloat16", "eager", ckpt=True, backend=be),
+        C("phi-3-mini-4k-bf16-sdpa-b1s1024-ckpt", "phi-3-mini-4k", 1, 1024, "bfloat16", "sdpa", ckpt=True, backend=be),
+        C("smollm3-3b-fp32-eager-b1s512", "smollm3-3b", 1, 512, "float32", "eager", backend=be),
+        C("gemma-2-2b-bf16-eager-b1s1024-ckpt", "gemma-2-2b", 1, 1024, "bfloat16", "eager", ckpt=True, backend=be),
+        C("gemma-3-1b-bf16-sdpa-b2s1024", "gemma-3-1b", 2, 1024, "bfloat16", "sdpa", backend=be),
+        C("deepseek-v2-lite-bf16-sdpa-b1s1024-ckpt", "deepseek-v2-lite", 1, 1024, "bfloat16", "sdpa", ckpt=True, backend=be),
+        # the added configs
+        C("olmo-2-7b-bf16-sdpa-b1s1024-infer", "olmo-2-7b", 1, 1024, "bfloat16", "sdpa", mode="infer", backend=be),
+        C("gemma-2-9b-bf16-eager-b1s1024-infer", "gemma-2-9b", 1, 1024, "bfloat16", "eager", mode="infer", backend=be),
+        C("falcon-40b-bf16-sdpa-b1s1024-infer", "falcon-40b", 1, 1024, "bfloat16", "sdpa", mode="infer", backend=be),
+        C("olmo-2-7b-bf16-sdpa-b1s1024", "olmo-2-7b", 1, 1024, "bfloat16", "sdpa", backend=be),
+        C("falcon-40b-bf16-sdpa-b1s512", "falcon-40b", 1, 512, "bfloat16", "sdpa", backend=be),
+        C("gemma-2-9b-bf16-eager-b1s1024", "gemma-2-9b", 1, 1024, "bfloat16", "eager", backend=be),
+    ]
 
 
 # --------------------------------------------------------------------------------------
@@ -890,7 +932,8 @@ PUBLISHED_FAMILY = {"qwen3-0.6b": 596049920, "qwen3-30b-a3b": 30532122624, "gemm
                     "phi-3-mini-4k": 3821079552, "olmo-2-1b": 1484916736, "pythia-1.4b": 1414647808,
                     "falcon-7b": 6921720704, "starcoder2-3b": 3030371328, "granite-3.0-2b": 2533531648,
                     "smollm3-3b": 3075098624, "deepseek-v2-lite": 15706484224, "deepseek-v3": 671026419200,
-                    "gpt-oss-20b": 20914757184, "vit-base-patch16-224": 86567656}
+                    "gpt-oss-20b": 20914757184, "vit-base-patch16-224": 86567656,
+                    "gemma-2-9b": 9241705984, "olmo-2-7b": 7298617344}
 
 
 def checks(rows, cfgs):
@@ -974,29 +1017,39 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
                     help="also write per-case breakdowns (by module/op, top tensors) here")
     ap.add_argument("--partial", action="store_true", help="rewrite the output files after every case")
+    ap.add_argument("--case-timeout", type=int, default=0,
+                    help="seconds; a case running longer is abandoned and recorded as an error (0: no limit)")
     args = ap.parse_args()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     write_configs()
     cases = (cases_A() if args.group in ("A", "all") else []) + (cases_B() if args.group in ("B", "all") else [])
     cases += (cases_F() if args.group == "F" else []) + (cases_G() if args.group == "G" else [])
+    cases += cases_H() if args.group == "H" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     rows = []
     for c in cases:
         print(f"=== {c['case']} [{c['backend']}]", flush=True)
         try:
+            if args.case_timeout:
+                signal.signal(signal.SIGALRM, _case_timeout)
+                signal.alarm(args.case_timeout)
             r = run_case(c)
+            if args.case_timeout:
+                signal.alarm(0)
             if c["validate_fake"] and c["mode"] == "train":
                 v = run_case(dict(c, backend="cpu-fake"))
                 r["fake_cpu_activation_saved_bytes"] = v["activation_saved_bytes"]
                 r["fake_cpu_peak_bytes"] = v["peak_bytes"]
         except Exception as e:  # record and keep going
+            if args.case_timeout:
+                signal.alarm(0)
             traceback.print_exc()
             r = dict(case=c["case"], config_file=f"configs/{c['config']}.json", batch=c["batch"],
                      seq=c["seq"], dtype=c["dtype"], attn=c["attn"], mode=c["mode"],
@@ -1016,6 +1069,14 @@ def main():
     print("\n".join(lines))
     details = _write(args, rows, lines)
     print(f"wrote {args.out} and {details}")
+
+
+class CaseTimeout(Exception):
+    pass
+
+
+def _case_timeout(signum, frame):
+    raise CaseTimeout("skipped: ran longer than --case-timeout")
 
 
 def _write(args, rows, lines):
