@@ -1,0 +1,193 @@
+//! The attention op: what each kernel (eager, SDPA flash / memory-efficient) keeps for backward,
+//! and which kernel a call dispatches to.
+
+use super::*;
+
+/// One attention call.
+#[derive(Clone, Copy, Debug)]
+pub struct Attn {
+    /// Query heads (on this rank).
+    pub heads: u64,
+    /// Key/value heads (on this rank).
+    pub kv_heads: u64,
+    /// Query/key width per head.
+    pub qk_dim: u64,
+    /// Value width per head.
+    pub v_dim: u64,
+    /// SDPA gets an explicit mask: a window shorter than the sequence, or a family that always
+    /// materialises its causal mask (Falcon).
+    pub masked: bool,
+    /// q is a fresh `(b, h, s, d)` storage (built by `cat`, as partial rotary does) rather than a
+    /// transposed view of its projection: flash then returns its output head-major and o_proj
+    /// reads a transpose-contiguous copy.
+    pub q_head_major: bool,
+    /// The caller passes grouped K/V to SDPA as they are even with a mask (Falcon); HF's generic
+    /// SDPA path repeats them to every head when it passes a mask.
+    pub gqa_native: bool,
+    /// Eager attention soft-caps the scores (`cap·tanh(x/cap)`).
+    pub softcap: bool,
+    /// Learned attention sinks (gpt-oss): an extra logit column per head.
+    pub sinks: bool,
+    /// Dropout on the probabilities.
+    pub dropout: f64,
+    /// How eager attention's softmax runs.
+    pub softmax: Softmax,
+}
+
+/// Eager attention's softmax.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Softmax {
+    /// `softmax(x, dtype=float32).to(q.dtype)` (HF Llama-style `eager_attention_forward`).
+    Fp32,
+    /// `softmax(x)` in the scores' dtype; fp32 under autocast (softmax is an fp32 autocast op)
+    /// and cast back (GPT-2, BERT).
+    Native,
+    /// A fused scale-mask-softmax kernel that keeps its half output (Megatron).
+    Fused,
+}
+
+impl Graph<'_> {
+    /// The attention core. Flash / memory-efficient SDPA keep q, k, v as passed, the output and
+    /// an fp32 logsumexp (plus the additive mask when one is given, with K/V repeated to all
+    /// heads); eager attention keeps the matmul copies of q, kᵀ and v, the fp32 softmax output
+    /// and the probabilities cast back (or dropped out), the soft-capping tanh and the sinks'
+    /// extra column. Returns the output as o_proj reads it.
+    pub fn attention(&mut self, q: T, k: T, v: T, a: Attn) -> T {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        let (t, c) = (ctx.t, ctx.c);
+        let (qw, kw, vw) = (a.heads * a.qk_dim, a.kv_heads * a.qk_dim, a.kv_heads * a.v_dim);
+        let ow = a.heads * a.v_dim;
+        let active = self.rg(q) || self.rg(k) || self.rg(v);
+        let kernel = self.kernel(a);
+        let masked = ctx.attn == AttentionImpl::Sdpa && a.masked;
+        self.eager_tail = 0;
+        let out;
+        if !active {
+            out = self.tensor(t * ow * c, c, false, Cat::AttentionIo);
+        } else if self.selective {
+            // the core is recomputed in backward: only its inputs and output are kept
+            for x in [q, k, v] {
+                self.keep(x);
+            }
+            out = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
+            if kernel != Kernel::Eager {
+                self.keep(out);
+            }
+        } else {
+            match kernel {
+                Kernel::Eager => {
+                    let sc = ctx.b * a.heads * ctx.s * ctx.s;
+                    if ctx.b > 1 {
+                        // matmul reshapes (b, h, s, d) operands laid out as (b, s, h, d) to
+                        // (b·h, s, d): not a view, so bmm keeps copies of q, kᵀ and v at every head
+                        self.keep_new(t * (2 * qw + a.heads * a.v_dim) * c, Cat::AttentionIo);
+                    } else {
+                        // one sequence: the reshape is a view and bmm keeps the operands as they
+                        // are; HF's repeat_kv copies grouped K/V to every head (a single K/V head
+                        // broadcasts as a view, and Falcon broadcasts in the matmul)
+                        let repeat = a.kv_heads != a.heads && a.kv_heads > 1 && !a.gqa_native;
+                        self.keep(q);
+                        if repeat {
+                            self.keep_new(t * a.heads * (a.qk_dim + a.v_dim) * c, Cat::AttentionIo);
+                        } else {
+                            self.keep(k);
+                            self.keep(v);
+                        }
+                    }
+                    if a.softcap {
+                        self.keep_new(sc * c, Cat::AttentionScores); // tanh output
+                    }
+                    let sm = match a.softmax {
+                        Softmax::Fp32 => 4,
+                        Softmax::Native if ctx.amp => 4,
+                        Softmax::Native | Softmax::Fused => c,
+                    };
+                    if a.sinks {
+                        // logits with one sink column: the softmax output (in the logits' dtype)
+                        // and the row-max indices; P·V reads a view of the probabilities
+                        let scs = ctx.b * a.heads * ctx.s * (ctx.s + 1);
+                        self.keep_new(scs * c + ctx.b * a.heads * ctx.s * 8, Cat::AttentionScores);
+                    } else {
+                        self.keep_new(sc * sm, Cat::AttentionScores);
+                        if a.dropout > 0.0 {
+                            self.keep_new(sc * c, Cat::AttentionScores);
+                            self.keep_new(sc, Cat::DropoutMasks);
+                        } else if sm != c {
+                            self.keep_new(sc * c, Cat::AttentionScores);
+                        }
+                    }
+                    // freed before the softmax runs backward: the v copy, the probabilities cast
+                    // for P·V, the output copy (when o_proj keeps it)
+                    let probs = if !a.sinks && (sm != c || a.dropout > 0.0) { sc * c } else { 0 };
+                    let o_keeps = if ctx.weight_trains(LinearRole::O) { t * ow * c } else { 0 };
+                    self.eager_tail = t * a.heads * a.v_dim * c + probs + o_keeps;
+                    // the transpose-contiguous copy o_proj reads
+                    out = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
+                }
+                Kernel::Flash | Kernel::MemEfficient => {
+                    // (`repeat_kv` of a single K/V head is an expand that reshapes to a view: nothing copied)
+                    let repeat = masked && a.kv_heads != a.heads && a.kv_heads > 1 && !a.gqa_native;
+                    self.keep(q);
+                    if repeat {
+                        // HF repeats K/V when it passes a mask (`use_gqa_in_sdpa` is false)
+                        self.keep_new(t * a.heads * (a.qk_dim + a.v_dim) * c, Cat::AttentionIo);
+                    } else {
+                        self.keep(k);
+                        self.keep(v);
+                    }
+                    let _ = (kw, vw);
+                    let o = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
+                    self.keep(o);
+                    self.keep_new(self.lse_bytes(kernel, a.heads), Cat::AttentionIo);
+                    out = if kernel == Kernel::Flash && a.q_head_major {
+                        self.tensor(t * ow * c, c, true, Cat::AttentionIo)
+                    } else {
+                        o
+                    };
+                    if masked {
+                        // the boolean (b, 1, s, s) mask as an additive bias in the query dtype
+                        self.keep_new(ctx.b * ctx.s * ctx.s * c, Cat::AttentionScores);
+                    }
+                }
+            }
+        }
+        self.kept_at_attention = self.kept.total();
+        self.record("attention", before);
+        out
+    }
+
+    /// The kernel this attention call dispatches to (flash needs half inputs, no mask, equal
+    /// q/k and v widths of at most 256 and a multiple of 8).
+    pub fn kernel(&self, a: Attn) -> Kernel {
+        kernel(self.ctx, a)
+    }
+
+    fn lse_bytes(&self, kernel: Kernel, heads: u64) -> u64 {
+        let ctx = self.ctx;
+        match kernel {
+            // (b, a, s) fp32 logsumexp + philox seed/offset and an empty debug mask
+            Kernel::Flash => ctx.b * heads * ctx.s * 4 + 24,
+            // (b, a, ceil(s/32)·32) fp32 logsumexp + philox seed and offset (2 × int64)
+            Kernel::MemEfficient => ctx.b * heads * ctx.s.div_ceil(32) * 32 * 4 + 16,
+            Kernel::Eager => 0,
+        }
+    }
+}
+
+/// The kernel an attention call dispatches to (flash needs half inputs, no mask, equal q/k and v
+/// widths of at most 256 and a multiple of 8).
+pub fn kernel(ctx: &Ctx, a: Attn) -> Kernel {
+    match ctx.attn {
+        AttentionImpl::Eager => Kernel::Eager,
+        AttentionImpl::Flash => Kernel::Flash,
+        AttentionImpl::Sdpa => {
+            if ctx.c == 2 && !a.masked && a.qk_dim == a.v_dim && a.qk_dim <= 256 && a.qk_dim.is_multiple_of(8)
+            {
+                Kernel::Flash
+            } else {
+                Kernel::MemEfficient
+            }
+        }
+    }
+}

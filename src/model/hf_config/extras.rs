@@ -1,0 +1,213 @@
+//! The parts of a config beside the text model: vision towers, encoder-decoder counts, and
+//! `quantization_config`.
+
+use super::*;
+
+/// The vision tower of a multimodal checkpoint (`vision_config`, class defaults for missing keys).
+pub(super) fn vision(
+    path: &str,
+    v: Option<&Value>,
+    kind: VisionKind,
+    top: &Reader<'_>,
+    text_h: u64,
+) -> Result<VisionTower, ConfigError> {
+    let empty = Map::new();
+    let obj = match v {
+        Some(Value::Object(o)) => o,
+        Some(Value::Null) | None => &empty,
+        Some(other) => return Err(top.invalid("vision_config", format!("expected an object, found {other}"))),
+    };
+    let vt = match kind {
+        VisionKind::Siglip => "siglip_vision_model",
+        VisionKind::Pixtral => "pixtral",
+    };
+    let r = Reader::new(path, obj, vt, "vision_config.");
+    let (h, i) = (r.positive("hidden_size")?, r.positive("intermediate_size")?);
+    let projector_params = match kind {
+        VisionKind::Siglip => {
+            // mm_input_projection_weight (vh × th) + mm_soft_emb_norm; SigLIP's pooling head if used
+            let head = if r.bool_or("vision_use_head", true)? {
+                h + 3 * h * h + 3 * h + h * h + h + 2 * h + 2 * h * i + i + h
+            } else {
+                0
+            };
+            h * text_h + h + head
+        }
+        VisionKind::Pixtral => {
+            let m = top.u64_or("spatial_merge_size", 2)?;
+            let bias = top.bool_or("multimodal_projector_bias", false)?;
+            h + h * h * m * m + text_h * h + text_h * text_h + if bias { 2 * text_h } else { 0 }
+        }
+    };
+    Ok(VisionTower {
+        kind,
+        hidden_size: h,
+        intermediate_size: i,
+        num_layers: r.positive("num_hidden_layers")?,
+        patch_size: r.positive("patch_size")?,
+        image_size: r.positive("image_size")?,
+        num_channels: r.positive("num_channels")?,
+        projector_params,
+    })
+}
+
+/// Exact parameter count of the encoder-decoder types counted as generic (t5, whisper).
+pub(super) fn encoder_decoder_params(r: &Reader<'_>, mt: &str) -> Result<Option<u64>, ConfigError> {
+    Ok(Some(match mt {
+        "t5" | "mt5" => {
+            let d = r.positive("d_model")?;
+            let heads = r.positive("num_heads")?;
+            let inner = heads * r.positive("d_kv")?;
+            let ff = r.positive("d_ff")?;
+            let enc = r.positive("num_layers")?;
+            let dec = r.u64_or("num_decoder_layers", enc)?;
+            let v = r.positive("vocab_size")?;
+            let buckets = r.u64_or("relative_attention_num_buckets", 32)?;
+            let gated = r.str("feed_forward_proj").unwrap_or("relu").starts_with("gated");
+            let mlp = if gated { 3 } else { 2 } * d * ff;
+            let tied = r.bool_or("tie_word_embeddings", true)?;
+            v * d
+                + enc * (4 * d * inner + mlp + 2 * d)
+                + dec * (8 * d * inner + mlp + 3 * d)
+                + 2 * buckets * heads
+                + 2 * d
+                + if tied { 0 } else { v * d }
+        }
+        "whisper" => {
+            let d = r.positive("d_model")?;
+            let (enc, dec) = (r.positive("encoder_layers")?, r.positive("decoder_layers")?);
+            let (fe, fd) = (r.positive("encoder_ffn_dim")?, r.positive("decoder_ffn_dim")?);
+            let mel = r.u64_or("num_mel_bins", 80)?;
+            let (src, tgt) =
+                (r.u64_or("max_source_positions", 1500)?, r.u64_or("max_target_positions", 448)?);
+            let v = r.positive("vocab_size")?;
+            let attn = 4 * d * d + 3 * d; // q, v, out biased; k without bias
+            let tied = r.bool_or("tie_word_embeddings", true)?;
+            (d * mel * 3 + d)
+                + (d * d * 3 + d)
+                + src * d
+                + enc * (attn + 2 * d + 2 * d * fe + fe + d + 2 * d)
+                + 2 * d
+                + v * d
+                + tgt * d
+                + dec * (2 * attn + 4 * d + 2 * d * fd + fd + d + 2 * d)
+                + 2 * d
+                + if tied { 0 } else { v * d }
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// `quantization_config` → the checkpoint's weight format.
+pub(super) fn quantization(
+    r: &Reader<'_>,
+    notes: &mut Vec<String>,
+) -> Result<Option<WeightFormat>, ConfigError> {
+    let q = match r.obj.get("quantization_config") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(q)) => q,
+        Some(other) => {
+            return Err(r.invalid("quantization_config", format!("expected an object, found {other}")));
+        }
+    };
+    let key = "quantization_config.quant_method";
+    let bad = |k: &str, msg: String| ConfigError::Invalid {
+        path: r.path.to_owned(),
+        key: format!("quantization_config.{k}"),
+        msg,
+    };
+    let int = |keys: &[&str], default: i64| -> Result<i64, ConfigError> {
+        for k in keys {
+            match q.get(*k) {
+                None | Some(Value::Null) => continue,
+                Some(v) => {
+                    return v.as_i64().ok_or_else(|| bad(k, format!("expected an integer, found {v}")));
+                }
+            }
+        }
+        Ok(default)
+    };
+    let group = |g: i64| if g <= 0 { 1u64 << 32 } else { g as u64 };
+    let flag = |k: &str| q.get(k).and_then(Value::as_bool).unwrap_or(false);
+    let method = match q.get("quant_method").and_then(Value::as_str) {
+        Some(m) => m.to_ascii_lowercase(),
+        None if flag("load_in_4bit") || flag("load_in_8bit") => "bitsandbytes".into(),
+        None => {
+            return Err(ConfigError::Missing {
+                path: r.path.to_owned(),
+                key: key.into(),
+                model_type: r.model_type.clone(),
+            });
+        }
+    };
+    Ok(Some(match method.as_str() {
+        "gptq" => WeightFormat::Gptq {
+            bits: int(&["bits"], 4)? as u64,
+            group_size: group(int(&["group_size"], 128)?),
+        },
+        "awq" => WeightFormat::Awq {
+            bits: int(&["bits", "w_bit"], 4)? as u64,
+            group_size: group(int(&["group_size", "q_group_size"], 128)?),
+        },
+        "bitsandbytes" if flag("load_in_4bit") => {
+            WeightFormat::Bnb4 { double_quant: flag("bnb_4bit_use_double_quant") }
+        }
+        "bitsandbytes" if flag("load_in_8bit") => WeightFormat::Bnb8,
+        "bitsandbytes" => {
+            return Err(bad(
+                "load_in_4bit",
+                "bitsandbytes config with neither load_in_4bit nor load_in_8bit".into(),
+            ));
+        }
+        "fp8" => {
+            let block = q
+                .get("weight_block_size")
+                .and_then(Value::as_array)
+                .and_then(|a| a.first())
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            WeightFormat::Fp8 { block }
+        }
+        "mxfp4" => WeightFormat::Mxfp4,
+        "compressed-tensors" | "compressed_tensors" => {
+            let w = q
+                .get("config_groups")
+                .and_then(Value::as_object)
+                .and_then(|g| g.values().find_map(|x| x.get("weights").and_then(Value::as_object)))
+                .ok_or_else(|| {
+                    bad("config_groups", "no group with \"weights\" to read the format from".into())
+                })?;
+            let bits = w.get("num_bits").and_then(Value::as_u64).unwrap_or(8);
+            let ty = w.get("type").and_then(Value::as_str).unwrap_or("int");
+            let gs = w.get("group_size").and_then(Value::as_i64).unwrap_or(-1);
+            match (ty, bits) {
+                ("float", 8) => {
+                    let block = w
+                        .get("block_structure")
+                        .and_then(Value::as_array)
+                        .and_then(|a| a.first())
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0);
+                    WeightFormat::Fp8 { block }
+                }
+                ("int", b) if b <= 8 => WeightFormat::Gptq { bits: b, group_size: group(gs) },
+                _ => {
+                    return Err(bad(
+                        "config_groups",
+                        format!(
+                            "compressed-tensors weights of type \"{ty}\" with {bits} bits are not supported"
+                        ),
+                    ));
+                }
+            }
+        }
+        other => {
+            // a method vLLM / transformers know but this tool does not model: estimate unquantized
+            notes.push(format!(
+                "{}: quantization_config.quant_method \"{other}\" is not modelled; weights are counted in the compute dtype",
+                r.path
+            ));
+            return Ok(None);
+        }
+    }))
+}
