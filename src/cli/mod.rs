@@ -338,7 +338,8 @@ pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
             let kind = if kind.is_empty() { String::new() } else { format!(" ({kind})") };
             s += &format!("\n  which op keeps what, per block, {} block(s){kind}:\n", b.layers);
             for op in b.ops.iter().filter(|o| o.kept_bytes > 0) {
-                s += &format!("    {:<30}{:>14} B\n", op.op, op.kept_bytes);
+                let mib = op.kept_bytes as f64 / (1u64 << 20) as f64;
+                s += &format!("    {:<30}{:>14} B  {mib:>10.1} MiB\n", op.op, op.kept_bytes);
             }
         }
         s
