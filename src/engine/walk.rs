@@ -2,8 +2,7 @@
 //! a [`Graph`] and turns what the rules kept into the [`ActivationModel`] the estimator composes
 //! (checkpointing, pipeline stages, candidate moments of the peak).
 
-use super::ops::{Graph, OpRecord, T};
-use crate::engine::ops::Softmax;
+use super::ops::{Graph, OpRecord, Shared, T};
 use crate::estimate::activations::{ActivationModel, Ctx, Kernel, LayerMix};
 use crate::estimate::saved::{Cat, Saved};
 use crate::model::{Family, TransformerSpec, families};
@@ -12,7 +11,8 @@ use crate::model::{Family, TransformerSpec, families};
 struct BlockWalk {
     kept: Saved,
     freed_before_attention: u64,
-    shared: u64,
+    /// Tables every block of the model shares (rotary cos/sin), with their bytes.
+    shared: [(Option<Shared>, u64); 2],
 }
 
 fn walk_block(ctx: &Ctx, m: &TransformerSpec, flags: u8, input_rg: bool, selective: bool) -> BlockWalk {
@@ -22,7 +22,7 @@ fn walk_block(ctx: &Ctx, m: &TransformerSpec, flags: u8, input_rg: bool, selecti
     families::block(&mut g, m, flags, x);
     let total = g.kept.total();
     let after = total.saturating_sub(g.kept_at_attention);
-    BlockWalk { kept: g.kept, freed_before_attention: after + g.eager_tail, shared: g.shared_bytes() }
+    BlockWalk { kept: g.kept, freed_before_attention: after + g.eager_tail, shared: g.shared }
 }
 
 /// The ops of one block of the given kind, with what each keeps (the GUI's "which op keeps what").
@@ -35,11 +35,8 @@ pub fn block_ops(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Vec<OpRecord> {
 
 /// The distinct layer kinds of a spec, in order of first appearance (at most 4).
 fn kinds(m: &TransformerSpec) -> ([u8; 4], usize) {
-    let mut out = [0u8; 4];
+    let mut out = [families::default_flags(m), 0, 0, 0];
     let mut n = 0;
-    if m.layer_flags.is_empty() {
-        return (out, 1);
-    }
     for &f in m.layer_flags.iter().take(m.num_layers as usize) {
         if !out[..n].contains(&f) && n < 4 {
             out[n] = f;
@@ -57,10 +54,9 @@ pub fn layer_flags(m: &TransformerSpec, i: u64) -> u8 {
 /// Builds the activation model of a decoder/encoder family from its ops.
 pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationModel {
     let (t, h, c, r, s) = (ctx.t, m.hidden_size, ctx.c, ctx.r, ctx.s);
-    let (kind_flags, n_kinds) =
-        if m.layer_flags.is_empty() { ([families::default_flags(m), 0, 0, 0], 1) } else { kinds(m) };
+    let (kind_flags, n_kinds) = kinds(m);
     let mut mix = LayerMix { n: n_kinds, flags: kind_flags, ..LayerMix::default() };
-    let mut shared = 0;
+    let mut tables: [(Option<Shared>, u64); 2] = [(None, 0); 2];
     let mut freed_last = 0;
     let last_flags = layer_flags(m, m.num_layers.saturating_sub(1));
     let first_flags = layer_flags(m, 0);
@@ -74,15 +70,17 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         if ctx.full && kind_flags[i] == first_flags {
             first = Some(full.kept);
         }
-        // tables shared across kinds (two rotary bases) add up; the same table is counted once
-        shared = shared.max(full.shared);
+        // tables shared across kinds (Gemma 3's two rotary bases) add up; one table counts once
+        for t in full.shared.into_iter().filter(|t| t.0.is_some()) {
+            if let Some(slot) = tables.iter_mut().find(|x| x.0.is_none() || x.0 == t.0) {
+                *slot = t;
+            }
+        }
         if kind_flags[i] == last_flags {
             freed_last = full.freed_before_attention;
         }
     }
-    if n_kinds > 1 {
-        shared = families::shared_tables(ctx, m);
-    }
+    let shared: u64 = tables.iter().map(|t| t.1).sum();
     let first = first.unwrap_or_else(|| walk_block(ctx, m, first_flags, ctx.full, false).kept);
     let full_layer = mix.of(last_flags, mix.full[0], false);
     let selective_layer = mix.of(last_flags, mix.selective[0], true);
@@ -103,11 +101,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     let mlp_w = families::mlp_width(m);
     let gated = families::gated(m);
     let eager_sinks = kernel == Kernel::Eager && m.family == Family::GptOss;
-    let probs_e = match families::attn_of(ctx, m, 0).softmax {
-        Softmax::Fp32 => 4,
-        Softmax::Native if ctx.amp => 4,
-        Softmax::Native | Softmax::Fused => c,
-    };
+    let probs_e = families::attn_of(ctx, m, 0).softmax.elem_bytes(ctx.amp, c);
     let attn_t = match kernel {
         // gradients of the probabilities and of the scores (in the softmax dtype), plus the
         // tanh backward of soft-capping

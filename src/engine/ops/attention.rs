@@ -46,6 +46,17 @@ pub enum Softmax {
     Fused,
 }
 
+impl Softmax {
+    /// Bytes per element of the softmax output for half-precision compute of `c` bytes.
+    pub fn elem_bytes(self, amp: bool, c: u64) -> u64 {
+        match self {
+            Self::Fp32 => 4,
+            Self::Native if amp => 4,
+            Self::Native | Self::Fused => c,
+        }
+    }
+}
+
 impl Graph<'_> {
     /// The attention core. Flash / memory-efficient SDPA keep q, k, v as passed, the output and
     /// an fp32 logsumexp (plus the additive mask when one is given, with K/V repeated to all
@@ -56,7 +67,7 @@ impl Graph<'_> {
         let before = self.kept.total();
         let ctx = self.ctx;
         let (t, c) = (ctx.t, ctx.c);
-        let (qw, kw, vw) = (a.heads * a.qk_dim, a.kv_heads * a.qk_dim, a.kv_heads * a.v_dim);
+        let qw = a.heads * a.qk_dim;
         let ow = a.heads * a.v_dim;
         let active = self.rg(q) || self.rg(k) || self.rg(v);
         let kernel = self.kernel(a);
@@ -86,23 +97,12 @@ impl Graph<'_> {
                         // one sequence: the reshape is a view and bmm keeps the operands as they
                         // are; HF's repeat_kv copies grouped K/V to every head (a single K/V head
                         // broadcasts as a view, and Falcon broadcasts in the matmul)
-                        let repeat = a.kv_heads != a.heads && a.kv_heads > 1 && !a.gqa_native;
-                        self.keep(q);
-                        if repeat {
-                            self.keep_new(t * a.heads * (a.qk_dim + a.v_dim) * c, Cat::AttentionIo);
-                        } else {
-                            self.keep(k);
-                            self.keep(v);
-                        }
+                        self.keep_qkv(q, k, v, a, true);
                     }
                     if a.softcap {
                         self.keep_new(sc * c, Cat::AttentionScores); // tanh output
                     }
-                    let sm = match a.softmax {
-                        Softmax::Fp32 => 4,
-                        Softmax::Native if ctx.amp => 4,
-                        Softmax::Native | Softmax::Fused => c,
-                    };
+                    let sm = a.softmax.elem_bytes(ctx.amp, c);
                     if a.sinks {
                         // logits with one sink column: the softmax output (in the logits' dtype)
                         // and the row-max indices; P·V reads a view of the probabilities
@@ -126,17 +126,8 @@ impl Graph<'_> {
                     out = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
                 }
                 Kernel::Flash | Kernel::MemEfficient => {
-                    // (`repeat_kv` of a single K/V head is an expand that reshapes to a view: nothing copied)
-                    let repeat = masked && a.kv_heads != a.heads && a.kv_heads > 1 && !a.gqa_native;
-                    self.keep(q);
-                    if repeat {
-                        // HF repeats K/V when it passes a mask (`use_gqa_in_sdpa` is false)
-                        self.keep_new(t * a.heads * (a.qk_dim + a.v_dim) * c, Cat::AttentionIo);
-                    } else {
-                        self.keep(k);
-                        self.keep(v);
-                    }
-                    let _ = (kw, vw);
+                    // HF repeats K/V when it passes a mask (`use_gqa_in_sdpa` is false)
+                    self.keep_qkv(q, k, v, a, masked);
                     let o = self.tensor(t * ow * c, c, true, Cat::AttentionIo);
                     self.keep(o);
                     self.keep_new(self.lse_bytes(kernel, a.heads), Cat::AttentionIo);
@@ -161,6 +152,20 @@ impl Graph<'_> {
     /// q/k and v widths of at most 256 and a multiple of 8).
     pub fn kernel(&self, a: Attn) -> Kernel {
         kernel(self.ctx, a)
+    }
+
+    /// Keeps q, k and v as the kernel receives them: grouped K/V repeated to every head by HF's
+    /// `repeat_kv` when `repeats` (a copy; a single K/V head expands to a view, and Falcon passes
+    /// grouped K/V as they are), else the storages themselves.
+    fn keep_qkv(&mut self, q: T, k: T, v: T, a: Attn, repeats: bool) {
+        self.keep(q);
+        if repeats && a.kv_heads != a.heads && a.kv_heads > 1 && !a.gqa_native {
+            let ctx = self.ctx;
+            self.keep_new(ctx.t * a.heads * (a.qk_dim + a.v_dim) * ctx.c, Cat::AttentionIo);
+        } else {
+            self.keep(k);
+            self.keep(v);
+        }
     }
 
     fn lse_bytes(&self, kernel: Kernel, heads: u64) -> u64 {

@@ -179,11 +179,6 @@ impl<'c> Graph<'c> {
         }
     }
 
-    /// Shared-table bytes requested by this walk.
-    pub fn shared_bytes(&self) -> u64 {
-        self.shared.iter().map(|s| s.1).sum()
-    }
-
     fn record(&mut self, op: &'static str, before: u64) {
         let now = self.kept.total();
         if let Some(tr) = &mut self.trace {

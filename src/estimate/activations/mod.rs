@@ -33,13 +33,9 @@ pub struct Ctx {
     /// Bytes per element of the residual stream: fp32 under autocast, else `c`.
     pub r: u64,
     pub amp: bool,
-    pub kernel: Kernel,
     /// All weights train (full fine-tuning).
     pub full: bool,
     pub lora: Option<Lora>,
-    /// SDPA gets an explicit mask (sliding window shorter than the sequence): the memory-efficient
-    /// kernel runs and keeps the mask converted to an additive bias, per layer.
-    pub sdpa_bias: bool,
     /// The attention implementation asked for.
     pub attn: AttentionImpl,
     /// Selective recomputation is asked for (the recomputed block's saves are walked too).
@@ -50,25 +46,10 @@ impl Ctx {
     pub fn new(sc: &Scenario) -> Self {
         let c = sc.precision.compute_dtype().bytes(1);
         let amp = sc.precision.is_amp();
-        let head_dim = sc.model.transformer().map_or(64, |t| t.head_dim);
-        let window_mask = sc.model.transformer().and_then(|t| t.sliding_window).is_some_and(|w| sc.seq > w);
-        let half = c == 2;
-        let sdpa_bias = sc.attention == AttentionImpl::Sdpa && window_mask;
         // transformers 5 has no SDPA path for Gemma 2 (soft-capping) and gpt-oss (sinks): eager runs
         let attention = match (sc.attention, sc.model.transformer().map(|t| t.family)) {
             (AttentionImpl::Sdpa, Some(Family::Gemma2 | Family::GptOss)) => AttentionImpl::Eager,
             (a, _) => a,
-        };
-        let kernel = match attention {
-            AttentionImpl::Eager => Kernel::Eager,
-            AttentionImpl::Flash => Kernel::Flash,
-            AttentionImpl::Sdpa => {
-                if half && head_dim <= 256 && head_dim.is_multiple_of(8) && !window_mask {
-                    Kernel::Flash
-                } else {
-                    Kernel::MemEfficient
-                }
-            }
         };
         Self {
             b: sc.batch,
@@ -83,10 +64,8 @@ impl Ctx {
             // Megatron keeps half activations under mixed precision
             r: if amp && sc.model.transformer().is_none_or(|t| t.family != Family::Megatron) { 4 } else { c },
             amp,
-            kernel,
             full: sc.lora.is_none(),
             lora: sc.lora,
-            sdpa_bias,
             attn: attention,
             selective: sc.checkpointing == super::scenario::Checkpointing::Selective,
         }

@@ -137,25 +137,6 @@ pub fn has_rope(m: &TransformerSpec) -> bool {
     !matches!(m.family, Family::Vit | Family::Gpt2 | Family::Bert | Family::Megatron)
 }
 
-/// The rotary tables kept once for the whole model when its layers differ.
-pub(crate) fn shared_tables(ctx: &Ctx, m: &TransformerSpec) -> u64 {
-    if !has_rope(m) {
-        return 0;
-    }
-    let e = if ctx.amp || m.family == Family::Olmo2 { 4 } else { ctx.c };
-    let one = 2 * ctx.s * rope_table_dim(m) * e;
-    let any_rope = m.layer_flags.iter().any(|f| f & layer::NO_ROPE == 0) || m.layer_flags.is_empty();
-    let tables = if m.family == Family::Gemma3
-        && m.layer_flags.iter().any(|f| f & layer::SLIDING != 0)
-        && m.layer_flags.iter().any(|f| f & layer::SLIDING == 0)
-    {
-        2
-    } else {
-        1
-    };
-    if any_rope { one * tables } else { 0 }
-}
-
 /// Width of the widest MLP tensor per token (routed experts × top-k for MoE).
 pub fn mlp_width(m: &TransformerSpec) -> u64 {
     match m.moe {
