@@ -3,6 +3,7 @@
 //! the new architecture), plain GELU MLP, no biases by default.
 
 use super::gpt_neox::parallel_block;
+pub(super) use super::gpt_neox::params;
 use super::*;
 
 const STYLE: Style = Style { norm: NormKind::Layer, fused_qkv: true, act: Act::Gelu, gated: false, ..LLAMA };
@@ -32,14 +33,4 @@ pub(super) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T)
     }
     let o = g.attention(q, k, v, a);
     g.linear(o, t, qw, h, LinearRole::O, Cat::AttentionIo, "dense")
-}
-
-pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
-    let (h, l) = (m.hidden_size, m.num_layers);
-    p.ends(m, true);
-    p.linear(m.q_width() + 2 * m.kv_width(), h, l, LinearRole::Q, m.qkv_bias);
-    p.linear(h, m.q_width(), l, LinearRole::O, m.o_bias);
-    mlp_params(p, h, m.intermediate_size, l, false, false, m.mlp_bias);
-    // parallel: one or two input norms; sequential: input and post-attention norms
-    p.norms(h, if m.parallel_norms == 0 { 2 } else { m.parallel_norms }, l, true);
 }

@@ -34,11 +34,13 @@ pub(super) fn parallel_block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, 
     g.add(s, x, n, Cat::Residual)
 }
 
+/// A fused-QKV LayerNorm block's tensors (GPT-NeoX, Falcon): biases as the config says, one or
+/// two input norms when parallel, input and post-attention norms when sequential.
 pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
     let (h, l) = (m.hidden_size, m.num_layers);
     p.ends(m, true);
     p.linear(m.q_width() + 2 * m.kv_width(), h, l, LinearRole::Q, m.qkv_bias);
     p.linear(h, m.q_width(), l, LinearRole::O, m.o_bias);
     mlp_params(p, h, m.intermediate_size, l, false, false, m.mlp_bias);
-    p.norms(h, 2, l, true);
+    p.norms(h, if m.parallel_norms == 0 { 2 } else { m.parallel_norms }, l, true);
 }
