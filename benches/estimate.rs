@@ -43,5 +43,19 @@ fn benches(c: &mut Criterion) {
     c.bench_function("estimate with TP 8 x PP 4 x DP 2 (per-stage)", |b| b.iter(|| estimate(black_box(&tp))));
 }
 
-criterion_group!(group, benches);
+/// The Timeline tab recomputes the step's events while a slider moves: 80 blocks, op by op.
+fn timeline_bench(c: &mut Criterion) {
+    let mut sc = Scenario::new(builtin("llama-3.1-70b").expect("preset"));
+    sc.seq = 4096;
+    sc.checkpointing = Checkpointing::Full;
+    c.bench_function("timeline llama-3.1-70b (80 blocks, per-op events)", |b| {
+        b.iter(|| vramscope::estimate::timeline(black_box(&sc)))
+    });
+    sc.checkpointing = Checkpointing::None;
+    c.bench_function("timeline llama-3.1-70b, no checkpointing", |b| {
+        b.iter(|| vramscope::estimate::timeline(black_box(&sc)))
+    });
+}
+
+criterion_group!(group, benches, timeline_bench);
 criterion_main!(group);

@@ -103,6 +103,10 @@ pub struct SweepPoint {
     pub peak: u64,
     /// Peak plus overhead, bytes (compare with the GPU's capacity).
     pub total: u64,
+    /// The largest allocated bytes of each phase of the step.
+    pub phases: crate::estimate::step::PhasePeaks,
+    /// Saved activations at the end of the forward pass, bytes.
+    pub activations: u64,
 }
 
 /// Estimates over `values` of one knob, skipping values the scenario rejects.
@@ -112,7 +116,13 @@ pub fn sweep(sc: &Scenario, knob: Knob, values: impl IntoIterator<Item = u64>) -
         .into_iter()
         .filter_map(|v| {
             knob.apply(&mut s, v);
-            estimate(&s).ok().map(|e| SweepPoint { x: v, peak: e.peak_allocated, total: e.total })
+            estimate(&s).ok().map(|e| SweepPoint {
+                x: v,
+                peak: e.peak_allocated,
+                total: e.total,
+                phases: e.phase_peaks,
+                activations: e.activations,
+            })
         })
         .collect()
 }

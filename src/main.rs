@@ -33,10 +33,12 @@ fn main() -> ExitCode {
         Some(cli::Command::Diagnose(a)) => cli::run_diagnose(a),
         Some(cli::Command::Monitor(a)) => cli::run_monitor(a),
         Some(cli::Command::Export(a)) => cli::run_export(a),
+        Some(cli::Command::Timeline(a)) => cli::run_timeline(a),
         None => match vramscope::gui::run(vramscope::gui::Launch {
             screenshot: args.screenshot.clone(),
             frames: args.frames,
             chart_only: args.chart_only,
+            tab: args.tab,
         }) {
             Ok(()) => Ok(String::new()),
             Err(e) => Err(e),

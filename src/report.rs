@@ -33,6 +33,7 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             json!({
                 "phase": m.phase,
                 "what": m.what,
+                "block": m.block,
                 "bytes": m.alive.total(),
                 "alive": m.alive,
             })
@@ -74,6 +75,8 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         "activations_by_kind": acts,
         "peak_phase": e.peak.phase,
         "peak_moment": e.peak.what,
+        "peak_block": e.peak.block,
+        "peak_by_phase": e.phase_peaks,
         "at_peak": e.peak.alive,
         "moments": moments,
         "notes": notes.iter().cloned().chain(caveats(sc)).collect::<Vec<_>>(),
@@ -231,11 +234,11 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     for (cat, b) in e.activation_breakdown.nonzero() {
         s += &format!("    · {:<22}{}\n", cat.label(), g(b));
     }
-    let when = if e.peak.what == e.peak.phase.label() {
-        e.peak.what.to_owned()
-    } else {
-        format!("{}: {}", e.peak.phase.label(), e.peak.what)
+    let what = match e.peak.block {
+        Some(b) => format!("block {b} {}", e.peak.what),
+        None => e.peak.what.to_owned(),
     };
+    let when = if what == e.peak.phase.label() { what } else { format!("{}: {what}", e.peak.phase.label()) };
     s += &format!("  {:<26}{}   (at {when})\n", "peak allocated", g(e.peak_allocated));
     s += &format!("    · {:<22}{}\n", "temporaries then", g(e.peak.alive.temporaries));
     s += &format!("  {:<26}{}\n", "CUDA ctx + allocator", g(e.overhead));

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 use std::path::Path;
-use vramscope::estimate::{AttentionImpl, Checkpointing, Mode, Optimizer, Scenario, estimate};
+use vramscope::estimate::{AttentionImpl, Checkpointing, Mode, Optimizer, Scenario, estimate, timeline};
 use vramscope::model::preset::load_path;
 use vramscope::units::Precision;
 
@@ -122,6 +122,17 @@ fn every_reference_row_is_within_bounds() {
             }
             None => ("-".into(), "-".into(), "-".into()),
         };
+        // the predicted timeline of the step peaks where the estimate does
+        let t = timeline(&sc).unwrap_or_else(|err| panic!("{case}: timeline: {err}"));
+        let tmax = t.events.iter().map(|ev| ev.alive.total()).max().unwrap_or(0);
+        if tmax != e.peak_allocated || t.peak().map(|p| p.phase) != Some(e.peak.phase) {
+            failures.push(format!(
+                "{case}: timeline peak {tmax} ({:?}) != estimate {} ({:?})",
+                t.peak().map(|p| p.phase),
+                e.peak_allocated,
+                e.peak.phase
+            ));
+        }
         if peak_err.abs() > PEAK_TOL {
             failures.push(format!(
                 "{case}: peak {} vs {peak_m} ({:+.2}%, at {})",
@@ -180,6 +191,11 @@ fn amp_and_lora_probe_rows_are_within_bounds() {
                 sc.lora = Some(Lora { dropout: r["lora_dropout"].as_f64().unwrap(), ..l });
             }
             let e = estimate(&sc).unwrap();
+            let t = timeline(&sc).unwrap();
+            let tmax = t.events.iter().map(|ev| ev.alive.total()).max().unwrap_or(0);
+            if tmax != e.peak_allocated || t.peak().map(|p| p.phase) != Some(e.peak.phase) {
+                failures.push(format!("{case}: timeline peak {tmax} != estimate {}", e.peak_allocated));
+            }
             let m = r["activation_saved_bytes"].as_u64().unwrap();
             let err = rel(e.activations, m);
             println!("{case:<52} {:>12} {m:>12} {:>+7.2}%", e.activations, 100.0 * err);

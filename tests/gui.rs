@@ -199,6 +199,12 @@ fn snapshots_of_the_main_view_and_curves() {
     h.remove_cursor();
     h.run();
     h.snapshot("options_tab");
+    h.state_mut().state.settings.batch = 4;
+    h.get_by_label("Timeline").click();
+    h.run();
+    h.remove_cursor();
+    h.run();
+    h.snapshot("timeline_tab");
 }
 
 #[test]
@@ -354,4 +360,54 @@ fn a_model_folder_of_an_unknown_architecture_is_flagged_unvalidated() {
     h.get_by_label("Load").click();
     h.run();
     assert!(h.query_by_label_contains("UNVALIDATED").is_none());
+}
+
+#[test]
+fn the_timeline_tab_marks_the_peak_and_a_click_explains_that_moment() {
+    let mut h = harness();
+    h.get_by_label("Timeline").click();
+    h.run();
+    assert_eq!(h.state().state.view.tab, Tab::Timeline);
+    let (peak, n) = match &h.state().derived.current {
+        Some(Ok(c)) => {
+            let t = c.timeline.as_ref().expect("a timeline");
+            (t.peak().map(|p| p.alive.total()), t.events.len())
+        }
+        _ => panic!("no estimate"),
+    };
+    assert_eq!(
+        peak,
+        Some(match &h.state().derived.current {
+            Some(Ok(c)) => c.estimate.peak_allocated,
+            _ => 0,
+        })
+    );
+    assert!(n > 100, "forward op by op and backward block by block: {n} events");
+    assert!(h.query_all_by_label_contains("peak 74.").next().is_some(), "the peak is labelled");
+    // a click in the plot selects the event under the pointer; "Why this much?" follows it
+    let pos = egui::pos2(700.0, 700.0);
+    h.hover_at(pos);
+    h.run();
+    h.event(egui::Event::PointerButton {
+        pos,
+        button: egui::PointerButton::Primary,
+        pressed: true,
+        modifiers: Modifiers::NONE,
+    });
+    h.event(egui::Event::PointerButton {
+        pos,
+        button: egui::PointerButton::Primary,
+        pressed: false,
+        modifiers: Modifiers::NONE,
+    });
+    h.run();
+    h.run();
+    let sel = h.state().selected_event.map(|(_, i)| i);
+    assert!(sel.is_some_and(|i| i < n), "a click selects an event: {sel:?}");
+    assert!(h.query_by_label_contains("At #").is_some(), "the Why panel shows the selected moment");
+    h.get_by_label("Back to the peak").click();
+    h.run();
+    assert!(h.state().selected_event.is_none());
+    // a change of settings drops the selection's meaning: the panel is back on the peak
+    assert!(h.query_by_label_contains("At #").is_none());
 }

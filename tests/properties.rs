@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use vramscope::estimate::{
-    AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Scenario, Targets, estimate,
+    AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Scenario, Targets, estimate, timeline,
 };
 use vramscope::fit::{Knob, max_batch, sweep};
 use vramscope::model::preset::{builtin, preset_names};
@@ -201,6 +201,40 @@ proptest! {
                 prop_assert!(e.stage.index < e.stage.stages.max(1));
             }
             Err(err) => prop_assert!(!err.to_string().is_empty()),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The predicted timeline of a step peaks exactly where the estimate does (same bytes, same
+    /// phase), per-op events never rise above the block-level moments around them, the forward
+    /// pass only adds saved activations, and a training step ends with the gradients freed.
+    #[test]
+    fn the_timeline_peaks_where_the_estimate_does(sc in arb_scenario(), p in arb_parallel()) {
+        let mut sc = sc;
+        sc.parallel = p;
+        let Ok(e) = estimate(&sc) else { return Ok(()) };
+        let t = timeline(&sc).expect("a scenario that estimates has a timeline");
+        let max = t.events.iter().map(|ev| ev.alive.total()).max().unwrap_or(0);
+        prop_assert_eq!(max, e.peak_allocated);
+        prop_assert_eq!(t.peak().map(|p| p.phase), Some(e.peak.phase));
+        prop_assert_eq!(t.estimate.total, e.total);
+        let fwd: Vec<u64> = t
+            .events
+            .iter()
+            .filter(|ev| ev.phase == vramscope::estimate::Phase::Forward && ev.alive.temporaries == 0)
+            .map(|ev| ev.alive.activations)
+            .collect();
+        prop_assert!(fwd.windows(2).all(|w| w[0] <= w[1]), "forward activations only grow: {:?}", fwd);
+        if sc.mode == Mode::Train {
+            let last = t.events.last().expect("events");
+            let step = t.events.iter().find(|ev| ev.op == "optimizer step").expect("an optimizer step");
+            prop_assert_eq!(last.alive.activations, 0);
+            // every gradient exists at the step (allocator-rounded), and zero_grad frees them
+            prop_assert!(step.alive.gradients >= e.gradients, "{} < {}", step.alive.gradients, e.gradients);
+            prop_assert!(last.alive.gradients < step.alive.gradients || e.gradients == 0);
         }
     }
 }

@@ -15,10 +15,12 @@ use vramscope::{fit, gpu};
 mod diagnose;
 mod export;
 mod plan;
+mod timeline;
 
 pub use diagnose::{DiagnoseArgs, MonitorArgs, run_diagnose, run_monitor};
 pub use export::{ExportArgs, run_export};
 pub use plan::{PlanArgs, run_plan};
+pub use timeline::{TimelineArgs, run_timeline};
 
 /// How much GPU memory a deep-learning job needs, why, and what to change so it fits.
 #[derive(Parser, Debug)]
@@ -37,6 +39,10 @@ pub struct Cli {
     /// With --screenshot: crop the picture to the stacked breakdown chart (for slides).
     #[arg(long, requires = "screenshot")]
     pub chart_only: bool,
+    /// With --screenshot: the tab to show (batch, seq, segments, timeline, gpus, compare, live,
+    /// options).
+    #[arg(long, requires = "screenshot")]
+    pub tab: Option<vramscope::gui::state::Tab>,
 }
 
 /// Subcommands.
@@ -57,6 +63,9 @@ pub enum Command {
     /// Plan a multi-GPU job: per-rank memory of a layout, step time and speed-up, or (with
     /// --search) the feasible layouts ranked by step time and headroom.
     Plan(PlanArgs),
+    /// The predicted memory of one step, event by event (forward op by op, backward block by
+    /// block with recomputes, optimizer step): a table, --json or --csv.
+    Timeline(TimelineArgs),
     /// Write the plan to a file: the scenario (.ron), a report (md/json), the what-if curves
     /// (csv), the roadmap, or framework settings (deepspeed/hf/fsdp/megatron).
     Export(ExportArgs),

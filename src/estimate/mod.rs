@@ -9,6 +9,7 @@ pub mod rank;
 pub mod saved;
 pub mod scenario;
 pub mod states;
+pub mod step;
 
 pub use rank::{Stage, shard_spec};
 use rank::{stage_groups, stages_of};
@@ -82,6 +83,8 @@ pub struct Moment {
     pub phase: Phase,
     /// What runs then.
     pub what: &'static str,
+    /// The block, when the moment is one block's (its index on the rank's pipeline stage).
+    pub block: Option<u64>,
     /// What is alive.
     pub alive: Snapshot,
 }
@@ -109,8 +112,10 @@ pub struct Estimate {
     pub peak_allocated: u64,
     /// The moment of the peak.
     pub peak: Moment,
-    /// All candidate moments considered.
+    /// The named candidate moments (and the peak when it is a block's).
     pub moments: Vec<Moment>,
+    /// The largest allocated bytes of each phase of the step.
+    pub phase_peaks: step::PhasePeaks,
     /// CUDA context, workspaces and allocator reserve.
     pub overhead: u64,
     /// `peak_allocated + overhead`: what nvidia-smi would show.
@@ -125,7 +130,7 @@ pub struct Estimate {
 
 /// What backward recomputes under checkpointing.
 #[derive(Clone, Copy, Debug, Default)]
-struct Recompute {
+pub(crate) struct Recompute {
     /// Blocks run under checkpointing.
     checkpointed_blocks: u64,
     /// Bytes recomputed while the last block runs backward (it is checkpointed).
@@ -366,7 +371,7 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
     let layers = sc.model.transformer().map_or(0, |t| t.num_layers);
     let mut worst: Option<Estimate> = None;
     for stage in stages_of(sc, layers) {
-        let e = estimate_rank(sc, &stage);
+        let e = estimate_rank(sc, &stage, None);
         if worst.as_ref().is_none_or(|w| e.total > w.total) {
             worst = Some(e);
         }
@@ -374,7 +379,25 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
     worst.ok_or_else(|| ScenarioError::Invalid("no pipeline stage to estimate".into()))
 }
 
-fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
+/// The predicted memory of one steady-state step, event by event, on the rank [`estimate`]
+/// reports (the most loaded pipeline stage): its maximum is that estimate's `peak_allocated`.
+pub fn timeline(sc: &Scenario) -> Result<step::Timeline, ScenarioError> {
+    sc.validate()?;
+    let layers = sc.model.transformer().map_or(0, |t| t.num_layers);
+    let mut worst: Option<(Stage, u64)> = None;
+    for stage in stages_of(sc, layers) {
+        let e = estimate_rank(sc, &stage, None);
+        if worst.as_ref().is_none_or(|w| e.total > w.1) {
+            worst = Some((stage, e.total));
+        }
+    }
+    let (stage, _) = worst.ok_or_else(|| ScenarioError::Invalid("no pipeline stage to estimate".into()))?;
+    let mut all = step::All::default();
+    let estimate = estimate_rank(sc, &stage, Some(&mut all));
+    Ok(step::Timeline::new(all.0, estimate))
+}
+
+fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> Estimate {
     let p = sc.parallel;
     // context parallelism: each rank holds a 1/cp slice of the sequence
     let local;
@@ -465,9 +488,12 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
         }
         o
     };
+    let mut top_input = 0;
     if stage.first() {
         for (dst, src) in breakdown.0.iter_mut().zip(am.top_input.0.iter()) {
-            *dst += (*src as f64 * stage.in_flight).round() as u64;
+            let v = (*src as f64 * stage.in_flight).round() as u64;
+            *dst += v;
+            top_input += v;
         }
     }
     if stage.last() {
@@ -484,150 +510,32 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
         ),
         _ => 0,
     };
-    let head_released = if stage.last() { am.head_released_bytes } else { 0 };
-    let mut moments = Vec::with_capacity(6);
-    if train {
-        let base = Snapshot {
-            parameters: st.param_alloc,
-            optimizer_states: st.optimizer_alloc,
-            gradients: st.ddp_bucket_alloc,
-            ..Snapshot::default()
-        };
-        if sc.precision.is_amp() && recompute.checkpointed_blocks > 0 {
-            // autocast caches the half copy of every weight until the autocast region ends; inside
-            // checkpointed blocks they are not saved, but the cache still holds them at the loss
-            let cached = recompute.checkpointed_blocks * am.full_layer.get(Cat::WeightCasts);
-            moments.push(Moment {
-                phase: Phase::Forward,
-                what: "end of forward (autocast weight cache)",
-                alive: Snapshot {
-                    activations: activations_bytes + cached,
-                    temporaries: if stage.last() { am.head_forward_transient } else { 0 },
-                    ..base
-                },
-            });
+    let parts = step::Parts {
+        sc: sc_local,
+        spec: spec.as_ref(),
+        stage: *stage,
+        st,
+        am,
+        layers,
+        recompute,
+        activations: activations_bytes,
+        top_input,
+        blocks_total: layer_saved.total(),
+        kv_cache,
+    };
+    let (peak, moments, phase_peaks) = match sink {
+        Some(all) => {
+            step::walk(&parts, all);
+            let mut peak = step::Peak::default();
+            step::walk(&parts, &mut peak);
+            peak.finish()
         }
-        if stage.last() {
-            moments.push(Moment {
-                phase: Phase::Backward,
-                what: "loss and log-softmax backward",
-                alive: Snapshot {
-                    activations: activations_bytes,
-                    temporaries: am.loss_backward_transient,
-                    ..base
-                },
-            });
+        None => {
+            let mut peak = step::Peak::default();
+            step::walk(&parts, &mut peak);
+            peak.finish()
         }
-        // last block's backward: the head's saves are released and its gradients allocated; a
-        // checkpointed block is recomputed first. The MLP runs backward first; the attention core
-        // runs with the MLP's saves freed and the MLP and output-projection gradients allocated.
-        let head_grads = if stage.last() { st.head_grad_alloc } else { 0 };
-        let after_head = activations_bytes - head_released.min(activations_bytes);
-        let acts = after_head + recompute.at_last_block;
-        moments.push(Moment {
-            phase: Phase::Backward,
-            what: "last block MLP backward",
-            alive: Snapshot {
-                activations: acts,
-                gradients: base.gradients + head_grads,
-                temporaries: am.mlp_backward_transient,
-                ..base
-            },
-        });
-        moments.push(Moment {
-            phase: Phase::Backward,
-            what: "last block attention backward",
-            alive: Snapshot {
-                activations: acts - am.freed_before_attention_backward.min(acts),
-                gradients: base.gradients + head_grads + st.grads_before_attention,
-                temporaries: am.attention_backward_transient,
-                ..base
-            },
-        });
-        if let Some((freed, recomputed)) = recompute.earlier {
-            moments.push(Moment {
-                phase: Phase::Backward,
-                what: "recompute of a checkpointed block",
-                alive: Snapshot {
-                    activations: after_head - freed.min(after_head) + recomputed,
-                    gradients: base.gradients + head_grads,
-                    temporaries: am.mlp_backward_transient.max(am.attention_backward_transient),
-                    ..base
-                },
-            });
-        }
-        if let Some((seg_blocks, recomputed)) = recompute.first
-            && stage.blocks > 1
-        {
-            // the first checkpointed segment runs backward last: every later block's gradients
-            // exist, the embedding's (when untied) not yet
-            let embed = if stage.first() { st.embed_grad_alloc } else { 0 };
-            let blocks_grad = st.grad_alloc.saturating_sub(head_grads + embed);
-            let per_block = blocks_grad / stage.blocks.max(1);
-            let input =
-                if stage.first() { (am.top_input.total() as f64 * stage.in_flight) as u64 } else { 0 };
-            let acts = input + am.layer_input_bytes + recomputed;
-            let grads =
-                base.gradients + head_grads + per_block * (stage.blocks - seg_blocks.min(stage.blocks));
-            moments.push(Moment {
-                phase: Phase::Backward,
-                what: "first block MLP backward (recomputed)",
-                alive: Snapshot {
-                    activations: acts,
-                    gradients: grads,
-                    temporaries: am.mlp_backward_transient,
-                    ..base
-                },
-            });
-            moments.push(Moment {
-                phase: Phase::Backward,
-                what: "first block attention backward (recomputed)",
-                alive: Snapshot {
-                    activations: acts - am.freed_before_attention_backward.min(acts),
-                    gradients: (grads + st.grads_before_attention).min(base.gradients + st.grad_alloc),
-                    temporaries: am.attention_backward_transient,
-                    ..base
-                },
-            });
-        }
-        moments.push(Moment {
-            phase: Phase::OptimizerStep,
-            what: "optimizer step",
-            alive: Snapshot {
-                gradients: base.gradients + st.grad_alloc,
-                temporaries: st.optimizer_step_temp,
-                ..base
-            },
-        });
-    } else {
-        let kv_all = kv_cache;
-        moments.push(Moment {
-            phase: Phase::Forward,
-            what: "last block forward",
-            alive: Snapshot {
-                parameters: st.param_alloc,
-                kv_cache: kv_all,
-                activations: am.infer_persistent,
-                temporaries: am.infer_layer_peak,
-                ..Snapshot::default()
-            },
-        });
-        moments.push(Moment {
-            phase: Phase::Forward,
-            what: "LM head (logits)",
-            alive: Snapshot {
-                parameters: st.param_alloc,
-                kv_cache: kv_all,
-                temporaries: am.infer_head_peak,
-                ..Snapshot::default()
-            },
-        });
-    }
-    let peak = moments.iter().copied().max_by_key(|m| m.alive.total()).unwrap_or(Moment {
-        phase: Phase::Forward,
-        what: "",
-        alive: Snapshot::default(),
-    });
+    };
     let peak_allocated = peak.alive.total();
     let o = sc.overhead;
     let overhead = o.cuda_context_bytes
@@ -648,6 +556,7 @@ fn estimate_rank(sc: &Scenario, stage: &Stage) -> Estimate {
         peak_allocated,
         peak,
         moments,
+        phase_peaks,
         overhead,
         total: peak_allocated + overhead,
         stage: *stage,

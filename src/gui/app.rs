@@ -68,6 +68,8 @@ pub struct VramApp {
     pub persist: bool,
     /// Live monitoring.
     pub live: super::live::Live,
+    /// The timeline event shown in "Why this much?" (with the recomputation it belongs to).
+    pub selected_event: Option<(u64, usize)>,
 }
 
 impl VramApp {
@@ -88,6 +90,7 @@ impl VramApp {
             exit_code: std::sync::Arc::new(std::sync::atomic::AtomicI32::new(1)),
             persist: true,
             live: super::live::Live::new(),
+            selected_event: None,
         }
     }
 
@@ -158,6 +161,9 @@ impl VramApp {
                 self.set_status(StatusKind::Info, "Defaults restored (undo brings your scenario back).");
             }
             Intent::SetTab(t) => self.state.view.tab = t,
+            Intent::SelectEvent(i) => {
+                self.selected_event = i.map(|i| (self.derived.recomputations, i));
+            }
             Intent::SetDark(d) => self.state.view.dark = d,
             Intent::SetPresentation(p) => self.state.view.presentation = p,
             Intent::Quit => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
@@ -308,12 +314,19 @@ impl VramApp {
                     ui.add_space(10.0);
                     ui.allocate_ui_with_layout(egui::vec2(ui.available_width(), top_h), down, |ui| {
                         ui.set_min_height(top_h);
-                        panels::why::ui(ui, c);
+                        let at = self
+                            .selected_event
+                            .filter(|(r, _)| *r == self.derived.recomputations)
+                            .and_then(|(_, i)| c.moment_at(i));
+                        intents.extend(panels::why::ui(ui, c, at.as_ref()));
                     });
                 });
                 ui.separator();
                 intents.extend(panels::tabs::ui(ui, self.state.view.tab));
+                let selected =
+                    self.selected_event.filter(|(r, _)| *r == self.derived.recomputations).map(|(_, i)| i);
                 match self.state.view.tab {
+                    Tab::Timeline => intents.extend(panels::timeline::ui(ui, c, selected)),
                     Tab::Compare => intents.extend(panels::compare::ui(ui, c, &pinned)),
                     Tab::Live => live_actions = panels::live::ui(ui, c, &mut self.live),
                     Tab::Options => {

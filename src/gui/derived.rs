@@ -19,6 +19,19 @@ pub struct Computed {
     pub curves: Vec<(Knob, Vec<SweepPoint>)>,
     /// What each op of each kind of block keeps.
     pub block_ops: Vec<crate::estimate::BlockOps>,
+    /// The step event by event (None when the walk is refused).
+    pub timeline: Option<crate::estimate::step::Timeline>,
+}
+
+/// One timeline event explained as "Why this much?" explains the peak.
+#[derive(Clone, Debug)]
+pub struct MomentView {
+    /// Index of the event.
+    pub index: usize,
+    /// The event.
+    pub event: crate::estimate::step::Event,
+    /// Each component at that moment with its formula.
+    pub explanations: Vec<Explanation>,
 }
 
 impl Computed {
@@ -31,7 +44,9 @@ impl Computed {
         let cap = gpu.memory_bytes();
         let curves = Knob::ALL.into_iter().map(|k| (k, sweep(&scenario, k, k.values(&scenario)))).collect();
         let block_ops = crate::estimate::block_ops(&scenario);
+        let timeline = crate::estimate::timeline(&scenario).ok();
         Ok(Self {
+            timeline,
             max_batch: max_batch(&scenario, cap),
             scenario,
             estimate,
@@ -40,6 +55,15 @@ impl Computed {
             curves,
             block_ops,
         })
+    }
+
+    /// Event `i` of the timeline with its explanation.
+    pub fn moment_at(&self, i: usize) -> Option<MomentView> {
+        let event = *self.timeline.as_ref()?.events.get(i)?;
+        let mut e = self.estimate.clone();
+        e.peak = event.moment();
+        e.peak_allocated = event.alive.total();
+        Some(MomentView { index: i, event, explanations: explain(&self.scenario, &e) })
     }
 
     /// Capacity of the chosen GPU in bytes.

@@ -34,6 +34,8 @@ pub enum Intent {
     Redo,
     Reset,
     SetTab(Tab),
+    /// Show one event of the timeline in "Why this much?" (None: the peak).
+    SelectEvent(Option<usize>),
     SetDark(bool),
     SetPresentation(bool),
     Quit,

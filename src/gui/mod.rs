@@ -23,6 +23,8 @@ pub struct Launch {
     pub chart_only: bool,
     /// Frames to render before the screenshot.
     pub frames: u32,
+    /// Tab shown in the screenshot.
+    pub tab: Option<state::Tab>,
 }
 
 /// Writes an egui image as PNG, atomically (temp file + rename).
@@ -56,6 +58,7 @@ pub fn run(launch: Launch) -> Result<()> {
     let shot = launch.screenshot.clone();
     let frames = launch.frames.max(2);
     let chart_only = launch.chart_only;
+    let tab = launch.tab;
     // winit panics (rather than erring) when e.g. libxkbcommon-x11 is missing: turn that into a
     // readable message too
     let hook = std::panic::take_hook();
@@ -67,7 +70,11 @@ pub fn run(launch: Launch) -> Result<()> {
             Box::new(move |cc| {
                 let app = match shot {
                     Some(path) => {
-                        let mut app = app::VramApp::new(state::AppState::default());
+                        let mut st = state::AppState::default();
+                        if let Some(t) = tab {
+                            st.view.tab = t;
+                        }
+                        let mut app = app::VramApp::new(st);
                         app.persist = false;
                         app.exit_code = code_in;
                         let mut job = app::ScreenshotJob::new(path, frames, true);

@@ -181,10 +181,49 @@ pub enum Tab {
     Batch,
     Seq,
     Segments,
+    Timeline,
     Gpus,
     Compare,
     Live,
     Options,
+}
+
+impl Tab {
+    /// Every tab, in the order of the tab row.
+    pub const ALL: [Self; 8] = [
+        Self::Batch,
+        Self::Seq,
+        Self::Segments,
+        Self::Timeline,
+        Self::Gpus,
+        Self::Compare,
+        Self::Live,
+        Self::Options,
+    ];
+
+    /// The command-line name (`--tab timeline`).
+    pub const fn key(self) -> &'static str {
+        match self {
+            Self::Batch => "batch",
+            Self::Seq => "seq",
+            Self::Segments => "segments",
+            Self::Timeline => "timeline",
+            Self::Gpus => "gpus",
+            Self::Compare => "compare",
+            Self::Live => "live",
+            Self::Options => "options",
+        }
+    }
+}
+
+impl std::str::FromStr for Tab {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL.into_iter().find(|t| t.key() == s).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.iter().map(|t| t.key()).collect();
+            format!("unknown tab {s:?} (one of {})", names.join(", "))
+        })
+    }
 }
 
 /// View settings.

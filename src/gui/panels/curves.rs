@@ -19,7 +19,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
         Tab::Batch => (Knob::Batch, t.tab_batch, true),
         Tab::Seq => (Knob::Seq, t.tab_seq, true),
         Tab::Segments => (Knob::Segments, t.tab_segments, false),
-        Tab::Gpus | Tab::Compare | Tab::Live | Tab::Options => (Knob::Gpus, t.tab_gpus, true),
+        Tab::Gpus | Tab::Compare | Tab::Live | Tab::Options | Tab::Timeline => (Knob::Gpus, t.tab_gpus, true),
     };
     let curve = c.curve(knob);
     let cap = c.capacity();
@@ -54,6 +54,42 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
             break;
         }
     }
+    // checkpoint segments: the forward/backward and optimizer-step peaks as their own lines (the
+    // total is the larger), beside the naive "activations / segments" rule
+    let mut extra: Vec<(&str, Vec<[f64; 2]>, LineStyle)> = Vec::new();
+    let mut sets = None;
+    if knob == Knob::Segments && !curve.is_empty() {
+        let y = |b: u64| b.min(limit as u64) as f64 / GIB;
+        let over = |p: &crate::fit::SweepPoint| p.total - p.peak;
+        let fb: Vec<[f64; 2]> =
+            curve.iter().map(|p| [to_x(p.x), y(p.phases.forward.max(p.phases.backward) + over(p))]).collect();
+        let st: Vec<[f64; 2]> =
+            curve.iter().map(|p| [to_x(p.x), y(p.phases.optimizer_step + over(p))]).collect();
+        let base = curve[0];
+        let naive: Vec<[f64; 2]> = curve
+            .iter()
+            .map(|p| {
+                let saved = (base.activations as f64 * (1.0 - 1.0 / p.x.max(1) as f64)) as u64;
+                [to_x(p.x), y(base.total.saturating_sub(saved))]
+            })
+            .collect();
+        extra.push((t.seg_backward, fb, LineStyle::Solid));
+        if curve.iter().any(|p| p.phases.optimizer_step > 0) {
+            extra.push((t.seg_step, st, LineStyle::dashed_dense()));
+        }
+        extra.push((t.seg_naive, naive, LineStyle::dotted_dense()));
+        let at = curve.iter().find(|p| p.x == current).or_else(|| curve.iter().min_by_key(|p| p.total));
+        sets = at.map(|p| {
+            if p.phases.optimizer_step >= p.phases.forward.max(p.phases.backward) {
+                t.seg_sets_step
+            } else {
+                t.seg_sets_backward
+            }
+        });
+    }
+    if let Some(s) = sets {
+        ui.label(egui::RichText::new(s).strong());
+    }
     let mut clicked_x = None;
     let resp = Plot::new(("curve", knob as u8))
         .legend(Legend::default())
@@ -69,7 +105,10 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
             if v >= 1.0 { format!("{}", v.round() as u64) } else { String::new() }
         })
         .show(ui, |p| {
-            p.line(Line::new("total per GPU", PlotPoints::from(pts.clone())).width(2.5));
+            p.line(Line::new(t.total_per_gpu, PlotPoints::from(pts.clone())).width(2.5));
+            for (name, line, style) in &extra {
+                p.line(Line::new(*name, PlotPoints::from(line.clone())).width(1.5).style(*style));
+            }
             p.hline(
                 HLine::new(format!("{} {}", c.gpu.id, t.capacity), cap as f64 / GIB)
                     .style(LineStyle::dashed_loose())

@@ -13,6 +13,7 @@ pub mod options;
 pub mod shortcuts;
 pub mod status;
 pub mod tabs;
+pub mod timeline;
 pub mod why;
 
 /// Formats bytes as GiB for display (MiB below 0.1 GiB).

@@ -14,6 +14,7 @@ pub fn ui(ui: &mut egui::Ui, current: Tab) -> Vec<Intent> {
             (Tab::Batch, t.tab_batch),
             (Tab::Seq, t.tab_seq),
             (Tab::Segments, t.tab_segments),
+            (Tab::Timeline, t.tab_timeline),
             (Tab::Gpus, t.tab_gpus),
             (Tab::Compare, t.tab_compare),
             (Tab::Live, t.tab_live),

@@ -1,19 +1,44 @@
 //! "Why this much?": each component with its formula and the numbers substituted.
 
 use super::{exact, gib};
-use crate::gui::derived::Computed;
+use crate::gui::derived::{Computed, MomentView};
+use crate::gui::intent::Intent;
 use crate::gui::palette;
 use crate::gui::strings::tr;
 use eframe::egui::{self, RichText};
 
-/// Draws the explanation table.
-pub fn ui(ui: &mut egui::Ui, c: &Computed) {
+/// Draws the explanation table: of the peak, or of the timeline event `at`.
+pub fn ui(ui: &mut egui::Ui, c: &Computed, at: Option<&MomentView>) -> Vec<Intent> {
     let t = tr();
+    let mut out = Vec::new();
     ui.heading(t.why_title);
-    ui.label(RichText::new(t.why_hint).weak());
+    let explanations = match at {
+        Some(m) => {
+            ui.horizontal_wrapped(|ui| {
+                ui.label(
+                    RichText::new(format!(
+                        "{} #{}: {} ({})",
+                        t.why_at,
+                        m.index,
+                        m.event.label(),
+                        gib(m.event.alive.total())
+                    ))
+                    .strong(),
+                );
+                if ui.button(t.why_back).clicked() {
+                    out.push(Intent::SelectEvent(None));
+                }
+            });
+            &m.explanations
+        }
+        None => {
+            ui.label(RichText::new(t.why_hint).weak());
+            &c.explanations
+        }
+    };
     egui::ScrollArea::vertical().id_salt("why").show(ui, |ui| {
         egui::Grid::new("why-grid").num_columns(3).spacing([8.0, 6.0]).striped(true).show(ui, |ui| {
-            for x in &c.explanations {
+            for x in explanations {
                 let (rect, _) = ui.allocate_exact_size(egui::vec2(12.0, 12.0), egui::Sense::hover());
                 ui.painter().rect_filled(rect, 2.0, palette::color(x.component));
                 ui.label(RichText::new(super::breakdown::name(x.component)).strong()).on_hover_text(format!(
@@ -53,6 +78,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed) {
             }
         }
     });
+    out
 }
 
 /// "32 layers", "24 layers · sliding window", …

@@ -1,0 +1,213 @@
+//! The Timeline tab: what is alive over one step — forward op by op, backward block by block
+//! with checkpoint recomputes, the optimizer step — as a stacked area, with the capacity PyTorch
+//! can allocate, the peak marked and each event named on hover. Clicking an event shows that
+//! moment in "Why this much?".
+
+use super::gib;
+use crate::estimate::Phase;
+use crate::estimate::step::{Event, Timeline};
+use crate::explain::Component;
+use crate::gui::derived::Computed;
+use crate::gui::intent::Intent;
+use crate::gui::palette;
+use crate::gui::strings::tr;
+use crate::units::GIB;
+use eframe::egui::{self, RichText};
+use egui_plot::{FilledArea, HLine, LineStyle, Plot, Points, Text, VLine};
+
+/// Stacking order, bottom to top.
+const STACK: [Component; 6] = [
+    Component::Parameters,
+    Component::OptimizerStates,
+    Component::Gradients,
+    Component::Activations,
+    Component::KvCache,
+    Component::Temporaries,
+];
+
+fn part(e: &Event, c: Component) -> u64 {
+    let a = &e.alive;
+    match c {
+        Component::Parameters => a.parameters,
+        Component::Gradients => a.gradients,
+        Component::OptimizerStates => a.optimizer_states,
+        Component::Activations => a.activations,
+        Component::KvCache => a.kv_cache,
+        Component::Temporaries => a.temporaries,
+        Component::Overhead => 0,
+    }
+}
+
+/// "frees 0.50 GiB of activations, allocates 0.50 GiB of gradients" between two events.
+pub fn change(prev: Option<&Event>, e: &Event) -> String {
+    let t = tr();
+    let Some(p) = prev else { return String::new() };
+    let mut parts = Vec::new();
+    for c in STACK {
+        let (a, b) = (part(p, c), part(e, c));
+        if b > a {
+            parts.push(format!(
+                "{} {} {} {}",
+                t.tl_allocates,
+                gib(b - a),
+                t.tl_of,
+                super::breakdown::name(c)
+            ));
+        } else if a > b {
+            parts.push(format!("{} {} {} {}", t.tl_frees, gib(a - b), t.tl_of, super::breakdown::name(c)));
+        }
+    }
+    parts.join(", ")
+}
+
+fn phase_name(p: Phase) -> &'static str {
+    let t = tr();
+    match p {
+        Phase::Forward => t.tl_forward,
+        Phase::Backward => t.tl_backward,
+        Phase::OptimizerStep => t.tl_step,
+    }
+}
+
+/// Draws the timeline; returns the event the user clicked.
+pub fn ui(ui: &mut egui::Ui, c: &Computed, selected: Option<usize>) -> Vec<Intent> {
+    let t = tr();
+    let mut out = Vec::new();
+    let Some(tl) = c.timeline.as_ref() else {
+        ui.label(t.tl_none);
+        return out;
+    };
+    let ev = &tl.events;
+    if ev.is_empty() {
+        ui.label(t.tl_none);
+        return out;
+    }
+    let usable = c.capacity().saturating_sub(c.estimate.overhead);
+    let peak = tl.peak().copied();
+    if let Some(p) = &peak {
+        ui.label(RichText::new(format!("{} {} — {}", t.tl_peak, gib(p.alive.total()), p.label())).strong());
+    }
+    ui.label(RichText::new(t.tl_hint).weak());
+    // each event holds until the next one (a step shape); the optimizer step's few events get
+    // enough width to be seen next to hundreds of per-op events
+    let wide = (ev.len() as f64 / 30.0).max(1.0);
+    let mut starts = Vec::with_capacity(ev.len() + 1);
+    let mut x = 0.0;
+    for e in ev {
+        starts.push(x);
+        x += if e.phase == Phase::OptimizerStep { wide } else { 1.0 };
+    }
+    starts.push(x);
+    let starts = std::sync::Arc::new(starts);
+    let index_at = {
+        let starts = starts.clone();
+        move |x: f64| {
+            starts.partition_point(|s| *s <= x).saturating_sub(1).min(starts.len().saturating_sub(2))
+        }
+    };
+    let xs: Vec<f64> = (0..ev.len()).flat_map(|i| [starts[i], starts[i + 1]]).collect();
+    let mut lower = vec![0.0f64; xs.len()];
+    let mut layers: Vec<(Component, Vec<f64>, Vec<f64>)> = Vec::with_capacity(STACK.len());
+    for comp in STACK {
+        if ev.iter().all(|e| part(e, comp) == 0) {
+            continue;
+        }
+        let upper: Vec<f64> =
+            ev.iter().flat_map(|e| [part(e, comp) as f64 / GIB; 2]).zip(&lower).map(|(v, l)| l + v).collect();
+        layers.push((comp, lower.clone(), upper.clone()));
+        lower = upper;
+    }
+    // the colour key (the chart above uses the same colours)
+    ui.horizontal_wrapped(|ui| {
+        for (comp, _, _) in &layers {
+            let (rect, _) = ui.allocate_exact_size(egui::vec2(12.0, 12.0), egui::Sense::hover());
+            ui.painter().rect_filled(rect, 2.0, palette::color(*comp));
+            ui.label(super::breakdown::name(*comp));
+            ui.add_space(6.0);
+        }
+        ui.label(RichText::new(format!("- - {} {}", c.gpu.id, t.tl_usable)).weak());
+    });
+    let top = lower.iter().copied().fold(0.0, f64::max).max(usable as f64 / GIB);
+    let spans = tl.phase_spans();
+    let blocks: Vec<Option<u64>> = ev.iter().map(|e| e.block).collect();
+    let events = ev.clone();
+    let (at_tick, at_hover, at_click) = (index_at.clone(), index_at.clone(), index_at);
+    let mut clicked = None;
+    Plot::new("timeline")
+        .show_background(false)
+        .height(ui.available_height().max(200.0))
+        .x_axis_label(t.tl_x_axis)
+        .y_axis_label("GiB")
+        .allow_scroll(false)
+        .allow_zoom(false)
+        .allow_drag(false)
+        .include_y(0.0)
+        .include_y(top * 1.12)
+        .x_axis_formatter(move |m, _| match blocks.get(at_tick(m.value)) {
+            Some(Some(b)) if m.value >= 0.0 => format!("b{b}"),
+            _ => String::new(),
+        })
+        .label_formatter(move |pos| {
+            let x = match pos {
+                egui_plot::HoverPosition::NearDataPoint { position, .. } => position.x,
+                egui_plot::HoverPosition::Elsewhere { position } => position.x,
+            };
+            let i = at_hover(x);
+            let e = events.get(i)?;
+            let delta = change(i.checked_sub(1).and_then(|j| events.get(j)), e);
+            Some(format!(
+                "#{i} {}: {}\n{} {}{}",
+                phase_name(e.phase),
+                e.label(),
+                gib(e.alive.total()),
+                t.tl_alive,
+                if delta.is_empty() { String::new() } else { format!("\n{delta}") }
+            ))
+        })
+        .show(ui, |p| {
+            for (comp, lo, hi) in &layers {
+                p.add(
+                    FilledArea::new(super::breakdown::name(*comp), &xs, lo, hi)
+                        .fill_color(palette::color(*comp).gamma_multiply(0.85)),
+                );
+            }
+            for (phase, r) in &spans {
+                if r.start > 0 {
+                    p.vline(VLine::new("", starts[r.start]).color(egui::Color32::GRAY).width(1.0));
+                }
+                let mid = (starts[r.start] + starts[r.end]) / 2.0;
+                p.text(Text::new("", [mid, top * 1.07].into(), RichText::new(phase_name(*phase)).strong()));
+            }
+            p.hline(
+                HLine::new(format!("{} {}", c.gpu.id, t.tl_usable), usable as f64 / GIB)
+                    .color(egui::Color32::from_rgb(200, 40, 30))
+                    .style(LineStyle::dashed_loose())
+                    .width(2.0),
+            );
+            if let Some(pk) = &peak {
+                let y = pk.alive.total() as f64 / GIB;
+                let px = (starts[tl.peak_index] + starts[tl.peak_index + 1]) / 2.0;
+                p.points(
+                    Points::new(format!("{} {}", t.tl_peak, gib(pk.alive.total())), vec![[px, y]])
+                        .radius(6.0)
+                        .color(egui::Color32::WHITE)
+                        .shape(egui_plot::MarkerShape::Diamond),
+                );
+            }
+            if let Some(i) = selected.filter(|i| *i < ev.len()) {
+                p.vline(VLine::new(t.tl_selected, (starts[i] + starts[i + 1]) / 2.0).width(2.0));
+            }
+            if p.response().clicked() {
+                clicked = p.pointer_coordinate().map(|c| c.x);
+            }
+        });
+    if let Some(x) = clicked {
+        out.push(Intent::SelectEvent(Some(at_click(x))));
+    }
+    out
+}
+
+/// The peak of the timeline as text (for the tab's accessibility label and tests).
+pub fn peak_text(tl: &Timeline) -> String {
+    tl.peak().map_or_else(String::new, |p| format!("{} {}", gib(p.alive.total()), p.label()))
+}
