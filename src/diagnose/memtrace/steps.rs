@@ -115,10 +115,12 @@ pub(super) fn from_annotations(
     // annotations ending after the last event close at the end
     while k < anns.len() {
         let a = &anns[k];
-        if !a.start && classify(a.name) == Mark::Step && open.iter().any(|o| o.0 == a.name) {
-            if let Some(s) = step_starts.pop() {
-                steps.push(s..times.len());
-            }
+        if !a.start
+            && classify(a.name) == Mark::Step
+            && open.iter().any(|o| o.0 == a.name)
+            && let Some(s) = step_starts.pop()
+        {
+            steps.push(s..times.len());
         }
         k += 1;
     }

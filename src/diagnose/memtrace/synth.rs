@@ -145,11 +145,14 @@ pub struct SynthEntry {
     pub frames: Option<usize>,
 }
 
+/// A segment for [`trace_pickle`]: address, total size, live blocks `(address, size)`.
+pub type SynthSegment = (u64, u64, Vec<(u64, u64)>);
+
 /// A snapshot pickle: `segments` (one per `(address, total_size, live blocks (addr, size))`),
 /// one device's `device_traces` (with `time_us` = 10 × index) and `frames` lists shared by
 /// reference, each a list of `(filename, line, name)`.
 pub fn trace_pickle(
-    segments: &[(u64, u64, Vec<(u64, u64)>)],
+    segments: &[SynthSegment],
     entries: &[SynthEntry],
     frames: &[Vec<(&str, i64, &str)>],
 ) -> Vec<u8> {
