@@ -424,6 +424,48 @@ fn diagnose_reads_allocator_reports_and_snapshots() {
     assert_usage_error(&["diagnose", "--snapshot", evil.to_str().unwrap()], "refused");
 }
 
+#[test]
+fn diagnose_snapshot_reports_the_trace_and_compares() {
+    let (a, b) = (data("snapshot/trace_train.pickle"), data("snapshot/trace_train_ckpt.pickle"));
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(data("snapshot/trace_expected.json")).unwrap())
+            .unwrap();
+    let v = json(&["diagnose", "--snapshot", &a, "--json"]);
+    assert!(v["snapshot"]["segments"].is_array() && v["snapshot"]["fragmentation"].is_number());
+    let t = &v["trace"];
+    assert_eq!(t["peak_allocated"], want["trace_train.pickle"]["peak_allocated"]);
+    assert_eq!(t["peak_reserved"], want["trace_train.pickle"]["peak_reserved"]);
+    assert_eq!(t["step_source"], "annotations");
+    assert_eq!(t["steps"].as_array().unwrap().len(), 3);
+    assert_eq!(t["phase_peaks"][0]["phase"], "forward");
+    assert_eq!(t["ooms"][0]["requested"], 40u64 << 30);
+    let v = json(&["diagnose", "--snapshot", &a, "--compare", &b, "--json"]);
+    assert!(v["compare"]["peak_delta"].as_i64().unwrap() < 0);
+    assert_eq!(v["compare"]["diff"].as_array().unwrap().len(), 512);
+    assert_eq!(v["compare_trace"]["step_source"], "pattern");
+    let out = run(&["diagnose", "--snapshot", &a, "--compare", &b]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "3 steps from annotations",
+        "Forward peak",
+        "OOM after event",
+        "compare: peak allocated",
+        "differs most",
+    ] {
+        assert!(text.contains(needle), "{needle} missing in:\n{text}");
+    }
+    // a snapshot without history: the segments view, no trace
+    let v = json(&["diagnose", "--snapshot", &data("snapshot/snapshot_p4.pickle"), "--json"]);
+    assert!(v["trace"].is_null());
+    assert_usage_error(&["diagnose", "--compare", &b], "--snapshot");
+    let dir = std::env::temp_dir().join(format!("vramscope-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cut = dir.join("cut.pickle");
+    std::fs::write(&cut, &std::fs::read(&b).unwrap()[..5000]).unwrap();
+    assert_usage_error(&["diagnose", "--snapshot", &a, "--compare", cut.to_str().unwrap()], "ends early");
+}
+
 /// Every Hub config in tests/data/hub (see its SOURCES.md), given as the model folder and as the
 /// config.json path: exit 0, the exact HF parameter count (params.json, from meta-device
 /// instantiation with transformers 5.24), `model.validated` true except where the architecture

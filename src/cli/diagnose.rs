@@ -69,9 +69,12 @@ pub struct DiagnoseArgs {
     #[arg(long)]
     pub memory_summary: Option<String>,
     /// A memory snapshot pickle (`torch.cuda.memory._dump_snapshot(path)`): segments, blocks,
-    /// fragmentation.
+    /// fragmentation, and the allocation trace when history was recorded.
     #[arg(long)]
     pub snapshot: Option<String>,
+    /// A second snapshot to compare the first one's trace with (only with --snapshot).
+    #[arg(long)]
+    pub compare: Option<String>,
     /// GPU index to examine in a trace (default: the first one in it).
     #[arg(long)]
     pub gpu_index: Option<u32>,
@@ -95,6 +98,9 @@ fn read_capped(path: &str, limit: u64) -> Result<String> {
 
 /// Runs `diagnose`.
 pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
+    if a.compare.is_some() && a.snapshot.is_none() {
+        bail!("--compare FILE2 compares traces of two snapshots: it needs --snapshot FILE");
+    }
     let given = [a.oom.is_some(), a.trace.is_some(), a.memory_summary.is_some(), a.snapshot.is_some()]
         .iter()
         .filter(|x| **x)
@@ -105,36 +111,7 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
         );
     }
     if let Some(path) = &a.snapshot {
-        use std::io::Read;
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .with_context(|| format!("opening {path}"))?
-            .take(vramscope::diagnose::snapshot::MAX_SNAPSHOT_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("reading {path}"))?;
-        let r = vramscope::diagnose::snapshot::read_snapshot(&bytes).with_context(|| path.clone())?;
-        if a.json {
-            return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "snapshot": r}))? + "\n");
-        }
-        let g = |b: u64| format!("{:.2} GiB", b as f64 / vramscope::units::GIB);
-        let mut s = format!(
-            "{} segments: {} reserved, {} allocated; largest free block {} ({:.0} % of free memory is in smaller holes)\n",
-            r.segments.len(),
-            g(r.reserved),
-            g(r.allocated),
-            g(r.largest_free_block),
-            100.0 * r.fragmentation
-        );
-        for seg in r.segments.iter().take(10) {
-            s += &format!(
-                "  {:<5} segment {}: {} allocated, {} blocks\n",
-                seg.pool,
-                g(seg.total),
-                g(seg.allocated),
-                seg.blocks.len()
-            );
-        }
-        return Ok(s);
+        return snapshot_report(path, a.compare.as_deref(), a.json);
     }
     if let Some(path) = &a.memory_summary {
         let text = read_capped(path, vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
@@ -194,6 +171,137 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
     }
     for n in &r.not_understood {
         s += &format!("\n  not understood: {n}");
+    }
+    Ok(s)
+}
+
+fn read_pickle(path: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let limit = vramscope::diagnose::snapshot::MAX_SNAPSHOT_BYTES as u64;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .with_context(|| format!("opening {path}"))?
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {path}"))?;
+    Ok(bytes)
+}
+
+fn gib(b: u64) -> String {
+    format!("{:.2} GiB", b as f64 / vramscope::units::GIB)
+}
+
+fn mib(b: i64) -> String {
+    format!("{:+.1} MiB", b as f64 / (1u64 << 20) as f64)
+}
+
+/// `diagnose --snapshot FILE [--compare FILE2]`.
+fn snapshot_report(path: &str, compare: Option<&str>, json: bool) -> Result<String> {
+    use vramscope::diagnose::memtrace;
+    let (r, t) = memtrace::read_snapshot_and_trace(&read_pickle(path)?).with_context(|| path.to_owned())?;
+    let other = match compare {
+        Some(p2) => Some(memtrace::read_trace(&read_pickle(p2)?).with_context(|| p2.to_owned())?),
+        None => None,
+    };
+    let cmp = other.as_ref().map(|b| memtrace::compare(&t, b, 512));
+    let summary = (t.entries > 0).then(|| t.summary());
+    if json {
+        let mut v = serde_json::json!({"schema": 1, "snapshot": r, "trace": summary});
+        if let (Some(c), Some(b)) = (&cmp, &other) {
+            v["compare"] = serde_json::to_value(c)?;
+            v["compare_trace"] = serde_json::to_value(b.summary())?;
+        }
+        return Ok(serde_json::to_string_pretty(&v)? + "\n");
+    }
+    let mut s = format!(
+        "{} segments: {} reserved, {} allocated; largest free block {} ({:.0} % of free memory is in smaller holes)\n",
+        r.segments.len(),
+        gib(r.reserved),
+        gib(r.allocated),
+        gib(r.largest_free_block),
+        100.0 * r.fragmentation
+    );
+    for seg in r.segments.iter().take(10) {
+        s += &format!(
+            "  {:<5} segment {}: {} allocated, {} blocks\n",
+            seg.pool,
+            gib(seg.total),
+            gib(seg.allocated),
+            seg.blocks.len()
+        );
+    }
+    match &summary {
+        None => s += "no allocation trace (record one with torch.cuda.memory._record_memory_history())\n",
+        Some(x) => {
+            s += &format!(
+                "trace (device {}): {} entries, {} events; peak allocated {} at event {}{}{}; peak reserved {}; {} from before the trace\n",
+                x.device,
+                x.entries,
+                x.events,
+                gib(x.peak_allocated),
+                x.peak_event,
+                x.peak_phase.map(|p| format!(" ({p:?})")).unwrap_or_default(),
+                x.peak_frame.as_deref().map(|f| format!(" in {f}")).unwrap_or_default(),
+                gib(x.peak_reserved),
+                gib(x.baseline_allocated),
+            );
+            let how = match x.step_source {
+                memtrace::StepSource::Annotations => "from annotations",
+                memtrace::StepSource::Pattern => "from the allocation pattern",
+                memtrace::StepSource::None => "",
+            };
+            s += &format!("  {} steps {how}\n", x.steps.len());
+            for (k, st) in x.steps.iter().enumerate().take(20) {
+                s += &format!(
+                    "    step {k}: events {}..{}, peak {} at event {}\n",
+                    st.events.start,
+                    st.events.end,
+                    gib(st.bytes),
+                    st.event
+                );
+            }
+            for p in &x.phase_peaks {
+                s += &format!("  {:?} peak {} at event {}\n", p.phase, gib(p.bytes), p.event);
+            }
+            for o in &x.ooms {
+                s += &format!(
+                    "  OOM after event {}: {} requested, {} free on the device\n",
+                    o.event.saturating_sub(1),
+                    gib(o.requested),
+                    gib(o.device_free)
+                );
+            }
+        }
+    }
+    if let Some(c) = &cmp {
+        s += &format!(
+            "compare: peak allocated {} vs {} ({}), peak reserved {} vs {}; over one step: {} vs {}\n",
+            gib(c.peak_a),
+            gib(c.peak_b),
+            mib(c.peak_delta),
+            gib(c.peak_reserved_a),
+            gib(c.peak_reserved_b),
+            gib(c.step_peak_a),
+            gib(c.step_peak_b),
+        );
+        if let Some(d) = &c.most_different {
+            let at = |e: usize, ph: Option<memtrace::TracePhase>, f: &Option<String>| {
+                format!(
+                    "event {e}{}{}",
+                    ph.map(|p| format!(" ({p:?})")).unwrap_or_default(),
+                    f.as_deref().map(|f| format!(" in {f}")).unwrap_or_default()
+                )
+            };
+            s += &format!(
+                "  differs most {} through the step: {} vs {} ({}) — {} / {}\n",
+                format_args!("{:.0} %", 100.0 * d.sample as f64 / c.diff.len().max(1) as f64),
+                gib(d.allocated_a),
+                gib(d.allocated_b),
+                mib(d.delta),
+                at(d.event_a, d.phase_a, &d.frame_a),
+                at(d.event_b, d.phase_b, &d.frame_b),
+            );
+        }
     }
     Ok(s)
 }

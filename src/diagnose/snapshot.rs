@@ -5,12 +5,24 @@
 //! The pickle reader understands the opcodes plain containers use (protocols 2-5) and nothing
 //! that would build objects (`GLOBAL`, `REDUCE`, …): those are refused, so untrusted files cannot
 //! make it do anything but fail with a message. Input is size-capped.
+//!
+//! [`unpickle`] builds an owned tree (for small pickles); [`read_snapshot`] and the trace reader
+//! ([`crate::diagnose::memtrace`]) use the arena reader in `memtrace::pickle`, which takes
+//! snapshots up to [`MAX_SNAPSHOT_BYTES`].
 
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Largest snapshot read.
-pub const MAX_SNAPSHOT_BYTES: usize = 256 << 20;
+/// Largest snapshot read by [`read_snapshot`] and [`crate::diagnose::memtrace::read_trace`]: 2 GiB.
+/// A trace recorded with `_record_memory_history(max_entries=1_000_000)` and Python stacks pickles
+/// to a few hundred MiB; the arena reader behind these functions costs about 64 bytes of memory per
+/// trace entry, so 2 GiB of pickle stays within a workstation's memory. (Offsets inside the reader
+/// are 32-bit, which also bounds it.)
+pub const MAX_SNAPSHOT_BYTES: usize = 2 << 30;
+
+/// Largest pickle read by [`unpickle`], which builds a tree of owned values (several times the
+/// input in memory): 256 MiB.
+pub const MAX_TREE_BYTES: usize = 256 << 20;
 
 /// A pickled value.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,25 +46,29 @@ pub enum Py {
 }
 
 impl Py {
-    fn get(&self, key: &str) -> Option<&Py> {
+    /// `d[key]` for a dict.
+    pub fn get(&self, key: &str) -> Option<&Py> {
         match self {
             Py::Dict(d) => d.get(key),
             _ => None,
         }
     }
-    fn as_u64(&self) -> Option<u64> {
+    /// A non-negative int.
+    pub fn as_u64(&self) -> Option<u64> {
         match self {
             Py::Int(i) => u64::try_from(*i).ok(),
             _ => None,
         }
     }
-    fn as_str(&self) -> Option<&str> {
+    /// A str.
+    pub fn as_str(&self) -> Option<&str> {
         match self {
             Py::Str(s) => Some(s),
             _ => None,
         }
     }
-    fn as_list(&self) -> &[Py] {
+    /// A list's items (empty for anything else).
+    pub fn as_list(&self) -> &[Py] {
         match self {
             Py::List(v) => v,
             _ => &[],
@@ -77,9 +93,9 @@ pub enum PickleError {
     /// Stack or memo misuse.
     #[error("malformed pickle at byte {0}")]
     Malformed(usize),
-    /// Too large.
-    #[error("the snapshot is larger than {MAX_SNAPSHOT_BYTES} bytes")]
-    TooLarge,
+    /// Larger than the limit (bytes) of the reader used.
+    #[error("the snapshot is larger than {0} bytes")]
+    TooLarge(usize),
 }
 
 struct Reader<'a> {
@@ -114,8 +130,8 @@ fn key_of(v: &Py) -> String {
 
 /// Reads a pickle of plain containers.
 pub fn unpickle(bytes: &[u8]) -> Result<Py, PickleError> {
-    if bytes.len() > MAX_SNAPSHOT_BYTES {
-        return Err(PickleError::TooLarge);
+    if bytes.len() > MAX_TREE_BYTES {
+        return Err(PickleError::TooLarge(MAX_TREE_BYTES));
     }
     let mut r = Reader { b: bytes, i: 0 };
     let mut stack: Vec<Py> = Vec::new();
@@ -291,32 +307,37 @@ pub struct SnapshotReport {
     pub fragmentation: f64,
 }
 
-/// Reads a snapshot pickle into the fragmentation view.
+/// Reads a snapshot pickle into the fragmentation view (the arena reader of
+/// [`crate::diagnose::memtrace`], so traces of millions of entries beside the segments are cheap).
 pub fn read_snapshot(bytes: &[u8]) -> Result<SnapshotReport, PickleError> {
-    let root = unpickle(bytes)?;
-    let segs = root.get("segments").map(Py::as_list).unwrap_or_default();
+    let p = crate::diagnose::memtrace::pickle::parse(bytes)?;
+    Ok(report_from(&p))
+}
+
+/// The fragmentation view of a parsed snapshot.
+pub(crate) fn report_from(p: &crate::diagnose::memtrace::pickle::Parsed<'_>) -> SnapshotReport {
+    let segs = p.get(p.root, "segments").map(|v| p.list(v)).unwrap_or_default();
     let mut segments = Vec::with_capacity(segs.len());
     for s in segs {
-        let blocks: Vec<(u64, bool)> = s
-            .get("blocks")
-            .map(Py::as_list)
+        let blocks: Vec<(u64, bool)> = p
+            .get(*s, "blocks")
+            .map(|v| p.list(v))
             .unwrap_or_default()
             .iter()
             .map(|b| {
-                let size = b.get("size").and_then(Py::as_u64).unwrap_or(0);
-                let used = b.get("state").and_then(Py::as_str).is_some_and(|st| st.starts_with("active"));
+                let size = p.get_u64(*b, "size").unwrap_or(0);
+                let used = p.get_str(*b, "state").is_some_and(|st| st.starts_with("active"));
                 (size, used)
             })
             .collect();
-        let allocated = s
-            .get("allocated_size")
-            .and_then(Py::as_u64)
+        let allocated = p
+            .get_u64(*s, "allocated_size")
             .unwrap_or_else(|| blocks.iter().filter(|b| b.1).map(|b| b.0).sum());
         segments.push(Segment {
-            device: s.get("device").and_then(Py::as_u64).unwrap_or(0),
-            total: s.get("total_size").and_then(Py::as_u64).unwrap_or(0),
+            device: p.get_u64(*s, "device").unwrap_or(0),
+            total: p.get_u64(*s, "total_size").unwrap_or(0),
             allocated,
-            pool: s.get("segment_type").and_then(Py::as_str).unwrap_or("?").to_owned(),
+            pool: p.get_str(*s, "segment_type").unwrap_or("?").to_owned(),
             blocks,
         });
     }
@@ -328,7 +349,7 @@ pub fn read_snapshot(bytes: &[u8]) -> Result<SnapshotReport, PickleError> {
     let largest_free_block = free_blocks.iter().copied().max().unwrap_or(0);
     let free: u64 = free_blocks.iter().sum();
     let fragmentation = if free == 0 { 0.0 } else { 1.0 - largest_free_block as f64 / free as f64 };
-    Ok(SnapshotReport { segments, reserved, allocated, largest_free_block, fragmentation })
+    SnapshotReport { segments, reserved, allocated, largest_free_block, fragmentation }
 }
 
 #[cfg(test)]
