@@ -303,3 +303,23 @@ fn calibrate_malformed_input_is_one_line_and_exit_2() {
     usage_error(&["calibrate", &d.join("missing.json").to_string_lossy()], "missing.json");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn probe_script_without_torch_says_so() {
+    let has_python =
+        Command::new("python3").args(["-c", "import sys"]).output().is_ok_and(|o| o.status.success());
+    let has_torch =
+        Command::new("python3").args(["-c", "import torch"]).output().is_ok_and(|o| o.status.success());
+    if !has_python || has_torch {
+        println!("skipped: python3 missing, or it has torch");
+        return;
+    }
+    let d = scratch("notorch");
+    let s = d.join("p.py");
+    ok(&["probe", "--model", "gpt2", "-o", &s.to_string_lossy()]);
+    let out = Command::new("python3").arg(&s).output().expect("python3 runs");
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PyTorch is not installed"));
+    assert!(!d.join("p.json").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
