@@ -11,10 +11,13 @@
 //! * [`report`] — JSON and text renderings of an estimate (shared by the CLI and exports).
 //! * [`explain`] — each component's formula with the numbers substituted.
 //! * [`plan`] — step time, speed-up and the multi-GPU layout search.
+//! * [`probe`] — the PyTorch script that measures a scenario on a GPU; [`calibrate`] compares its
+//!   result with the estimate and turns it into a GPU's calibration profile.
 //! * [`gui`] — the eframe explorer (the only module that uses egui).
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod calibrate;
 pub mod cost;
 pub mod diagnose;
 pub mod engine;
@@ -28,6 +31,7 @@ pub mod model;
 pub mod monitor;
 pub mod options;
 pub mod plan;
+pub mod probe;
 pub mod report;
 pub mod roadmap;
 pub mod units;

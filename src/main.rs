@@ -34,6 +34,8 @@ fn main() -> ExitCode {
         Some(cli::Command::Monitor(a)) => cli::run_monitor(a),
         Some(cli::Command::Export(a)) => cli::run_export(a),
         Some(cli::Command::Timeline(a)) => cli::run_timeline(a),
+        Some(cli::Command::Probe(a)) => cli::run_probe(a),
+        Some(cli::Command::Calibrate(a)) => cli::run_calibrate(a),
         None => match vramscope::gui::run(vramscope::gui::Launch {
             screenshot: args.screenshot.clone(),
             frames: args.frames,

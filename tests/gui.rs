@@ -411,3 +411,51 @@ fn the_timeline_tab_marks_the_peak_and_a_click_explains_that_moment() {
     // a change of settings drops the selection's meaning: the panel is back on the peak
     assert!(h.query_by_label_contains("At #").is_none());
 }
+
+#[test]
+fn a_measured_snapshot_is_read_off_the_ui_thread_and_laid_over_the_timeline() {
+    use vramscope::gui::intent::Intent;
+    let mut h = harness();
+    h.get_by_label("Timeline").click();
+    h.run();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/snapshot/");
+    for (i, f) in ["trace_train.pickle", "trace_train_ckpt.pickle"].into_iter().enumerate() {
+        {
+            let ctx = h.ctx.clone();
+            h.state_mut().apply(&ctx, Intent::OpenSnapshot(format!("{dir}{f}")));
+        }
+        // the reader thread finishes within a bounded number of frames
+        for _ in 0..200 {
+            h.step();
+            if h.state().snapshots.loaded.len() > i {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(h.state().snapshots.loaded.len(), i + 1, "{f}: {:?}", h.state().snapshots.problem);
+        assert!(
+            h.query_all_by_label_contains(&format!("{f}: measured step peak")).next().is_some(),
+            "{f}: measured vs predicted is shown"
+        );
+    }
+    // a broken file is reported, the overlays stay
+    {
+        let ctx = h.ctx.clone();
+        h.state_mut().apply(&ctx, Intent::OpenSnapshot(format!("{dir}README.md")));
+    }
+    for _ in 0..200 {
+        h.step();
+        if h.state().snapshots.problem.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(h.state().snapshots.problem.is_some());
+    assert_eq!(h.state().snapshots.loaded.len(), 2);
+    {
+        let ctx = h.ctx.clone();
+        h.state_mut().apply(&ctx, Intent::ClearSnapshots);
+    }
+    h.run();
+    assert!(h.state().snapshots.loaded.is_empty());
+}

@@ -15,11 +15,13 @@ use vramscope::{fit, gpu};
 mod diagnose;
 mod export;
 mod plan;
+mod probe;
 mod timeline;
 
 pub use diagnose::{DiagnoseArgs, MonitorArgs, run_diagnose, run_monitor};
 pub use export::{ExportArgs, run_export};
 pub use plan::{PlanArgs, run_plan};
+pub use probe::{CalibrateArgs, ProbeArgs, run_calibrate, run_probe};
 pub use timeline::{TimelineArgs, run_timeline};
 
 /// How much GPU memory a deep-learning job needs, why, and what to change so it fits.
@@ -69,6 +71,12 @@ pub enum Command {
     /// Write the plan to a file: the scenario (.ron), a report (md/json), the what-if curves
     /// (csv), the roadmap, or framework settings (deepspeed/hf/fsdp/megatron).
     Export(ExportArgs),
+    /// Write a PyTorch script that measures the scenario on a real GPU (`-o probe.py`); its
+    /// result goes to `calibrate`.
+    Probe(ProbeArgs),
+    /// Compare a probe's measurement with the estimate per component; --save stores the GPU's
+    /// measured CUDA context and allocator reserve for `estimate --calibrated`.
+    Calibrate(CalibrateArgs),
 }
 
 /// Flags of `estimate`.
@@ -142,6 +150,13 @@ pub struct EstimateArgs {
     /// Also list which op of each kind of block keeps what for backward (JSON: `block_ops`).
     #[arg(long)]
     pub ops: bool,
+    /// Use the --gpu's calibration profile (`vramscope calibrate probe.json --save`) for the CUDA
+    /// context and allocator reserve; --context-mib / --reserve-frac still win.
+    #[arg(long)]
+    pub calibrated: bool,
+    /// Where calibration profiles live (default: vramscope's data folder, `calibration/`).
+    #[arg(long, value_name = "DIR")]
+    pub profile_dir: Option<std::path::PathBuf>,
 }
 
 /// Parallelism flags shared by `estimate` and `plan`.
@@ -230,10 +245,35 @@ pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
     if let Some(path) = &a.scenario {
         let f = ScenarioFile::load(path)?;
         let gpu = a.gpu.as_deref().or(f.gpu.as_deref()).map(find_gpu).transpose()?;
-        return Ok(Inputs { sc: f.scenario, notes: Vec::new(), gpu, global_batch: f.global_batch });
+        let mut i = Inputs { sc: f.scenario, notes: Vec::new(), gpu, global_batch: f.global_batch };
+        if a.calibrated {
+            calibrate_overhead(a, &mut i)?;
+        }
+        return Ok(i);
     }
     let model = a.model.as_deref().context("--model or --scenario is required")?;
-    let loaded = preset::load(model)?;
+    inputs_with(a, preset::load(model)?)
+}
+
+/// Takes the --gpu's calibration profile for the overhead (explicit --context-mib / --reserve-frac
+/// stay) and says so in the notes.
+fn calibrate_overhead(a: &EstimateArgs, i: &mut Inputs) -> Result<()> {
+    let g = i.gpu.as_ref().context("--calibrated needs --gpu")?;
+    let profile = probe::load_profile(a.profile_dir.as_deref(), &g.id)?;
+    let mut o = vramscope::calibrate::apply(i.sc.overhead, &profile);
+    if let Some(m) = a.context_mib {
+        o.cuda_context_bytes = m << 20;
+    }
+    if let Some(f) = a.reserve_frac {
+        o.allocator_reserve_fraction = f;
+    }
+    i.sc.overhead = o;
+    i.notes.push(vramscope::calibrate::note(&profile));
+    Ok(())
+}
+
+/// Builds and checks the scenario from the flags and an already loaded model.
+pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     let mut sc = Scenario::new(loaded.model);
     sc.mode = a.mode;
     sc.batch = a.batch;
@@ -317,7 +357,11 @@ pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
     };
     sc.parallel = a.parallel.to_parallel();
     sc.validate()?;
-    Ok(Inputs { sc, notes, gpu, global_batch: None })
+    let mut i = Inputs { sc, notes, gpu, global_batch: None };
+    if a.calibrated {
+        calibrate_overhead(a, &mut i)?;
+    }
+    Ok(i)
 }
 
 /// Runs `estimate`.
@@ -387,6 +431,8 @@ pub fn default_args() -> EstimateArgs {
         },
         json: false,
         ops: false,
+        calibrated: false,
+        profile_dir: None,
     }
 }
 

@@ -70,6 +70,10 @@ pub struct VramApp {
     pub live: super::live::Live,
     /// The timeline event shown in "Why this much?" (with the recomputation it belongs to).
     pub selected_event: Option<(u64, usize)>,
+    /// Measured snapshots over the timeline.
+    pub snapshots: super::snapshots::Snapshots,
+    /// Path typed in the Timeline tab's snapshot field.
+    pub snapshot_path: String,
 }
 
 impl VramApp {
@@ -91,6 +95,8 @@ impl VramApp {
             persist: true,
             live: super::live::Live::new(),
             selected_event: None,
+            snapshots: super::snapshots::Snapshots::default(),
+            snapshot_path: String::new(),
         }
     }
 
@@ -161,6 +167,8 @@ impl VramApp {
                 self.set_status(StatusKind::Info, "Defaults restored (undo brings your scenario back).");
             }
             Intent::SetTab(t) => self.state.view.tab = t,
+            Intent::OpenSnapshot(path) => self.snapshots.open(&path),
+            Intent::ClearSnapshots => self.snapshots.clear(),
             Intent::SelectEvent(i) => {
                 self.selected_event = i.map(|i| (self.derived.recomputations, i));
             }
@@ -276,6 +284,9 @@ impl VramApp {
         }
         self.derived.update(&self.state);
         self.live.drain();
+        if self.snapshots.poll() {
+            ctx.request_repaint_after(std::time::Duration::from_millis(100));
+        }
         let mut intents: Vec<Intent> = Vec::new();
         let mut live_actions = Vec::new();
         intents.extend(panels::shortcuts::read(&ctx));
@@ -326,7 +337,13 @@ impl VramApp {
                 let selected =
                     self.selected_event.filter(|(r, _)| *r == self.derived.recomputations).map(|(_, i)| i);
                 match self.state.view.tab {
-                    Tab::Timeline => intents.extend(panels::timeline::ui(ui, c, selected)),
+                    Tab::Timeline => intents.extend(panels::timeline::ui(
+                        ui,
+                        c,
+                        selected,
+                        &self.snapshots,
+                        &mut self.snapshot_path,
+                    )),
                     Tab::Compare => intents.extend(panels::compare::ui(ui, c, &pinned)),
                     Tab::Live => live_actions = panels::live::ui(ui, c, &mut self.live),
                     Tab::Options => {

@@ -36,6 +36,10 @@ pub enum Intent {
     SetTab(Tab),
     /// Show one event of the timeline in "Why this much?" (None: the peak).
     SelectEvent(Option<usize>),
+    /// Read a memory snapshot pickle and lay it over the timeline.
+    OpenSnapshot(String),
+    /// Remove the measured overlays.
+    ClearSnapshots,
     SetDark(bool),
     SetPresentation(bool),
     Quit,

@@ -7,6 +7,7 @@ pub mod intent;
 pub mod live;
 pub mod palette;
 pub mod panels;
+pub mod snapshots;
 pub mod state;
 pub mod strings;
 

@@ -284,6 +284,12 @@ fn find_builtin(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|(n, h, _, _)| *n == lower || (!h.is_empty() && h.to_ascii_lowercase() == lower))
 }
 
+/// The `config.json` text of a built-in HF preset, by name or Hub id (the probe embeds it).
+pub fn builtin_hf_config(name: &str) -> Option<&'static str> {
+    let lower = name.trim().to_ascii_lowercase();
+    BUILTIN_HF.iter().find(|(n, h, _)| *n == lower || h.to_ascii_lowercase() == lower).map(|(_, _, t)| *t)
+}
+
 /// Loads `--model`: a preset name or a path.
 pub fn load(spec: &str) -> Result<Loaded, LoadError> {
     if let Some((_, _, model, dtype)) = find_builtin(spec) {

@@ -10,10 +10,11 @@ use crate::explain::Component;
 use crate::gui::derived::Computed;
 use crate::gui::intent::Intent;
 use crate::gui::palette;
+use crate::gui::snapshots::{self, Overlay, Snapshots};
 use crate::gui::strings::tr;
 use crate::units::GIB;
 use eframe::egui::{self, RichText};
-use egui_plot::{FilledArea, HLine, LineStyle, Plot, Points, Text, VLine};
+use egui_plot::{FilledArea, HLine, LineStyle, Plot, PlotPoints, Points, Text, VLine};
 
 /// Stacking order, bottom to top.
 const STACK: [Component; 6] = [
@@ -69,8 +70,14 @@ fn phase_name(p: Phase) -> &'static str {
     }
 }
 
-/// Draws the timeline; returns the event the user clicked.
-pub fn ui(ui: &mut egui::Ui, c: &Computed, selected: Option<usize>) -> Vec<Intent> {
+/// Draws the timeline with the measured snapshots over it; returns what the user asked for.
+pub fn ui(
+    ui: &mut egui::Ui,
+    c: &Computed,
+    selected: Option<usize>,
+    snaps: &Snapshots,
+    path: &mut String,
+) -> Vec<Intent> {
     let t = tr();
     let mut out = Vec::new();
     let Some(tl) = c.timeline.as_ref() else {
@@ -88,6 +95,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, selected: Option<usize>) -> Vec<Inten
         ui.label(RichText::new(format!("{} {} — {}", t.tl_peak, gib(p.alive.total()), p.label())).strong());
     }
     ui.label(RichText::new(t.tl_hint).weak());
+    out.extend(snapshot_row(ui, snaps, path));
     // each event holds until the next one (a step shape); the optimizer step's few events get
     // enough width to be seen next to hundreds of per-op events
     let wide = (ev.len() as f64 / 30.0).max(1.0);
@@ -127,7 +135,23 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, selected: Option<usize>) -> Vec<Inten
         }
         ui.label(RichText::new(format!("- - {} {}", c.gpu.id, t.tl_usable)).weak());
     });
-    let top = lower.iter().copied().fold(0.0, f64::max).max(usable as f64 / GIB);
+    let measured: Vec<(String, Vec<[f64; 2]>)> = snaps
+        .loaded
+        .iter()
+        .map(|o| {
+            let pts = snapshots::aligned(o, tl, &starts).into_iter().map(|[x, y]| [x, y / GIB]).collect();
+            (format!("{} {}", t.tl_measured, o.name), pts)
+        })
+        .collect();
+    for o in &snaps.loaded {
+        ui.label(RichText::new(measured_vs_predicted(o, tl)).strong());
+    }
+    let top = lower
+        .iter()
+        .copied()
+        .chain(measured.iter().flat_map(|(_, p)| p.iter().map(|q| q[1])))
+        .fold(0.0, f64::max)
+        .max(usable as f64 / GIB);
     let spans = tl.phase_spans();
     let blocks: Vec<Option<u64>> = ev.iter().map(|e| e.block).collect();
     let events = ev.clone();
@@ -178,6 +202,14 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, selected: Option<usize>) -> Vec<Inten
                 let mid = (starts[r.start] + starts[r.end]) / 2.0;
                 p.text(Text::new("", [mid, top * 1.07].into(), RichText::new(phase_name(*phase)).strong()));
             }
+            for (i, (name, pts)) in measured.iter().enumerate() {
+                let color = if i == 0 { egui::Color32::WHITE } else { egui::Color32::from_rgb(240, 228, 66) };
+                p.line(
+                    egui_plot::Line::new(name.as_str(), PlotPoints::from(pts.clone()))
+                        .color(color)
+                        .width(1.5),
+                );
+            }
             p.hline(
                 HLine::new(format!("{} {}", c.gpu.id, t.tl_usable), usable as f64 / GIB)
                     .color(egui::Color32::from_rgb(200, 40, 30))
@@ -205,6 +237,53 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, selected: Option<usize>) -> Vec<Inten
         out.push(Intent::SelectEvent(Some(at_click(x))));
     }
     out
+}
+
+/// The row that opens snapshots (path field, Open, Clear) and says what is being read.
+fn snapshot_row(ui: &mut egui::Ui, snaps: &Snapshots, path: &mut String) -> Vec<Intent> {
+    let t = tr();
+    let mut out = Vec::new();
+    ui.horizontal_wrapped(|ui| {
+        ui.label(t.tl_snapshot);
+        ui.add(egui::TextEdit::singleline(path).hint_text("/path/to/snapshot.pickle").desired_width(260.0));
+        if ui.button(t.tl_open_snapshot).on_hover_text(t.tl_snapshot_tip).clicked() && !path.trim().is_empty()
+        {
+            out.push(Intent::OpenSnapshot(path.trim().to_owned()));
+        }
+        if !snaps.loaded.is_empty() && ui.button(t.tl_clear_snapshots).clicked() {
+            out.push(Intent::ClearSnapshots);
+        }
+        if let Some(p) = snaps.pending_text() {
+            ui.spinner();
+            ui.label(format!("{} {p}", t.tl_reading));
+        }
+        if let Some(e) = &snaps.problem {
+            ui.colored_label(palette::verdict(false), e);
+        }
+    });
+    out
+}
+
+/// "trace.pickle: measured step peak 12.3 GiB vs predicted 12.1 GiB (+1.6 %) · forward …".
+fn measured_vs_predicted(o: &Overlay, tl: &Timeline) -> String {
+    let t = tr();
+    let pct = |m: u64, p: u64| if p > 0 { 100.0 * (m as f64 - p as f64) / p as f64 } else { 0.0 };
+    let pred = tl.estimate.peak_allocated;
+    let m = snapshots::step_peak(o);
+    let mut s = format!(
+        "{}: {} {} {} {} ({:+.1} %)",
+        o.name,
+        t.tl_measured_peak,
+        gib(m),
+        t.tl_vs_predicted,
+        gib(pred),
+        pct(m, pred)
+    );
+    for (phase, bytes) in snapshots::phase_peaks(o) {
+        let p = tl.estimate.phase_peaks.of(phase);
+        s += &format!(" · {} {} / {} ({:+.1} %)", phase_name(phase), gib(bytes), gib(p), pct(bytes, p));
+    }
+    s
 }
 
 /// The peak of the timeline as text (for the tab's accessibility label and tests).
