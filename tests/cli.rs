@@ -523,3 +523,38 @@ fn quantized_checkpoints_weigh_their_format() {
     assert!(v["bytes"]["parameters"].as_u64().unwrap() > 15_000_000_000);
     assert!(v["notes"].to_string().contains("dequantizes"), "{}", v["notes"]);
 }
+
+#[test]
+fn timeline_json_and_csv_peak_where_estimate_does() {
+    let flags = ["--model", "llama-3.1-8b", "--batch", "2", "--seq", "1024", "--checkpoint", "segments:4"];
+    let est = json(&[&["estimate"][..], &flags, &["--json"]].concat());
+    let tl = json(&[&["timeline"][..], &flags, &["--json"]].concat());
+    assert_eq!(tl["schema"], 1);
+    let events = tl["events"].as_array().expect("events");
+    assert!(events.len() > 100, "{} events", events.len());
+    let max = events.iter().map(|e| e["total"].as_u64().unwrap()).max().unwrap();
+    assert_eq!(Some(max), est["bytes"]["peak_allocated"].as_u64());
+    assert_eq!(tl["peak"]["total"].as_u64(), Some(max));
+    assert_eq!(tl["peak"]["phase"], est["peak_phase"]);
+    for e in events {
+        let b = &e["bytes"];
+        let sum: u64 =
+            ["parameters", "gradients", "optimizer_states", "activations", "temporaries", "kv_cache"]
+                .iter()
+                .map(|k| b[k].as_u64().unwrap())
+                .sum();
+        assert_eq!(Some(sum), e["total"].as_u64(), "{e}");
+    }
+    assert_eq!(events.last().unwrap()["op"], "zero_grad (set_to_none)");
+    assert!(events.iter().any(|e| e["op"] == "down_proj" && e["pass"] == "op_backward"));
+    let csv = run(&[&["timeline"][..], &flags, &["--csv"]].concat());
+    assert!(csv.status.success());
+    let text = String::from_utf8(csv.stdout).unwrap();
+    assert!(text.starts_with("index,phase,block,op,pass,parameters,gradients,optimizer_states,activations,temporaries,kv_cache,total\n"));
+    assert_eq!(text.lines().count(), events.len() + 1);
+    let table = run(&[&["timeline"][..], &flags].concat());
+    assert!(String::from_utf8(table.stdout).unwrap().contains("<- peak"));
+    let bad = run(&["timeline", "--model", "llama-3.1-8b", "--csv", "--json"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(String::from_utf8(bad.stderr).unwrap().lines().count(), 1);
+}

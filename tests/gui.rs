@@ -416,9 +416,25 @@ fn the_timeline_tab_marks_the_peak_and_a_click_explains_that_moment() {
 fn a_measured_snapshot_is_read_off_the_ui_thread_and_laid_over_the_timeline() {
     use vramscope::gui::intent::Intent;
     let mut h = harness();
-    h.get_by_label("Timeline").click();
-    h.run();
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/snapshot/");
+    // a .pickle dropped on the window (or opened from the File menu) goes to the timeline
+    {
+        let ctx = h.ctx.clone();
+        h.state_mut().apply(&ctx, Intent::LoadPath(format!("{dir}trace_train.pickle")));
+    }
+    assert_eq!(h.state().state.view.tab, Tab::Timeline);
+    for _ in 0..200 {
+        h.step();
+        if !h.state().snapshots.loaded.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(h.state().snapshots.loaded.len(), 1, "{:?}", h.state().snapshots.problem);
+    {
+        let ctx = h.ctx.clone();
+        h.state_mut().apply(&ctx, Intent::ClearSnapshots);
+    }
     for (i, f) in ["trace_train.pickle", "trace_train_ckpt.pickle"].into_iter().enumerate() {
         {
             let ctx = h.ctx.clone();

@@ -138,7 +138,12 @@ fn to_text(t: &Timeline, sc: &vramscope::estimate::Scenario) -> String {
     for (i, e) in t.events.iter().enumerate().filter(|(_, e)| e.pass == Pass::Step) {
         if !shown(e) && i != t.peak_index {
             if !elided {
-                let _ = writeln!(s, "  {:>5}  … (blocks 2..{} alike)", "", blocks.saturating_sub(2));
+                let _ = writeln!(
+                    s,
+                    "  {:>5}  … (blocks 2..={} alike: --blocks-only --csv lists them)",
+                    "",
+                    blocks.saturating_sub(3)
+                );
             }
             elided = true;
             continue;

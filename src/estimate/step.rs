@@ -253,7 +253,13 @@ fn stored_saves(p: &Parts, j: u64) -> u64 {
         }
         return first.total();
     }
-    blocks_saved(p.sc, am, j, j + 1, selective).total()
+    match (am.mix.n > 1, j, selective) {
+        // blocks of one kind: block 0 (its input may not need a gradient) or any other
+        (false, 0, false) => am.first_layer.total(),
+        (false, _, false) => am.full_layer.total(),
+        (false, _, true) => am.selective_layer.total(),
+        _ => blocks_saved(p.sc, am, j, j + 1, selective).total(),
+    }
 }
 
 fn scaled(bytes: u64, in_flight: f64) -> u64 {

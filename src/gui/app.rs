@@ -128,14 +128,19 @@ impl VramApp {
     pub fn apply(&mut self, ctx: &egui::Context, intent: Intent) {
         match intent {
             Intent::Edit { settings, knob } => self.edit(ctx, *settings, knob),
+            // a memory snapshot opens over the timeline; anything else is a model
+            Intent::LoadPath(path) if path.trim().ends_with(".pickle") => {
+                self.snapshots.open(path.trim());
+                self.state.view.tab = Tab::Timeline;
+            }
             Intent::LoadPath(path) => self.load_path(ctx, path.trim()),
             Intent::OpenDialog => {
                 let picked = rfd::FileDialog::new()
-                    .add_filter("model", &["json", "ron", "safetensors"])
+                    .add_filter("model or memory snapshot", &["json", "ron", "safetensors", "pickle"])
                     .set_title(tr().menu_open)
                     .pick_file();
                 match picked {
-                    Some(p) => self.load_path(ctx, &p.display().to_string()),
+                    Some(p) => self.apply(ctx, Intent::LoadPath(p.display().to_string())),
                     None => self.set_status(StatusKind::Info, tr().dialog_unavailable),
                 }
             }

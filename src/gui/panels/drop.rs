@@ -1,4 +1,5 @@
-//! Files dropped on the window load as the model.
+//! Files dropped on the window load as the model (a `.pickle` memory snapshot opens over the
+//! timeline).
 
 use crate::gui::intent::Intent;
 use eframe::egui;
