@@ -197,8 +197,10 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
     }
     if train
         && sc.lora.is_none()
-        && let Some(t) = sc.model.transformer()
+        && let Some(t) = sc.model.transformer().map(|t| super::rank::shard_spec(t, &sc.parallel))
     {
+        // the tensor-parallel rank's share: its heads, MLP width and vocabulary rows
+        let t = &t;
         let gb = |n: u64| round_alloc(state_dt.bytes(n));
         // LM head (or tied embedding) gradient + final norm weight, allocated first in backward
         let head = match t.head {
