@@ -238,3 +238,25 @@ proptest! {
         }
     }
 }
+
+/// `checkpoint_sequential` keeps one input per segment: the forward rises to the estimate's saved
+/// activations without overshooting them (found by the proptest on gpt-oss, 36 mixed blocks).
+#[test]
+fn segment_checkpointing_keeps_one_input_per_segment_in_the_timeline() {
+    let mut sc = Scenario::new(builtin("gpt-oss-120b").expect("preset"));
+    sc.batch = 1;
+    sc.seq = 1;
+    sc.precision = Precision::Fp32;
+    sc.attention = AttentionImpl::Eager;
+    sc.checkpointing = Checkpointing::Segments(2);
+    let e = estimate(&sc).unwrap();
+    let t = timeline(&sc).unwrap();
+    let fwd: Vec<u64> = t
+        .events
+        .iter()
+        .filter(|ev| ev.phase == vramscope::estimate::Phase::Forward && ev.alive.temporaries == 0)
+        .map(|ev| ev.alive.activations)
+        .collect();
+    assert!(fwd.windows(2).all(|w| w[0] <= w[1]), "{fwd:?}");
+    assert_eq!(fwd.last().copied(), Some(e.activations));
+}

@@ -311,6 +311,11 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     let (fwd, bwd) = (Phase::Forward, Phase::Backward);
 
     // ---- forward: each block adds what it keeps (a checkpointed block only its input)
+    let segments = matches!(ck, Checkpointing::Segments(_));
+    let seg_len = match ck {
+        Checkpointing::Segments(n) => (layers / n.clamp(1, layers.max(1))).max(1),
+        _ => 1,
+    };
     let autocast_cache = sc.precision.is_amp() && rc.checkpointed_blocks > 0;
     let cast_per_block = am.full_layer.get(Cat::WeightCasts);
     let mut cache = 0;
@@ -325,8 +330,13 @@ fn train(p: &Parts, sink: &mut impl Sink) {
             if autocast_cache {
                 cache += cast_per_block;
             }
-            am.layer_input_bytes
-                + if std::mem::replace(&mut shared_ckpt, true) { 0 } else { am.shared_checkpoint_bytes }
+            // checkpoint_sequential keeps one input per segment, not per block
+            if segments && !j.is_multiple_of(seg_len) {
+                0
+            } else {
+                am.layer_input_bytes
+                    + if std::mem::replace(&mut shared_ckpt, true) { 0 } else { am.shared_checkpoint_bytes }
+            }
         } else {
             let b = stored_saves(p, j)
                 + if std::mem::replace(&mut shared_stored, true) { 0 } else { am.shared_layer_bytes };
@@ -334,7 +344,7 @@ fn train(p: &Parts, sink: &mut impl Sink) {
                 let mut kept = 0;
                 for r in ops_of(p, &mut kinds, j).iter().filter(|r| r.kept_bytes > 0) {
                     kept = (kept + r.kept_bytes).min(b);
-                    let a = p.top_input + scaled(cum + kept, stage.in_flight);
+                    let a = p.top_input + scaled(cum + kept, stage.in_flight).min(p.blocks_total);
                     sink.push(ev(
                         fwd,
                         Some(j),
@@ -350,11 +360,11 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         block_fwd.push(saves);
         cum += saves;
         // the last block lands on the estimator's composed total (pipeline in-flight scaling
-        // rounds per category)
+        // rounds per category there: the running sum never passes it)
         let a = if j + 1 == layers {
             p.top_input + p.blocks_total
         } else {
-            p.top_input + scaled(cum, stage.in_flight)
+            p.top_input + scaled(cum, stage.in_flight).min(p.blocks_total)
         };
         // the forward only adds: its block events stay below the last one (the estimator's walk
         // skips them)
@@ -399,11 +409,6 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     let per_block = st.grad_alloc.saturating_sub(head_grads + embed) / layers.max(1);
     let (mlp_t, attn_t) = (am.mlp_backward_transient, am.attention_backward_transient);
     let freed_attn = am.freed_before_attention_backward;
-    let segments = matches!(ck, Checkpointing::Segments(_));
-    let seg_len = match ck {
-        Checkpointing::Segments(n) => (layers / n.clamp(1, layers.max(1))).max(1),
-        _ => 1,
-    };
     // where the estimator's calibrated moments sit
     let earlier_at = rc.earlier.map(|_| match ck {
         Checkpointing::Every(k) => layers.saturating_sub(1) / k.max(1) * k.max(1),
