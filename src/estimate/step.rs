@@ -561,38 +561,14 @@ fn infer(p: &Parts, sink: &mut impl Sink) {
     };
     sink.push(ev(fwd, None, "embedding", Pass::Step, false, at(0, am.infer_persistent, 0)));
     let layers = p.layers.max(1);
-    for j in 0..p.layers {
+    for j in 0..p.layers.saturating_sub(1) {
         // each block appends its keys and values to the cache as it runs
         let kv = (p.kv_cache as u128 * (j + 1) as u128 / layers as u128) as u64;
-        if j + 1 == p.layers {
-            sink.push(ev(
-                fwd,
-                None,
-                "last block forward",
-                Pass::Step,
-                true,
-                at(p.kv_cache, am.infer_persistent, am.infer_layer_peak),
-            ));
-        } else {
-            sink.push(ev(
-                fwd,
-                Some(j),
-                "forward",
-                Pass::Step,
-                false,
-                at(kv, am.infer_persistent, am.infer_layer_peak),
-            ));
-        }
+        let alive = at(kv, am.infer_persistent, am.infer_layer_peak);
+        sink.push(ev(fwd, Some(j), "forward", Pass::Step, false, alive));
     }
-    if p.layers == 0 {
-        sink.push(ev(
-            fwd,
-            None,
-            "last block forward",
-            Pass::Step,
-            true,
-            at(p.kv_cache, am.infer_persistent, am.infer_layer_peak),
-        ));
-    }
+    // the last block (a layer table's whole forward), with every block's KV cache
+    let alive = at(p.kv_cache, am.infer_persistent, am.infer_layer_peak);
+    sink.push(ev(fwd, None, "last block forward", Pass::Step, true, alive));
     sink.push(ev(fwd, None, "LM head (logits)", Pass::Step, true, at(p.kv_cache, 0, am.infer_head_peak)));
 }
