@@ -138,10 +138,18 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
             bytes: Component::Gradients.at_peak(e),
         });
         let (formula, per) = match sc.optimizer {
-            Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused => {
+            Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused | Optimizer::AdamwLoop => {
                 ("2 moments × trainable × bytes", format!("2 × {gb} B"))
             }
             Optimizer::Adamw8bit => ("2 × (1 B + 4 B / 2048) per trainable param", "≈2 B".into()),
+            Optimizer::PagedAdamw8bit => (
+                "2 × (1 B + 4 B / 2048) per trainable param, in unified memory (not in the allocator's peak)",
+                "≈2 B".into(),
+            ),
+            Optimizer::PagedAdamw32bit => (
+                "2 fp32 moments per trainable param, in unified memory (not in the allocator's peak)",
+                "8 B".into(),
+            ),
             Optimizer::Adafactor => ("rows + cols per matrix (factored second moment)", "≈0".into()),
             Optimizer::SgdMomentum => ("1 momentum buffer × trainable × bytes", format!("{gb} B")),
             Optimizer::Sgd | Optimizer::None => ("no state", "0 B".into()),

@@ -17,6 +17,7 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod alloc;
 pub mod calibrate;
 pub mod cost;
 pub mod diagnose;

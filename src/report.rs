@@ -60,6 +60,13 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "checkpoint": sc.checkpointing.to_string(),
             "lora": sc.lora.map(|l| json!({"rank": l.rank, "targets": l.targets.names(), "dropout": l.dropout})),
             "base_quant": sc.base_quant,
+            "stack": {
+                "framework": sc.stack.framework.map(|f| f.name()),
+                "loss": sc.stack.loss.to_string(),
+                "optimizer_in_backward": sc.stack.optimizer_in_backward,
+                "adapter_dtype": sc.stack.adapter_dtype,
+                "bnb_compute_dtype": sc.stack.bnb_compute_dtype.map(|d| d.name()),
+            },
         },
         "bytes": {
             "parameters": e.parameters,
@@ -69,7 +76,9 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "kv_cache": e.kv_cache,
             "temporaries_at_peak": e.peak.alive.temporaries,
             "peak_allocated": e.peak_allocated,
+            "reserved": e.reserved,
             "overhead": e.overhead,
+            "paged_optimizer_states": e.paged_optimizer_states,
             "total": e.total,
         },
         "activations_by_kind": acts,
@@ -141,7 +150,21 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
             "not validated against measurement: the QLoRA base (bitsandbytes needs a GPU to measure)".into(),
         );
     }
-    if train && matches!(sc.optimizer, Optimizer::Adafactor | Optimizer::Adamw8bit) {
+    if train && sc.stack.loss == crate::estimate::Loss::FusedLinearCe {
+        out.push("not validated against measurement: the fused linear cross-entropy (Liger's grad_input kept from the forward; its early weight gradient is counted at the head's backward)".into());
+    }
+    if train && sc.optimizer.paged() {
+        out.push("paged optimizer: its states live in CUDA unified memory, outside PyTorch's allocator (max_memory_allocated); nvidia-smi counts them while resident, and the driver pages them to host memory under pressure".into());
+    }
+    if train
+        && matches!(
+            sc.optimizer,
+            Optimizer::Adafactor
+                | Optimizer::Adamw8bit
+                | Optimizer::PagedAdamw8bit
+                | Optimizer::PagedAdamw32bit
+        )
+    {
         out.push(format!("not validated against measurement: the {} optimizer step", sc.optimizer.name()));
     }
     if train && sc.precision.is_amp() && sc.model.transformer().is_some_and(|t| t.moe.is_some()) {
@@ -215,6 +238,9 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         ),
     };
     s += &format!("  {}\n", validation_line(sc));
+    if sc.mode == Mode::Train && sc.stack != crate::estimate::Stack::default() {
+        s += &format!("  stack: {}\n", sc.stack.describe());
+    }
     if let Some(q) = sc.model.transformer().and_then(|t| t.quant) {
         s += &format!("  checkpoint weights: {}\n", q.label());
     }
@@ -241,7 +267,18 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     let when = if what == e.peak.phase.label() { what } else { format!("{}: {what}", e.peak.phase.label()) };
     s += &format!("  {:<26}{}   (at {when})\n", "peak allocated", g(e.peak_allocated));
     s += &format!("    · {:<22}{}\n", "temporaries then", g(e.peak.alive.temporaries));
+    if let Some(r) = e.reserved {
+        s +=
+            &format!("  {:<26}{}   (the caching allocator replayed over the step)\n", "reserved (max)", g(r));
+    }
     s += &format!("  {:<26}{}\n", "CUDA ctx + allocator", g(e.overhead));
+    if e.paged_optimizer_states > 0 {
+        s += &format!(
+            "  {:<26}{}   (unified memory: in nvidia-smi while resident, not in peak allocated)\n",
+            "paged optimizer states",
+            g(e.paged_optimizer_states)
+        );
+    }
     s += &format!("  {:<26}{}\n", "total (nvidia-smi)", g(e.total));
     if let Some(f) = fit {
         let cap = f.gpu.memory_bytes();

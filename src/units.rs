@@ -42,6 +42,18 @@ pub enum DType {
 }
 
 impl DType {
+    /// Short name (`fp32`, `bf16`, …), as the command line spells it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "fp32",
+            Self::F16 => "fp16",
+            Self::Bf16 => "bf16",
+            Self::F8 => "fp8",
+            Self::I8 => "int8",
+            Self::I4 => "int4",
+        }
+    }
+
     /// Bits per element.
     pub const fn bits(self) -> u64 {
         match self {

@@ -92,7 +92,8 @@ pub struct EstimateArgs {
         "model", "mode", "batch", "seq", "precision", "optimizer", "attention", "checkpoint", "lora",
         "lora_dropout", "base_quant", "kv_dtype", "context_mib", "workspace_mib", "reserve_frac",
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
-        "gpus_per_node", "nccl_mib",
+        "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
+        "bnb_compute_dtype", "alloc_conf",
     ])]
     pub scenario: Option<std::path::PathBuf>,
     /// train or infer.
@@ -108,7 +109,8 @@ pub struct EstimateArgs {
     /// `torch_dtype` — float32 → fp32, float16 → fp16 — else bf16).
     #[arg(long)]
     pub precision: Option<Precision>,
-    /// adamw, adam, adamw-fused, adamw-8bit, adafactor, sgd, sgd-momentum, none.
+    /// adamw, adam, adamw-fused, adamw-loop, adamw-8bit, paged-adamw-8bit, paged-adamw-32bit, adafactor, sgd,
+    /// sgd-momentum, none.
     #[arg(long, default_value = "adamw")]
     pub optimizer: Optimizer,
     /// eager, sdpa or flash.
@@ -123,9 +125,26 @@ pub struct EstimateArgs {
     /// LoRA adapter dropout probability.
     #[arg(long, default_value_t = 0.0)]
     pub lora_dropout: f64,
-    /// Quantized frozen base for LoRA (QLoRA): nf4 or int8.
+    /// Quantized frozen base for LoRA (QLoRA): nf4 (double-quantized), nf4-nodq or int8.
     #[arg(long, default_value = "none")]
     pub base_quant: BaseQuant,
+    /// Training framework whose defaults set --loss and --adapter-dtype: hf-trainer, torchtune,
+    /// litgpt, deepspeed, megatron, axolotl (explicit flags win).
+    #[arg(long)]
+    pub framework: Option<vramscope::estimate::Framework>,
+    /// Loss: hf (transformers), chunked:N (torchtune), chunked-native:POSITIONS (litgpt),
+    /// fused-linear-ce (Liger / Cut Cross-Entropy).
+    #[arg(long)]
+    pub loss: Option<vramscope::estimate::Loss>,
+    /// Step each parameter in backward and free its gradient (torchtune optimizer_in_bwd).
+    #[arg(long)]
+    pub optimizer_in_backward: bool,
+    /// LoRA adapter dtype: fp32 (PEFT) or model (litgpt, torchtune).
+    #[arg(long)]
+    pub adapter_dtype: Option<vramscope::estimate::AdapterDtype>,
+    /// bnb_4bit_compute_dtype of a 4-bit base: fp32, fp16, bf16 (default: the compute dtype).
+    #[arg(long)]
+    pub bnb_compute_dtype: Option<DType>,
     /// KV-cache element type for inference (default: compute dtype): bf16, fp16, fp8, int8.
     #[arg(long)]
     pub kv_dtype: Option<DType>,
@@ -138,9 +157,14 @@ pub struct EstimateArgs {
     /// cuBLAS workspace in MiB (default 32).
     #[arg(long)]
     pub workspace_mib: Option<u64>,
-    /// Allocator reserve as a fraction of the peak (default 0.05).
+    /// Allocator reserve as a fraction of the peak (default 0.05), used where the allocator is
+    /// not replayed (searches, sweeps).
     #[arg(long)]
     pub reserve_frac: Option<f64>,
+    /// PYTORCH_CUDA_ALLOC_CONF for the allocator replay, e.g. expandable_segments:True or
+    /// max_split_size_mb:128,garbage_collection_threshold:0.8.
+    #[arg(long, value_name = "CONF")]
+    pub alloc_conf: Option<vramscope::estimate::scenario::AllocConf>,
     /// Parallel layout.
     #[command(flatten)]
     pub parallel: ParallelArgs,
@@ -347,6 +371,16 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         );
     }
     sc.kv_cache_dtype = a.kv_dtype;
+    let mut stack = a.framework.map(vramscope::estimate::Framework::stack).unwrap_or_default();
+    if let Some(l) = a.loss {
+        stack.loss = l;
+    }
+    stack.optimizer_in_backward |= a.optimizer_in_backward;
+    if let Some(d) = a.adapter_dtype {
+        stack.adapter_dtype = d;
+    }
+    stack.bnb_compute_dtype = a.bnb_compute_dtype;
+    sc.stack = stack;
     // the overhead defaults of the chosen card, else the generic ones
     let gpu = a.gpu.as_deref().map(find_gpu).transpose()?;
     let d = gpu.as_ref().map_or_else(Overhead::default, gpu::Gpu::overhead);
@@ -354,6 +388,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         cuda_context_bytes: a.context_mib.map_or(d.cuda_context_bytes, |m| m << 20),
         workspace_bytes: a.workspace_mib.map_or(d.workspace_bytes, |m| m << 20),
         allocator_reserve_fraction: a.reserve_frac.unwrap_or(d.allocator_reserve_fraction),
+        allocator: a.alloc_conf.unwrap_or_default(),
     };
     sc.parallel = a.parallel.to_parallel();
     sc.validate()?;
@@ -367,17 +402,39 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
 /// Runs `estimate`.
 pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
     let Inputs { sc, notes, gpu, .. } = inputs(a)?;
-    let e = estimate(&sc)?;
+    // a calibration profile's measured reserve stands for this GPU's allocator; otherwise the
+    // allocator is replayed over the step
+    let (e, replay) = if a.calibrated {
+        (estimate(&sc)?, None)
+    } else {
+        let (e, r) = vramscope::estimate::estimate_reserved(&sc, gpu.as_ref().map(gpu::Gpu::memory_bytes))?;
+        (e, Some(r))
+    };
     let fit_info = match gpu {
         Some(g) => {
             let cap = g.memory_bytes();
-            Some(FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&sc, cap), gpu: g })
+            let oom = replay.as_ref().is_some_and(|r| r.ooms > 0);
+            Some(FitInfo { fits: e.total <= cap && !oom, max_batch: fit::max_batch(&sc, cap), gpu: g })
         }
         None => None,
     };
     let ops = if a.ops { vramscope::estimate::block_ops(&sc) } else { Vec::new() };
     Ok(if a.json {
         let mut v = report::to_json(&sc, &e, fit_info.as_ref(), &notes);
+        if let (Some(obj), Some(replay)) = (v.as_object_mut(), &replay) {
+            obj.insert(
+                "allocator_replay".into(),
+                serde_json::json!({
+                    "peak_reserved": replay.peak_reserved,
+                    "peak_allocated": replay.peak_allocated,
+                    "segments": replay.segments,
+                    "cuda_mallocs": replay.cuda_mallocs,
+                    "alloc_retries": replay.alloc_retries,
+                    "ooms": replay.ooms,
+                    "alloc_conf": sc.overhead.allocator,
+                }),
+            );
+        }
         if a.ops
             && let Some(obj) = v.as_object_mut()
         {
@@ -414,11 +471,17 @@ pub fn default_args() -> EstimateArgs {
         lora: None,
         lora_dropout: 0.0,
         base_quant: BaseQuant::None,
+        framework: None,
+        loss: None,
+        optimizer_in_backward: false,
+        adapter_dtype: None,
+        bnb_compute_dtype: None,
         kv_dtype: None,
         gpu: Some("h100-80gb".into()),
         context_mib: None,
         workspace_mib: None,
         reserve_frac: None,
+        alloc_conf: None,
         parallel: ParallelArgs {
             dp: 1,
             tp: 1,

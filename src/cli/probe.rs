@@ -8,7 +8,6 @@ use clap::{Args, Parser};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use vramscope::calibrate::{self, ProbeResult, Profile};
-use vramscope::estimate::estimate;
 use vramscope::model::{hf_config, preset};
 use vramscope::probe::{self, Device};
 use vramscope::report::{self, FitInfo};
@@ -173,7 +172,8 @@ pub fn run_probe(a: &ProbeArgs) -> Result<String> {
     let Inputs { sc, notes, gpu, .. } = inputs(&a.estimate)?;
     probe::check(&sc)?;
     let config = model_config(model, &sc)?;
-    let e = estimate(&sc)?;
+    let (e, _) =
+        vramscope::estimate::estimate_reserved(&sc, gpu.as_ref().map(vramscope::gpu::Gpu::memory_bytes))?;
     let fit = gpu.map(|g| FitInfo {
         fits: e.total <= g.memory_bytes(),
         max_batch: vramscope::fit::max_batch(&sc, g.memory_bytes()),
@@ -252,7 +252,8 @@ pub fn run_calibrate(a: &CalibrateArgs) -> Result<String> {
     } else {
         bail!("{shown}: model \"{model}\" is neither a preset nor a file here");
     };
-    let e = estimate(&i.sc)?;
+    let (e, _) =
+        vramscope::estimate::estimate_reserved(&i.sc, i.gpu.as_ref().map(vramscope::gpu::Gpu::memory_bytes))?;
     let rows = calibrate::compare(&p, &i.sc, &e);
     let mut notes: Vec<String> = gpu_note.into_iter().collect();
     if let Some(err) = &p.error {

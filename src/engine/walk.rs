@@ -189,15 +189,28 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         (Family::Gpt2, Kernel::Eager) => ctx.b * s * s * r,
         _ => 0,
     };
-    let head_forward_transient = match m.family {
-        Family::Megatron => t * v * (c + 4),
-        _ => t * v * (c + if c == 4 { 0 } else { 4 }),
+    use crate::estimate::stack::Loss;
+    let pieces = ctx.loss.pieces(ctx.b, s, h, v);
+    let chunk = t.div_ceil(pieces);
+    let head_forward_transient = match (m.family, ctx.loss) {
+        (Family::Megatron, _) => t * v * (c + 4),
+        (Family::Bert | Family::Vit, _) | (_, Loss::Hf) => t * v * (c + if c == 4 { 0 } else { 4 }),
+        // the chunks' logits stay in a list until the loss returns; one chunk's fp32 copy at a time
+        (_, Loss::Chunked { .. }) => t * v * c + if c == 4 { 0 } else { chunk * v * 4 },
+        (_, Loss::ChunkedNative { .. }) => t * v * c,
+        // one chunk of logits at a time
+        (_, Loss::FusedLinearCe) => chunk * v * c,
     };
-    let loss_backward_transient = match (m.family, m.head) {
-        (Family::Bert, crate::model::Head::MaskedLm) => 2 * t * v * if ctx.amp { 4 } else { c },
-        (Family::Bert, _) => 2 * ctx.b * v * 4,
-        _ if v > 0 => 2 * t * v * 4,
-        _ => 0,
+    let loss_backward_transient = match (m.family, m.head, ctx.loss) {
+        (Family::Bert, crate::model::Head::MaskedLm, _) => 2 * t * v * if ctx.amp { 4 } else { c },
+        (Family::Bert, _, _) => 2 * ctx.b * v * 4,
+        (_, _, _) if v == 0 => 0,
+        (Family::Megatron | Family::Vit, _, _) | (_, _, Loss::Hf) => 2 * t * v * 4,
+        // chunk by chunk: nll's and log-softmax's fp32 gradients and the cast back
+        (_, _, Loss::Chunked { .. }) => chunk * v * (8 + if c == 4 { 0 } else { c }),
+        (_, _, Loss::ChunkedNative { .. }) => 2 * chunk * v * c,
+        // the input's gradient was computed in the forward
+        (_, _, Loss::FusedLinearCe) => 0,
     };
     ActivationModel {
         mix: if n_kinds > 1 { mix } else { LayerMix::default() },

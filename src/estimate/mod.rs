@@ -6,8 +6,10 @@
 pub mod activations;
 pub mod parallel;
 pub mod rank;
+pub mod reserved;
 pub mod saved;
 pub mod scenario;
+pub mod stack;
 pub mod states;
 pub mod step;
 
@@ -18,6 +20,7 @@ pub use scenario::{
     AttentionImpl, BaseQuant, Checkpointing, FsdpMode, Lora, Mode, Offload, Optimizer, Overhead, Parallel,
     Scenario, ScenarioError, Targets,
 };
+pub use stack::{AdapterDtype, Framework, Loss, Stack};
 
 use crate::model::{Architecture, LayerTable};
 use activations::ActivationModel;
@@ -118,7 +121,13 @@ pub struct Estimate {
     pub phase_peaks: step::PhasePeaks,
     /// CUDA context, workspaces and allocator reserve.
     pub overhead: u64,
-    /// `peak_allocated + overhead`: what nvidia-smi would show.
+    /// `torch.cuda.max_memory_reserved()` from the caching-allocator replay (set by
+    /// [`estimate_reserved`]; `None` from [`estimate`], whose overhead uses the flat reserve fraction).
+    pub reserved: Option<u64>,
+    /// Optimizer states in CUDA unified memory (paged optimizers): outside `peak_allocated`,
+    /// inside nvidia-smi's used while resident.
+    pub paged_optimizer_states: u64,
+    /// `peak_allocated + overhead + paged_optimizer_states`: what nvidia-smi would show.
     pub total: u64,
     /// The pipeline stage this (most loaded) rank runs.
     pub stage: Stage,
@@ -397,6 +406,33 @@ pub fn timeline(sc: &Scenario) -> Result<step::Timeline, ScenarioError> {
     Ok(step::Timeline::new(all.0, estimate))
 }
 
+/// The estimate with the caching allocator replayed over its step ([`reserved::replay`]):
+/// `reserved` is the predicted `max_memory_reserved`, and `overhead` / `total` use it instead of
+/// the flat reserve fraction. `capacity`: the card's memory, when known (the allocator releases
+/// its cache and retries before it runs out, as PyTorch does).
+pub fn estimate_reserved(
+    sc: &Scenario,
+    capacity: Option<u64>,
+) -> Result<(Estimate, reserved::Reserved), ScenarioError> {
+    let tl = timeline(sc)?;
+    let o = sc.overhead;
+    let p = sc.parallel;
+    let outside = o.cuda_context_bytes + p.nccl();
+    let cfg = crate::alloc::Config {
+        capacity: capacity.map_or(u64::MAX, |c| c.saturating_sub(outside)),
+        max_split_size: o.allocator.max_split_size_mib.map(|m| m << 20),
+        garbage_collection_threshold: o.allocator.garbage_collection_threshold,
+        expandable_segments: o.allocator.expandable_segments,
+    };
+    let r = reserved::replay(sc, &tl, cfg, o.workspace_bytes);
+    let mut e = tl.estimate;
+    let cache = r.peak_reserved.saturating_sub(e.peak_allocated);
+    e.reserved = Some(r.peak_reserved);
+    e.overhead = outside + cache.max(o.workspace_bytes);
+    e.total = e.peak_allocated + e.overhead + e.paged_optimizer_states;
+    Ok((e, r))
+}
+
 fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> Estimate {
     let p = sc.parallel;
     // context parallelism: each rank holds a 1/cp slice of the sequence
@@ -558,7 +594,9 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
         moments,
         phase_peaks,
         overhead,
-        total: peak_allocated + overhead,
+        reserved: None,
+        paged_optimizer_states: st.paged_bytes,
+        total: peak_allocated + overhead + st.paged_bytes,
         stage: *stage,
         cpu_bytes,
         nvme_bytes,

@@ -1,6 +1,7 @@
 //! The checked inputs of an estimate: model, workload, precision, optimizer, memory savers.
 
 pub use super::parallel::{FsdpMode, Offload, Parallel};
+pub use super::stack::{AdapterDtype, Framework, Loss, Stack};
 use crate::model::{LinearRole, ModelSpec};
 use crate::units::{DType, Precision};
 use serde::{Deserialize, Serialize};
@@ -39,9 +40,19 @@ pub enum Optimizer {
     Adam,
     /// `AdamW(fused=True)`: same states, no step temporary.
     AdamwFused,
+    /// AdamW stepping one tensor at a time (`foreach=False`, or transformers' own `AdamW`, the
+    /// Trainer's `adamw_hf` default before transformers 4.41): same states, a temporary the size of
+    /// the tensor being stepped (`exp_avg_sq.sqrt()`), so the largest tensor's at most.
+    AdamwLoop,
     /// bitsandbytes `AdamW8bit`: 1-byte states with one fp32 absmax per 2048-element block
     /// (tensors under 4096 elements keep 32-bit states).
     Adamw8bit,
+    /// bitsandbytes `PagedAdamW8bit`: `AdamW8bit`'s states in CUDA unified memory (`cudaMallocManaged`),
+    /// outside PyTorch's allocator: not in `max_memory_allocated`, in nvidia-smi's used while
+    /// resident (paged out to host memory under pressure).
+    PagedAdamw8bit,
+    /// bitsandbytes `PagedAdamW32bit` (`paged_adamw_32bit`): fp32 states in unified memory.
+    PagedAdamw32bit,
     /// HF `Adafactor` (no first moment, factored second moment for matrices).
     Adafactor,
     /// Plain SGD: no state.
@@ -54,11 +65,14 @@ pub enum Optimizer {
 
 impl Optimizer {
     /// All choices, in menu order.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 11] = [
         Self::Adamw,
         Self::Adam,
         Self::AdamwFused,
+        Self::AdamwLoop,
         Self::Adamw8bit,
+        Self::PagedAdamw8bit,
+        Self::PagedAdamw32bit,
         Self::Adafactor,
         Self::Sgd,
         Self::SgdMomentum,
@@ -71,7 +85,10 @@ impl Optimizer {
             Self::Adamw => "adamw",
             Self::Adam => "adam",
             Self::AdamwFused => "adamw-fused",
+            Self::AdamwLoop => "adamw-loop",
             Self::Adamw8bit => "adamw-8bit",
+            Self::PagedAdamw8bit => "paged-adamw-8bit",
+            Self::PagedAdamw32bit => "paged-adamw-32bit",
             Self::Adafactor => "adafactor",
             Self::Sgd => "sgd",
             Self::SgdMomentum => "sgd-momentum",
@@ -80,11 +97,18 @@ impl Optimizer {
     }
 }
 
+impl Optimizer {
+    /// Are the states in CUDA unified memory (bitsandbytes' paged optimizers)?
+    pub const fn paged(self) -> bool {
+        matches!(self, Self::PagedAdamw8bit | Self::PagedAdamw32bit)
+    }
+}
+
 impl FromStr for Optimizer {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| {
-            format!("unknown optimizer \"{s}\" (adamw, adam, adamw-fused, adamw-8bit, adafactor, sgd, sgd-momentum, none)")
+            format!("unknown optimizer \"{s}\" (adamw, adam, adamw-fused, adamw-loop, adamw-8bit, paged-adamw-8bit, paged-adamw-32bit, adafactor, sgd, sgd-momentum, none)")
         })
     }
 }
@@ -282,6 +306,10 @@ pub enum BaseQuant {
     None,
     /// bitsandbytes NF4, block size 64, double quantization (8-bit absmax, fp32 per 256 blocks).
     Nf4,
+    /// bitsandbytes NF4 without double quantization (`bnb_4bit_use_double_quant=False`, litgpt's
+    /// `bnb.nf4`): one fp32 absmax per 64 weights.
+    #[serde(rename = "nf4-nodq")]
+    Nf4NoDq,
     /// bitsandbytes LLM.int8(): int8 weights with one fp32 scale per output row.
     Int8,
 }
@@ -291,9 +319,10 @@ impl FromStr for BaseQuant {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "none" => Ok(Self::None),
-            "nf4" => Ok(Self::Nf4),
+            "nf4" | "nf4-dq" => Ok(Self::Nf4),
+            "nf4-nodq" => Ok(Self::Nf4NoDq),
             "int8" => Ok(Self::Int8),
-            _ => Err(format!("unknown --base-quant \"{s}\" (nf4, int8)")),
+            _ => Err(format!("unknown --base-quant \"{s}\" (nf4, nf4-nodq, int8)")),
         }
     }
 }
@@ -308,6 +337,67 @@ pub struct Overhead {
     /// Memory the caching allocator reserves beyond the peak of live tensors (block rounding,
     /// fragmentation), as a fraction of the peak.
     pub allocator_reserve_fraction: f64,
+    /// `PYTORCH_CUDA_ALLOC_CONF` settings the allocator replay follows.
+    #[serde(default)]
+    pub allocator: AllocConf,
+}
+
+/// The caching allocator's settings (`PYTORCH_CUDA_ALLOC_CONF`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AllocConf {
+    /// `expandable_segments:True`.
+    pub expandable_segments: bool,
+    /// `max_split_size_mb`.
+    pub max_split_size_mib: Option<u64>,
+    /// `garbage_collection_threshold` (a fraction of the card).
+    pub garbage_collection_threshold: Option<f64>,
+}
+
+impl FromStr for AllocConf {
+    type Err = String;
+    /// `expandable_segments:True,max_split_size_mb:128,garbage_collection_threshold:0.8`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut c = Self::default();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) =
+                part.split_once(':').ok_or_else(|| format!("--alloc-conf \"{part}\": expected key:value"))?;
+            let bad = || format!("--alloc-conf \"{part}\": bad value");
+            match k.trim() {
+                "expandable_segments" => {
+                    c.expandable_segments = match v.trim() {
+                        "True" | "true" | "1" => true,
+                        "False" | "false" | "0" => false,
+                        _ => return Err(bad()),
+                    }
+                }
+                "max_split_size_mb" => {
+                    let m: u64 = v.trim().parse().map_err(|_| bad())?;
+                    if m < 20 {
+                        return Err(format!(
+                            "--alloc-conf \"{part}\": PyTorch requires max_split_size_mb of at least 20"
+                        ));
+                    }
+                    c.max_split_size_mib = Some(m);
+                }
+                "garbage_collection_threshold" => {
+                    let f: f64 = v.trim().parse().map_err(|_| bad())?;
+                    if !(f > 0.0 && f < 1.0) {
+                        return Err(format!(
+                            "--alloc-conf \"{part}\": garbage_collection_threshold must be between 0 and 1"
+                        ));
+                    }
+                    c.garbage_collection_threshold = Some(f);
+                }
+                other => {
+                    return Err(format!(
+                        "--alloc-conf: unknown key \"{other}\" (expandable_segments, max_split_size_mb, garbage_collection_threshold)"
+                    ));
+                }
+            }
+        }
+        Ok(c)
+    }
 }
 
 impl Default for Overhead {
@@ -315,7 +405,12 @@ impl Default for Overhead {
     /// context (measured range 300-600 MiB), 32 MiB cuBLAS workspace (Hopper default) and 5 % of
     /// the peak kept by the caching allocator.
     fn default() -> Self {
-        Self { cuda_context_bytes: 500 << 20, workspace_bytes: 32 << 20, allocator_reserve_fraction: 0.05 }
+        Self {
+            cuda_context_bytes: 500 << 20,
+            workspace_bytes: 32 << 20,
+            allocator_reserve_fraction: 0.05,
+            allocator: AllocConf::default(),
+        }
     }
 }
 
@@ -350,6 +445,9 @@ pub struct Scenario {
     /// Parallelism (per-GPU results for the most loaded rank).
     #[serde(default)]
     pub parallel: Parallel,
+    /// Loss, optimizer placement, adapter and 4-bit compute dtypes (a framework's defaults).
+    #[serde(default)]
+    pub stack: Stack,
 }
 
 /// Largest byte count any single term may reach (2^60 B = 1 EiB): keeps every u64 sum exact.
@@ -420,6 +518,7 @@ impl Scenario {
             kv_cache_dtype: None,
             overhead: Overhead::default(),
             parallel: Parallel::default(),
+            stack: Stack::default(),
         }
     }
 
@@ -467,6 +566,17 @@ impl Scenario {
             }
         }
         self.check_sizes()?;
+        if self.stack.bnb_compute_dtype.is_some()
+            && !matches!(self.base_quant, BaseQuant::Nf4 | BaseQuant::Nf4NoDq)
+        {
+            return bad("--bnb-compute-dtype applies to a 4-bit base (--base-quant nf4 or nf4-nodq)".into());
+        }
+        if self.stack.bnb_compute_dtype.is_some_and(|d| !matches!(d, DType::F32 | DType::F16 | DType::Bf16)) {
+            return bad("--bnb-compute-dtype must be fp32, fp16 or bf16".into());
+        }
+        if self.mode == Mode::Train && self.stack.optimizer_in_backward && self.optimizer == Optimizer::None {
+            return bad("--optimizer-in-backward needs an optimizer".into());
+        }
         let p = self.parallel;
         for (name, v) in
             [("data", p.dp), ("tensor", p.tp), ("pipeline", p.pp), ("context", p.cp), ("expert", p.ep)]

@@ -38,6 +38,14 @@ pub struct States {
     pub grads_before_attention: u64,
     /// Gradient of an untied token embedding (allocated at the very end of backward).
     pub embed_grad_alloc: u64,
+    /// Optimizer states in CUDA unified memory (bitsandbytes' paged optimizers): counted in
+    /// `optimizer_bytes`, not in `optimizer_alloc` (PyTorch's allocator never sees them).
+    pub paged_bytes: u64,
+    /// The largest trainable tensor's gradient, rounded (what optimizer-in-backward holds at once).
+    pub largest_grad_alloc: u64,
+    /// The optimizer step's temporary for the largest trainable tensor alone (a per-parameter
+    /// step, as optimizer-in-backward runs it).
+    pub largest_step_temp: u64,
 }
 
 /// Does LoRA put an adapter on this parameter group?
@@ -54,11 +62,22 @@ pub(crate) fn adapted(lora: &Lora, family: Family, kind: ParamKind) -> bool {
     }
 }
 
+/// The dtype LoRA adapters are kept in: fp32 (PEFT) or the model's weight dtype.
+pub(crate) fn adapter_dtype(sc: &Scenario) -> DType {
+    match sc.stack.adapter_dtype {
+        super::stack::AdapterDtype::Fp32 => DType::F32,
+        super::stack::AdapterDtype::Model if sc.precision.is_quantized() => sc.precision.compute_dtype(),
+        super::stack::AdapterDtype::Model => sc.precision.weight_dtype(),
+    }
+}
+
 /// Bytes of one quantized weight tensor of `n` elements and `rows` output rows.
 fn quantized_bytes(n: u64, rows: u64, precision: Precision, base_quant: BaseQuant) -> u64 {
     match (base_quant, precision) {
         // NF4: 4 bits + one 8-bit absmax per 64 weights + one fp32 scale per 256 absmax blocks
         (BaseQuant::Nf4, _) => n.div_ceil(2) + n.div_ceil(64) + 4 * n.div_ceil(64 * 256),
+        // NF4 without double quantization: one fp32 absmax per 64 weights
+        (BaseQuant::Nf4NoDq, _) => n.div_ceil(2) + 4 * n.div_ceil(64),
         // LLM.int8(): int8 weights + one fp32 scale per output row
         (BaseQuant::Int8, _) | (BaseQuant::None, Precision::Int8) => n + 4 * rows,
         // GPTQ/AWQ-style int4, group size 128: 4-bit weights, fp16 scale and 4-bit zero per group
@@ -76,11 +95,16 @@ fn opt_tensor_bytes(opt: Optimizer, rows: u64, cols: u64, dt: DType) -> (u64, u6
     let n = rows * cols;
     // returns (exact, allocator-rounded)
     match opt {
-        Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused => {
+        Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused | Optimizer::AdamwLoop => {
             let one = dt.bytes(n);
             (2 * one, 2 * round_alloc(one))
         }
-        Optimizer::Adamw8bit => {
+        // bitsandbytes' 32-bit optimizers keep fp32 states whatever the parameter dtype
+        Optimizer::PagedAdamw32bit => {
+            let one = 4 * n;
+            (2 * one, 2 * round_alloc(one))
+        }
+        Optimizer::Adamw8bit | Optimizer::PagedAdamw8bit => {
             if n >= 4096 {
                 let one = n + 4 * n.div_ceil(2048);
                 (2 * one, 2 * (round_alloc(n) + round_alloc(4 * n.div_ceil(2048))))
@@ -128,7 +152,11 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         let opt_dt = if master { DType::F32 } else { dt };
         let (exact, alloc) = opt_tensor_bytes(sc.optimizer, rows, cols, opt_dt);
         st.optimizer_bytes += exact * count;
-        st.optimizer_alloc += alloc * count;
+        if sc.optimizer.paged() {
+            st.paged_bytes += exact * count;
+        } else {
+            st.optimizer_alloc += alloc * count;
+        }
         if master {
             st.optimizer_bytes += 4 * n * count;
             st.optimizer_alloc += round_alloc(4 * n) * count;
@@ -137,9 +165,15 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
             st.optimizer_step_temp += round_alloc(4 * n) * count;
             st.master_grad_bytes += 4 * n * count;
         }
+        let mut temp_one = if master { round_alloc(4 * n) } else { 0 };
         if matches!(sc.optimizer, Optimizer::Adamw | Optimizer::Adam) {
             // foreach step: torch._foreach_sqrt(exp_avg_sqs) makes one parameter-sized list
             st.optimizer_step_temp += round_alloc(opt_dt.bytes(n)) * count;
+            temp_one += round_alloc(opt_dt.bytes(n));
+        }
+        if n >= largest_trainable {
+            st.largest_grad_alloc = st.largest_grad_alloc.max(round_alloc(dt.bytes(n)));
+            st.largest_step_temp = st.largest_step_temp.max(temp_one);
         }
         largest_trainable = largest_trainable.max(n);
     };
@@ -179,13 +213,14 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
             (None, _) if fp32_kept => add_trainable(&mut st, g.rows, g.cols, g.count, DType::F32),
             (None, _) => add_trainable(&mut st, g.rows, g.cols, g.count, state_dt),
             (Some(l), Some(fam)) if adapted(l, fam, g.kind) => {
-                // A: r x in, B: out x r, fp32 (PEFT keeps adapters in fp32)
+                // A: r x in, B: out x r, fp32 (PEFT keeps adapters in fp32) or the model's dtype
                 let (out_f, in_f) = (g.rows, g.cols);
+                let ad = adapter_dtype(sc);
                 for (r, c) in [(l.rank, in_f), (out_f, l.rank)] {
-                    let bytes = DType::F32.bytes(r * c);
+                    let bytes = ad.bytes(r * c);
                     st.param_bytes += bytes * g.count;
                     st.param_alloc += round_alloc(bytes) * g.count;
-                    add_trainable(&mut st, r, c, g.count, DType::F32);
+                    add_trainable(&mut st, r, c, g.count, ad);
                 }
             }
             _ => {}
@@ -194,6 +229,14 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
     if train && sc.optimizer == Optimizer::Adafactor {
         // per-tensor update: fp32 copy of the gradient, its square and the update
         st.optimizer_step_temp = 3 * round_alloc(4 * largest_trainable);
+        st.largest_step_temp = st.optimizer_step_temp;
+    }
+    if train && sc.optimizer == Optimizer::AdamwLoop {
+        // one tensor at a time: `exp_avg_sq.sqrt()` of the largest (fp32 with master weights)
+        let dt = if p.has_master_weights() { DType::F32 } else { state_dt };
+        let one = round_alloc(dt.bytes(largest_trainable));
+        st.optimizer_step_temp += one;
+        st.largest_step_temp += one;
     }
     if train
         && sc.lora.is_none()

@@ -374,8 +374,15 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     }
     let acts = p.activations;
     if stage.last() {
-        let what = if p.spec.is_some() { "final norm, LM head and loss" } else { "forward" };
-        sink.push(ev(fwd, None, what, Pass::Step, false, with(acts + cache, base.gradients, 0)));
+        // a chunked or fused loss runs with the chunks' logits (and one chunk's fp32 copy) alive;
+        // transformers' path (logits and their fp32 copy) always peaks later, at the loss backward
+        let chunked = sc.stack.loss != super::stack::Loss::Hf;
+        let (what, temp) = match p.spec {
+            Some(_) if chunked => ("final norm, LM head and loss", am.head_forward_transient),
+            Some(_) => ("final norm, LM head and loss", 0),
+            None => ("forward", 0),
+        };
+        sink.push(ev(fwd, None, what, Pass::Step, false, with(acts + cache, base.gradients, temp)));
     }
     if autocast_cache {
         // autocast caches the half copy of every weight until the autocast region ends; inside
@@ -398,15 +405,22 @@ fn train(p: &Parts, sink: &mut impl Sink) {
             with(acts, base.gradients, am.loss_backward_transient),
         ));
     }
+    // optimizer in backward: each gradient is stepped and freed as soon as it is accumulated, so
+    // gradients never add up; one parameter's gradient and its step temporary are the transient
+    let oib = sc.stack.optimizer_in_backward;
     let head_grads = if stage.last() { st.head_grad_alloc } else { 0 };
     let head_released = if stage.last() { am.head_released_bytes } else { 0 };
     let after_head = acts - head_released.min(acts);
-    let mut grads = base.gradients + head_grads;
+    let mut grads = base.gradients + if oib { 0 } else { head_grads };
     if stage.last() && p.spec.is_some() {
-        sink.push(ev(bwd, None, "LM head backward", Pass::Step, false, with(after_head, grads, 0)));
+        let temp = if oib { st.largest_grad_alloc + st.largest_step_temp } else { 0 };
+        sink.push(ev(bwd, None, "LM head backward", Pass::Step, false, with(after_head, grads, temp)));
     }
     let embed = if stage.first() { st.embed_grad_alloc } else { 0 };
     let per_block = st.grad_alloc.saturating_sub(head_grads + embed) / layers.max(1);
+    let (grads_before_attention, block_grads) =
+        if oib { (0, 0) } else { (st.grads_before_attention, per_block) };
+    let per_param = if oib { st.largest_grad_alloc.min(per_block) + st.largest_step_temp } else { 0 };
     let (mlp_t, attn_t) = (am.mlp_backward_transient, am.attention_backward_transient);
     let freed_attn = am.freed_before_attention_backward;
     // where the estimator's calibrated moments sit
@@ -418,14 +432,14 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     let last_block = |grads: u64| {
         let a = after_head + rc.at_last_block;
         (
-            ev(bwd, None, "last block MLP backward", Pass::Step, true, with(a, grads, mlp_t)),
+            ev(bwd, None, "last block MLP backward", Pass::Step, true, with(a, grads, mlp_t + per_param)),
             ev(
                 bwd,
                 None,
                 "last block attention backward",
                 Pass::Step,
                 true,
-                with(a - freed_attn.min(a), grads + st.grads_before_attention, attn_t),
+                with(a - freed_attn.min(a), grads + grads_before_attention, attn_t + per_param),
             ),
         )
     };
@@ -449,7 +463,7 @@ fn train(p: &Parts, sink: &mut impl Sink) {
                     what,
                     Pass::Step,
                     true,
-                    with(a, base.gradients + head_grads, mlp_t.max(attn_t)),
+                    with(a, grads.min(base.gradients + head_grads), mlp_t.max(attn_t)),
                 ));
             }
             sink.push(ev(bwd, Some(j), "recompute", Pass::Step, false, with(acts + rec, grads, 0)));
@@ -472,30 +486,41 @@ fn train(p: &Parts, sink: &mut impl Sink) {
             // exist, the embedding's (when untied) not yet
             let input = if stage.first() { p.top_input } else { 0 };
             let a = input + am.layer_input_bytes + recomputed;
-            let g = base.gradients + head_grads + per_block * (layers - seg_blocks.min(layers));
-            let g_attn = (g + st.grads_before_attention).min(base.gradients + st.grad_alloc);
+            let g = if oib {
+                base.gradients
+            } else {
+                base.gradients + head_grads + per_block * (layers - seg_blocks.min(layers))
+            };
+            let g_attn = (g + grads_before_attention).min(base.gradients + st.grad_alloc);
             (
-                ev(bwd, None, "first block MLP backward (recomputed)", Pass::Step, true, with(a, g, mlp_t)),
+                ev(
+                    bwd,
+                    None,
+                    "first block MLP backward (recomputed)",
+                    Pass::Step,
+                    true,
+                    with(a, g, mlp_t + per_param),
+                ),
                 ev(
                     bwd,
                     None,
                     "first block attention backward (recomputed)",
                     Pass::Step,
                     true,
-                    with(a - freed_attn.min(a), g_attn, attn_t),
+                    with(a - freed_attn.min(a), g_attn, attn_t + per_param),
                 ),
             )
         } else {
             let a = live - freed_attn.min(own);
             (
-                ev(bwd, Some(j), "MLP backward", Pass::Step, false, with(live, grads, mlp_t)),
+                ev(bwd, Some(j), "MLP backward", Pass::Step, false, with(live, grads, mlp_t + per_param)),
                 ev(
                     bwd,
                     Some(j),
                     "attention backward",
                     Pass::Step,
                     false,
-                    with(a, grads + st.grads_before_attention.min(per_block), attn_t),
+                    with(a, grads + grads_before_attention.min(per_block), attn_t + per_param),
                 ),
             )
         };
@@ -513,7 +538,7 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         // the block is done: what it kept (or its input and the recomputed saves) is freed and
         // all its weight gradients exist
         (acts, rec) = (acts_after, rec_after);
-        grads += per_block;
+        grads += block_grads;
         // a finished block holds what the next block's MLP backward starts from, without its
         // transient: only the last one (block 0) can be a maximum
         if detail || j == 0 {
@@ -526,6 +551,19 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         sink.push(mlp);
         sink.push(attn);
     }
+    let step = Phase::OptimizerStep;
+    if oib {
+        sink.push(ev(
+            bwd,
+            None,
+            "end of backward (every parameter stepped)",
+            Pass::Step,
+            false,
+            with(0, grads, 0),
+        ));
+        sink.push(ev(step, None, "optimizer steps ran in backward", Pass::Step, false, with(0, grads, 0)));
+        return;
+    }
     let all_grads = base.gradients + st.grad_alloc;
     let what = if sc.parallel.dp > 1 || sc.parallel.effective_zero() > 0 {
         "end of backward (gradients reduced across data-parallel ranks)"
@@ -533,7 +571,6 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         "end of backward"
     };
     sink.push(ev(bwd, None, what, Pass::Step, false, with(0, all_grads, 0)));
-    let step = Phase::OptimizerStep;
     sink.push(ev(step, None, "optimizer step", Pass::Step, true, with(0, all_grads, st.optimizer_step_temp)));
     sink.push(ev(step, None, "zero_grad (set_to_none)", Pass::Step, false, with(0, base.gradients, 0)));
 }

@@ -76,7 +76,7 @@ pub fn deepspeed_config(f: &ScenarioFile) -> Value {
         None => {}
     }
     let opt = match sc.optimizer {
-        Optimizer::Adamw | Optimizer::AdamwFused => Some("AdamW"),
+        Optimizer::Adamw | Optimizer::AdamwFused | Optimizer::AdamwLoop => Some("AdamW"),
         Optimizer::Adam => Some("Adam"),
         _ => None,
     };
@@ -135,7 +135,10 @@ fn hf_optim(o: Optimizer) -> &'static str {
     match o {
         Optimizer::Adamw | Optimizer::Adam => "adamw_torch",
         Optimizer::AdamwFused => "adamw_torch_fused",
+        Optimizer::AdamwLoop => "adamw_hf",
         Optimizer::Adamw8bit => "adamw_bnb_8bit",
+        Optimizer::PagedAdamw8bit => "paged_adamw_8bit",
+        Optimizer::PagedAdamw32bit => "paged_adamw_32bit",
         Optimizer::Adafactor => "adafactor",
         Optimizer::Sgd | Optimizer::SgdMomentum | Optimizer::None => "sgd",
     }

@@ -45,6 +45,8 @@ pub struct Settings {
     pub tp: u64,
     pub pp: u64,
     pub sp: bool,
+    /// Loss, optimizer placement and adapter dtype (a framework's defaults).
+    pub stack: crate::estimate::Stack,
 }
 
 impl Default for Settings {
@@ -68,6 +70,7 @@ impl Default for Settings {
             tp: 1,
             pp: 1,
             sp: false,
+            stack: crate::estimate::Stack::default(),
         }
     }
 }
@@ -139,6 +142,7 @@ impl Settings {
             tp: p.tp,
             pp: p.pp,
             sp: p.sp,
+            stack: sc.stack,
         };
         (s, dropped)
     }
@@ -153,6 +157,8 @@ impl Settings {
         sc.optimizer = self.optimizer;
         sc.attention = self.attention;
         sc.checkpointing = self.checkpointing;
+        sc.stack = self.stack;
+        sc.stack.bnb_compute_dtype = None;
         if let Ok(g) = crate::gpu::find(&self.gpu_id) {
             sc.overhead = g.overhead();
         }

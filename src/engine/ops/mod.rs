@@ -308,14 +308,29 @@ impl<'c> Graph<'c> {
         if ctx.amp && (self.rg(x) || trains) {
             self.keep_new(out_f * in_f * c, Cat::WeightCasts);
         }
+        if let Some(e) = ctx.bnb4_input
+            && !trains
+            && role != LinearRole::Dense
+            && self.rg(x)
+        {
+            // bitsandbytes' MatMul4Bit keeps its input whenever an input needs a gradient
+            // (`ctx.tensors = (A, B)`), unlike a frozen nn.Linear; Linear4bit first casts the input
+            // to bnb_4bit_compute_dtype (a new storage per projection when the dtype differs)
+            if e == self.elem(x) && !cast {
+                self.keep(x)
+            } else {
+                self.keep_new(rows * in_f * e, Cat::InputCasts)
+            }
+        }
         if adapted && let Some(l) = ctx.lora {
-            // lora_B(lora_A(dropout(x))) with fp32 adapters (PEFT autocast_adapter_dtype): a half
-            // input is copied to fp32 per adapter (under autocast to the autocast dtype)
-            let ad = if ctx.amp { c } else { 4 };
+            // lora_B(lora_A(dropout(x))) with fp32 adapters (PEFT autocast_adapter_dtype) or in the
+            // model's dtype: an input of another dtype is copied per adapter (under autocast to the
+            // autocast dtype)
+            let ad = if ctx.amp { c } else { ctx.adapter_elem };
             if l.dropout > 0.0 {
                 self.keep_new(rows * in_f * ad, Cat::Adapters);
                 self.keep_new(rows * in_f, Cat::DropoutMasks);
-            } else if cast || (!ctx.amp && c != 4) {
+            } else if cast || ad != self.elem(x) {
                 self.keep_new(rows * in_f * ad, Cat::Adapters);
             } else if !self.s(x).saved {
                 // the fp32 input itself, shared by the group's adapters
@@ -508,11 +523,15 @@ impl<'c> Graph<'c> {
         if classes == 0 {
             return 0;
         }
-        if ctx.full {
+        use crate::estimate::stack::Loss;
+        let fused = ctx.loss == Loss::FusedLinearCe;
+        // the fused kernel computes the input's gradient in its forward and keeps that instead
+        // (Liger's FusedLinearCrossEntropy: grad_input in the input's dtype)
+        if ctx.full && !fused {
             if ctx.amp {
                 self.keep_new(rows * width * c, Cat::InputCasts);
             } else {
-                // the final norm's output, kept by lm_head
+                // the final norm's output, kept by lm_head (one storage however it is chunked)
                 let b = self.s(x).bytes;
                 if !self.s(x).saved {
                     self.st[x.0 as usize].saved = true;
@@ -520,17 +539,28 @@ impl<'c> Graph<'c> {
                 }
             }
         }
-        if ctx.amp {
+        if ctx.amp && !fused {
             self.keep_new(classes * width * c, Cat::WeightCasts);
         }
         let t = ctx.t;
+        let pieces = ctx.loss.pieces(ctx.b, ctx.s, width, classes);
+        if fused {
+            if self.rg(x) {
+                self.keep_new(rows * width * self.elem(x), Cat::HeadLoss);
+            }
+            self.record("fused linear cross-entropy", before);
+            return self.kept.total() - before;
+        }
         if softcap {
             self.keep_new(t * classes * c, Cat::HeadLoss); // tanh output
         }
-        self.keep_new(t * classes * 4, Cat::HeadLoss); // log_softmax output (fp32)
-        self.keep_new(4, Cat::HeadLoss); // nll_loss total_weight
+        // log_softmax output: fp32 (transformers' upcast, torchtune's per-chunk .float()) or the
+        // compute dtype (litgpt's chunked cross-entropy on the logits as they are)
+        let lse = if matches!(ctx.loss, Loss::ChunkedNative { .. }) { c } else { 4 };
+        self.keep_new(t * classes * lse, Cat::HeadLoss);
+        self.keep_new(4 * pieces, Cat::HeadLoss); // nll_loss total_weight, one per chunk
         // labels: HF pads with -100 then takes [..., 1:].contiguous(): a view when b == 1
-        let labels = if shifted && ctx.b == 1 { (ctx.s + 1) * 8 } else { t * 8 };
+        let labels = if shifted && ctx.b == 1 && ctx.loss == Loss::Hf { (ctx.s + 1) * 8 } else { t * 8 };
         self.keep_new(labels, Cat::HeadLoss);
         self.record("lm head + loss", before);
         self.kept.total() - before

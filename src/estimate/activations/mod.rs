@@ -40,6 +40,13 @@ pub struct Ctx {
     pub attn: AttentionImpl,
     /// Selective recomputation is asked for (the recomputed block's saves are walked too).
     pub selective: bool,
+    /// How the logits and the loss are computed.
+    pub loss: crate::estimate::stack::Loss,
+    /// A bitsandbytes 4-bit base: bytes per element of the input `MatMul4Bit` receives (and keeps)
+    /// after `Linear4bit` casts it to `bnb_4bit_compute_dtype`.
+    pub bnb4_input: Option<u64>,
+    /// Bytes per element of the LoRA adapters' weights (4 for PEFT's fp32 adapters).
+    pub adapter_elem: u64,
 }
 
 impl Ctx {
@@ -68,6 +75,15 @@ impl Ctx {
             lora: sc.lora,
             attn: attention,
             selective: sc.checkpointing == super::scenario::Checkpointing::Selective,
+            loss: sc.stack.loss,
+            // torchtune's QLoRA runs torchao's NF4Tensor through `linear_nf4`, which keeps only the
+            // weight: the input rule is bitsandbytes' own
+            bnb4_input: (matches!(
+                sc.base_quant,
+                super::scenario::BaseQuant::Nf4 | super::scenario::BaseQuant::Nf4NoDq
+            ) && sc.stack.framework != Some(super::stack::Framework::Torchtune))
+            .then(|| sc.stack.bnb_compute_dtype.unwrap_or(sc.precision.compute_dtype()).bytes(1)),
+            adapter_elem: super::states::adapter_dtype(sc).bytes(1),
         }
     }
 

@@ -117,6 +117,25 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
             .response
             .on_hover_text(t.optimizer_tip);
         mark(s.optimizer != before, "optimizer", &mut knob);
+        let before = s.stack;
+        let shown = s.stack.framework.map_or(t.framework_none, crate::estimate::Framework::name);
+        egui::ComboBox::from_label(t.framework)
+            .selected_text(shown)
+            .show_ui(ui, |ui| {
+                let oib = s.stack.optimizer_in_backward;
+                if ui.selectable_label(s.stack.framework.is_none(), t.framework_none).clicked() {
+                    s.stack = crate::estimate::Stack { optimizer_in_backward: oib, ..Default::default() };
+                }
+                for f in crate::estimate::Framework::ALL {
+                    if ui.selectable_label(s.stack.framework == Some(f), f.name()).clicked() {
+                        s.stack = crate::estimate::Stack { optimizer_in_backward: oib, ..f.stack() };
+                    }
+                }
+            })
+            .response
+            .on_hover_text(t.framework_tip);
+        ui.checkbox(&mut s.stack.optimizer_in_backward, t.opt_in_bwd).on_hover_text(t.opt_in_bwd_tip);
+        mark(s.stack != before, "stack", &mut knob);
     }
     let r = ui
         .add(egui::Slider::new(&mut s.batch, 1..=4096).logarithmic(true).text(t.batch))

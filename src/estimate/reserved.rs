@@ -1,0 +1,225 @@
+//! What the caching allocator reserves: the step's events replayed through [`crate::alloc`].
+//!
+//! The timeline says what is alive, by category, event by event. The replay turns each change
+//! into tensor allocations and frees the way the step makes them, and feeds them to the model of
+//! PyTorch's `CUDACachingAllocator`:
+//!
+//! * **parameters** are loaded first, one tensor per parameter (sizes from the model's parameter
+//!   groups, scaled to this rank's share);
+//! * **activations** grow by what each op keeps (one allocation per op event) and shrink last-in
+//!   first-out, as backward frees them;
+//! * **gradients** are allocated tensor by tensor in the order backward produces them and freed
+//!   by `zero_grad(set_to_none=True)`;
+//! * **optimizer states** do not exist during the first step: they are allocated, two per
+//!   trainable tensor, when it reaches `optimizer.step()` — into whatever the freed activations
+//!   left in the cache, which is why a first step can leave the next ones without room;
+//! * **temporaries** of an event are allocated at it and freed before the next one (the
+//!   optimizer's per-tensor lists tensor by tensor).
+//!
+//! Three steps are replayed (the first, then two steady ones); `max_memory_reserved` is the
+//! replay's peak of reserved bytes, and the last step's reserved bytes are returned event by event
+//! for the timeline. The cuBLAS workspace is one allocation made at the first matmul.
+
+use super::step::{Event, Timeline};
+use super::{Mode, Phase, Scenario, Snapshot};
+use crate::alloc::{Allocator, Config};
+
+/// What the replay found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reserved {
+    /// `torch.cuda.max_memory_reserved()` over the replayed steps.
+    pub peak_reserved: u64,
+    /// `torch.cuda.max_memory_allocated()` of the replay (the timeline's maximum plus the
+    /// workspace, up to the per-tensor splitting).
+    pub peak_allocated: u64,
+    /// Reserved bytes after each event of the last (steady) step, aligned with the timeline.
+    pub per_event: Vec<u64>,
+    /// Reserved bytes once the parameters are loaded (before the first step).
+    pub after_load: u64,
+    /// Segments held at the end.
+    pub segments: u64,
+    /// `cudaMalloc` calls.
+    pub cuda_mallocs: u64,
+    /// Requests that failed even after the cache was released (the step does not fit).
+    pub ooms: u64,
+    /// Allocations that had to release the cache and retry.
+    pub alloc_retries: u64,
+}
+
+/// Tensors of one category: a stack of (id, bytes), with the sizes new ones take.
+struct Pool {
+    live: Vec<(u32, u64)>,
+    bytes: u64,
+    sizes: Vec<u64>,
+    cursor: usize,
+}
+
+impl Pool {
+    fn new(sizes: Vec<u64>) -> Self {
+        Self { live: Vec::new(), bytes: 0, sizes, cursor: 0 }
+    }
+}
+
+struct Replay {
+    a: Allocator,
+    next_id: u32,
+}
+
+impl Replay {
+    fn alloc(&mut self, bytes: u64) -> u32 {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        // a failed request is counted by the allocator; the replay goes on as PyTorch would not
+        let _ = self.a.malloc(id, bytes, 0);
+        id
+    }
+
+    /// Grows or shrinks a category to `target` bytes. `chunked`: new bytes come as tensors of
+    /// the pool's sizes (parameters, gradients, states); otherwise as one tensor.
+    fn set(&mut self, p: &mut Pool, target: u64, chunked: bool) {
+        while p.bytes > target {
+            let Some((id, b)) = p.live.pop() else { break };
+            self.a.free(id);
+            let over = p.bytes - target;
+            p.bytes -= b;
+            if b > over {
+                // part of this tensor stays: free it whole and keep the rest as a new one
+                let rest = b - over;
+                let id = self.alloc(rest);
+                p.live.push((id, rest));
+                p.bytes += rest;
+            }
+        }
+        while p.bytes < target {
+            let need = target - p.bytes;
+            let b = if chunked && !p.sizes.is_empty() {
+                let s = p.sizes[p.cursor % p.sizes.len()].max(512);
+                p.cursor += 1;
+                s.min(need)
+            } else {
+                need
+            };
+            let id = self.alloc(b);
+            p.live.push((id, b));
+            p.bytes += b;
+        }
+    }
+}
+
+/// Element counts of the parameter tensors and of the trainable ones (adapters under LoRA).
+fn tensor_sizes(sc: &Scenario) -> (Vec<u64>, Vec<u64>) {
+    let groups = sc.model.param_groups();
+    let mut all = Vec::new();
+    let mut trainable = Vec::new();
+    let family = sc.model.transformer().map(|t| t.family);
+    for g in &groups {
+        let n = g.rows * g.cols;
+        for _ in 0..g.count.min(1 << 16) {
+            all.push(n);
+            match (&sc.lora, family) {
+                (None, _) if g.kind != crate::model::ParamKind::Frozen => trainable.push(n),
+                (Some(l), Some(f)) if super::states::adapted(l, f, g.kind) => {
+                    all.push(l.rank * g.cols);
+                    all.push(g.rows * l.rank);
+                    trainable.push(l.rank * g.cols);
+                    trainable.push(g.rows * l.rank);
+                }
+                _ => {}
+            }
+        }
+    }
+    (all, trainable)
+}
+
+/// Scales element counts to tensor byte sizes summing to about `total` (the rank's share of a
+/// category: dtype, sharding and quantization are in the total).
+fn scaled(counts: &[u64], total: u64) -> Vec<u64> {
+    let sum: u128 = counts.iter().map(|&n| n as u128).sum();
+    if sum == 0 || total == 0 {
+        return Vec::new();
+    }
+    // bytes per element: the total is the exact sizes rounded up to 512 B each, so a ratio
+    // within 2 % of a power of two (4 B fp32, 2 B half, 0.25 B a quarter shard of half…) is that
+    // power of two; tensor sizes then stay what PyTorch asks for (a 16 MiB tensor, not 16 MiB
+    // and a few bytes, which would take an 18 MiB segment)
+    let e = total as f64 / sum as f64;
+    let p2 = 2f64.powi(e.log2().round() as i32);
+    if (e / p2 - 1.0).abs() < 0.02 {
+        return counts.iter().map(|&n| ((n as f64 * p2).ceil() as u64).max(1)).collect();
+    }
+    counts.iter().map(|&n| ((n as u128 * total as u128) / sum).max(1) as u64).collect()
+}
+
+/// Replays `tl`'s step through the caching allocator with `cfg` (capacity: what PyTorch may
+/// take from the card) and `workspace` bytes of cuBLAS workspace.
+pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Reserved {
+    let events = &tl.events;
+    let Some(first) = events.first() else { return Reserved::default() };
+    let (all, trainable) = tensor_sizes(sc);
+    let base = first.alive;
+    let mut r =
+        Replay { a: Allocator::with_capacity_hint(cfg, events.len() * 8 + all.len() * 4), next_id: 0 };
+    let mut params = Pool::new(scaled(&all, base.parameters));
+    let grads_total = events.iter().map(|e| e.alive.gradients).max().unwrap_or(0);
+    // backward produces gradients from the last parameters to the first
+    let reversed: Vec<u64> = trainable.iter().rev().copied().collect();
+    let mut grads = Pool::new(scaled(&reversed, grads_total));
+    let states_total = base.optimizer_states;
+    // two states a tensor, allocated one after the other (`_init_group`)
+    let doubled: Vec<u64> = trainable.iter().flat_map(|&n| [n, n]).collect();
+    let mut states = Pool::new(scaled(&doubled, states_total));
+    let mut acts = Pool::new(Vec::new());
+    // a key and a value tensor per block
+    let kv_tensors = 2 * sc.model.transformer().map_or(1, |t| t.num_layers.max(1));
+    let mut kv = Pool::new(vec![tl.estimate.kv_cache / kv_tensors; kv_tensors.min(1 << 16) as usize]);
+    r.set(&mut params, base.parameters, true);
+    let after_load = r.a.stats().reserved;
+    let _workspace = (workspace > 0).then(|| r.alloc(workspace));
+    let steps = if sc.mode == Mode::Train { 3 } else { 2 };
+    let mut per_event = Vec::with_capacity(events.len());
+    for step in 0..steps {
+        let first_step = step == 0 && sc.mode == Mode::Train;
+        let mut stepped = !first_step;
+        for e in events {
+            if e.phase == Phase::OptimizerStep {
+                stepped = true;
+            }
+            let alive = if stepped { e.alive } else { Snapshot { optimizer_states: 0, ..e.alive } };
+            apply(&mut r, e, alive, [&mut params, &mut grads, &mut states, &mut acts, &mut kv]);
+            if step + 1 == steps {
+                per_event.push(r.a.stats().reserved);
+            }
+        }
+        // what one step leaves for the next: the first event's state
+        let end = Snapshot { optimizer_states: states_total, ..base };
+        r.set(&mut acts, end.activations, false);
+        r.set(&mut grads, end.gradients, true);
+        r.set(&mut kv, 0, true);
+    }
+    let s = r.a.stats();
+    Reserved {
+        peak_reserved: s.peak_reserved,
+        peak_allocated: s.peak_allocated,
+        per_event,
+        after_load,
+        segments: s.segments,
+        cuda_mallocs: s.cuda_mallocs,
+        ooms: s.ooms,
+        alloc_retries: s.alloc_retries,
+    }
+}
+
+fn apply(r: &mut Replay, e: &Event, alive: Snapshot, [params, grads, states, acts, kv]: [&mut Pool; 5]) {
+    r.set(params, alive.parameters, true);
+    r.set(states, alive.optimizer_states, true);
+    r.set(grads, alive.gradients, true);
+    r.set(kv, alive.kv_cache, true);
+    r.set(acts, alive.activations, false);
+    if alive.temporaries > 0 {
+        // the optimizer's per-tensor lists come tensor by tensor; other transients as one
+        let mut tmp =
+            Pool::new(if e.phase == Phase::OptimizerStep { grads.sizes.clone() } else { Vec::new() });
+        r.set(&mut tmp, alive.temporaries, e.phase == Phase::OptimizerStep);
+        r.set(&mut tmp, 0, false);
+    }
+}

@@ -1,0 +1,270 @@
+//! The training stack around the model: how the loss is computed, when the optimizer steps, which
+//! dtype adapters and bitsandbytes' 4-bit matmuls compute in, and the framework presets that set
+//! these the way each framework defaults them.
+//!
+//! Each choice is a rule of the ops it changes (the loss in `engine::ops::Graph::head_loss`, the
+//! 4-bit Linear in `Graph::linear`, the step in `estimate::step`), never a per-framework factor.
+
+use crate::units::DType;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// How the logits and the cross-entropy loss are computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loss {
+    /// transformers' own path (`ForCausalLMLoss`): full logits in the compute dtype, an fp32 copy,
+    /// `cross_entropy` keeping the fp32 log-softmax output.
+    #[default]
+    Hf,
+    /// torchtune `CEWithChunkedOutputLoss`: the output projection runs per chunk of the sequence
+    /// (the chunks' logits are kept in a list until the loss returns), each chunk is upcast to
+    /// fp32 and reduced on its own; backward works one chunk at a time.
+    Chunked {
+        /// Number of chunks (`num_output_chunks`, 8 in torchtune's recipes).
+        chunks: u64,
+    },
+    /// litgpt's `chunked_cross_entropy` with `lm_head_chunk_size`: logits in chunks of this many
+    /// positions, the loss in the compute dtype (no fp32 upcast).
+    ChunkedNative {
+        /// Positions per chunk (128 in litgpt's fine-tuning scripts).
+        positions: u64,
+    },
+    /// Liger kernel's `FusedLinearCrossEntropy` / Apple's Cut Cross-Entropy: the head and the
+    /// loss fused, no logits kept; one chunk of logits is alive at a time.
+    FusedLinearCe,
+}
+
+impl Loss {
+    /// Number of pieces the logits of `b` sequences of `s` tokens are computed in (1 = whole).
+    pub fn pieces(self, b: u64, s: u64, hidden: u64, vocab: u64) -> u64 {
+        let t = b * s;
+        match self {
+            Self::Hf => 1,
+            Self::Chunked { chunks } => chunks.clamp(1, s.max(1)),
+            Self::ChunkedNative { positions } => s.div_ceil(positions.max(1)).max(1),
+            // Liger: chunk_size = next_pow2(ceil(t / ceil(v / h))), so t / chunk_size chunks
+            Self::FusedLinearCe => {
+                let inc = vocab.div_ceil(hidden.max(1)).max(1);
+                let chunk = t.div_ceil(inc).max(1).next_power_of_two();
+                t.div_ceil(chunk).max(1)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Loss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Hf => f.write_str("hf"),
+            Self::Chunked { chunks } => write!(f, "chunked:{chunks}"),
+            Self::ChunkedNative { positions } => write!(f, "chunked-native:{positions}"),
+            Self::FusedLinearCe => f.write_str("fused-linear-ce"),
+        }
+    }
+}
+
+impl FromStr for Loss {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let num = |v: &str| match v.parse::<u64>() {
+            Ok(n) if (1..=1 << 20).contains(&n) => Ok(n),
+            _ => Err(format!("--loss \"{s}\": expected a whole number from 1 to 1048576 after the colon")),
+        };
+        match s.split_once(':') {
+            None => match s {
+                "hf" | "default" => Ok(Self::Hf),
+                "fused-linear-ce" | "liger" | "cce" => Ok(Self::FusedLinearCe),
+                "chunked" => Ok(Self::Chunked { chunks: 8 }),
+                _ => Err(format!(
+                    "unknown --loss \"{s}\" (hf, chunked:N, chunked-native:POSITIONS, fused-linear-ce)"
+                )),
+            },
+            Some(("chunked", v)) => num(v).map(|chunks| Self::Chunked { chunks }),
+            Some(("chunked-native", v)) => num(v).map(|positions| Self::ChunkedNative { positions }),
+            Some(_) => Err(format!(
+                "unknown --loss \"{s}\" (hf, chunked:N, chunked-native:POSITIONS, fused-linear-ce)"
+            )),
+        }
+    }
+}
+
+/// The dtype LoRA adapter weights are kept and run in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdapterDtype {
+    /// PEFT's default (`autocast_adapter_dtype=True`): fp32 adapters, the input copied to fp32.
+    #[default]
+    Fp32,
+    /// The model's weight dtype (litgpt's and torchtune's LoRA under `bf16-true` / `dtype: bf16`).
+    Model,
+}
+
+impl FromStr for AdapterDtype {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fp32" => Ok(Self::Fp32),
+            "model" => Ok(Self::Model),
+            _ => Err(format!("unknown --adapter-dtype \"{s}\" (fp32, model)")),
+        }
+    }
+}
+
+/// A training framework whose defaults set the stack choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Framework {
+    /// transformers `Trainer` (5.x): transformers' loss, PEFT adapters in fp32.
+    HfTrainer,
+    /// torchtune (0.6): `CEWithChunkedOutputLoss` with 8 chunks, adapters in the model dtype.
+    Torchtune,
+    /// litgpt (0.5): `chunked_cross_entropy` over 128-position chunks in the compute dtype,
+    /// adapters in the model dtype.
+    Litgpt,
+    /// DeepSpeed with the HF model: transformers' loss, PEFT adapters.
+    Deepspeed,
+    /// Megatron-LM: its own fused cross-entropy keeps no fp32 logits copy beyond the vocab-parallel
+    /// logits (modelled as transformers' loss; the Megatron family has its own head rule).
+    Megatron,
+    /// Axolotl (HF Trainer underneath): transformers' loss, PEFT adapters.
+    Axolotl,
+}
+
+impl Framework {
+    /// All, in menu order.
+    pub const ALL: [Self; 6] =
+        [Self::HfTrainer, Self::Torchtune, Self::Litgpt, Self::Deepspeed, Self::Megatron, Self::Axolotl];
+
+    /// Command-line name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::HfTrainer => "hf-trainer",
+            Self::Torchtune => "torchtune",
+            Self::Litgpt => "litgpt",
+            Self::Deepspeed => "deepspeed",
+            Self::Megatron => "megatron",
+            Self::Axolotl => "axolotl",
+        }
+    }
+
+    /// The stack this framework runs by default (its version is in the variant's doc).
+    pub const fn stack(self) -> Stack {
+        let mut s = Stack {
+            loss: Loss::Hf,
+            optimizer_in_backward: false,
+            adapter_dtype: AdapterDtype::Fp32,
+            bnb_compute_dtype: None,
+            framework: Some(self),
+        };
+        match self {
+            Self::Torchtune => {
+                s.loss = Loss::Chunked { chunks: 8 };
+                s.adapter_dtype = AdapterDtype::Model;
+            }
+            Self::Litgpt => {
+                s.loss = Loss::ChunkedNative { positions: 128 };
+                s.adapter_dtype = AdapterDtype::Model;
+            }
+            Self::HfTrainer | Self::Deepspeed | Self::Megatron | Self::Axolotl => {}
+        }
+        s
+    }
+}
+
+impl FromStr for Framework {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
+            format!(
+                "unknown --framework \"{s}\" (hf-trainer, torchtune, litgpt, deepspeed, megatron, axolotl)"
+            )
+        })
+    }
+}
+
+/// The stack choices of a training run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Stack {
+    /// Loss computation.
+    pub loss: Loss,
+    /// The optimizer steps each parameter as soon as its gradient is accumulated and frees the
+    /// gradient (torchtune / FSDP2 `optimizer_in_bwd`, a `register_post_accumulate_grad_hook`).
+    pub optimizer_in_backward: bool,
+    /// LoRA adapters' dtype.
+    pub adapter_dtype: AdapterDtype,
+    /// `bnb_4bit_compute_dtype` of a 4-bit base: the input of each 4-bit matmul is cast to it (and
+    /// that copy is what `MatMul4Bit` keeps). `None`: the model's compute dtype, as recipes set it.
+    pub bnb_compute_dtype: Option<DType>,
+    /// The framework preset these came from, for display.
+    pub framework: Option<Framework>,
+}
+
+impl Stack {
+    /// "torchtune: chunked:8 loss, optimizer in backward", or "" for the defaults.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.loss != Loss::Hf {
+            parts.push(format!("loss {}", self.loss));
+        }
+        if self.optimizer_in_backward {
+            parts.push("optimizer in backward".into());
+        }
+        if self.adapter_dtype == AdapterDtype::Model {
+            parts.push("adapters in the model dtype".into());
+        }
+        if let Some(d) = self.bnb_compute_dtype {
+            parts.push(format!("4-bit compute {}", d.name()));
+        }
+        match (self.framework, parts.is_empty()) {
+            (Some(f), true) => f.name().to_string(),
+            (Some(f), false) => format!("{}: {}", f.name(), parts.join(", ")),
+            (None, _) => parts.join(", "),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_names_round_trip_and_bad_ones_are_refused() {
+        for l in [
+            Loss::Hf,
+            Loss::Chunked { chunks: 8 },
+            Loss::ChunkedNative { positions: 128 },
+            Loss::FusedLinearCe,
+        ] {
+            assert_eq!(l.to_string().parse::<Loss>(), Ok(l));
+        }
+        assert!("chunked:0".parse::<Loss>().is_err());
+        assert!("chunky".parse::<Loss>().is_err());
+        assert!("chunked:x".parse::<Loss>().unwrap_err().contains("--loss"));
+    }
+
+    #[test]
+    fn pieces_follow_each_implementation() {
+        assert_eq!(Loss::Hf.pieces(2, 2048, 4096, 128_256), 1);
+        assert_eq!(Loss::Chunked { chunks: 8 }.pieces(2, 2048, 4096, 128_256), 8);
+        // litgpt: 2048 positions in chunks of 128
+        assert_eq!(Loss::ChunkedNative { positions: 128 }.pieces(1, 2048, 4096, 32_000), 16);
+        // Liger: v/h = 32 → chunk = next_pow2(4096 / 32) = 128 rows → 32 chunks
+        assert_eq!(Loss::FusedLinearCe.pieces(2, 2048, 4096, 128_256), 32);
+    }
+
+    #[test]
+    fn framework_presets() {
+        assert_eq!(Framework::Torchtune.stack().loss, Loss::Chunked { chunks: 8 });
+        assert_eq!(Framework::Litgpt.stack().adapter_dtype, AdapterDtype::Model);
+        assert_eq!(Framework::HfTrainer.stack().loss, Loss::Hf);
+        assert_eq!("litgpt".parse::<Framework>(), Ok(Framework::Litgpt));
+        assert!("keras".parse::<Framework>().is_err());
+        assert_eq!(
+            Framework::Torchtune.stack().describe(),
+            "torchtune: loss chunked:8, adapters in the model dtype"
+        );
+    }
+}
