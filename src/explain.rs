@@ -224,6 +224,24 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
         bytes: e.peak.alive.temporaries,
     });
     let o = sc.overhead;
+    if let Some(r) = e.reserved {
+        let nccl = sc.parallel.nccl();
+        out.push(Explanation {
+            component: Component::Overhead,
+            formula: "CUDA context + NCCL buffers + allocator cache (replayed max_memory_reserved − peak allocated, at least the cuBLAS workspace)".into(),
+            substituted: format!(
+                "{} + {} + max({} − {}, {}) = {}",
+                g(o.cuda_context_bytes),
+                g(nccl),
+                g(r),
+                g(e.peak_allocated),
+                g(o.workspace_bytes),
+                g(e.overhead)
+            ),
+            bytes: e.overhead,
+        });
+        return out;
+    }
     out.push(Explanation {
         component: Component::Overhead,
         formula: "CUDA context + cuBLAS workspace + allocator reserve × peak".into(),

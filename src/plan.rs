@@ -177,6 +177,12 @@ fn divisors(n: u64) -> impl Iterator<Item = u64> {
     (1..=n).filter(move |d| n.is_multiple_of(*d))
 }
 
+/// Gradient accumulation steps of a layout: micro-batches per optimizer step on a data-parallel
+/// rank (a pipeline's micro-batches are its own schedule, not accumulation).
+fn accum(pp: u64, micro_batches: u64) -> u32 {
+    if pp > 1 { 1 } else { u32::try_from(micro_batches.max(1)).unwrap_or(u32::MAX) }
+}
+
 /// Searches layouts of `gpus` GPUs for a global batch: tensor parallelism inside a node (1-8),
 /// pipeline stages dividing the blocks, ZeRO 0-3, checkpointing none/full and optimizer offload.
 /// Returns the plans that fit, fastest first (ties: more headroom first).
@@ -211,6 +217,7 @@ pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &Sp
                             let mut x = s.clone();
                             x.batch = b;
                             x.parallel.micro_batches = (max_mb / b).max(1);
+                            x.stack.grad_accum = accum(pp, max_mb / b);
                             estimate(&x).ok().filter(|e| e.total <= cap)
                         };
                         let (mut lo, mut hi) = (0u64, max_mb + 1);
@@ -225,13 +232,14 @@ pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &Sp
                         let mb = (1..=lo).rev().find(|b| max_mb.is_multiple_of(*b)).unwrap_or(1);
                         s.batch = mb;
                         s.parallel.micro_batches = max_mb / mb;
+                        s.stack.grad_accum = accum(pp, max_mb / mb);
                         let Ok(e) = estimate(&s) else { continue };
                         let step = step_time(&s, &e, gpu, global_batch, speed);
                         plans.push(Plan {
                             parallel: s.parallel,
                             checkpoint: ckpt.to_string(),
                             micro_batch: mb,
-                            grad_accum: if pp > 1 { 1 } else { max_mb / mb },
+                            grad_accum: u64::from(s.stack.grad_accum.max(1)),
                             total_bytes: e.total,
                             headroom_bytes: cap as i64 - e.total as i64,
                             step,

@@ -184,3 +184,105 @@ fn alloc_conf_parses_pytorch_syntax_and_refuses_the_rest() {
         assert!(bad.parse::<AllocConf>().is_err(), "{bad}");
     }
 }
+
+#[test]
+fn accumulated_gradients_are_alive_from_the_start_and_each_new_one_is_a_transient() {
+    let mut sc = llama("llama-3.2-1b");
+    sc.checkpointing = Checkpointing::None;
+    let one = estimate(&sc).unwrap();
+    let tl1 = timeline(&sc).unwrap();
+    for ga in [2, 8] {
+        let mut acc = sc.clone();
+        acc.stack.grad_accum = ga;
+        let e = estimate(&acc).unwrap();
+        let tl = timeline(&acc).unwrap();
+        // the same bytes of every category, but every gradient is alive at the start of forward
+        assert_eq!(
+            (e.parameters, e.gradients, e.activations),
+            (one.parameters, one.gradients, one.activations)
+        );
+        let first = tl.events[0].alive;
+        assert!(first.gradients >= e.gradients, "{} < {}", first.gradients, e.gradients);
+        assert_eq!(tl1.events[0].alive.gradients, 0);
+        assert_eq!(tl.persistent_gradients, first.gradients);
+        // backward never grows them: the maximum of gradients is reached at the first event
+        assert!(tl.events.iter().all(|ev| ev.alive.gradients <= first.gradients));
+        // so the peak holds all of them next to the saved activations: more than without
+        // accumulation, by less than all the gradients (backward had made some there)
+        assert!(e.peak_allocated > one.peak_allocated);
+        assert!(e.peak_allocated <= one.peak_allocated + e.gradients + e.gradients / 4);
+        // set_to_none after the last micro-batch frees them
+        assert_eq!(tl.events.last().unwrap().alive.gradients, 0);
+        assert!(acc.stack.describe().contains(&format!("gradient accumulation {ga}")));
+    }
+    // zero_grad(set_to_none=False) keeps them between steps: the same peak as accumulating
+    let mut keep = sc.clone();
+    keep.stack.keep_grads = true;
+    let mut acc = sc.clone();
+    acc.stack.grad_accum = 4;
+    assert_eq!(estimate(&keep).unwrap().peak_allocated, estimate(&acc).unwrap().peak_allocated);
+    let tl = timeline(&keep).unwrap();
+    assert_eq!(tl.events.last().unwrap().alive.gradients, tl.events[0].alive.gradients);
+    // the replay makes them in the first backward, then keeps them: it reserves at least the peak
+    let (e, r) = estimate_reserved(&keep, None).unwrap();
+    assert!(r.peak_reserved >= e.peak_allocated);
+    assert_eq!(r.ooms, 0);
+}
+
+#[test]
+fn accumulation_with_an_optimizer_in_backward_is_refused() {
+    let mut sc = llama("llama-3.2-1b");
+    sc.stack.optimizer_in_backward = true;
+    sc.stack.grad_accum = 4;
+    let err = estimate(&sc).unwrap_err().to_string();
+    assert!(err.contains("--grad-accum") && err.contains("--optimizer-in-backward"), "{err}");
+    // optimizer in backward frees each gradient: keeping them is not a thing it does
+    sc.stack.grad_accum = 1;
+    sc.stack.keep_grads = true;
+    let tl = timeline(&sc).unwrap();
+    assert_eq!(tl.persistent_gradients, 0);
+}
+
+#[test]
+fn a_compiled_chunked_loss_keeps_the_logits_not_the_fp32_log_softmax() {
+    let mut sc = llama("llama-3.2-1b");
+    sc.checkpointing = Checkpointing::Full;
+    sc.lora = Some("8".parse().unwrap_or_else(|e| panic!("{e}")));
+    sc.stack = Framework::Torchtune.stack();
+    let eager = estimate(&sc).unwrap();
+    sc.stack.compiled_loss = true;
+    let compiled = estimate(&sc).unwrap();
+    let t = sc.model.transformer().unwrap();
+    let tokens = sc.batch * sc.seq;
+    let (v, kept) = (t.vocab_size, |e: &vramscope::estimate::Estimate| {
+        e.activation_breakdown.get(vramscope::estimate::saved::Cat::HeadLoss)
+    });
+    // fp32 log-softmax (4 B a logit) becomes the bf16 logits (2 B) and two fp32 numbers a row
+    assert_eq!(kept(&eager) - kept(&compiled), tokens * v * 4 - tokens * v * 2 - 2 * tokens * 4);
+    assert!(compiled.peak_allocated < eager.peak_allocated);
+    assert!(sc.stack.describe().contains("compiled loss"));
+}
+
+#[test]
+fn matmul4bit_dequantizes_a_weight_for_each_backward_matmul() {
+    let mut lora = llama("llama-3.2-1b");
+    lora.lora = Some("8:q,v".parse().unwrap_or_else(|e| panic!("{e}")));
+    let mut q = lora.clone();
+    q.base_quant = BaseQuant::Nf4;
+    let t = lora.model.transformer().unwrap();
+    let temp = |sc: &Scenario, what: &str| {
+        let tl = timeline(sc).unwrap();
+        tl.events.iter().find(|e| e.op == what).map(|e| e.alive.temporaries).unwrap()
+    };
+    // one MLP projection's weight (inter × hidden, bf16) besides the gradients of the MLP
+    let mlp = "last block MLP backward";
+    assert_eq!(temp(&q, mlp), temp(&lora, mlp) + t.intermediate_size * t.hidden_size * 2);
+    // the attention's widest projection (q or o: heads·head_dim × hidden)
+    let attn = "last block attention backward";
+    assert_eq!(temp(&q, attn), temp(&lora, attn) + t.q_width() * t.hidden_size * 2);
+    // torchao's linear_nf4 (torchtune) dequantizes the same way (`weight.to(input.dtype)`)
+    let (mut tl, mut tq) = (lora.clone(), q.clone());
+    tl.stack.framework = Some(Framework::Torchtune);
+    tq.stack.framework = Some(Framework::Torchtune);
+    assert_eq!(temp(&tq, mlp), temp(&tl, mlp) + t.intermediate_size * t.hidden_size * 2);
+}

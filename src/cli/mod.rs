@@ -93,7 +93,7 @@ pub struct EstimateArgs {
         "lora_dropout", "base_quant", "kv_dtype", "context_mib", "workspace_mib", "reserve_frac",
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
         "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
-        "bnb_compute_dtype", "alloc_conf",
+        "bnb_compute_dtype", "alloc_conf", "grad_accum", "keep_grads", "compile_loss",
     ])]
     pub scenario: Option<std::path::PathBuf>,
     /// train or infer.
@@ -139,6 +139,18 @@ pub struct EstimateArgs {
     /// Step each parameter in backward and free its gradient (torchtune optimizer_in_bwd).
     #[arg(long)]
     pub optimizer_in_backward: bool,
+    /// Micro-batches per optimizer step (gradient accumulation): from the second on, every
+    /// gradient is alive through forward and backward.
+    #[arg(long, value_name = "N")]
+    pub grad_accum: Option<u32>,
+    /// zero_grad(set_to_none=False), the default before PyTorch 2.0: gradients stay allocated
+    /// between steps.
+    #[arg(long)]
+    pub keep_grads: bool,
+    /// The loss runs under torch.compile (torchtune compile: True): the fused cross-entropy
+    /// keeps the logits and a logsumexp per row, not the fp32 log-softmax.
+    #[arg(long)]
+    pub compile_loss: bool,
     /// LoRA adapter dtype: fp32 (PEFT) or model (litgpt, torchtune).
     #[arg(long)]
     pub adapter_dtype: Option<vramscope::estimate::AdapterDtype>,
@@ -380,6 +392,14 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         stack.adapter_dtype = d;
     }
     stack.bnb_compute_dtype = a.bnb_compute_dtype;
+    if let Some(n) = a.grad_accum {
+        if n == 0 {
+            bail!("--grad-accum must be at least 1");
+        }
+        stack.grad_accum = n;
+    }
+    stack.keep_grads |= a.keep_grads;
+    stack.compiled_loss |= a.compile_loss;
     sc.stack = stack;
     // the overhead defaults of the chosen card, else the generic ones
     let gpu = a.gpu.as_deref().map(find_gpu).transpose()?;
@@ -474,6 +494,9 @@ pub fn default_args() -> EstimateArgs {
         framework: None,
         loss: None,
         optimizer_in_backward: false,
+        grad_accum: None,
+        keep_grads: false,
+        compile_loss: false,
         adapter_dtype: None,
         bnb_compute_dtype: None,
         kv_dtype: None,

@@ -113,6 +113,14 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         Family::Gpt2 => 4 * t * mlp_w * if ctx.amp { 4 } else { c },
         _ => (if gated { 3 } else { 2 }) * t * mlp_w * c,
     };
+    // a 4-bit matmul dequantizes its weight for every matmul, forward and backward
+    // (bitsandbytes' `F.dequantize_4bit(B, state).to(A.dtype)`, torchao's `linear_nf4`:
+    // `weight.to(input.dtype)`): one projection's weight in the compute dtype is alive while its
+    // input gradient is computed
+    let (mlp_t, attn_t) = match ctx.nf4_dequant {
+        Some(e) if m.moe.is_none() => (mlp_t + mlp_w * h * e, attn_t + qw.max(kvw) * h * e),
+        _ => (mlp_t, attn_t),
+    };
     let any_masked = ctx.attn == crate::estimate::scenario::AttentionImpl::Sdpa
         && (m.family == crate::model::Family::Falcon
             || (0..m.num_layers.min(8)).any(|i| families::windowed(ctx, m, layer_flags(m, i))));
@@ -194,6 +202,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     let chunk = t.div_ceil(pieces);
     let head_forward_transient = match (m.family, ctx.loss) {
         (Family::Megatron, _) => t * v * (c + 4),
+        // the compiled loss keeps the logits it reads (counted as saved) and fuses the upcast
+        _ if ctx.compiled_loss => 0,
         (Family::Bert | Family::Vit, _) | (_, Loss::Hf) => t * v * (c + if c == 4 { 0 } else { 4 }),
         // the chunks' logits stay in a list until the loss returns; one chunk's fp32 copy at a time
         (_, Loss::Chunked { .. }) => t * v * c + if c == 4 { 0 } else { chunk * v * 4 },
@@ -205,6 +215,9 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         (Family::Bert, crate::model::Head::MaskedLm, _) => 2 * t * v * if ctx.amp { 4 } else { c },
         (Family::Bert, _, _) => 2 * ctx.b * v * 4,
         (_, _, _) if v == 0 => 0,
+        // the compiled backward writes each piece's logits gradient in the compute dtype at once
+        (Family::Megatron | Family::Vit, _, _) if ctx.compiled_loss => 2 * t * v * 4,
+        (_, _, _) if ctx.compiled_loss => t.div_ceil(pieces) * v * c,
         (Family::Megatron | Family::Vit, _, _) | (_, _, Loss::Hf) => 2 * t * v * 4,
         // chunk by chunk: nll's and log-softmax's fp32 gradients and the cast back
         (_, _, Loss::Chunked { .. }) => chunk * v * (8 + if c == 4 { 0 } else { c }),

@@ -403,7 +403,9 @@ pub fn timeline(sc: &Scenario) -> Result<step::Timeline, ScenarioError> {
     let (stage, _) = worst.ok_or_else(|| ScenarioError::Invalid("no pipeline stage to estimate".into()))?;
     let mut all = step::All::default();
     let estimate = estimate_rank(sc, &stage, Some(&mut all));
-    Ok(step::Timeline::new(all.0, estimate))
+    let mut tl = step::Timeline::new(all.0, estimate);
+    tl.persistent_gradients = all.1;
+    Ok(tl)
 }
 
 /// The estimate with the caching allocator replayed over its step ([`reserved::replay`]):
@@ -414,7 +416,16 @@ pub fn estimate_reserved(
     sc: &Scenario,
     capacity: Option<u64>,
 ) -> Result<(Estimate, reserved::Reserved), ScenarioError> {
-    let tl = timeline(sc)?;
+    replayed(sc, capacity).map(|(tl, r)| (tl.estimate, r))
+}
+
+/// [`timeline`] with the caching allocator replayed over it: the timeline's estimate is
+/// [`estimate_reserved`]'s, and the replay's `per_event` is aligned with its events.
+pub fn replayed(
+    sc: &Scenario,
+    capacity: Option<u64>,
+) -> Result<(step::Timeline, reserved::Reserved), ScenarioError> {
+    let mut tl = timeline(sc)?;
     let o = sc.overhead;
     let p = sc.parallel;
     let outside = o.cuda_context_bytes + p.nccl();
@@ -425,12 +436,12 @@ pub fn estimate_reserved(
         expandable_segments: o.allocator.expandable_segments,
     };
     let r = reserved::replay(sc, &tl, cfg, o.workspace_bytes);
-    let mut e = tl.estimate;
+    let e = &mut tl.estimate;
     let cache = r.peak_reserved.saturating_sub(e.peak_allocated);
     e.reserved = Some(r.peak_reserved);
     e.overhead = outside + cache.max(o.workspace_bytes);
     e.total = e.peak_allocated + e.overhead + e.paged_optimizer_states;
-    Ok((e, r))
+    Ok((tl, r))
 }
 
 fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> Estimate {

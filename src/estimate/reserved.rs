@@ -176,15 +176,27 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
     let after_load = r.a.stats().reserved;
     let _workspace = (workspace > 0).then(|| r.alloc(workspace));
     let steps = if sc.mode == Mode::Train { 3 } else { 2 };
+    let backward_events = events.iter().filter(|e| e.phase == Phase::Backward).count();
     let mut per_event = Vec::with_capacity(events.len());
     for step in 0..steps {
         let first_step = step == 0 && sc.mode == Mode::Train;
         let mut stepped = !first_step;
+        let mut backward = 0usize;
         for e in events {
             if e.phase == Phase::OptimizerStep {
                 stepped = true;
             }
-            let alive = if stepped { e.alive } else { Snapshot { optimizer_states: 0, ..e.alive } };
+            if e.phase == Phase::Backward {
+                backward += 1;
+            }
+            let mut alive = if stepped { e.alive } else { Snapshot { optimizer_states: 0, ..e.alive } };
+            if first_step && backward < backward_events {
+                // persistent gradients are first made by the first backward, block after block
+                // among its activations
+                let p = tl.persistent_gradients;
+                let made = (p as u128 * backward as u128 / backward_events.max(1) as u128) as u64;
+                alive.gradients = alive.gradients.saturating_sub(p - made);
+            }
             apply(&mut r, e, alive, [&mut params, &mut grads, &mut states, &mut acts, &mut kv]);
             if step + 1 == steps {
                 per_event.push(r.a.stats().reserved);

@@ -571,9 +571,7 @@ impl Scenario {
         {
             return bad("--bnb-compute-dtype applies to a 4-bit base (--base-quant nf4 or nf4-nodq)".into());
         }
-        if self.stack.bnb_compute_dtype.is_some_and(|d| !matches!(d, DType::F32 | DType::F16 | DType::Bf16)) {
-            return bad("--bnb-compute-dtype must be fp32, fp16 or bf16".into());
-        }
+        self.stack.validate().map_err(ScenarioError::Invalid)?;
         if self.mode == Mode::Train && self.stack.optimizer_in_backward && self.optimizer == Optimizer::None {
             return bad("--optimizer-in-backward needs an optimizer".into());
         }

@@ -157,6 +157,9 @@ impl Framework {
             adapter_dtype: AdapterDtype::Fp32,
             bnb_compute_dtype: None,
             framework: Some(self),
+            grad_accum: 0,
+            keep_grads: false,
+            compiled_loss: false,
         };
         match self {
             Self::Torchtune => {
@@ -200,9 +203,41 @@ pub struct Stack {
     pub bnb_compute_dtype: Option<DType>,
     /// The framework preset these came from, for display.
     pub framework: Option<Framework>,
+    /// Micro-batches per optimizer step (gradient accumulation); 0 and 1 mean none. From the
+    /// second micro-batch on, every gradient is alive through forward and backward, and each new
+    /// one is summed into it (`AccumulateGrad`: `grad += new`, the new tensor freed after).
+    pub grad_accum: u32,
+    /// `zero_grad(set_to_none=False)` (`Module.zero_grad`'s default before PyTorch 2.0, which the
+    /// HF Trainer called): gradients are zeroed in place and stay allocated between steps.
+    pub keep_grads: bool,
+    /// The loss runs under `torch.compile` (torchtune's `compile: True`): inductor fuses the fp32
+    /// upcast, log-softmax and nll, and its partitioner saves the chunk's logits and one fp32
+    /// logsumexp per row instead of the fp32 log-softmax, recomputing the rest in backward.
+    pub compiled_loss: bool,
 }
 
 impl Stack {
+    /// Gradients stay allocated through the forward (accumulation, or zero_grad without
+    /// set_to_none); an optimizer in backward frees each one as it is made.
+    pub const fn grads_persist(&self) -> bool {
+        !self.optimizer_in_backward && (self.grad_accum > 1 || self.keep_grads)
+    }
+
+    /// Checks combinations the frameworks refuse, naming the flags.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.optimizer_in_backward && self.grad_accum > 1 {
+            // torchtune: "Gradient accumulation is not supported with optimizer in bwd"
+            return Err("--grad-accum cannot be combined with --optimizer-in-backward (each gradient is stepped and freed as it is made; torchtune refuses it too)".into());
+        }
+        if self.grad_accum > 1 << 20 {
+            return Err(format!("--grad-accum {} is out of range (1 to 1048576)", self.grad_accum));
+        }
+        if self.bnb_compute_dtype.is_some_and(|d| !matches!(d, DType::F32 | DType::F16 | DType::Bf16)) {
+            return Err("--bnb-compute-dtype must be fp32, fp16 or bf16".into());
+        }
+        Ok(())
+    }
+
     /// "torchtune: chunked:8 loss, optimizer in backward", or "" for the defaults.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
@@ -217,6 +252,15 @@ impl Stack {
         }
         if let Some(d) = self.bnb_compute_dtype {
             parts.push(format!("4-bit compute {}", d.name()));
+        }
+        if self.grad_accum > 1 {
+            parts.push(format!("gradient accumulation {}", self.grad_accum));
+        }
+        if self.keep_grads {
+            parts.push("zero_grad keeps gradients".into());
+        }
+        if self.compiled_loss {
+            parts.push("compiled loss".into());
         }
         match (self.framework, parts.is_empty()) {
             (Some(f), true) => f.name().to_string(),

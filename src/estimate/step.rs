@@ -73,6 +73,9 @@ pub struct Timeline {
     pub peak_index: usize,
     /// The estimate of the same rank.
     pub estimate: super::Estimate,
+    /// Gradient bytes alive from the first event on because they persist between steps
+    /// (gradient accumulation, zero_grad without set_to_none); 0 otherwise.
+    pub persistent_gradients: u64,
 }
 
 impl Timeline {
@@ -83,7 +86,7 @@ impl Timeline {
                 peak_index = i;
             }
         }
-        Self { events, peak_index, estimate }
+        Self { events, peak_index, estimate, persistent_gradients: 0 }
     }
 
     /// The event at the maximum.
@@ -109,6 +112,9 @@ pub(crate) trait Sink {
     /// Wants per-op events.
     fn detail(&self) -> bool;
     fn push(&mut self, e: Event);
+    /// Gradient bytes alive from the step's start because they persist between steps (the
+    /// allocator replay creates them in the first step's backward instead).
+    fn persistent_gradients(&mut self, _bytes: u64) {}
 }
 
 /// The estimator's sink: the named candidate moments and the maximum.
@@ -180,7 +186,7 @@ impl Peak {
 
 /// Every event, in order (the timeline).
 #[derive(Default)]
-pub(crate) struct All(pub Vec<Event>);
+pub(crate) struct All(pub Vec<Event>, pub u64);
 
 impl Sink for All {
     fn detail(&self) -> bool {
@@ -188,6 +194,9 @@ impl Sink for All {
     }
     fn push(&mut self, e: Event) {
         self.0.push(e);
+    }
+    fn persistent_gradients(&mut self, bytes: u64) {
+        self.1 = bytes;
     }
 }
 
@@ -294,10 +303,13 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     let (sc, st, am, stage, rc) = (p.sc, &p.st, &p.am, &p.stage, &p.recompute);
     let layers = p.layers;
     let ck = sc.checkpointing;
+    // accumulated (or zeroed-in-place) gradients are alive from the step's start: backward sums
+    // each new gradient into its tensor and frees it, so they never grow
+    let persist = sc.stack.grads_persist();
     let base = Snapshot {
         parameters: st.param_alloc,
         optimizer_states: st.optimizer_alloc,
-        gradients: st.ddp_bucket_alloc,
+        gradients: st.ddp_bucket_alloc + if persist { st.grad_alloc } else { 0 },
         ..Snapshot::default()
     };
     let with = |acts: u64, grads: u64, temp: u64| Snapshot {
@@ -306,6 +318,9 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         temporaries: temp,
         ..base
     };
+    if persist {
+        sink.persistent_gradients(st.grad_alloc);
+    }
     let detail = sink.detail();
     let mut kinds: Vec<(u8, Ops)> = Vec::new();
     let (fwd, bwd) = (Phase::Forward, Phase::Backward);
@@ -408,19 +423,30 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     // optimizer in backward: each gradient is stepped and freed as soon as it is accumulated, so
     // gradients never add up; one parameter's gradient and its step temporary are the transient
     let oib = sc.stack.optimizer_in_backward;
+    // gradients that do not add up in backward: stepped and freed (optimizer in backward) or
+    // summed into the accumulated ones (the new gradient is then a transient)
+    let flat = oib || persist;
     let head_grads = if stage.last() { st.head_grad_alloc } else { 0 };
     let head_released = if stage.last() { am.head_released_bytes } else { 0 };
     let after_head = acts - head_released.min(acts);
-    let mut grads = base.gradients + if oib { 0 } else { head_grads };
+    let mut grads = base.gradients + if flat { 0 } else { head_grads };
     if stage.last() && p.spec.is_some() {
-        let temp = if oib { st.largest_grad_alloc + st.largest_step_temp } else { 0 };
+        let temp = match (oib, persist) {
+            (true, _) => st.largest_grad_alloc + st.largest_step_temp,
+            (_, true) => head_grads,
+            _ => 0,
+        };
         sink.push(ev(bwd, None, "LM head backward", Pass::Step, false, with(after_head, grads, temp)));
     }
     let embed = if stage.first() { st.embed_grad_alloc } else { 0 };
     let per_block = st.grad_alloc.saturating_sub(head_grads + embed) / layers.max(1);
     let (grads_before_attention, block_grads) =
-        if oib { (0, 0) } else { (st.grads_before_attention, per_block) };
-    let per_param = if oib { st.largest_grad_alloc.min(per_block) + st.largest_step_temp } else { 0 };
+        if flat { (0, 0) } else { (st.grads_before_attention, per_block) };
+    let per_param = match (oib, persist) {
+        (true, _) => st.largest_grad_alloc.min(per_block) + st.largest_step_temp,
+        (_, true) => st.largest_grad_alloc.min(per_block),
+        _ => 0,
+    };
     let (mlp_t, attn_t) = (am.mlp_backward_transient, am.attention_backward_transient);
     let freed_attn = am.freed_before_attention_backward;
     // where the estimator's calibrated moments sit
@@ -486,7 +512,7 @@ fn train(p: &Parts, sink: &mut impl Sink) {
             // exist, the embedding's (when untied) not yet
             let input = if stage.first() { p.top_input } else { 0 };
             let a = input + am.layer_input_bytes + recomputed;
-            let g = if oib {
+            let g = if flat {
                 base.gradients
             } else {
                 base.gradients + head_grads + per_block * (layers - seg_blocks.min(layers))
@@ -564,15 +590,28 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         sink.push(ev(step, None, "optimizer steps ran in backward", Pass::Step, false, with(0, grads, 0)));
         return;
     }
-    let all_grads = base.gradients + st.grad_alloc;
+    let all_grads = if persist { base.gradients } else { base.gradients + st.grad_alloc };
     let what = if sc.parallel.dp > 1 || sc.parallel.effective_zero() > 0 {
         "end of backward (gradients reduced across data-parallel ranks)"
     } else {
         "end of backward"
     };
-    sink.push(ev(bwd, None, what, Pass::Step, false, with(0, all_grads, 0)));
+    // the embedding's new gradient is summed into the accumulated one last
+    let embed_temp = if persist { embed } else { 0 };
+    sink.push(ev(bwd, None, what, Pass::Step, false, with(0, all_grads, embed_temp)));
     sink.push(ev(step, None, "optimizer step", Pass::Step, true, with(0, all_grads, st.optimizer_step_temp)));
-    sink.push(ev(step, None, "zero_grad (set_to_none)", Pass::Step, false, with(0, base.gradients, 0)));
+    if sc.stack.keep_grads {
+        let what = "zero_grad (set_to_none=False: zeroed in place, kept)";
+        sink.push(ev(step, None, what, Pass::Step, false, with(0, all_grads, 0)));
+    } else {
+        let freed = all_grads - st.grad_alloc.min(all_grads);
+        let what = if persist {
+            "zero_grad (set_to_none) after the last micro-batch"
+        } else {
+            "zero_grad (set_to_none)"
+        };
+        sink.push(ev(step, None, what, Pass::Step, false, with(0, freed, 0)));
+    }
 }
 
 /// Blocks at the start of the stage that `checkpoint_sequential` checkpoints (0 otherwise).

@@ -21,6 +21,8 @@ pub struct Computed {
     pub block_ops: Vec<crate::estimate::BlockOps>,
     /// The step event by event (None when the walk is refused).
     pub timeline: Option<crate::estimate::step::Timeline>,
+    /// The caching allocator replayed over the timeline (reserved bytes event by event).
+    pub reserved: Option<crate::estimate::reserved::Reserved>,
 }
 
 /// One timeline event explained as "Why this much?" explains the peak.
@@ -38,15 +40,19 @@ impl Computed {
     /// Computes everything for `settings`.
     pub fn new(settings: &Settings) -> Result<Self, String> {
         let scenario = settings.to_scenario()?;
-        let estimate = estimate(&scenario).map_err(|e| e.to_string())?;
         let gpu = gpu::find(&settings.gpu_id)?;
-        let explanations = explain(&scenario, &estimate);
         let cap = gpu.memory_bytes();
+        // the estimate `vramscope estimate` prints: the allocator replayed on this card
+        let (estimate, timeline, reserved) = match crate::estimate::replayed(&scenario, Some(cap)) {
+            Ok((tl, r)) => (tl.estimate.clone(), Some(tl), Some(r)),
+            Err(_) => (estimate(&scenario).map_err(|e| e.to_string())?, None, None),
+        };
+        let explanations = explain(&scenario, &estimate);
         let curves = Knob::ALL.into_iter().map(|k| (k, sweep(&scenario, k, k.values(&scenario)))).collect();
         let block_ops = crate::estimate::block_ops(&scenario);
-        let timeline = crate::estimate::timeline(&scenario).ok();
         Ok(Self {
             timeline,
+            reserved,
             max_batch: max_batch(&scenario, cap),
             scenario,
             estimate,
@@ -71,9 +77,23 @@ impl Computed {
         self.gpu.memory_bytes()
     }
 
-    /// Does the total fit?
+    /// Does the total fit (and does the replayed allocator never run out)?
     pub fn fits(&self) -> bool {
-        self.estimate.total <= self.capacity()
+        self.estimate.total <= self.capacity() && self.reserved.as_ref().is_none_or(|r| r.ooms == 0)
+    }
+
+    /// Memory outside PyTorch's allocator: the CUDA context and NCCL's buffers.
+    pub fn outside_allocator(&self) -> u64 {
+        self.scenario.overhead.cuda_context_bytes + self.scenario.parallel.nccl()
+    }
+
+    /// The allocator's cache at the peak (reserved less allocated, at least the cuBLAS
+    /// workspace), when the allocator was replayed.
+    pub fn cache_at_peak(&self) -> Option<u64> {
+        let e = &self.estimate;
+        e.reserved
+            .map(|r| r.saturating_sub(e.peak_allocated).max(self.scenario.overhead.workspace_bytes))
+            .map(|c| c.min(e.overhead))
     }
 
     /// The curve of one knob.

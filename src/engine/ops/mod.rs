@@ -554,10 +554,16 @@ impl<'c> Graph<'c> {
         if softcap {
             self.keep_new(t * classes * c, Cat::HeadLoss); // tanh output
         }
-        // log_softmax output: fp32 (transformers' upcast, torchtune's per-chunk .float()) or the
-        // compute dtype (litgpt's chunked cross-entropy on the logits as they are)
-        let lse = if matches!(ctx.loss, Loss::ChunkedNative { .. }) { c } else { 4 };
-        self.keep_new(t * classes * lse, Cat::HeadLoss);
+        if ctx.compiled_loss {
+            // inductor's fused cross-entropy saves its input (the logits in the compute dtype)
+            // and an fp32 max and logsumexp per row; the softmax is recomputed in backward
+            self.keep_new(t * classes * c + 2 * t * 4, Cat::HeadLoss);
+        } else {
+            // log_softmax output: fp32 (transformers' upcast, torchtune's per-chunk .float()) or
+            // the compute dtype (litgpt's chunked cross-entropy on the logits as they are)
+            let lse = if matches!(ctx.loss, Loss::ChunkedNative { .. }) { c } else { 4 };
+            self.keep_new(t * classes * lse, Cat::HeadLoss);
+        }
         self.keep_new(4 * pieces, Cat::HeadLoss); // nll_loss total_weight, one per chunk
         // labels: HF pads with -100 then takes [..., 1:].contiguous(): a view when b == 1
         let labels = if shifted && ctx.b == 1 && ctx.loss == Loss::Hf { (ctx.s + 1) * 8 } else { t * 8 };

@@ -42,9 +42,14 @@ pub struct Ctx {
     pub selective: bool,
     /// How the logits and the loss are computed.
     pub loss: crate::estimate::stack::Loss,
+    /// The loss is compiled (inductor's fused cross-entropy).
+    pub compiled_loss: bool,
     /// A bitsandbytes 4-bit base: bytes per element of the input `MatMul4Bit` receives (and keeps)
     /// after `Linear4bit` casts it to `bnb_4bit_compute_dtype`.
     pub bnb4_input: Option<u64>,
+    /// A 4-bit (NF4) base: bytes per element of the weight each matmul dequantizes to
+    /// (bitsandbytes' `dequantize_4bit(...).to(A.dtype)`, torchao's `weight.to(input.dtype)`).
+    pub nf4_dequant: Option<u64>,
     /// Bytes per element of the LoRA adapters' weights (4 for PEFT's fp32 adapters).
     pub adapter_elem: u64,
 }
@@ -76,12 +81,19 @@ impl Ctx {
             attn: attention,
             selective: sc.checkpointing == super::scenario::Checkpointing::Selective,
             loss: sc.stack.loss,
+            // Liger's kernel is its own fused loss
+            compiled_loss: sc.stack.compiled_loss && sc.stack.loss != super::stack::Loss::FusedLinearCe,
             // torchtune's QLoRA runs torchao's NF4Tensor through `linear_nf4`, which keeps only the
             // weight: the input rule is bitsandbytes' own
             bnb4_input: (matches!(
                 sc.base_quant,
                 super::scenario::BaseQuant::Nf4 | super::scenario::BaseQuant::Nf4NoDq
             ) && sc.stack.framework != Some(super::stack::Framework::Torchtune))
+            .then(|| sc.stack.bnb_compute_dtype.unwrap_or(sc.precision.compute_dtype()).bytes(1)),
+            nf4_dequant: matches!(
+                sc.base_quant,
+                super::scenario::BaseQuant::Nf4 | super::scenario::BaseQuant::Nf4NoDq
+            )
             .then(|| sc.stack.bnb_compute_dtype.unwrap_or(sc.precision.compute_dtype()).bytes(1)),
             adapter_elem: super::states::adapter_dtype(sc).bytes(1),
         }

@@ -74,7 +74,27 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
         let cx = plot.left() + slot * (i as f32 + 0.5);
         let mut acc = 0u64;
         for comp in Component::ALL {
-            let bytes = comp.at_peak(&b.estimate);
+            let mut bytes = comp.at_peak(&b.estimate);
+            if comp == Component::Overhead
+                && let Some(cache) = b.cache_at_peak()
+            {
+                // what the allocator reserves beyond the allocated peak, hatched, right on top of
+                // what it allocated; the context and NCCL buffers above it
+                let y0 = y_of(acc as f64);
+                acc += cache;
+                let seg =
+                    Rect::from_min_max(pos2(cx - bar_w / 2.0, y_of(acc as f64)), pos2(cx + bar_w / 2.0, y0));
+                hatched(&painter, seg, palette::color(comp), ui.visuals().panel_fill);
+                let id = ui.scope_id().with(("seg", i, "cache"));
+                let reserved = b.estimate.reserved.unwrap_or(0);
+                ui.interact(seg, id, Sense::hover()).on_hover_ui(|ui| {
+                    ui.label(egui::RichText::new(format!("{}: {}", t.c_cache, gib(cache))).strong());
+                    ui.label(exact(cache));
+                    ui.label(format!("{} {}", t.c_cache_reserved, gib(reserved)));
+                    ui.label(t.c_cache_tip);
+                });
+                bytes = bytes.saturating_sub(cache);
+            }
             if bytes == 0 {
                 continue;
             }
@@ -159,6 +179,24 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
         FontId::proportional(13.0),
         dash,
     );
+}
+
+/// A segment filled with diagonal stripes of `color` on `bg` (the allocator's cache: memory
+/// reserved from the driver that no tensor holds).
+fn hatched(painter: &egui::Painter, seg: Rect, color: egui::Color32, bg: egui::Color32) {
+    if seg.height() < 0.5 {
+        return;
+    }
+    painter.rect_filled(seg, 0.0, bg);
+    let clip = painter.with_clip_rect(seg.intersect(painter.clip_rect()));
+    let stroke = Stroke::new(2.0, color);
+    let gap = 7.0;
+    let mut x = seg.left() - seg.height();
+    while x < seg.right() {
+        clip.line_segment([pos2(x, seg.bottom()), pos2(x + seg.height(), seg.top())], stroke);
+        x += gap;
+    }
+    painter.rect_stroke(seg, 0.0, Stroke::new(1.0, color), egui::StrokeKind::Inside);
 }
 
 fn nice_step(raw: f64) -> f64 {

@@ -122,19 +122,36 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         egui::ComboBox::from_label(t.framework)
             .selected_text(shown)
             .show_ui(ui, |ui| {
-                let oib = s.stack.optimizer_in_backward;
+                // a preset sets the loss and dtypes; the training loop's choices stay
+                let cur = s.stack;
+                let keep = |st: crate::estimate::Stack| crate::estimate::Stack {
+                    optimizer_in_backward: cur.optimizer_in_backward,
+                    grad_accum: cur.grad_accum,
+                    keep_grads: cur.keep_grads,
+                    compiled_loss: cur.compiled_loss,
+                    ..st
+                };
                 if ui.selectable_label(s.stack.framework.is_none(), t.framework_none).clicked() {
-                    s.stack = crate::estimate::Stack { optimizer_in_backward: oib, ..Default::default() };
+                    s.stack = keep(crate::estimate::Stack::default());
                 }
                 for f in crate::estimate::Framework::ALL {
                     if ui.selectable_label(s.stack.framework == Some(f), f.name()).clicked() {
-                        s.stack = crate::estimate::Stack { optimizer_in_backward: oib, ..f.stack() };
+                        s.stack = keep(f.stack());
                     }
                 }
             })
             .response
             .on_hover_text(t.framework_tip);
         ui.checkbox(&mut s.stack.optimizer_in_backward, t.opt_in_bwd).on_hover_text(t.opt_in_bwd_tip);
+        ui.checkbox(&mut s.stack.compiled_loss, t.compiled_loss).on_hover_text(t.compiled_loss_tip);
+        let mut ga = s.stack.grad_accum.max(1);
+        if ui
+            .add(egui::Slider::new(&mut ga, 1..=256).logarithmic(true).text(t.grad_accum))
+            .on_hover_text(t.grad_accum_tip)
+            .changed()
+        {
+            s.stack.grad_accum = ga;
+        }
         mark(s.stack != before, "stack", &mut knob);
     }
     let r = ui

@@ -89,7 +89,9 @@ pub fn ui(
         ui.label(t.tl_none);
         return out;
     }
-    let usable = c.capacity().saturating_sub(c.estimate.overhead);
+    // what PyTorch's allocator may reserve: the card less the context and NCCL's buffers
+    let usable = c.capacity().saturating_sub(c.outside_allocator());
+
     let peak = tl.peak().copied();
     if let Some(p) = &peak {
         ui.label(RichText::new(format!("{} {} — {}", t.tl_peak, gib(p.alive.total()), p.label())).strong());
@@ -114,6 +116,19 @@ pub fn ui(
         }
     };
     let xs: Vec<f64> = (0..ev.len()).flat_map(|i| [starts[i], starts[i + 1]]).collect();
+    // the replayed allocator's reserved bytes after each event, as a second line
+    let reserved: Vec<[f64; 2]> = c
+        .reserved
+        .as_ref()
+        .filter(|r| r.per_event.len() == ev.len())
+        .map(|r| {
+            (0..ev.len())
+                .flat_map(|i| {
+                    [[starts[i], r.per_event[i] as f64 / GIB], [starts[i + 1], r.per_event[i] as f64 / GIB]]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let mut lower = vec![0.0f64; xs.len()];
     let mut layers: Vec<(Component, Vec<f64>, Vec<f64>)> = Vec::with_capacity(STACK.len());
     for comp in STACK {
@@ -133,6 +148,16 @@ pub fn ui(
             ui.label(super::breakdown::name(*comp));
             ui.add_space(6.0);
         }
+        if c.reserved.is_some() {
+            let (rect, _) = ui.allocate_exact_size(egui::vec2(16.0, 12.0), egui::Sense::hover());
+            let y = rect.center().y;
+            ui.painter().line_segment(
+                [egui::pos2(rect.left(), y), egui::pos2(rect.right(), y)],
+                egui::Stroke::new(2.0, palette::color(Component::Overhead)),
+            );
+            ui.label(t.tl_reserved);
+            ui.add_space(6.0);
+        }
         ui.label(RichText::new(format!("- - {} {}", c.gpu.id, t.tl_usable)).weak());
     });
     let measured: Vec<(String, Vec<[f64; 2]>)> = snaps
@@ -150,11 +175,13 @@ pub fn ui(
         .iter()
         .copied()
         .chain(measured.iter().flat_map(|(_, p)| p.iter().map(|q| q[1])))
+        .chain(reserved.iter().map(|q| q[1]))
         .fold(0.0, f64::max)
         .max(usable as f64 / GIB);
     let spans = tl.phase_spans();
     let blocks: Vec<Option<u64>> = ev.iter().map(|e| e.block).collect();
     let events = ev.clone();
+    let reserved_at: Vec<u64> = c.reserved.as_ref().map(|r| r.per_event.clone()).unwrap_or_default();
     let (at_tick, at_hover, at_click) = (index_at.clone(), index_at.clone(), index_at);
     let mut clicked = None;
     Plot::new("timeline")
@@ -179,8 +206,10 @@ pub fn ui(
             let i = at_hover(x);
             let e = events.get(i)?;
             let delta = change(i.checked_sub(1).and_then(|j| events.get(j)), e);
+            let reserved =
+                reserved_at.get(i).map_or_else(String::new, |r| format!(" · {} {}", gib(*r), t.tl_reserved));
             Some(format!(
-                "#{i} {}: {}\n{} {}{}",
+                "#{i} {}: {}\n{} {}{reserved}{}",
                 phase_name(e.phase),
                 e.label(),
                 gib(e.alive.total()),
@@ -201,6 +230,14 @@ pub fn ui(
                 }
                 let mid = (starts[r.start] + starts[r.end]) / 2.0;
                 p.text(Text::new("", [mid, top * 1.07].into(), RichText::new(phase_name(*phase)).strong()));
+            }
+            if !reserved.is_empty() {
+                p.line(
+                    egui_plot::Line::new(t.tl_reserved, PlotPoints::from(reserved.clone()))
+                        .color(palette::color(Component::Overhead))
+                        .style(LineStyle::dashed_dense())
+                        .width(2.0),
+                );
             }
             for (i, (name, pts)) in measured.iter().enumerate() {
                 let color = if i == 0 { egui::Color32::WHITE } else { egui::Color32::from_rgb(240, 228, 66) };
