@@ -328,6 +328,8 @@ pub fn apply(o: Overhead, profile: &Profile) -> Overhead {
     Overhead {
         cuda_context_bytes: profile.cuda_context_bytes,
         allocator_reserve_fraction: profile.allocator_reserve_fraction,
+        // the measured context holds whatever kernels the card's runtime loaded
+        module_loading: crate::estimate::context::ModuleLoading::Lazy,
         ..o
     }
 }

@@ -225,14 +225,17 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
     });
     let o = sc.overhead;
     if let Some(r) = e.reserved {
-        let nccl = sc.parallel.nccl();
+        let x = crate::estimate::context::outside(sc);
         out.push(Explanation {
             component: Component::Overhead,
-            formula: "CUDA context + NCCL buffers + allocator cache (replayed max_memory_reserved − peak allocated, at least the cuBLAS workspace)".into(),
+            formula: format!(
+                "CUDA context ({} module loading) + NCCL buffers + allocator cache (replayed max_memory_reserved − peak allocated, at least the cuBLAS workspace)",
+                o.module_loading
+            ),
             substituted: format!(
                 "{} + {} + max({} − {}, {}) = {}",
-                g(o.cuda_context_bytes),
-                g(nccl),
+                g(x.cuda_context + x.eager_kernels),
+                g(x.nccl),
                 g(r),
                 g(e.peak_allocated),
                 g(o.workspace_bytes),

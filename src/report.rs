@@ -66,7 +66,11 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
                 "optimizer_in_backward": sc.stack.optimizer_in_backward,
                 "adapter_dtype": sc.stack.adapter_dtype,
                 "bnb_compute_dtype": sc.stack.bnb_compute_dtype.map(|d| d.name()),
+                "grad_accum": sc.stack.grad_accum.max(1),
+                "keep_grads": sc.stack.keep_grads,
+                "compiled_loss": sc.stack.compiled_loss,
             },
+            "module_loading": sc.overhead.module_loading,
         },
         "bytes": {
             "parameters": e.parameters,
@@ -78,6 +82,7 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "peak_allocated": e.peak_allocated,
             "reserved": e.reserved,
             "overhead": e.overhead,
+            "overhead_terms": overhead_terms(sc, e),
             "paged_optimizer_states": e.paged_optimizer_states,
             "total": e.total,
         },
@@ -272,6 +277,18 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             &format!("  {:<26}{}   (the caching allocator replayed over the step)\n", "reserved (max)", g(r));
     }
     s += &format!("  {:<26}{}\n", "CUDA ctx + allocator", g(e.overhead));
+    let x = crate::estimate::context::outside(sc);
+    let terms = [
+        (format!("CUDA context ({})", sc.overhead.module_loading), x.cuda_context + x.eager_kernels),
+        ("NCCL buffers".to_owned(), x.nccl),
+        (
+            if e.reserved.is_some() { "allocator cache" } else { "workspace + reserve" }.to_owned(),
+            e.overhead.saturating_sub(x.total()),
+        ),
+    ];
+    for (name, b) in terms.iter().filter(|t| t.1 > 0) {
+        s += &format!("    · {name:<22}{}\n", g(*b));
+    }
     if e.paged_optimizer_states > 0 {
         s += &format!(
             "  {:<26}{}   (unified memory: in nvidia-smi while resident, not in peak allocated)\n",
@@ -315,4 +332,17 @@ pub fn human_count(n: u64) -> String {
     } else {
         n.to_string()
     }
+}
+
+/// The overhead's terms in bytes: the context (with the kernels eager loading adds), NCCL's
+/// buffers and what the allocator holds beyond the peak (the replayed cache, or the cuBLAS
+/// workspace and the flat reserve).
+fn overhead_terms(sc: &Scenario, e: &Estimate) -> Value {
+    let x = crate::estimate::context::outside(sc);
+    json!({
+        "cuda_context": x.cuda_context,
+        "eager_kernels": x.eager_kernels,
+        "nccl": x.nccl,
+        "allocator": e.overhead.saturating_sub(x.total()),
+    })
 }

@@ -558,3 +558,44 @@ fn timeline_json_and_csv_peak_where_estimate_does() {
     assert_eq!(bad.status.code(), Some(2));
     assert_eq!(String::from_utf8(bad.stderr).unwrap().lines().count(), 1);
 }
+
+#[test]
+fn the_overhead_is_given_term_by_term_and_eager_loading_adds_the_kernel_images() {
+    let base = ["estimate", "--model", "llama-3.2-1b", "--seq", "512", "--json"];
+    let lazy = json(&base);
+    let eager = json(&[&base[..], &["--module-loading", "11.3"]].concat());
+    let t = |v: &Value, k: &str| v["bytes"]["overhead_terms"][k].as_u64().unwrap();
+    assert_eq!(t(&lazy, "eager_kernels"), 0);
+    assert_eq!(t(&eager, "eager_kernels"), 943 << 20);
+    assert_eq!(t(&lazy, "cuda_context"), 500 << 20, "the default context");
+    assert_eq!(eager["scenario"]["module_loading"], "eager");
+    // the terms add up to the overhead, and only the context moved
+    for v in [&lazy, &eager] {
+        let sum: u64 = ["cuda_context", "eager_kernels", "nccl", "allocator"].iter().map(|k| t(v, k)).sum();
+        assert_eq!(sum, v["bytes"]["overhead"].as_u64().unwrap());
+    }
+    let total = |v: &Value| v["bytes"]["total"].as_u64().unwrap();
+    assert_eq!(total(&eager) - total(&lazy), 943 << 20);
+    // the stack's loop settings are named in the JSON
+    // (a fused AdamW, so the peak is in backward, where accumulated gradients add up)
+    let fused = [&base[..], &["--optimizer", "adamw-fused"]].concat();
+    let one = json(&fused);
+    let acc = json(&[&fused[..], &["--grad-accum", "4", "--keep-grads", "--compile-loss"]].concat());
+    let st = &acc["scenario"]["stack"];
+    assert_eq!((st["grad_accum"].as_u64(), st["keep_grads"].as_bool()), (Some(4), Some(true)));
+    assert_eq!(st["compiled_loss"].as_bool(), Some(true));
+    assert_eq!(one["scenario"]["stack"]["grad_accum"].as_u64(), Some(1));
+    assert!(acc["bytes"]["peak_allocated"].as_u64() > one["bytes"]["peak_allocated"].as_u64());
+}
+
+#[test]
+fn contradictory_overhead_and_stack_flags_are_one_line_errors() {
+    let m = ["estimate", "--model", "llama-3.2-1b"];
+    assert_usage_error(
+        &[&m[..], &["--context-mib", "900", "--module-loading", "eager"]].concat(),
+        "--context-mib",
+    );
+    assert_usage_error(&[&m[..], &["--module-loading", "fast"]].concat(), "--module-loading");
+    assert_usage_error(&[&m[..], &["--grad-accum", "0"]].concat(), "--grad-accum");
+    assert_usage_error(&[&m[..], &["--grad-accum", "4", "--optimizer-in-backward"]].concat(), "--grad-accum");
+}

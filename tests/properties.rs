@@ -82,7 +82,12 @@ proptest! {
         if let Ok(a) = estimate(&sc) {
             let mut more_b = sc.clone();
             more_b.batch += db;
-            let b = estimate(&more_b).expect("a larger batch is still valid");
+            let b = match estimate(&more_b) {
+                Ok(b) => b,
+                // the size guard (1 EiB a term) may refuse the larger batch; nothing else may
+                Err(e) if e.to_string().contains("too large to estimate") => return Ok(()),
+                Err(e) => panic!("a larger batch is still valid: {e}"),
+            };
             prop_assert!(b.peak_allocated >= a.peak_allocated, "batch {} -> {}: {} -> {}", sc.batch, more_b.batch, a.peak_allocated, b.peak_allocated);
             prop_assert!(b.activations >= a.activations);
             prop_assert!(b.kv_cache >= a.kv_cache);

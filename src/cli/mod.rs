@@ -93,7 +93,7 @@ pub struct EstimateArgs {
         "lora_dropout", "base_quant", "kv_dtype", "context_mib", "workspace_mib", "reserve_frac",
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
         "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
-        "bnb_compute_dtype", "alloc_conf", "grad_accum", "keep_grads", "compile_loss",
+        "bnb_compute_dtype", "alloc_conf", "grad_accum", "keep_grads", "compile_loss", "module_loading",
     ])]
     pub scenario: Option<std::path::PathBuf>,
     /// train or infer.
@@ -166,6 +166,11 @@ pub struct EstimateArgs {
     /// CUDA context size in MiB (default 500).
     #[arg(long)]
     pub context_mib: Option<u64>,
+    /// CUDA_MODULE_LOADING: lazy (PyTorch's default with CUDA >= 11.7), eager (every kernel image
+    /// loaded with the context, about 0.9 GiB more), or the CUDA runtime version to take its
+    /// default (e.g. 11.3). Applies to the card's default context, not to --context-mib.
+    #[arg(long, value_name = "lazy|eager|CUDA")]
+    pub module_loading: Option<vramscope::estimate::context::ModuleLoading>,
     /// cuBLAS workspace in MiB (default 32).
     #[arg(long)]
     pub workspace_mib: Option<u64>,
@@ -409,7 +414,13 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         workspace_bytes: a.workspace_mib.map_or(d.workspace_bytes, |m| m << 20),
         allocator_reserve_fraction: a.reserve_frac.unwrap_or(d.allocator_reserve_fraction),
         allocator: a.alloc_conf.unwrap_or_default(),
+        module_loading: a.module_loading.unwrap_or_default(),
     };
+    if a.context_mib.is_some() && a.module_loading.is_some() {
+        bail!(
+            "--context-mib is the whole measured context; --module-loading models the card's default context instead: pass one of them"
+        );
+    }
     sc.parallel = a.parallel.to_parallel();
     sc.validate()?;
     let mut i = Inputs { sc, notes, gpu, global_batch: None };
@@ -502,6 +513,7 @@ pub fn default_args() -> EstimateArgs {
         kv_dtype: None,
         gpu: Some("h100-80gb".into()),
         context_mib: None,
+        module_loading: None,
         workspace_mib: None,
         reserve_frac: None,
         alloc_conf: None,

@@ -4,6 +4,7 @@
 //! every frame and sweeps can call it thousands of times.
 
 pub mod activations;
+pub mod context;
 pub mod parallel;
 pub mod rank;
 pub mod reserved;
@@ -427,8 +428,7 @@ pub fn replayed(
 ) -> Result<(step::Timeline, reserved::Reserved), ScenarioError> {
     let mut tl = timeline(sc)?;
     let o = sc.overhead;
-    let p = sc.parallel;
-    let outside = o.cuda_context_bytes + p.nccl();
+    let outside = context::outside(sc).total();
     let cfg = crate::alloc::Config {
         capacity: capacity.map_or(u64::MAX, |c| c.saturating_sub(outside)),
         max_split_size: o.allocator.max_split_size_mib.map(|m| m << 20),
@@ -585,9 +585,8 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
     };
     let peak_allocated = peak.alive.total();
     let o = sc.overhead;
-    let overhead = o.cuda_context_bytes
+    let overhead = context::outside(sc).total()
         + o.workspace_bytes
-        + p.nccl()
         + (peak_allocated as f64 * o.allocator_reserve_fraction).round() as u64;
     let sharded = p.tp > 1 || p.pp > 1 || p.ep > 1;
     Estimate {

@@ -340,6 +340,9 @@ pub struct Overhead {
     /// `PYTORCH_CUDA_ALLOC_CONF` settings the allocator replay follows.
     #[serde(default)]
     pub allocator: AllocConf,
+    /// `CUDA_MODULE_LOADING`: eager loading adds every kernel image to the context.
+    #[serde(default)]
+    pub module_loading: super::context::ModuleLoading,
 }
 
 /// The caching allocator's settings (`PYTORCH_CUDA_ALLOC_CONF`).
@@ -410,6 +413,7 @@ impl Default for Overhead {
             workspace_bytes: 32 << 20,
             allocator_reserve_fraction: 0.05,
             allocator: AllocConf::default(),
+            module_loading: super::context::ModuleLoading::Lazy,
         }
     }
 }

@@ -305,7 +305,10 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     let ck = sc.checkpointing;
     // accumulated (or zeroed-in-place) gradients are alive from the step's start: backward sums
     // each new gradient into its tensor and frees it, so they never grow
-    let persist = sc.stack.grads_persist();
+    // a pipeline's micro-batches accumulate too: from the second one's backward on, the stage's
+    // gradients exist while later micro-batches run forward and backward
+    let pipelined = sc.parallel.pp > 1 && sc.parallel.micro_batches() > 1;
+    let persist = sc.stack.grads_persist() || (pipelined && !sc.stack.optimizer_in_backward);
     let base = Snapshot {
         parameters: st.param_alloc,
         optimizer_states: st.optimizer_alloc,

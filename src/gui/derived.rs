@@ -84,7 +84,7 @@ impl Computed {
 
     /// Memory outside PyTorch's allocator: the CUDA context and NCCL's buffers.
     pub fn outside_allocator(&self) -> u64 {
-        self.scenario.overhead.cuda_context_bytes + self.scenario.parallel.nccl()
+        crate::estimate::context::outside(&self.scenario).total()
     }
 
     /// The allocator's cache at the peak (reserved less allocated, at least the cuBLAS
