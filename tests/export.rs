@@ -195,3 +195,17 @@ fn a_read_only_folder_gives_a_clear_error_and_leaves_nothing() {
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn an_accumulating_scenario_exports_the_accumulation_it_was_estimated_with() {
+    let mut sc = Scenario::new(builtin("llama-2-7b").unwrap());
+    sc.batch = 2;
+    sc.parallel.dp = 4;
+    sc.stack.grad_accum = 8;
+    let f = ScenarioFile::new(sc, Some(&gpu::find("a100-80gb").unwrap()), None);
+    assert_eq!(f.global_batch(), 2 * 4 * 8);
+    assert_eq!(f.grad_accum(), 8);
+    let v = export::deepspeed_config(&f);
+    assert_eq!(v["gradient_accumulation_steps"].as_u64(), Some(8));
+    assert_eq!(v["train_batch_size"].as_u64(), Some(64));
+}

@@ -134,10 +134,12 @@ impl ScenarioFile {
         self.gpu.as_deref().and_then(|id| gpu::find(id).ok())
     }
 
-    /// The global batch: the file's, else micro-batch x data-parallel x pipeline micro-batches.
+    /// The global batch: the file's, else micro-batch x data-parallel x pipeline micro-batches x
+    /// gradient accumulation (so an export's accumulation is the one the estimate assumed).
     pub fn global_batch(&self) -> u64 {
         let p = &self.scenario.parallel;
-        self.global_batch.unwrap_or(self.scenario.batch * p.dp * p.micro_batches().max(1))
+        let accum = u64::from(self.scenario.stack.grad_accum.max(1));
+        self.global_batch.unwrap_or(self.scenario.batch * p.dp * p.micro_batches().max(1) * accum)
     }
 
     /// Micro-batches per optimizer step on each data-parallel rank, pipeline micro-batches
