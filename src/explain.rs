@@ -212,7 +212,23 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
         }
         (Phase::OptimizerStep, _) => "the optimizer's per-step temporaries".to_string(),
         (Phase::Backward, _) if e.peak.what.contains("loss") => {
-            "log-softmax backward: two (b·s × vocab) fp32 gradients".to_string()
+            use crate::estimate::Loss;
+            match sc.stack.loss {
+                Loss::FusedLinearCe => {
+                    "fused linear cross-entropy: the input's gradient was computed in the forward"
+                }
+                _ if sc.stack.compiled_loss => {
+                    "compiled cross-entropy backward: one piece's logits gradient in the compute dtype"
+                }
+                Loss::Hf => "log-softmax backward: two (b·s × vocab) fp32 gradients",
+                Loss::Chunked { .. } => {
+                    "chunk by chunk: one chunk's fp32 nll and log-softmax gradients and the cast back"
+                }
+                Loss::ChunkedNative { .. } => {
+                    "chunk by chunk: one chunk's two gradients in the compute dtype"
+                }
+            }
+            .to_string()
         }
         (Phase::Backward, _) => format!("{}: gradients of the block's widest tensors", e.peak.what),
         (Phase::Forward, _) => format!("{}: the largest short-lived tensors", e.peak.what),

@@ -243,7 +243,7 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         ),
     };
     s += &format!("  {}\n", validation_line(sc));
-    if sc.mode == Mode::Train && sc.stack != crate::estimate::Stack::default() {
+    if sc.mode == Mode::Train && !sc.stack.describe().is_empty() {
         s += &format!("  stack: {}\n", sc.stack.describe());
     }
     if let Some(q) = sc.model.transformer().and_then(|t| t.quant) {

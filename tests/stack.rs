@@ -236,11 +236,15 @@ fn accumulation_with_an_optimizer_in_backward_is_refused() {
     sc.stack.grad_accum = 4;
     let err = estimate(&sc).unwrap_err().to_string();
     assert!(err.contains("--grad-accum") && err.contains("--optimizer-in-backward"), "{err}");
-    // optimizer in backward frees each gradient: keeping them is not a thing it does
+    // optimizer in backward frees each gradient: keeping them is refused too
     sc.stack.grad_accum = 1;
     sc.stack.keep_grads = true;
-    let tl = timeline(&sc).unwrap();
-    assert_eq!(tl.persistent_gradients, 0);
+    assert!(estimate(&sc).unwrap_err().to_string().contains("--keep-grads"));
+    // and a compiled loss is no option of Liger's fused kernel
+    let mut f = llama("llama-3.2-1b");
+    f.stack.loss = Loss::FusedLinearCe;
+    f.stack.compiled_loss = true;
+    assert!(estimate(&f).unwrap_err().to_string().contains("--compile-loss"));
 }
 
 #[test]

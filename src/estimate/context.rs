@@ -53,7 +53,8 @@ impl FromStr for ModuleLoading {
             "lazy" => Ok(Self::Lazy),
             "eager" => Ok(Self::Eager),
             v => {
-                let bad = || format!("--module-loading \"{s}\": lazy, eager or a CUDA version like 11.3");
+                let bad =
+                    || format!("\"{s}\" is not lazy, eager or a CUDA version like 11.3 (--module-loading)");
                 let (maj, min) = v.split_once('.').unwrap_or((v, "0"));
                 let maj: u32 = maj.parse().map_err(|_| bad())?;
                 let min: u32 = min.split('.').next().unwrap_or("0").parse().map_err(|_| bad())?;

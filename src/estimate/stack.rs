@@ -229,6 +229,12 @@ impl Stack {
             // torchtune: "Gradient accumulation is not supported with optimizer in bwd"
             return Err("--grad-accum cannot be combined with --optimizer-in-backward (each gradient is stepped and freed as it is made; torchtune refuses it too)".into());
         }
+        if self.optimizer_in_backward && self.keep_grads {
+            return Err("--keep-grads cannot be combined with --optimizer-in-backward (its gradients are freed as they are made)".into());
+        }
+        if self.compiled_loss && self.loss == Loss::FusedLinearCe {
+            return Err("--compile-loss applies to transformers' and the chunked losses; --loss fused-linear-ce is its own fused kernel".into());
+        }
         if self.grad_accum > 1 << 20 {
             return Err(format!("--grad-accum {} is out of range (1 to 1048576)", self.grad_accum));
         }

@@ -413,7 +413,11 @@ fn train(p: &Parts, sink: &mut impl Sink) {
 
     // ---- backward
     if stage.last() {
-        let what = "loss and log-softmax backward";
+        let what = if sc.stack.compiled_loss && sc.stack.loss != super::stack::Loss::FusedLinearCe {
+            "loss backward (compiled cross-entropy)"
+        } else {
+            "loss and log-softmax backward"
+        };
         sink.push(ev(
             bwd,
             None,
