@@ -80,6 +80,7 @@ mod expandable;
 mod index;
 mod release;
 mod slab;
+pub mod synth;
 #[cfg(test)]
 mod tests;
 

@@ -413,7 +413,7 @@ fn train(p: &Parts, sink: &mut impl Sink) {
 
     // ---- backward
     if stage.last() {
-        let what = if sc.stack.compiled_loss && sc.stack.loss != super::stack::Loss::FusedLinearCe {
+        let what = if sc.stack.compiled_loss {
             "loss backward (compiled cross-entropy)"
         } else {
             "loss and log-softmax backward"

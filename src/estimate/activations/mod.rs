@@ -58,6 +58,10 @@ impl Ctx {
     pub fn new(sc: &Scenario) -> Self {
         let c = sc.precision.compute_dtype().bytes(1);
         let amp = sc.precision.is_amp();
+        // a 4-bit (NF4) base: the dtype its matmuls compute in
+        let nf4 =
+            matches!(sc.base_quant, super::scenario::BaseQuant::Nf4 | super::scenario::BaseQuant::Nf4NoDq)
+                .then(|| sc.stack.bnb_compute_dtype.unwrap_or(sc.precision.compute_dtype()).bytes(1));
         // transformers 5 has no SDPA path for Gemma 2 (soft-capping) and gpt-oss (sinks): eager runs
         let attention = match (sc.attention, sc.model.transformer().map(|t| t.family)) {
             (AttentionImpl::Sdpa, Some(Family::Gemma2 | Family::GptOss)) => AttentionImpl::Eager,
@@ -81,20 +85,11 @@ impl Ctx {
             attn: attention,
             selective: sc.checkpointing == super::scenario::Checkpointing::Selective,
             loss: sc.stack.loss,
-            // Liger's kernel is its own fused loss
-            compiled_loss: sc.stack.compiled_loss && sc.stack.loss != super::stack::Loss::FusedLinearCe,
+            compiled_loss: sc.stack.compiled_loss,
             // torchtune's QLoRA runs torchao's NF4Tensor through `linear_nf4`, which keeps only the
             // weight: the input rule is bitsandbytes' own
-            bnb4_input: (matches!(
-                sc.base_quant,
-                super::scenario::BaseQuant::Nf4 | super::scenario::BaseQuant::Nf4NoDq
-            ) && sc.stack.framework != Some(super::stack::Framework::Torchtune))
-            .then(|| sc.stack.bnb_compute_dtype.unwrap_or(sc.precision.compute_dtype()).bytes(1)),
-            nf4_dequant: matches!(
-                sc.base_quant,
-                super::scenario::BaseQuant::Nf4 | super::scenario::BaseQuant::Nf4NoDq
-            )
-            .then(|| sc.stack.bnb_compute_dtype.unwrap_or(sc.precision.compute_dtype()).bytes(1)),
+            bnb4_input: nf4.filter(|_| sc.stack.framework != Some(super::stack::Framework::Torchtune)),
+            nf4_dequant: nf4,
             adapter_elem: super::states::adapter_dtype(sc).bytes(1),
         }
     }
