@@ -330,6 +330,7 @@ pub fn apply(o: Overhead, profile: &Profile) -> Overhead {
         allocator_reserve_fraction: profile.allocator_reserve_fraction,
         // the measured context holds whatever kernels the card's runtime loaded
         module_loading: crate::estimate::context::ModuleLoading::Lazy,
+        flat_reserve: true,
         ..o
     }
 }

@@ -97,9 +97,14 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
     let mut out = Vec::with_capacity(7);
     let params_sub = match (sc.lora, p.is_quantized()) {
         (Some(l), _) => format!(
-            "{} frozen base params ({:?} base) + LoRA r={} on {} in fp32{}",
+            "{} frozen base params ({} base) + LoRA r={} on {} in fp32{}",
             human_count(e.n_params),
-            sc.base_quant,
+            match sc.base_quant {
+                crate::estimate::BaseQuant::None => sc.precision.weight_dtype().name(),
+                crate::estimate::BaseQuant::Nf4 => "NF4",
+                crate::estimate::BaseQuant::Nf4NoDq => "NF4, no double quantization",
+                crate::estimate::BaseQuant::Int8 => "int8",
+            },
             l.rank,
             l.targets.names(),
             shard(3)

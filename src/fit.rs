@@ -1,14 +1,122 @@
 //! Fitting a job to a GPU: the largest micro-batch, and what-if sweeps over one knob.
 
-use crate::estimate::{Checkpointing, Scenario, estimate};
+use crate::estimate::reserved::Reserved;
+use crate::estimate::{Checkpointing, Estimate, Scenario, ScenarioError, estimate, estimate_reserved};
 
 /// Largest batch searched.
 pub const MAX_BATCH: u64 = 1 << 20;
 
-/// Largest micro-batch whose `total` (peak + overhead) fits `capacity_bytes`, or `None` when even
-/// batch 1 does not fit. Exact: memory never decreases with the batch size (a tested property), so
-/// an exponential then binary search equals a scan from 1 upwards.
+/// What `vramscope estimate --gpu` decides for a scenario on a card: the estimate with the caching
+/// allocator replayed over the step on that card (or, when the scenario's reserve is a flat
+/// fraction — a calibration profile or `--reserve-frac` — the estimate with that reserve), and
+/// whether the step fits: its total within the card and no request the allocator could not serve.
+///
+/// Everything that advises (plan, options, roadmap, the GUI's headline) decides "fits" with this
+/// one function, so that each of its numbers is the one `estimate` prints for the same settings.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    /// The estimate (`total` is what `estimate` prints).
+    pub estimate: Estimate,
+    /// The allocator replay, when the allocator was replayed.
+    pub replay: Option<Reserved>,
+    /// The card's memory, bytes.
+    pub capacity: u64,
+    /// Does the step fit?
+    pub fits: bool,
+}
+
+impl Verdict {
+    /// Capacity minus total, bytes (negative: short by).
+    pub fn headroom(&self) -> i64 {
+        self.capacity as i64 - self.estimate.total as i64
+    }
+}
+
+/// The [`Verdict`] of `sc` on a card of `capacity_bytes`.
+pub fn verdict(sc: &Scenario, capacity_bytes: u64) -> Result<Verdict, ScenarioError> {
+    if sc.overhead.flat_reserve {
+        let e = estimate(sc)?;
+        return Ok(Verdict {
+            fits: e.total <= capacity_bytes,
+            estimate: e,
+            replay: None,
+            capacity: capacity_bytes,
+        });
+    }
+    let (e, r) = estimate_reserved(sc, Some(capacity_bytes))?;
+    Ok(Verdict {
+        fits: e.total <= capacity_bytes && r.ooms == 0,
+        estimate: e,
+        replay: Some(r),
+        capacity: capacity_bytes,
+    })
+}
+
+/// Does `sc` fit a card of `capacity_bytes` ([`verdict`]'s answer; an invalid scenario does not)?
+pub fn fits(sc: &Scenario, capacity_bytes: u64) -> bool {
+    verdict(sc, capacity_bytes).is_ok_and(|v| v.fits)
+}
+
+/// Largest micro-batch that [`fits`] `capacity_bytes`, or `None` when even batch 1 does not.
+///
+/// The flat-reserve estimate (a few µs) finds a first guess; the allocator replay then decides,
+/// galloping up or down from the guess and bisecting, so the answer is the replay's — the batch
+/// `vramscope estimate` calls the largest that fits — at a handful of replays. Memory never
+/// decreases with the batch (a tested property of the estimate; the replay's reserved bytes are
+/// assumed to follow it).
 pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
+    let guess = max_batch_flat(sc, capacity_bytes).unwrap_or(1);
+    let mut s = sc.clone();
+    let mut fits_at = |b: u64| {
+        s.batch = b;
+        fits(&s, capacity_bytes)
+    };
+    // lo fits, hi does not (hi may be MAX_BATCH + 1)
+    let (mut lo, mut hi);
+    if fits_at(guess) {
+        lo = guess;
+        let mut step = 1;
+        loop {
+            let next = lo.saturating_add(step);
+            if next > MAX_BATCH {
+                hi = MAX_BATCH + 1;
+                break;
+            }
+            if !fits_at(next) {
+                hi = next;
+                break;
+            }
+            lo = next;
+            step *= 2;
+        }
+    } else {
+        hi = guess;
+        let mut step = 1;
+        loop {
+            if hi == 1 {
+                return None;
+            }
+            let next = hi.saturating_sub(step).max(1);
+            if fits_at(next) {
+                lo = next;
+                break;
+            }
+            hi = next;
+            step *= 2;
+        }
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits_at(mid) { lo = mid } else { hi = mid }
+    }
+    Some(lo.min(MAX_BATCH))
+}
+
+/// Largest micro-batch whose flat-reserve `total` (peak + overhead, [`estimate`]) fits
+/// `capacity_bytes`, or `None` when even batch 1 does not fit. Exact for that estimate: memory
+/// never decreases with the batch size (a tested property), so an exponential then binary search
+/// equals a scan from 1 upwards. [`max_batch`] starts from it.
+pub fn max_batch_flat(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
     let fits = |b: u64| {
         let mut s = sc.clone();
         s.batch = b;
@@ -125,4 +233,29 @@ pub fn sweep(sc: &Scenario, knob: Knob, values: impl IntoIterator<Item = u64>) -
             })
         })
         .collect()
+}
+
+/// The point of a curve at `x` as `vramscope estimate` gives it (the allocator replayed on a card
+/// of `capacity_bytes`), for the points a chart marks: the sampled points between them use the
+/// flat reserve, these are exact.
+pub fn exact_point(sc: &Scenario, knob: Knob, x: u64, capacity_bytes: u64) -> Option<SweepPoint> {
+    let mut s = sc.clone();
+    knob.apply(&mut s, x);
+    let v = verdict(&s, capacity_bytes).ok()?;
+    let e = v.estimate;
+    Some(SweepPoint {
+        x,
+        peak: e.peak_allocated,
+        total: e.total,
+        phases: e.phase_peaks,
+        activations: e.activations,
+    })
+}
+
+/// Puts `p` into a curve sorted by `x`, replacing a sampled point at the same value.
+pub fn insert_point(curve: &mut Vec<SweepPoint>, p: SweepPoint) {
+    match curve.binary_search_by_key(&p.x, |q| q.x) {
+        Ok(i) => curve[i] = p,
+        Err(i) => curve.insert(i, p),
+    }
 }

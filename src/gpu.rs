@@ -99,6 +99,27 @@ pub fn find(id: &str) -> Result<Gpu, String> {
             note: "custom capacity".into(),
         });
     }
+    // short forms people type: "4090", "h100", "a100 80gb", "mi300"
+    let matches: Vec<&Gpu> = catalog()
+        .iter()
+        .filter(|g| {
+            let parts: Vec<&str> = g.id.split('-').collect();
+            // the id's words in order, each word starting as the typed word does
+            let typed: Vec<&str> = norm.split('-').filter(|w| !w.is_empty()).collect();
+            !typed.is_empty()
+                && (g.id.starts_with(&norm)
+                    || parts.iter().any(|p| *p == norm)
+                    || typed.iter().all(|w| parts.iter().any(|p| p.starts_with(w))))
+        })
+        .collect();
+    match matches.as_slice() {
+        [one] => return Ok((*one).clone()),
+        [] => {}
+        many => {
+            let ids: Vec<&str> = many.iter().map(|g| g.id.as_str()).collect();
+            return Err(format!("GPU \"{id}\" is ambiguous: {}", ids.join(", ")));
+        }
+    }
     let ids: Vec<&str> = catalog().iter().map(|g| g.id.as_str()).collect();
     Err(format!("unknown GPU \"{id}\" (one of {}, or a size like 24gb)", ids.join(", ")))
 }
@@ -114,6 +135,20 @@ mod tests {
             assert!(c.iter().any(|g| g.id == id), "{id} missing");
         }
         assert!(c.iter().all(|g| g.memory_mib > 8000 && g.bandwidth_gbs > 0));
+    }
+
+    #[test]
+    fn short_forms_resolve_and_ambiguous_ones_list_the_candidates() {
+        assert_eq!(find("4090").unwrap().id, "rtx-4090");
+        assert_eq!(find("RTX 5090").unwrap().id, "rtx-5090");
+        assert_eq!(find("h200").unwrap().id, "h200");
+        assert_eq!(find("mi300").unwrap().id, "mi300x");
+        assert_eq!(find("a100 80gb").unwrap().id, "a100-80gb");
+        let e = find("h100").unwrap_err();
+        assert!(e.contains("ambiguous") && e.contains("h100-80gb") && e.contains("h100-pcie"), "{e}");
+        let e = find("a100").unwrap_err();
+        assert!(e.contains("a100-40gb") && e.contains("a100-80gb"), "{e}");
+        assert!(find("quantum-9000").unwrap_err().contains("unknown GPU"));
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod estimate;
 pub mod explain;
 pub mod export;
 pub mod fit;
+pub mod flags;
 pub mod gpu;
 pub mod gui;
 pub mod model;

@@ -17,10 +17,16 @@ fn main() -> ExitCode {
                 print!("{e}");
                 return ExitCode::SUCCESS;
             }
-            // one line naming the problem, as the CLI contract promises
+            // one line naming the problem, as the CLI contract promises: clap's first line, with
+            // the indented list under it ("required arguments were not provided: --model") joined
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("error: invalid arguments");
-            eprintln!("{first}");
+            let mut lines = text.lines();
+            let mut line = lines.next().unwrap_or("error: invalid arguments").trim_end().to_owned();
+            for l in lines.take_while(|l| !l.trim().is_empty()).filter(|l| l.starts_with(' ')) {
+                line.push(' ');
+                line.push_str(l.trim());
+            }
+            eprintln!("{line}");
             return ExitCode::from(2);
         }
     };
@@ -54,7 +60,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", message(&e));
             // a missing or failing driver is not a usage error: scripts can tell them apart
             if e.downcast_ref::<vramscope::monitor::MonitorError>().is_some() {
                 ExitCode::from(3)
@@ -63,4 +69,21 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The error and its causes on one line, a cause left out when the text before already says it
+/// ("x: Not a directory (os error 20)" is not followed by ": Not a directory (os error 20)").
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if out.contains(&c) {
+            continue;
+        }
+        if !out.is_empty() {
+            out += ": ";
+        }
+        out += &c;
+    }
+    out
 }

@@ -3,8 +3,9 @@
 //! and price.
 
 use crate::cost;
-use crate::estimate::{Parallel, Scenario, estimate};
+use crate::estimate::{Parallel, Scenario};
 use crate::fit::max_batch;
+use crate::flags;
 use crate::gpu::{self, Gpu};
 use crate::plan::{self, SpeedModel};
 use serde::Serialize;
@@ -25,24 +26,38 @@ pub fn generation(g: &Gpu) -> Option<(u8, &'static str)> {
         .map(|(_, n, name)| (*n, *name))
 }
 
+/// Which market a card is sold in: a path stays in it, or says that it leaves it.
+pub fn product_line(g: &Gpu) -> &'static str {
+    if g.id.starts_with("rtx-") { "consumer / workstation" } else { "data centre" }
+}
+
 /// One way to run the scenario on other hardware.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HardwarePath {
-    /// "current", "bigger card, same generation", "newer generation", "more GPUs".
-    pub kind: &'static str,
+    /// "current", "bigger card, same generation", "newer generation", "more GPUs", each with the
+    /// product line when it is not the current card's.
+    pub kind: String,
     /// The card.
     pub gpu: String,
     /// Its name.
     pub gpu_name: String,
+    /// Its product line ([`product_line`]).
+    pub product_line: &'static str,
     /// GPUs in the job.
     pub gpus: u64,
-    /// The layout (for "more GPUs": the best one the search found).
+    /// The layout (for "more GPUs": the best one the search found), offload included.
     pub parallel: Parallel,
     /// Activation checkpointing of the layout.
     pub checkpoint: String,
+    /// Precision recipe.
+    pub precision: String,
     /// Micro-batch per GPU.
     pub micro_batch: u64,
-    /// Per-GPU total, bytes.
+    /// Sequences per optimizer step of the row (more GPUs: at least one per GPU).
+    pub global_batch: u64,
+    /// Micro-batches per optimizer step (gradient accumulation, or the pipeline's).
+    pub grad_accum: u64,
+    /// Per-GPU total, bytes: `vramscope estimate` with [`HardwarePath::estimate_args`].
     pub total_bytes: u64,
     /// Per-GPU capacity, bytes.
     pub capacity: u64,
@@ -62,19 +77,34 @@ pub struct HardwarePath {
     pub usd_per_hour: Option<f64>,
     /// USD per million training tokens at that price.
     pub usd_per_m_tokens: Option<f64>,
+    /// Every setting of the row as `vramscope estimate` flags (after `--model`).
+    pub estimate_args: Vec<String>,
+    /// The flags that differ from the scenario asked about.
+    pub changes: Vec<String>,
+    /// The row's scenario.
+    #[serde(skip)]
+    pub scenario: Scenario,
 }
 
 fn price_per_gpu_hour(g: &Gpu) -> Option<f64> {
     cost::cheapest_on_demand(&g.id).map(cost::Instance::per_gpu_hour)
 }
 
-fn on_card(sc: &Scenario, g: &Gpu) -> Scenario {
+/// The scenario on another card: the card's own context and workspace, everything else kept.
+fn on_card(sc: &Scenario, from: &Gpu, g: &Gpu) -> Scenario {
     let mut s = sc.clone();
-    s.overhead = g.overhead();
+    if g.id != from.id {
+        let d = g.overhead();
+        s.overhead.cuda_context_bytes = d.cuda_context_bytes;
+        s.overhead.workspace_bytes = d.workspace_bytes;
+    }
     s
 }
 
-/// The current card and the paths away from it, for `global_batch` sequences per step.
+/// The current card and the paths away from it, for `global_batch` sequences per step: a bigger
+/// card of the same generation, a newer generation (in the current card's product line, and in
+/// the other line when it has one, named so), and the fewest GPUs of the current card that some
+/// layout fits. Every row's total and fit are [`crate::fit::verdict`]'s for the flags it lists.
 pub fn hardware_paths(
     sc: &Scenario,
     current: &Gpu,
@@ -82,86 +112,99 @@ pub fn hardware_paths(
     speed: &SpeedModel,
 ) -> Vec<HardwarePath> {
     let mut out = Vec::new();
-    let Ok(base_e) = estimate(sc) else { return out };
-    let base_tps = plan::step_time(sc, &base_e, current, global_batch, speed).tokens_per_s;
+    let Ok(base) = crate::fit::verdict(sc, current.memory_bytes()) else { return out };
+    let base_flags = flags::flags(sc, current);
+    let base_tps = plan::step_time(sc, &base.estimate, current, global_batch, speed).tokens_per_s;
     let rel = |tps: f64| if base_tps > 0.0 { tps / base_tps } else { 0.0 };
     let per_m = |usd_h: f64, tps: f64| if tps > 0.0 { usd_h / (tps * 3600.0) * 1e6 } else { f64::INFINITY };
-    let same_layout = |kind: &'static str, g: &Gpu| -> Option<HardwarePath> {
-        let s = on_card(sc, g);
-        let e = estimate(&s).ok()?;
-        let st = plan::step_time(&s, &e, g, global_batch, speed);
+    let line = product_line(current);
+    let named = |kind: &str, g: &Gpu| {
+        if product_line(g) == line { kind.to_owned() } else { format!("{kind} ({})", product_line(g)) }
+    };
+    let row = |kind: String, g: &Gpu, s: Scenario, accum: u64, global_batch: u64| -> Option<HardwarePath> {
+        let v = crate::fit::verdict(&s, g.memory_bytes()).ok()?;
+        let st = plan::step_time(&s, &v.estimate, g, global_batch, speed);
         let gpus = s.parallel.world();
         let price = price_per_gpu_hour(g).map(|p| p * gpus as f64);
+        let f = flags::flags(&s, g);
         Some(HardwarePath {
             kind,
             gpu: g.id.clone(),
             gpu_name: g.name.clone(),
+            product_line: product_line(g),
             gpus,
             parallel: s.parallel,
             checkpoint: s.checkpointing.to_string(),
+            precision: s.precision.to_string(),
             micro_batch: s.batch,
-            total_bytes: e.total,
+            global_batch,
+            grad_accum: accum,
+            total_bytes: v.estimate.total,
             capacity: g.memory_bytes(),
-            fits: e.total <= g.memory_bytes(),
-            headroom: g.memory_bytes() as i64 - e.total as i64,
+            fits: v.fits,
+            headroom: v.headroom(),
             max_batch: max_batch(&s, g.memory_bytes()),
             step_s: st.step_s,
             tokens_per_s: st.tokens_per_s,
             speedup: rel(st.tokens_per_s),
             usd_per_hour: price,
             usd_per_m_tokens: price.map(|p| per_m(p, st.tokens_per_s)),
+            estimate_args: flags::words(&f),
+            changes: flags::words(&flags::changed(&base_flags, &f)),
+            scenario: s,
         })
     };
-    if let Some(p) = same_layout("current", current) {
+    let accum =
+        if sc.parallel.pp > 1 { sc.parallel.micro_batches() } else { u64::from(sc.stack.grad_accum.max(1)) };
+    let same_layout = |kind: String, g: &Gpu| row(kind, g, on_card(sc, current, g), accum, global_batch);
+    if let Some(p) = same_layout("current".into(), current) {
         out.push(p);
     }
     let catalog = gpu::catalog();
     let cur_gen = generation(current).map(|(n, _)| n);
-    let mut bigger: Vec<&Gpu> = catalog
+    let need = base.estimate.total;
+    // the smallest card of a set that fits, else the largest of them
+    let pick = |mut cards: Vec<&'static Gpu>| -> Option<&'static Gpu> {
+        cards.sort_by_key(|g| g.memory_mib);
+        cards.iter().find(|g| g.memory_bytes() >= need).or(cards.last()).copied()
+    };
+    let bigger: Vec<&Gpu> = catalog
         .iter()
         .filter(|g| g.memory_mib > current.memory_mib && generation(g).map(|(n, _)| n) == cur_gen)
         .collect();
-    bigger.sort_by_key(|g| g.memory_mib);
-    if let Some(g) = bigger.first().and_then(|g| same_layout("bigger card, same generation", g)) {
+    let bigger_same_line: Vec<&Gpu> = bigger.iter().copied().filter(|g| product_line(g) == line).collect();
+    let big = if bigger_same_line.is_empty() { pick(bigger) } else { pick(bigger_same_line) };
+    if let Some(g) = big.and_then(|g| same_layout(named("bigger card, same generation", g), g)) {
         out.push(g);
     }
-    // newer generation: the smallest newer card that fits, else the largest newer one
-    let mut newer: Vec<&Gpu> = catalog
+    // newer generation: in this product line, and in the other one, each named
+    let newer: Vec<&Gpu> = catalog
         .iter()
         .filter(|g| matches!((generation(g), cur_gen), (Some((n, _)), Some(c)) if n > c))
         .collect();
-    newer.sort_by_key(|g| g.memory_mib);
-    let need = base_e.total;
-    if let Some(g) = newer.iter().find(|g| g.memory_bytes() >= need).or(newer.last())
-        && let Some(p) = same_layout("newer generation", g)
-    {
-        out.push(p);
+    // (the other line only when this one has no newer card that fits)
+    let (same, other): (Vec<&Gpu>, Vec<&Gpu>) = newer.into_iter().partition(|g| product_line(g) == line);
+    let mut fits_in_line = false;
+    for (i, set) in [same, other].into_iter().enumerate() {
+        if i == 1 && fits_in_line {
+            break;
+        }
+        if let Some(g) = pick(set)
+            && let Some(p) = same_layout(named("newer generation", g), g)
+        {
+            fits_in_line = p.fits;
+            out.push(p);
+        }
     }
     // more GPUs of the current card: the fewest that some layout fits, with its best layout
     let world = sc.parallel.world().max(1);
     for n in (0..=10).map(|i| 1u64 << i).filter(|&n| n > world) {
-        let plans = plan::search(&on_card(sc, current), current, n, global_batch.max(n), speed);
-        if let Some(best) = plans.first() {
-            let price = price_per_gpu_hour(current).map(|p| p * n as f64);
-            out.push(HardwarePath {
-                kind: "more GPUs",
-                gpu: current.id.clone(),
-                gpu_name: current.name.clone(),
-                gpus: n,
-                parallel: best.parallel,
-                checkpoint: best.checkpoint.clone(),
-                micro_batch: best.micro_batch,
-                total_bytes: best.total_bytes,
-                capacity: current.memory_bytes(),
-                fits: true,
-                headroom: best.headroom_bytes,
-                max_batch: Some(best.micro_batch),
-                step_s: best.step.step_s,
-                tokens_per_s: best.step.tokens_per_s,
-                speedup: rel(best.step.tokens_per_s),
-                usd_per_hour: price,
-                usd_per_m_tokens: price.map(|p| per_m(p, best.step.tokens_per_s)),
-            });
+        let global = global_batch.max(n);
+        let plans = plan::search(&on_card(sc, current, current), current, n, global, speed);
+        if let Some(best) = plans.into_iter().next()
+            && let Some(p) = row("more GPUs".into(), current, best.scenario, best.grad_accum, global)
+        {
+            out.push(p);
             break;
         }
     }
@@ -180,8 +223,9 @@ mod tests {
         sc.seq = 2048;
         sc.checkpointing = Checkpointing::Full;
         let g = gpu::find("a100-40gb").unwrap();
+        sc.overhead = g.overhead();
         let paths = hardware_paths(&sc, &g, 8, &SpeedModel::default());
-        let kinds: Vec<_> = paths.iter().map(|p| p.kind).collect();
+        let kinds: Vec<_> = paths.iter().map(|p| p.kind.as_str()).collect();
         assert_eq!(kinds, ["current", "bigger card, same generation", "newer generation", "more GPUs"]);
         assert!(!paths[0].fits, "13B with AdamW needs more than 40 GB");
         assert_eq!(paths[1].gpu, "a100-80gb");
@@ -195,5 +239,30 @@ mod tests {
         assert!(paths[0].usd_per_hour.is_some());
         // a faster card of a newer generation is faster
         assert!(paths[2].speedup > 1.0, "{}", paths[2].speedup);
+        // each row names what it changes, offload included where the layout needs it
+        assert_eq!(paths[1].changes, ["--gpu", "a100-80gb"]);
+        assert!(more.changes.iter().any(|w| w == "--dp"), "{:?}", more.changes);
+        if more.parallel.offload != crate::estimate::Offload::None {
+            assert!(more.changes.iter().any(|w| w == "--offload"), "{:?}", more.changes);
+        }
+    }
+
+    #[test]
+    fn newer_generation_stays_in_the_product_line_or_says_it_leaves_it() {
+        let mut sc = Scenario::new(builtin("llama-3.1-8b").unwrap());
+        sc.seq = 1024;
+        let h100 = gpu::find("h100-80gb").unwrap();
+        let paths = hardware_paths(&sc, &h100, 1, &SpeedModel::default());
+        let newer: Vec<_> = paths.iter().filter(|p| p.kind.starts_with("newer generation")).collect();
+        assert!(!newer.is_empty());
+        assert_eq!(newer[0].kind, "newer generation");
+        assert_eq!(newer[0].product_line, "data centre", "an H100's newer generation is not an RTX 5090");
+        for p in &paths {
+            assert_eq!(p.kind.contains("consumer"), p.product_line != "data centre", "{}", p.kind);
+        }
+        let r4090 = gpu::find("rtx-4090").unwrap();
+        let paths = hardware_paths(&sc, &r4090, 1, &SpeedModel::default());
+        let newer: Vec<_> = paths.iter().filter(|p| p.kind.starts_with("newer generation")).collect();
+        assert_eq!(newer[0].gpu, "rtx-5090", "an RTX 4090's newer generation is an RTX 5090, not an H200");
     }
 }

@@ -126,6 +126,88 @@ pub fn step_time(sc: &Scenario, e: &Estimate, gpu: &Gpu, global_batch: u64, spee
     }
 }
 
+/// The job a plan covers: the world size and the global batch, checked against the layout.
+///
+/// `gpus` sets the world size: the data-parallel degree becomes `gpus / (tp · pp · cp)` unless
+/// `dp` was given, and then the two must agree. A global batch is `micro-batch × dp ×
+/// micro-batches per step`; when given, its micro-batches per step become the scenario's gradient
+/// accumulation (pipeline parallelism: its pipeline micro-batches), so the estimate is of the job
+/// the plan names. Without one it is what the scenario already runs. Returns the global batch.
+pub fn resolve_job(
+    sc: &mut Scenario,
+    gpus: Option<u64>,
+    dp_given: bool,
+    global_batch: Option<u64>,
+) -> Result<u64, String> {
+    let p = &mut sc.parallel;
+    let rest = p.tp * p.pp * p.cp;
+    if let Some(n) = gpus {
+        if n == 0 {
+            return Err("--gpus must be at least 1".into());
+        }
+        if !n.is_multiple_of(rest) {
+            return Err(format!(
+                "--gpus {n} is not a multiple of --tp {} x --pp {} x --cp {} = {rest}",
+                p.tp, p.pp, p.cp
+            ));
+        }
+        if dp_given && p.dp * rest != n {
+            return Err(format!(
+                "--gpus {n} does not match --dp {} x --tp {} x --pp {} x --cp {} = {} GPUs (leave out --dp and it is {})",
+                p.dp,
+                p.tp,
+                p.pp,
+                p.cp,
+                p.dp * rest,
+                n / rest
+            ));
+        }
+        p.dp = n / rest;
+    }
+    let per_step = if p.pp > 1 { p.micro_batches() } else { u64::from(sc.stack.grad_accum.max(1)) };
+    let Some(g) = global_batch else { return Ok(sc.batch * p.dp * per_step) };
+    if g == 0 {
+        return Err("--global-batch must be at least 1".into());
+    }
+    let replica = p.dp * sc.batch;
+    if !g.is_multiple_of(replica) {
+        return Err(format!(
+            "--global-batch {g} is not micro-batch {} x dp {} x a whole number of micro-batches per step",
+            sc.batch, p.dp
+        ));
+    }
+    let m = g / replica;
+    if p.pp > 1 {
+        if p.micro_batches != 0 && p.micro_batches != m {
+            return Err(format!(
+                "--micro-batches {} contradicts --global-batch {g} = micro-batch {} x dp {} x {m} pipeline micro-batches",
+                p.micro_batches, sc.batch, p.dp
+            ));
+        }
+        if sc.stack.grad_accum > 1 {
+            return Err("with pipeline parallelism the global batch's micro-batches are the pipeline's: leave out --grad-accum".into());
+        }
+        p.micro_batches = m;
+    } else {
+        if sc.stack.grad_accum > 1 && u64::from(sc.stack.grad_accum) != m {
+            return Err(format!(
+                "--grad-accum {} contradicts --global-batch {g} = micro-batch {} x dp {} x {m} accumulation steps",
+                sc.stack.grad_accum, sc.batch, p.dp
+            ));
+        }
+        if m > 1 {
+            sc.stack.grad_accum = u32::try_from(m).map_err(|_| format!("--global-batch {g} is too large"))?;
+        }
+        if m > 1 && sc.stack.optimizer_in_backward {
+            return Err(format!(
+                "--global-batch {g} needs {m} accumulation steps, which --optimizer-in-backward cannot do (each gradient is stepped and freed as it is made)"
+            ));
+        }
+    }
+    sc.validate().map_err(|e| e.to_string())?;
+    Ok(g)
+}
+
 /// The rule of thumb for data-parallel speed-up: `n / (1 + 0.5 (n - 1))`.
 pub fn rule_of_thumb_speedup(n: u64) -> f64 {
     let n = n.max(1) as f64;
@@ -171,21 +253,58 @@ pub struct Plan {
     pub step: StepTime,
     /// Host memory per rank for offloaded states.
     pub cpu_bytes: u64,
+    /// The `vramscope estimate` flags of this row's most loaded rank (after `--model`): they
+    /// give `total_bytes`.
+    pub estimate_args: Vec<String>,
+    /// The row's scenario.
+    #[serde(skip)]
+    pub scenario: Scenario,
 }
 
 fn divisors(n: u64) -> impl Iterator<Item = u64> {
     (1..=n).filter(move |d| n.is_multiple_of(*d))
 }
 
-/// Gradient accumulation steps of a layout: micro-batches per optimizer step on a data-parallel
-/// rank (a pipeline's micro-batches are its own schedule, not accumulation).
-fn accum(pp: u64, micro_batches: u64) -> u32 {
-    if pp > 1 { 1 } else { u32::try_from(micro_batches.max(1)).unwrap_or(u32::MAX) }
+/// Sets a layout's micro-batch and its micro-batches per optimizer step: gradient accumulation,
+/// or with pipeline parallelism the pipeline's micro-batches (which accumulate the same way).
+fn set_batch(s: &mut Scenario, mb: u64, per_step: u64) {
+    s.batch = mb;
+    if s.parallel.pp > 1 {
+        s.parallel.micro_batches = per_step.max(1);
+        s.stack.grad_accum = 0;
+    } else {
+        s.parallel.micro_batches = 0;
+        // 0 and 1 both mean "no accumulation"; 0 is what the command line gives without the flag
+        s.stack.grad_accum = if per_step > 1 { u32::try_from(per_step).unwrap_or(u32::MAX) } else { 0 };
+    }
+}
+
+/// The largest divisor of `n` that is at most `at_most` and that `fits` (searched downwards
+/// from the flat estimate's guess, then upwards while the next divisor still fits): the replay
+/// decides, the flat estimate only says where to start.
+fn largest_fitting_divisor(n: u64, guess: u64, fits: &mut impl FnMut(u64) -> bool) -> Option<u64> {
+    let divs: Vec<u64> = divisors(n).collect();
+    let start = divs.iter().rposition(|&d| d <= guess.max(1))?;
+    if fits(divs[start]) {
+        let mut best = divs[start];
+        for &d in &divs[start + 1..] {
+            if !fits(d) {
+                break;
+            }
+            best = d;
+        }
+        Some(best)
+    } else {
+        divs[..start].iter().rev().copied().find(|&d| fits(d))
+    }
 }
 
 /// Searches layouts of `gpus` GPUs for a global batch: tensor parallelism inside a node (1-8),
-/// pipeline stages dividing the blocks, ZeRO 0-3, checkpointing none/full and optimizer offload.
-/// Returns the plans that fit, fastest first (ties: more headroom first).
+/// pipeline stages dividing the blocks, ZeRO 0-3 (0-1 with pipeline parallelism, as DeepSpeed
+/// allows), checkpointing none/full and optimizer offload. In every row the micro-batch × the
+/// micro-batches per step × dp is the global batch, and the total is [`crate::fit::verdict`]'s —
+/// what `vramscope estimate` prints for the row's flags. Returns the plans that fit, fastest first
+/// (ties: more headroom first).
 pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &SpeedModel) -> Vec<Plan> {
     let Some(t) = sc.model.transformer() else { return Vec::new() };
     let cap = gpu.memory_bytes();
@@ -200,7 +319,8 @@ pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &Sp
                 continue;
             }
             for zero in 0..=3u8 {
-                if dp == 1 && zero > 0 {
+                // DeepSpeed: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"
+                if (dp == 1 && zero > 0) || (pp > 1 && zero >= 2) {
                     continue;
                 }
                 for ckpt in [Checkpointing::None, Checkpointing::Full] {
@@ -211,39 +331,44 @@ pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &Sp
                         let mut s = sc.clone();
                         s.parallel = Parallel { dp, tp, pp, zero, offload, micro_batches: 0, ..sc.parallel };
                         s.checkpointing = ckpt;
-                        let max_mb = global_batch / dp;
-                        // largest micro-batch that fits (memory is monotone in the batch)
-                        let fits = |b: u64| {
+                        let replica = global_batch / dp;
+                        let at = |b: u64| {
                             let mut x = s.clone();
-                            x.batch = b;
-                            x.parallel.micro_batches = (max_mb / b).max(1);
-                            x.stack.grad_accum = accum(pp, max_mb / b);
-                            estimate(&x).ok().filter(|e| e.total <= cap)
+                            set_batch(&mut x, b, replica / b);
+                            x
                         };
-                        let (mut lo, mut hi) = (0u64, max_mb + 1);
+                        // the flat estimate's largest micro-batch (memory is monotone in the batch)
+                        let flat_fits = |b: u64| estimate(&at(b)).is_ok_and(|e| e.total <= cap);
+                        let (mut lo, mut hi) = (0u64, replica + 1);
                         while hi - lo > 1 {
                             let mid = lo + (hi - lo) / 2;
-                            if fits(mid).is_some() { lo = mid } else { hi = mid }
+                            if flat_fits(mid) { lo = mid } else { hi = mid }
                         }
-                        if lo == 0 {
+                        // the replay decides, among micro-batches that divide the replica's batch
+                        let mut verdicts = Vec::new();
+                        let mut fits = |b: u64| {
+                            let v = crate::fit::verdict(&at(b), cap);
+                            let ok = v.as_ref().is_ok_and(|v| v.fits);
+                            verdicts.push((b, v));
+                            ok
+                        };
+                        let Some(mb) = largest_fitting_divisor(replica, lo, &mut fits) else { continue };
+                        let Some(Ok(v)) = verdicts.into_iter().find(|(b, _)| *b == mb).map(|(_, v)| v) else {
                             continue;
-                        }
-                        // a micro-batch that divides the per-replica batch
-                        let mb = (1..=lo).rev().find(|b| max_mb.is_multiple_of(*b)).unwrap_or(1);
-                        s.batch = mb;
-                        s.parallel.micro_batches = max_mb / mb;
-                        s.stack.grad_accum = accum(pp, max_mb / mb);
-                        let Ok(e) = estimate(&s) else { continue };
-                        let step = step_time(&s, &e, gpu, global_batch, speed);
+                        };
+                        let s = at(mb);
+                        let step = step_time(&s, &v.estimate, gpu, global_batch, speed);
                         plans.push(Plan {
                             parallel: s.parallel,
                             checkpoint: ckpt.to_string(),
                             micro_batch: mb,
-                            grad_accum: u64::from(s.stack.grad_accum.max(1)),
-                            total_bytes: e.total,
-                            headroom_bytes: cap as i64 - e.total as i64,
+                            grad_accum: replica / mb,
+                            total_bytes: v.estimate.total,
+                            headroom_bytes: v.headroom(),
                             step,
-                            cpu_bytes: e.cpu_bytes,
+                            cpu_bytes: v.estimate.cpu_bytes,
+                            estimate_args: crate::flags::words(&crate::flags::flags(&s, gpu)),
+                            scenario: s,
                         });
                     }
                 }
@@ -263,7 +388,9 @@ pub fn min_gpus(sc: &Scenario, gpu: &Gpu, global_batch: u64) -> Option<u64> {
     (0..=12).map(|i| 1u64 << i).find(|&dp| {
         let mut s = sc.clone();
         s.parallel.dp = dp;
-        s.batch = (global_batch / dp).max(1).min(s.batch.max(1));
-        estimate(&s).is_ok_and(|e| e.total <= cap)
+        let replica = (global_batch / dp).max(1);
+        let mb = s.batch.max(1).min(replica);
+        set_batch(&mut s, mb, replica.div_ceil(mb));
+        crate::fit::fits(&s, cap)
     })
 }

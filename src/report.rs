@@ -212,6 +212,59 @@ pub fn unvalidated_kind(sc: &Scenario) -> Option<String> {
     Some(t.unvalidated_type.clone().or_else(|| t.hf_model_type.clone()).unwrap_or_default())
 }
 
+/// The scenario's settings the first line does not name: LoRA and its base, the KV-cache dtype,
+/// the layout (with the parameter count one GPU holds), the allocator.
+pub fn settings_line(sc: &Scenario, e: &Estimate) -> String {
+    let mut parts = Vec::new();
+    if let Some(l) = sc.lora {
+        let drop = if l.dropout > 0.0 { format!(", dropout {}", l.dropout) } else { String::new() };
+        parts.push(format!("LoRA rank {} on {}{drop}", l.rank, l.targets.names()));
+    }
+    match sc.base_quant {
+        crate::estimate::BaseQuant::None => {}
+        q => parts.push(format!(
+            "QLoRA base {}",
+            match q {
+                crate::estimate::BaseQuant::Nf4 => "NF4 (double-quantized)",
+                crate::estimate::BaseQuant::Nf4NoDq => "NF4 (no double quantization)",
+                _ => "int8 (LLM.int8)",
+            }
+        )),
+    }
+    if let (Mode::Infer, Some(d)) = (sc.mode, sc.kv_cache_dtype) {
+        parts.push(format!("KV cache in {}", d.name()));
+    }
+    let p = sc.parallel;
+    if p.world() > 1 || p.offload != crate::estimate::Offload::None {
+        let mut l = format!("dp {} x tp {} x pp {} x cp {}", p.dp, p.tp, p.pp, p.cp);
+        if p.ep > 1 {
+            l += &format!(" (ep {})", p.ep);
+        }
+        if p.sp {
+            l += " + SP";
+        }
+        l += &format!(", ZeRO-{}", p.effective_zero());
+        if p.offload != crate::estimate::Offload::None {
+            l += &format!(
+                ", offload {}",
+                if p.offload == crate::estimate::Offload::Optimizer { "optimizer" } else { "params (NVMe)" }
+            );
+        }
+        if p.tp * p.pp > 1 {
+            l += &format!(
+                "; parameter counts above are the whole model's ({}), one GPU's rank holds its share",
+                human_count(e.n_params)
+            );
+        }
+        parts.push(l);
+    }
+    let a = sc.overhead.allocator;
+    if a != crate::estimate::scenario::AllocConf::default() {
+        parts.push(format!("PYTORCH_CUDA_ALLOC_CONF={a}"));
+    }
+    parts.join("; ")
+}
+
 /// Readable table for a terminal.
 pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[String]) -> String {
     let mut s = String::new();
@@ -249,6 +302,10 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     if let Some(q) = sc.model.transformer().and_then(|t| t.quant) {
         s += &format!("  checkpoint weights: {}\n", q.label());
     }
+    let set = settings_line(sc, e);
+    if !set.is_empty() {
+        s += &format!("  settings: {set}\n");
+    }
     s += "\n  component                     per GPU\n";
     let rows = [
         ("parameters", e.parameters),
@@ -265,13 +322,21 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     for (cat, b) in e.activation_breakdown.nonzero() {
         s += &format!("    · {:<22}{}\n", cat.label(), g(b));
     }
-    let what = match e.peak.block {
-        Some(b) => format!("block {b} {}", e.peak.what),
-        None => e.peak.what.to_owned(),
-    };
-    let when = if what == e.peak.phase.label() { what } else { format!("{}: {what}", e.peak.phase.label()) };
-    s += &format!("  {:<26}{}   (at {when})\n", "peak allocated", g(e.peak_allocated));
-    s += &format!("    · {:<22}{}\n", "temporaries then", g(e.peak.alive.temporaries));
+    let when = e.peak.describe();
+    s += &format!("  {:<26}{}   (at {when}; what is alive then:)\n", "peak allocated", g(e.peak_allocated));
+    let a = e.peak.alive;
+    for (name, b) in [
+        ("parameters", a.parameters),
+        ("gradients", a.gradients),
+        ("optimizer states", a.optimizer_states),
+        ("activations alive", a.activations),
+        ("KV cache", a.kv_cache),
+        ("temporaries", a.temporaries),
+    ] {
+        if b > 0 {
+            s += &format!("    · {name:<22}{}\n", g(b));
+        }
+    }
     if let Some(r) = e.reserved {
         s +=
             &format!("  {:<26}{}   (the caching allocator replayed over the step)\n", "reserved (max)", g(r));

@@ -210,6 +210,11 @@ impl FromStr for Precision {
     }
 }
 
+/// "1 GPU", "8 GPUs": a count with its noun, plural when it is not one.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

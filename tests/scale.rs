@@ -155,7 +155,7 @@ proptest! {
             match bump {
                 0 => more.parallel.dp *= 2,
                 1 => more.parallel.zero = (zero + 1).min(3),
-                2 => more.parallel.tp = (tp * 2).min(32),
+                2 => more.parallel.tp = (tp * 2).min(8), // 40 heads: 16 does not divide them
                 _ => more.parallel.pp = (pp * 2).min(40),
             }
             let e = estimate(&more).unwrap();

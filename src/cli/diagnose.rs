@@ -121,7 +121,7 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
                 serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "allocator": r}))? + "\n"
             );
         }
-        let mut s = format!("{:?} report\n", r.source);
+        let mut s = format!("{} report\n", r.source.label());
         if let Some(f) = r.fragmentation {
             s += &format!("  fragmentation (1 - allocated/reserved): {:.0} %\n", 100.0 * f);
         }
@@ -133,23 +133,44 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
     if let Some(path) = &a.trace {
         let text = read_capped(path, 16 * vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
         let samples = vramscope::diagnose::trace::parse(&text).with_context(|| path.clone())?;
-        let r = vramscope::diagnose::trace::classify(&samples, a.gpu_index).with_context(|| path.clone())?;
+        let reports = match a.gpu_index {
+            Some(g) => {
+                vec![vramscope::diagnose::trace::classify(&samples, Some(g)).with_context(|| path.clone())?]
+            }
+            None => vramscope::diagnose::trace::classify_all(&samples).with_context(|| path.clone())?,
+        };
+        // the GPU to look at first: the first that fails, else the first
+        let worst = reports.iter().find(|r| r.verdict.fails()).or(reports.first());
         if a.json {
-            return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "trace": r}))? + "\n");
+            return Ok(serde_json::to_string_pretty(
+                &serde_json::json!({"schema": 1, "trace": worst, "gpus": reports}),
+            )? + "\n");
         }
-        let mut s = format!(
-            "GPU {}: {} samples, {} iterations, peak {:.0} % of the card → {:?}\n",
-            r.gpu,
-            r.samples,
-            r.iterations,
-            100.0 * r.peak_fraction,
-            r.verdict
-        );
-        for line in &r.advice {
-            s += &format!("  {line}\n");
+        let mut s = String::new();
+        for r in &reports {
+            s += &format!(
+                "GPU {}: {} samples, {} iterations, peak {:.0} % of the card: {}\n",
+                r.gpu,
+                r.samples,
+                r.iterations,
+                100.0 * r.peak_fraction,
+                r.verdict.label()
+            );
+            for line in &r.advice {
+                s += &format!("  {line}\n");
+            }
+            if let Some(t) = r.seconds_to_oom {
+                s += &format!("  at this rate the card is full in {t:.0} s\n");
+            }
         }
-        if let Some(t) = r.seconds_to_oom {
-            s += &format!("  at this rate the card is full in {t:.0} s\n");
+        if reports.len() > 1 {
+            let failing: Vec<String> =
+                reports.iter().filter(|r| r.verdict.fails()).map(|r| format!("GPU {}", r.gpu)).collect();
+            s += &if failing.is_empty() {
+                format!("all {} GPUs healthy\n", reports.len())
+            } else {
+                format!("fails: {} of {} GPUs ({})\n", failing.len(), reports.len(), failing.join(", "))
+            };
         }
         return Ok(s);
     }
@@ -159,7 +180,7 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
     if a.json {
         return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "oom": r}))? + "\n");
     }
-    let mut s = format!("{:?} out-of-memory message\n", r.source);
+    let mut s = format!("{} out-of-memory message\n", r.source.label());
     for line in &r.explanation {
         s += &format!("  {line}\n");
     }
@@ -171,6 +192,9 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
     }
     for n in &r.not_understood {
         s += &format!("\n  not understood: {n}");
+    }
+    if !s.ends_with('\n') {
+        s.push('\n');
     }
     Ok(s)
 }
@@ -240,7 +264,7 @@ fn snapshot_report(path: &str, compare: Option<&str>, json: bool) -> Result<Stri
                 x.events,
                 gib(x.peak_allocated),
                 x.peak_event,
-                x.peak_phase.map(|p| format!(" ({p:?})")).unwrap_or_default(),
+                x.peak_phase.map(|p| format!(" ({})", p.label())).unwrap_or_default(),
                 x.peak_frame.as_deref().map(|f| format!(" in {f}")).unwrap_or_default(),
                 gib(x.peak_reserved),
                 gib(x.baseline_allocated),
@@ -261,7 +285,7 @@ fn snapshot_report(path: &str, compare: Option<&str>, json: bool) -> Result<Stri
                 );
             }
             for p in &x.phase_peaks {
-                s += &format!("  {:?} peak {} at event {}\n", p.phase, gib(p.bytes), p.event);
+                s += &format!("  {} peak {} at event {}\n", p.phase.label(), gib(p.bytes), p.event);
             }
             for o in &x.ooms {
                 s += &format!(
@@ -288,7 +312,7 @@ fn snapshot_report(path: &str, compare: Option<&str>, json: bool) -> Result<Stri
             let at = |e: usize, ph: Option<memtrace::TracePhase>, f: &Option<String>| {
                 format!(
                     "event {e}{}{}",
-                    ph.map(|p| format!(" ({p:?})")).unwrap_or_default(),
+                    ph.map(|p| format!(" ({})", p.label())).unwrap_or_default(),
                     f.as_deref().map(|f| format!(" in {f}")).unwrap_or_default()
                 )
             };

@@ -18,6 +18,9 @@ mod plan;
 mod probe;
 mod timeline;
 
+#[cfg(test)]
+mod advice_tests;
+
 pub use diagnose::{DiagnoseArgs, MonitorArgs, run_diagnose, run_monitor};
 pub use export::{ExportArgs, run_export};
 pub use plan::{PlanArgs, run_plan};
@@ -174,8 +177,8 @@ pub struct EstimateArgs {
     /// cuBLAS workspace in MiB (default 32).
     #[arg(long)]
     pub workspace_mib: Option<u64>,
-    /// Allocator reserve as a fraction of the peak (default 0.05), used where the allocator is
-    /// not replayed (searches, sweeps).
+    /// A flat allocator reserve as a fraction of the peak instead of the allocator replay (the
+    /// GUI's sampled curves use 0.05 between the points they mark).
     #[arg(long)]
     pub reserve_frac: Option<f64>,
     /// PYTORCH_CUDA_ALLOC_CONF for the allocator replay, e.g. expandable_segments:True or
@@ -203,9 +206,10 @@ pub struct EstimateArgs {
 /// Parallelism flags shared by `estimate` and `plan`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ParallelArgs {
-    /// Data-parallel degree (GPUs sharing the model states under ZeRO/FSDP).
-    #[arg(long, default_value_t = 1)]
-    pub dp: u64,
+    /// Data-parallel degree (GPUs sharing the model states under ZeRO/FSDP; default 1, or with
+    /// `plan --gpus N` the GPUs left by the other degrees).
+    #[arg(long)]
+    pub dp: Option<u64>,
     /// Tensor-parallel degree (Megatron column/row split).
     #[arg(long, default_value_t = 1)]
     pub tp: u64,
@@ -248,7 +252,7 @@ impl ParallelArgs {
     /// The core's parallel layout.
     pub fn to_parallel(&self) -> vramscope::estimate::Parallel {
         vramscope::estimate::Parallel {
-            dp: self.dp,
+            dp: self.dp.unwrap_or(1),
             zero: self.zero,
             tp: self.tp,
             pp: self.pp,
@@ -307,6 +311,7 @@ fn calibrate_overhead(a: &EstimateArgs, i: &mut Inputs) -> Result<()> {
     }
     if let Some(f) = a.reserve_frac {
         o.allocator_reserve_fraction = f;
+        o.flat_reserve = true;
     }
     i.sc.overhead = o;
     i.notes.push(vramscope::calibrate::note(&profile));
@@ -415,6 +420,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         allocator_reserve_fraction: a.reserve_frac.unwrap_or(d.allocator_reserve_fraction),
         allocator: a.alloc_conf.unwrap_or_default(),
         module_loading: a.module_loading.unwrap_or_default(),
+        flat_reserve: a.reserve_frac.is_some(),
     };
     if a.context_mib.is_some() && a.module_loading.is_some() {
         bail!(
@@ -422,7 +428,41 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         );
     }
     sc.parallel = a.parallel.to_parallel();
+    if a.parallel.gpus_per_node == 0 {
+        bail!("--gpus-per-node must be at least 1");
+    }
+    if let Some(g) = &gpu {
+        let o = sc.overhead;
+        if o.cuda_context_bytes + o.workspace_bytes >= g.memory_bytes() {
+            bail!(
+                "--context-mib {} + --workspace-mib {} is the whole {} ({} MiB) or more",
+                o.cuda_context_bytes >> 20,
+                o.workspace_bytes >> 20,
+                g.name,
+                g.memory_mib
+            );
+        }
+    }
     sc.validate()?;
+    if let Some(t) = sc.model.transformer()
+        && sc.parallel.tp > t.num_kv_heads.max(1)
+    {
+        notes.push(format!(
+            "--tp {} is more than the {} KV heads: each rank holds one KV head, replicated {} times (as Megatron and vLLM do)",
+            sc.parallel.tp,
+            t.num_kv_heads,
+            sc.parallel.tp / t.num_kv_heads.max(1)
+        ));
+    }
+    if sc.mode == Mode::Infer
+        && let Some(l) = sc.lora
+    {
+        notes.push(format!(
+            "inference with unmerged LoRA adapters (rank {} on {}): their weights are counted; merged adapters (merge_and_unload) add nothing",
+            l.rank,
+            l.targets.names()
+        ));
+    }
     let mut i = Inputs { sc, notes, gpu, global_batch: None };
     if a.calibrated {
         calibrate_overhead(a, &mut i)?;
@@ -433,21 +473,20 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
 /// Runs `estimate`.
 pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
     let Inputs { sc, notes, gpu, .. } = inputs(a)?;
-    // a calibration profile's measured reserve stands for this GPU's allocator; otherwise the
-    // allocator is replayed over the step
-    let (e, replay) = if a.calibrated {
-        (estimate(&sc)?, None)
-    } else {
-        let (e, r) = vramscope::estimate::estimate_reserved(&sc, gpu.as_ref().map(gpu::Gpu::memory_bytes))?;
-        (e, Some(r))
-    };
-    let fit_info = match gpu {
+    // the allocator is replayed over the step on the card (a calibration profile's or
+    // --reserve-frac's flat reserve stands for it where given): the verdict every advice uses
+    let (e, replay, fit_info) = match gpu {
         Some(g) => {
             let cap = g.memory_bytes();
-            let oom = replay.as_ref().is_some_and(|r| r.ooms > 0);
-            Some(FitInfo { fits: e.total <= cap && !oom, max_batch: fit::max_batch(&sc, cap), gpu: g })
+            let v = fit::verdict(&sc, cap)?;
+            let fit = FitInfo { fits: v.fits, max_batch: fit::max_batch(&sc, cap), gpu: g };
+            (v.estimate, v.replay, Some(fit))
         }
-        None => None,
+        None if sc.overhead.flat_reserve => (estimate(&sc)?, None, None),
+        None => {
+            let (e, r) = vramscope::estimate::estimate_reserved(&sc, None)?;
+            (e, Some(r), None)
+        }
     };
     let ops = if a.ops { vramscope::estimate::block_ops(&sc) } else { Vec::new() };
     Ok(if a.json {
@@ -518,7 +557,7 @@ pub fn default_args() -> EstimateArgs {
         reserve_frac: None,
         alloc_conf: None,
         parallel: ParallelArgs {
-            dp: 1,
+            dp: None,
             tp: 1,
             pp: 1,
             cp: 1,

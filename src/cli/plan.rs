@@ -32,6 +32,9 @@ pub struct PlanArgs {
     /// that make the scenario fit, each measured by the estimator.
     #[arg(long, conflicts_with = "search")]
     pub roadmap: bool,
+    /// With --roadmap: the share of the card kept free for "fits" (e.g. 0.1).
+    #[arg(long, default_value_t = 0.0, requires = "roadmap")]
+    pub headroom: f64,
     /// Print the hardware paths: a bigger card of the same generation, a newer generation, and
     /// the fewest GPUs of this card that some layout fits, with speed-up and price.
     #[arg(long, conflicts_with_all = ["search", "roadmap"])]
@@ -55,8 +58,8 @@ fn costs(
 ) -> Result<Option<(f64, Vec<vramscope::cost::RunOption>)>> {
     use vramscope::cost;
     let Some(tokens) = a.tokens else { return Ok(None) };
-    if !(tokens.is_finite() && tokens > 0.0) {
-        bail!("--tokens {tokens} must be a positive number");
+    if !(tokens.is_finite() && (1.0..=1e18).contains(&tokens)) {
+        bail!("--tokens {tokens} is out of range (1 to 1e18; the largest published runs are under 1e14)");
     }
     for (name, d) in [("--spot-discount", a.spot_discount), ("--committed-discount", a.committed_discount)] {
         if !(0.0..1.0).contains(&d) {
@@ -72,21 +75,38 @@ fn costs(
 /// Runs `plan`.
 pub fn run_plan(a: &PlanArgs) -> Result<String> {
     use vramscope::plan;
-    let super::Inputs { sc, notes, gpu, .. } = inputs(&a.estimate)?;
+    let super::Inputs { mut sc, notes, gpu, global_batch: file_global } = inputs(&a.estimate)?;
     let gpu = gpu.context("plan needs --gpu")?;
     if !(0.01..=1.0).contains(&a.mfu) {
         bail!("--mfu {} is outside (0, 1]", a.mfu);
     }
     let speed = plan::SpeedModel { mfu: a.mfu, ..Default::default() };
-    let world = sc.parallel.world();
-    let gpus = a.gpus.unwrap_or(world);
-    let global = a.global_batch.unwrap_or(sc.batch * sc.parallel.dp * sc.parallel.micro_batches().max(1));
+    let global_arg = a.global_batch.or(file_global);
+    if a.search {
+        // the search picks every degree: --gpus is the world, the global batch defaults to one
+        // micro-batch on every GPU
+        let gpus = a.gpus.unwrap_or_else(|| sc.parallel.world());
+        if gpus == 0 {
+            bail!("--gpus must be at least 1");
+        }
+        let global = global_arg.unwrap_or(sc.batch * gpus);
+        if global == 0 {
+            bail!("--global-batch must be at least 1");
+        }
+        return search(a, &sc, &gpu, gpus, global, global_arg.is_none(), &speed);
+    }
+    let global = plan::resolve_job(&mut sc, a.gpus, a.estimate.parallel.dp.is_some(), global_arg)
+        .map_err(anyhow::Error::msg)?;
     if a.roadmap {
-        let r = vramscope::roadmap::roadmap(&sc, &gpu).context("the scenario cannot be estimated")?;
+        if !(0.0..0.9).contains(&a.headroom) {
+            bail!("--headroom {} is outside [0, 0.9)", a.headroom);
+        }
+        let r = vramscope::roadmap::roadmap_with(&sc, &gpu, a.headroom)
+            .context("the scenario cannot be estimated")?;
         if a.estimate.json {
             return Ok(serde_json::to_string_pretty(&r)? + "\n");
         }
-        return Ok(vramscope::roadmap::to_markdown(&sc, &r));
+        return Ok(vramscope::roadmap::to_markdown(&sc, &r, Some(&model_arg(a))));
     }
     if a.options {
         let paths = vramscope::options::hardware_paths(&sc, &gpu, global, &speed);
@@ -95,17 +115,32 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
                 &serde_json::json!({"schema": 1, "global_batch": global, "paths": paths}),
             )? + "\n");
         }
-        let mut s = format!("{} on {}, global batch {global}: hardware paths\n\n", sc.model.name, gpu.name);
-        s += "  path                           GPU                           GPUs  layout                        mb   GiB/GPU  capacity  fits   speed-up      $/h  $/M tokens\n";
+        let mut s = format!(
+            "{} on {}, global batch {global}: hardware paths (each row is `vramscope estimate --model {} {}` with the changes listed under it)\n\n",
+            sc.model.name,
+            gpu.name,
+            model_arg(a),
+            vramscope::flags::line(&vramscope::flags::flags(&sc, &gpu))
+        );
+        s += "  path                                       GPU                             GPUs  layout                                          mb  accum   GiB/GPU  capacity  fits   speed-up      $/h  $/M tokens\n";
         for p in &paths {
             let q = &p.parallel;
+            let offload = match q.offload {
+                vramscope::estimate::Offload::None => String::new(),
+                o => format!(" offload {}", format!("{o:?}").to_lowercase()),
+            };
             s += &format!(
-                "  {:<30} {:<29} {:>4}  {:<29} {:>3} {:>9.1} {:>9.1}  {:<5} {:>8.2}x {:>8} {:>11}\n",
-                p.kind,
+                "  {:<42} {:<31} {:>4}  {:<46} {:>3} {:>6} {:>9.1} {:>9.1}  {:<5} {:>8.2}x {:>8} {:>11}\n",
+                if p.global_batch == global {
+                    p.kind.clone()
+                } else {
+                    format!("{} (global batch {})", p.kind, p.global_batch)
+                },
                 p.gpu_name,
                 p.gpus,
-                format!("dp{} tp{} pp{} ZeRO-{} ckpt {}", q.dp, q.tp, q.pp, q.zero, p.checkpoint),
+                format!("dp{} tp{} pp{} ZeRO-{} ckpt {}{offload}", q.dp, q.tp, q.pp, q.zero, p.checkpoint),
                 p.micro_batch,
+                p.grad_accum,
                 p.total_bytes as f64 / vramscope::units::GIB,
                 p.capacity as f64 / vramscope::units::GIB,
                 if p.fits { "yes" } else { "no" },
@@ -113,48 +148,9 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
                 p.usd_per_hour.map_or("-".into(), |x| format!("{x:.2}")),
                 p.usd_per_m_tokens.map_or("-".into(), |x| format!("{x:.2}")),
             );
-        }
-        return Ok(s);
-    }
-    if a.search {
-        let t0 = std::time::Instant::now();
-        let plans = plan::search(&sc, &gpu, gpus, global, &speed);
-        let ms = t0.elapsed().as_secs_f64() * 1e3;
-        if a.estimate.json {
-            let v = serde_json::json!({"schema": 1, "model": sc.model.name, "gpu": gpu.id, "gpus": gpus,
-                "global_batch": global, "search_ms": ms, "plans": plans.iter().take(a.top).collect::<Vec<_>>()});
-            return Ok(serde_json::to_string_pretty(&v)? + "\n");
-        }
-        let mut s = format!(
-            "{} on {gpus} x {} ({:.1} GiB), global batch {global} x seq {}: {} feasible layouts (searched in {ms:.1} ms)\n\n",
-            sc.model.name,
-            gpu.name,
-            gpu.memory_mib as f64 / 1024.0,
-            sc.seq,
-            plans.len()
-        );
-        s += "  rank  dp  tp  pp  zero  ckpt  offload    mb  accum   GiB/GPU  headroom   step s   tokens/s\n";
-        for (i, p) in plans.iter().take(a.top).enumerate() {
-            let q = &p.parallel;
-            s += &format!(
-                "  {:>4} {:>3} {:>3} {:>3} {:>5}  {:<5} {:<9} {:>3} {:>6} {:>9.1} {:>9.1} {:>8.2} {:>10.0}\n",
-                i + 1,
-                q.dp,
-                q.tp,
-                q.pp,
-                q.zero,
-                if p.checkpoint == "none" { "no" } else { "full" },
-                format!("{:?}", q.offload).to_lowercase(),
-                p.micro_batch,
-                p.grad_accum,
-                p.total_bytes as f64 / vramscope::units::GIB,
-                p.headroom_bytes as f64 / vramscope::units::GIB,
-                p.step.step_s,
-                p.step.tokens_per_s
-            );
-        }
-        if plans.is_empty() {
-            s += "  nothing fits: more GPUs, a larger card, LoRA/QLoRA or offload to NVMe\n";
+            if !p.changes.is_empty() {
+                s += &format!("      changes: {}\n", p.changes.join(" "));
+            }
         }
         return Ok(s);
     }
@@ -195,8 +191,8 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
     let mut s = report::to_text(&sc, &e, Some(&fit), &notes);
     let p = &sc.parallel;
     s += &format!(
-        "\n  layout: {} GPUs = dp {} x tp {} x pp {} x cp {}{}; ZeRO-{}{}; most loaded rank: pipeline stage {} of {} ({} blocks, {:.1} micro-batches in flight)\n",
-        p.world(),
+        "\n  layout: {} = dp {} x tp {} x pp {} x cp {}{}; ZeRO-{}{}; most loaded rank: pipeline stage {} of {} ({} blocks, {:.1} micro-batches in flight)\n",
+        vramscope::units::count(p.world(), "GPU"),
         p.dp,
         p.tp,
         p.pp,
@@ -208,6 +204,17 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
         e.stage.stages,
         e.stage.blocks,
         e.stage.in_flight,
+    );
+    let per_step = if p.pp > 1 { p.micro_batches() } else { u64::from(sc.stack.grad_accum.max(1)) };
+    s += &format!(
+        "  global batch {global} = micro-batch {} x {} x dp {}\n",
+        sc.batch,
+        if p.pp > 1 {
+            vramscope::units::count(per_step, "pipeline micro-batch")
+        } else {
+            vramscope::units::count(per_step, "accumulation step")
+        },
+        p.dp
     );
     if e.cpu_bytes + e.nvme_bytes > 0 {
         s += &format!(
@@ -226,8 +233,8 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
         100.0 * a.mfu
     );
     s += &format!(
-        "  speed-up on {} data-parallel GPUs: rule of thumb n/(1+0.5(n-1)) = {rule:.2}x; communication-aware = {}\n",
-        p.dp,
+        "  speed-up on {}: rule of thumb n/(1+0.5(n-1)) = {rule:.2}x; communication-aware = {}\n",
+        vramscope::units::count(p.dp, "data-parallel GPU"),
         aware.map_or("n/a".into(), |x| format!("{x:.2}x"))
     );
     if let Some(m) = min {
@@ -265,4 +272,73 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
         s += "  spot: interruptions cost the time since the last checkpoint plus a restart; checkpoint often.\n";
     }
     Ok(s)
+}
+
+fn search(
+    a: &PlanArgs,
+    sc: &vramscope::estimate::Scenario,
+    gpu: &vramscope::gpu::Gpu,
+    gpus: u64,
+    global: u64,
+    default_global: bool,
+    speed: &vramscope::plan::SpeedModel,
+) -> Result<String> {
+    use vramscope::plan;
+    let t0 = std::time::Instant::now();
+    let plans = plan::search(sc, gpu, gpus, global, speed);
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    if a.estimate.json {
+        let v = serde_json::json!({"schema": 1, "model": sc.model.name, "gpu": gpu.id, "gpus": gpus,
+            "global_batch": global, "search_ms": ms, "plans": plans.iter().take(a.top).collect::<Vec<_>>()});
+        return Ok(serde_json::to_string_pretty(&v)? + "\n");
+    }
+    let mut s = format!(
+        "{} on {} x {} ({:.1} GiB), global batch {global}{} x seq {}: {} feasible layouts (searched in {ms:.0} ms)\n",
+        sc.model.name,
+        gpus,
+        gpu.name,
+        gpu.memory_mib as f64 / 1024.0,
+        if default_global { " (one micro-batch per GPU; --global-batch sets it)" } else { "" },
+        sc.seq,
+        plans.len()
+    );
+    s += "  every row: micro-batch x accumulation (pipeline: micro-batches per step) x dp = the global batch; GiB/GPU is `vramscope estimate` of its most loaded rank\n\n";
+    s += "  rank  dp  tp  pp  zero  ckpt  offload    mb  accum   GiB/GPU  headroom   step s   tokens/s\n";
+    for (i, p) in plans.iter().take(a.top).enumerate() {
+        let q = &p.parallel;
+        s += &format!(
+            "  {:>4} {:>3} {:>3} {:>3} {:>5}  {:<5} {:<9} {:>3} {:>6} {:>9.1} {:>9.1} {:>8.2} {:>10.0}\n",
+            i + 1,
+            q.dp,
+            q.tp,
+            q.pp,
+            q.zero,
+            if p.checkpoint == "none" { "no" } else { "full" },
+            format!("{:?}", q.offload).to_lowercase(),
+            p.micro_batch,
+            p.grad_accum,
+            p.total_bytes as f64 / vramscope::units::GIB,
+            p.headroom_bytes as f64 / vramscope::units::GIB,
+            p.step.step_s,
+            p.step.tokens_per_s
+        );
+    }
+    match plans.first() {
+        Some(p) => {
+            s += &format!(
+                "\n  row 1 as an estimate: vramscope estimate --model {} {}\n",
+                model_arg(a),
+                vramscope::flags::line(&vramscope::flags::flags(&p.scenario, gpu))
+            );
+        }
+        None => s += "  nothing fits: more GPUs, a larger card, LoRA/QLoRA or offload to NVMe\n",
+    }
+    Ok(s)
+}
+
+/// The model as the user named it (a preset, a path), or the scenario file's model name.
+pub(super) fn model_arg(a: &PlanArgs) -> String {
+    a.estimate.model.clone().unwrap_or_else(|| {
+        a.estimate.scenario.as_ref().map_or_else(String::new, |p| format!("<the model of {}>", p.display()))
+    })
 }

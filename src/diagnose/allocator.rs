@@ -18,6 +18,17 @@ pub enum AllocatorSource {
     Tensorflow,
 }
 
+impl AllocatorSource {
+    /// Name for display.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::PytorchSummary => "PyTorch torch.cuda.memory_summary()",
+            Self::PytorchStats => "PyTorch torch.cuda.memory_stats()",
+            Self::Tensorflow => "TensorFlow get_memory_info()",
+        }
+    }
+}
+
 /// What the allocator says, in bytes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct AllocatorNumbers {

@@ -21,6 +21,28 @@ pub enum Source {
     Tensorflow,
 }
 
+impl Source {
+    /// Name for display.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::PytorchCurrent => "PyTorch (2.1 and later wording)",
+            Self::PytorchLegacy => "PyTorch (older wording)",
+            Self::Tensorflow => "TensorFlow",
+        }
+    }
+}
+
+/// Another process the message names: "Process 12345 has 10.20 GiB memory in use".
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OtherProcess {
+    /// Its PID.
+    pub pid: u64,
+    /// Its memory, bytes.
+    pub bytes: u64,
+    /// The size as the message wrote it ("10.20 GiB").
+    pub as_written: String,
+}
+
 /// Numbers found in the message, in bytes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct OomNumbers {
@@ -44,6 +66,10 @@ pub struct OomNumbers {
     pub shape: Option<Vec<u64>>,
     /// TensorFlow: the element type.
     pub dtype: Option<String>,
+    /// Other processes the message names, in its order.
+    pub processes: Vec<OtherProcess>,
+    /// The message's own wording of the total, free and this process's sizes.
+    pub as_written: std::collections::BTreeMap<String, String>,
 }
 
 /// What the numbers say.
@@ -128,6 +154,35 @@ fn size_after(text: &str, key: &str) -> Option<u64> {
     size_at(&text[i + key.len()..]).map(|(v, _)| v)
 }
 
+/// The size after `key` as the message wrote it ("10.20 GiB").
+fn written_after(text: &str, key: &str) -> Option<String> {
+    let i = text.find(key)?;
+    let tail = &text[i + key.len()..];
+    let (_, len) = size_at(tail)?;
+    Some(tail[..len].trim().to_owned())
+}
+
+/// Every "Process <pid> has <size> memory in use" of a message.
+fn processes(text: &str) -> Vec<OtherProcess> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("Process ") {
+        let tail = &rest[i + 8..];
+        let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
+        rest = tail;
+        let Ok(pid) = digits.parse::<u64>() else { continue };
+        let after = &tail[digits.len()..];
+        let Some(h) = after.strip_prefix(" has ") else { continue };
+        if let Some((bytes, len)) = size_at(h) {
+            out.push(OtherProcess { pid, bytes, as_written: h[..len].trim().to_owned() });
+        }
+        if out.len() >= 64 {
+            break;
+        }
+    }
+    out
+}
+
 /// The size that precedes `key` ("… 2.00 GiB is free").
 fn size_before(text: &str, key: &str) -> Option<u64> {
     let i = text.find(key)?;
@@ -200,6 +255,16 @@ pub fn explain_oom(input: &str) -> Result<OomReport, OomError> {
             n.total = size_after(&text, "has a total capacity of");
             n.free = size_after(&text, "of which");
             n.process_in_use = size_after(&text, "this process has");
+            n.processes = processes(&text);
+            for (k, key) in [
+                ("total", "has a total capacity of"),
+                ("free", "of which"),
+                ("this_process", "this process has"),
+            ] {
+                if let Some(w) = written_after(&text, key) {
+                    n.as_written.insert(k.to_owned(), w);
+                }
+            }
             n.allocated = size_after(&text, "Of the allocated memory");
             n.reserved_unallocated =
                 size_after(&text, "and").filter(|_| text.contains("reserved by PyTorch but unallocated"));
@@ -249,13 +314,28 @@ fn interpret(n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<String>) {
     });
     if let (Some(ru), Some(r)) = (reserved_free, n.requested) {
         e.push(format!("PyTorch holds {} reserved but unallocated (cached blocks).", gib(ru)));
-        if ru >= r {
+        // fragmentation: the cache could have served the request (and more) yet did not, and it
+        // is a real share of the card — a few cached MiB on a full card are not the problem
+        let share = n.total.is_none_or(|t| ru * 20 >= t);
+        if ru >= 2 * r && share {
             f.push(Finding::Fragmentation);
             e.push("More memory is cached than was requested, yet no block was large enough: the cache is fragmented.".into());
             x.push("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  (lets segments grow instead of fragmenting)".into());
         }
     }
-    if let (Some(t), Some(p)) = (n.total, n.process_in_use) {
+    if !n.processes.is_empty() {
+        let sum: u64 = n.processes.iter().map(|p| p.bytes).sum();
+        let list: Vec<String> =
+            n.processes.iter().map(|p| format!("process {} has {}", p.pid, p.as_written)).collect();
+        if n.total.is_none_or(|t| sum > t / 10) {
+            f.push(Finding::OtherProcesses);
+        }
+        e.push(format!("The message names other processes on the card: {}.", list.join(", ")));
+        x.push(format!(
+            "check `nvidia-smi` for {} (a second job, a notebook kernel, a leftover worker) and stop it",
+            n.processes.iter().map(|p| format!("PID {}", p.pid)).collect::<Vec<_>>().join(", ")
+        ));
+    } else if let (Some(t), Some(p)) = (n.total, n.process_in_use) {
         let free = n.free.unwrap_or(0);
         let others = t.saturating_sub(p).saturating_sub(free);
         if others > t / 10 {
@@ -313,7 +393,23 @@ mod tests {
         assert_eq!(r.numbers.allocated, Some((14.56 * (1u64 << 30) as f64).round() as u64));
         assert_eq!(r.numbers.free, Some((3.75 * (1u64 << 20) as f64).round() as u64));
         assert_eq!(r.numbers.reserved, Some((14.81 * (1u64 << 30) as f64).round() as u64));
-        assert!(r.findings.contains(&Finding::Fragmentation) && r.findings.contains(&Finding::JobTooLarge));
+        // 0.25 GiB cached on a full 15.78 GiB card: the card is full, not fragmented
+        assert!(!r.findings.contains(&Finding::Fragmentation) && r.findings.contains(&Finding::JobTooLarge));
+    }
+
+    #[test]
+    fn other_processes_are_quoted_with_their_pids_and_sizes() {
+        let m = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 10.06 MiB is free. Process 12345 has 10.20 GiB memory in use. Including non-PyTorch memory, this process has 13.43 GiB memory in use. Of the allocated memory 12.90 GiB is allocated by PyTorch, and 120.00 MiB is reserved by PyTorch but unallocated.";
+        let r = explain_oom(m).unwrap();
+        assert_eq!(r.numbers.processes.len(), 1);
+        assert_eq!(r.numbers.processes[0].pid, 12345);
+        assert_eq!(r.numbers.processes[0].as_written, "10.20 GiB");
+        let text = r.explanation.join(" ");
+        assert!(text.contains("process 12345 has 10.20 GiB"), "{text}");
+        assert!(!text.contains("about"), "{text}");
+        assert!(r.fixes.iter().any(|f| f.contains("PID 12345")));
+        assert!(r.findings.contains(&Finding::OtherProcesses));
+        assert!(!r.findings.contains(&Finding::Fragmentation), "120 MiB cached is not fragmentation");
     }
 
     #[test]

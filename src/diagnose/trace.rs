@@ -110,6 +110,23 @@ pub enum Verdict {
     Healthy,
 }
 
+impl Verdict {
+    /// Name for display.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::ModelTooLarge => "model too large for the card",
+            Self::BatchTooLarge => "batch too large (the step's peaks reach the card)",
+            Self::Leak => "memory leak",
+            Self::Healthy => "healthy",
+        }
+    }
+
+    /// Does the verdict say the job fails (or will)?
+    pub const fn fails(self) -> bool {
+        !matches!(self, Self::Healthy)
+    }
+}
+
 /// A diagnosed curve.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TraceReport {
@@ -161,6 +178,32 @@ pub fn theil_sen(points: &[(f64, f64)]) -> f64 {
     median(&mut slopes)
 }
 
+/// Classifies every GPU of the trace, in the order they first appear (a GPU with too few samples
+/// is left out; an error only when none has enough).
+pub fn classify_all(samples: &[Sample]) -> Result<Vec<TraceReport>, TraceError> {
+    let mut gpus: Vec<u32> = Vec::new();
+    for x in samples {
+        if !gpus.contains(&x.gpu) {
+            gpus.push(x.gpu);
+        }
+    }
+    let mut out = Vec::new();
+    let mut first_err = None;
+    for g in gpus {
+        match classify(samples, Some(g)) {
+            Ok(r) => out.push(r),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match (out.is_empty(), first_err) {
+        (true, Some(e)) => Err(e),
+        (true, None) => Err(TraceError::TooShort(0, 0)),
+        _ => Ok(out),
+    }
+}
+
 /// Classifies the curve of one GPU (the first one in the trace when `gpu` is `None`).
 pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, TraceError> {
     let gpu = gpu.or_else(|| samples.first().map(|s| s.gpu)).unwrap_or(0);
@@ -209,6 +252,21 @@ pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, Tra
     let early_min = early.iter().copied().fold(f64::INFINITY, f64::min);
     let near_cap_peaks: Vec<(usize, usize)> =
         peaks.iter().copied().filter(|(_, p)| frac[*p] >= 0.95).collect();
+    // the process disappeared after reaching the card: the last samples are back near zero
+    // (only the driver's own use) and stay there — the job died, most likely of an OOM
+    let top = frac.iter().copied().enumerate().fold((0, 0.0), |m, (i, f)| if f >= m.1 { (i, f) } else { m });
+    let tail_from = top.0 + 1;
+    let died = top.1 >= 0.95
+        && tail_from < frac.len()
+        && frac[tail_from..].iter().all(|f| *f < 0.1)
+        && frac.len() - tail_from >= 2;
+    // a flat curve pinned at the card (one "iteration" or none): once the first rise is over,
+    // nearly every sample sits at 97 % or more
+    let settled = frac.iter().position(|f| *f >= 0.5).unwrap_or(frac.len());
+    let pinned = frac.len() - settled >= 8 && {
+        let after = &frac[settled..];
+        after.iter().filter(|f| **f >= 0.97).count() * 10 >= after.len() * 9
+    };
     let mut advice = Vec::new();
     let last = s.last().map_or(0.0, |x| x.used as f64);
     let (verdict, evidence, seconds_to_oom) = if grew > 0.02
@@ -221,13 +279,23 @@ pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, Tra
         ));
         advice.push("usual causes: accumulating `loss` (not `loss.item()`) for logging, keeping outputs or hidden states in a list, a growing cache (KV cache, `torch.compile` recompiles, dataloader pinning); `torch.cuda.memory._record_memory_history()` then `_dump_snapshot()` shows which allocations stay".into());
         (Verdict::Leak, vec![(0, s.len() - 1)], tto)
-    } else if early_min >= 0.90 {
+    } else if died {
         advice.push(format!(
-            "Usage is at {:.0} % of the card from the first samples on: the model states (weights, gradients, optimizer) nearly fill it before any batch runs.",
-            100.0 * early_min
+            "Usage reached {:.0} % of the card at sample {} and then dropped to nothing: the process ended there, the way a step that runs out of memory ends it.",
+            100.0 * top.1,
+            top.0
+        ));
+        advice.push("lower the micro-batch or sequence length (keep the global batch with gradient accumulation), enable gradient checkpointing, or use SDPA/flash attention — `vramscope estimate` shows what each saves".into());
+        (Verdict::BatchTooLarge, vec![(top.0.saturating_sub(1), frac.len() - 1)], None)
+    } else if early_min >= 0.90 || pinned {
+        let level =
+            if early_min >= 0.90 { early_min } else { frac[settled..].iter().copied().fold(1.0, f64::min) };
+        advice.push(format!(
+            "Usage is pinned at {:.0} % of the card or more from the start, with no room for a step to breathe: the model states (weights, gradients, optimizer) nearly fill it before any batch runs.",
+            100.0 * level
         ));
         advice.push("shrink the states: bf16 or 8-bit optimizer, LoRA/QLoRA, ZeRO-2/3 or FSDP across GPUs, or a larger card — `vramscope plan --search` lists layouts that fit".into());
-        (Verdict::ModelTooLarge, vec![(0, early.len() - 1)], None)
+        (Verdict::ModelTooLarge, vec![(settled.min(early.len() - 1), s.len() - 1)], None)
     } else if near_cap_peaks.len() >= 2 {
         advice.push(format!(
             "{} of {iterations} iterations peak at 95 % of the card or more and fall back between steps: activations of each step are what fills it.",
@@ -286,6 +354,58 @@ mod tests {
         assert_eq!(leak.verdict, Verdict::Leak, "{leak:?}");
         assert!((leak.growth_mib_per_iteration - 100.0).abs() < 15.0, "{}", leak.growth_mib_per_iteration);
         assert!(leak.seconds_to_oom.is_some_and(|t| t > 0.0));
+    }
+
+    #[test]
+    fn a_job_that_dies_at_the_card_ran_out_of_memory() {
+        let cap = 80 * GIB;
+        // two steps rising to 60 %, the third to 99 %, then the process is gone
+        let used = |i: usize| match i {
+            0..=9 => 20 * GIB + (i as u64 % 5) * 8 * GIB,
+            10..=14 => 20 * GIB + (i as u64 - 9) * 16 * GIB - GIB,
+            _ => 300 << 20,
+        };
+        let samples: Vec<Sample> =
+            (0..24).map(|i| Sample { t_s: i as f64, gpu: 0, used: used(i).min(cap), total: cap }).collect();
+        let r = classify(&samples, None).unwrap();
+        assert_eq!(r.verdict, Verdict::BatchTooLarge, "{r:?}");
+        assert!(r.advice[0].contains("ended"), "{:?}", r.advice);
+    }
+
+    #[test]
+    fn a_flat_curve_at_the_card_is_a_model_too_large() {
+        let cap = 24 * GIB;
+        // loading for three samples, then pinned at 98 % with a wobble that reads as one peak
+        let samples: Vec<Sample> = (0..40)
+            .map(|i| {
+                let used = match i {
+                    0 => GIB,
+                    1 => 8 * GIB,
+                    2 => 16 * GIB,
+                    20 => cap - (200 << 20),
+                    _ => cap - (480 << 20),
+                };
+                Sample { t_s: i as f64, gpu: 0, used, total: cap }
+            })
+            .collect();
+        let r = classify(&samples, None).unwrap();
+        assert_eq!(r.verdict, Verdict::ModelTooLarge, "{r:?}");
+    }
+
+    #[test]
+    fn every_gpu_gets_its_own_verdict() {
+        let cap = 80 * GIB;
+        let mut samples = Vec::new();
+        for i in 0..40 {
+            for g in 0..4u32 {
+                let base = 30 * GIB + (i as u64 % 4) * 6 * GIB;
+                let used = if g == 2 { (base + i as u64 * GIB).min(cap) } else { base };
+                samples.push(Sample { t_s: i as f64, gpu: g, used, total: cap });
+            }
+        }
+        let all = classify_all(&samples).unwrap();
+        assert_eq!(all.iter().map(|r| r.gpu).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(all.iter().filter(|r| r.verdict.fails()).map(|r| r.gpu).collect::<Vec<_>>(), [2]);
     }
 
     #[test]

@@ -93,6 +93,17 @@ pub struct Moment {
     pub alive: Snapshot,
 }
 
+impl Moment {
+    /// "optimizer step", "backward: block 3 MLP backward": where in the step this moment is.
+    pub fn describe(&self) -> String {
+        let what = match self.block {
+            Some(b) => format!("block {b} {}", self.what),
+            None => self.what.to_owned(),
+        };
+        if what == self.phase.label() { what } else { format!("{}: {what}", self.phase.label()) }
+    }
+}
+
 /// The result of an estimate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Estimate {

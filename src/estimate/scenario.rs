@@ -343,6 +343,10 @@ pub struct Overhead {
     /// `CUDA_MODULE_LOADING`: eager loading adds every kernel image to the context.
     #[serde(default)]
     pub module_loading: super::context::ModuleLoading,
+    /// The reserve is a measured flat fraction (a calibration profile, or `--reserve-frac`):
+    /// totals use it instead of replaying the caching allocator.
+    #[serde(default)]
+    pub flat_reserve: bool,
 }
 
 /// The caching allocator's settings (`PYTORCH_CUDA_ALLOC_CONF`).
@@ -355,6 +359,23 @@ pub struct AllocConf {
     pub max_split_size_mib: Option<u64>,
     /// `garbage_collection_threshold` (a fraction of the card).
     pub garbage_collection_threshold: Option<f64>,
+}
+
+impl fmt::Display for AllocConf {
+    /// The `PYTORCH_CUDA_ALLOC_CONF` value that [`FromStr`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if self.expandable_segments {
+            parts.push("expandable_segments:True".to_owned());
+        }
+        if let Some(m) = self.max_split_size_mib {
+            parts.push(format!("max_split_size_mb:{m}"));
+        }
+        if let Some(g) = self.garbage_collection_threshold {
+            parts.push(format!("garbage_collection_threshold:{g}"));
+        }
+        f.write_str(&parts.join(","))
+    }
 }
 
 impl FromStr for AllocConf {
@@ -414,6 +435,7 @@ impl Default for Overhead {
             allocator_reserve_fraction: 0.05,
             allocator: AllocConf::default(),
             module_loading: super::context::ModuleLoading::Lazy,
+            flat_reserve: false,
         }
     }
 }
@@ -482,6 +504,12 @@ impl Scenario {
             per_token = per_token.max(t.intermediate_size as u128 * k).max(t.vocab_size as u128);
             heads = t.num_heads as u128;
             layers = t.num_layers as u128;
+            if t.num_layers > MAX_BLOCKS {
+                return Err(ScenarioError::Invalid(format!(
+                    "the model's {} blocks exceed {MAX_BLOCKS} (the largest published models have under 200)",
+                    t.num_layers
+                )));
+            }
         }
         if b * s * per_token * layers * 64 > MAX_TERM_BYTES
             || b * heads * s * s * layers * 16 > MAX_TERM_BYTES
@@ -491,6 +519,9 @@ impl Scenario {
         Ok(())
     }
 }
+
+/// Most transformer blocks a model may have (every estimate walks them).
+pub const MAX_BLOCKS: u64 = 10_000;
 
 /// A scenario that cannot be estimated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -600,6 +631,30 @@ impl Scenario {
                     p.tp, t.num_heads
                 ));
             }
+            if p.tp > 1 {
+                // Megatron's column/row split needs whole heads and whole MLP columns per rank;
+                // KV heads are split, or replicated when there are fewer than ranks
+                if !t.num_heads.is_multiple_of(p.tp) {
+                    return bad(format!("--tp {} does not divide the {} attention heads", p.tp, t.num_heads));
+                }
+                let kv = t.num_kv_heads.max(1);
+                if !kv.is_multiple_of(p.tp) && !p.tp.is_multiple_of(kv) {
+                    return bad(format!(
+                        "--tp {} neither divides the {kv} KV heads nor is a multiple of them (to replicate them)",
+                        p.tp
+                    ));
+                }
+                let shared = t.moe.map_or(0, |m| m.shared_intermediate_size);
+                for (what, n) in [
+                    ("MLP width", t.intermediate_size),
+                    ("dense MLP width", t.dense_intermediate_size),
+                    ("shared-expert MLP width", shared),
+                ] {
+                    if n > 0 && !n.is_multiple_of(p.tp) {
+                        return bad(format!("--tp {} does not divide the {what} {n}", p.tp));
+                    }
+                }
+            }
             if p.pp * p.virtual_stages > t.num_layers {
                 return bad(format!(
                     "{} pipeline stages x {} virtual stages exceed the {} blocks",
@@ -627,6 +682,27 @@ impl Scenario {
             && k == 0
         {
             return bad("checkpoint interval / segment count must be at least 1".into());
+        }
+        if let Some(t) = self.model.transformer() {
+            let blocks = t.num_layers;
+            match self.checkpointing {
+                // checkpoint_sequential: segment_size = len // segments, 0 when there are more
+                // segments than blocks, and range(0, end, 0) raises
+                Checkpointing::Segments(n) if n > blocks => {
+                    return bad(format!(
+                        "--checkpoint segments:{n} exceeds the {blocks} blocks (PyTorch's checkpoint_sequential raises there)"
+                    ));
+                }
+                Checkpointing::Every(k) if k > blocks => {
+                    return bad(format!("--checkpoint every:{k} exceeds the {blocks} blocks"));
+                }
+                _ => {}
+            }
+        }
+        if self.mode == Mode::Train && self.kv_cache_dtype.is_some() {
+            return bad(
+                "--kv-dtype applies to inference (--mode infer): a training step keeps no KV cache".into()
+            );
         }
         Ok(())
     }

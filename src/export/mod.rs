@@ -75,6 +75,9 @@ pub enum ExportError {
     /// The target exists and overwriting was not asked for.
     #[error("{0}: already exists (use --force to overwrite)")]
     Exists(PathBuf),
+    /// The target is a folder.
+    #[error("{0}: is a folder; give a file name inside it (e.g. {0}/plan.md)")]
+    Folder(PathBuf),
     /// Reading or writing failed.
     #[error("{path}: {source}")]
     Io {
@@ -156,6 +159,9 @@ impl ScenarioFile {
 /// the temporary file is removed and nothing half-written is left.
 pub fn write_atomic(path: &Path, bytes: &[u8], force: bool) -> Result<(), ExportError> {
     let io = |source| ExportError::Io { path: path.to_owned(), source };
+    if path.is_dir() {
+        return Err(ExportError::Folder(path.to_owned()));
+    }
     if !force && path.exists() {
         return Err(ExportError::Exists(path.to_owned()));
     }
@@ -284,7 +290,7 @@ pub fn render(f: &ScenarioFile, format: Format) -> Result<String, ExportError> {
                 msg: "the scenario cannot be estimated".into(),
             })?;
             if format == Format::Roadmap {
-                roadmap::to_markdown(&f.scenario, &r)
+                roadmap::to_markdown(&f.scenario, &r, None)
             } else {
                 serde_json::to_string_pretty(&r).map_err(ser)? + "\n"
             }

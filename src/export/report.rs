@@ -217,7 +217,7 @@ pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
         );
     }
     if let Some(r) = f.gpu().and_then(|gp| roadmap::roadmap(sc, &gp)) {
-        let md = roadmap::to_markdown(sc, &r);
+        let md = roadmap::to_markdown(sc, &r, None);
         // demote the roadmap's headings one level under the report
         s.push('\n');
         for line in md.lines() {

@@ -338,10 +338,16 @@ impl VramApp {
                     });
                 });
                 ui.separator();
-                intents.extend(panels::tabs::ui(ui, self.state.view.tab));
+                let train = c.scenario.mode == crate::estimate::Mode::Train;
+                intents.extend(panels::tabs::ui(ui, self.state.view.tab, train));
                 let selected =
                     self.selected_event.filter(|(r, _)| *r == self.derived.recomputations).map(|(_, i)| i);
-                match self.state.view.tab {
+                // a saved Segments tab shows the batch curve while the mode is inference
+                let tab = match self.state.view.tab {
+                    Tab::Segments if !train => Tab::Batch,
+                    t => t,
+                };
+                match tab {
                     Tab::Timeline => intents.extend(panels::timeline::ui(
                         ui,
                         c,

@@ -4,7 +4,7 @@
 use super::state::{AppState, Settings};
 use crate::estimate::{Estimate, Scenario, estimate};
 use crate::explain::{Explanation, explain};
-use crate::fit::{Knob, SweepPoint, max_batch, sweep};
+use crate::fit::{Knob, SweepPoint, exact_point, insert_point, max_batch, sweep};
 use crate::gpu::{self, Gpu};
 
 /// Results for one scenario.
@@ -48,19 +48,21 @@ impl Computed {
             Err(_) => (estimate(&scenario).map_err(|e| e.to_string())?, None, None),
         };
         let explanations = explain(&scenario, &estimate);
-        let curves = Knob::ALL.into_iter().map(|k| (k, sweep(&scenario, k, k.values(&scenario)))).collect();
+        let mut curves: Vec<(Knob, Vec<SweepPoint>)> =
+            Knob::ALL.into_iter().map(|k| (k, sweep(&scenario, k, k.values(&scenario)))).collect();
+        let max_batch = max_batch(&scenario, cap);
+        // the batch curve holds, exactly, the points the window shows elsewhere: the current batch
+        // (the bar's total) and the largest that fits with the one after it (the headline's)
+        if let Some((_, pts)) = curves.iter_mut().find(|(k, _)| *k == Knob::Batch) {
+            let marks = [Some(scenario.batch), max_batch, max_batch.map(|m| m + 1)];
+            for x in marks.into_iter().flatten() {
+                if let Some(p) = exact_point(&scenario, Knob::Batch, x, cap) {
+                    insert_point(pts, p);
+                }
+            }
+        }
         let block_ops = crate::estimate::block_ops(&scenario);
-        Ok(Self {
-            timeline,
-            reserved,
-            max_batch: max_batch(&scenario, cap),
-            scenario,
-            estimate,
-            explanations,
-            gpu,
-            curves,
-            block_ops,
-        })
+        Ok(Self { timeline, reserved, max_batch, scenario, estimate, explanations, gpu, curves, block_ops })
     }
 
     /// Event `i` of the timeline with its explanation.

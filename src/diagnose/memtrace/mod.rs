@@ -40,6 +40,17 @@ pub enum TracePhase {
     Optimizer,
 }
 
+impl TracePhase {
+    /// Name for display.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Forward => "forward",
+            Self::Backward => "backward",
+            Self::Optimizer => "optimizer step",
+        }
+    }
+}
+
 /// What an event did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -65,7 +65,13 @@ fn describe(c: &Computed) -> String {
     let s = &c.scenario;
     let p = &s.parallel;
     let layout = if p.world() > 1 {
-        format!(" · {} GPUs (ZeRO-{}, TP {}, PP {})", p.world(), p.effective_zero(), p.tp, p.pp)
+        format!(
+            " · {} (ZeRO-{}, TP {}, PP {})",
+            crate::units::count(p.world(), "GPU"),
+            p.effective_zero(),
+            p.tp,
+            p.pp
+        )
     } else {
         String::new()
     };

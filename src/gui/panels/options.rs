@@ -8,7 +8,7 @@ use crate::gui::palette;
 use crate::gui::state::View;
 use crate::gui::strings::tr;
 use crate::options::HardwarePath;
-use crate::roadmap::Roadmap;
+use crate::roadmap::{Roadmap, Step, StepKind};
 use crate::units::GIB;
 use eframe::egui::{self, Align2, FontId, Rect, Sense, Stroke, pos2, vec2};
 
@@ -42,12 +42,30 @@ pub fn ui(
             }
             ui.end_row();
             for p in paths {
-                ui.label(p.kind);
+                ui.label(&p.kind);
                 ui.label(&p.gpu_name);
                 ui.label(p.gpus.to_string());
                 let q = &p.parallel;
-                ui.label(format!("dp{} tp{} pp{} Z{}, ckpt {}", q.dp, q.tp, q.pp, q.zero, p.checkpoint));
-                ui.label(p.micro_batch.to_string());
+                let offload = match q.offload {
+                    crate::estimate::Offload::None => "",
+                    crate::estimate::Offload::Optimizer => ", offload optimizer",
+                    crate::estimate::Offload::Params => ", offload params",
+                };
+                let changes = if p.changes.is_empty() {
+                    "the scenario as it is".to_owned()
+                } else {
+                    format!("vramscope estimate … {}", p.changes.join(" "))
+                };
+                ui.label(format!(
+                    "dp{} tp{} pp{} Z{}, ckpt {}{offload}",
+                    q.dp, q.tp, q.pp, q.zero, p.checkpoint
+                ))
+                .on_hover_text(changes);
+                ui.label(if p.grad_accum > 1 {
+                    format!("{} x {}", p.micro_batch, p.grad_accum)
+                } else {
+                    p.micro_batch.to_string()
+                });
                 ui.label(format!("{:.1} / {:.1}", p.total_bytes as f64 / GIB, p.capacity as f64 / GIB));
                 let (text, color) = if p.fits {
                     (format!("yes (+{:.1})", p.headroom as f64 / GIB), ui.visuals().text_color())
@@ -154,7 +172,7 @@ type RoadmapBar = (String, u64, Vec<(Component, u64)>);
 /// a tick), and the steps with what they save.
 fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
     ui.strong(format!("Roadmap: {}", r.headline));
-    let steps: Vec<_> = r.steps.iter().collect();
+    let steps: Vec<_> = r.steps.iter().filter(|s| s.kind != StepKind::NotMemory).collect();
     let n = steps.len() + 1;
     let h = 170.0;
     ui.label(egui::RichText::new("Each bar is the per-GPU total (GiB) after that step and all before it; the bar across is that step's GPU capacity. Hover a step for how to do it.").weak());
@@ -162,10 +180,13 @@ fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
     let painter = ui.painter_at(rect);
     let text = ui.visuals().text_color();
     // scale to the totals and today's card; a bigger card's capacity above that is drawn at the top
-    let top =
-        steps.iter().map(|s| s.total_after).chain([r.total_before, r.capacity_before]).max().unwrap_or(1)
-            as f64
-            * 1.15;
+    let top = steps
+        .iter()
+        .filter_map(|s| s.total_after)
+        .chain([r.total_before, r.capacity_before])
+        .max()
+        .unwrap_or(1) as f64
+        * 1.15;
     let plot = Rect::from_min_max(
         pos2(rect.left() + 4.0, rect.top() + 4.0),
         pos2(rect.right() - 4.0, rect.bottom() - 18.0),
@@ -204,20 +225,49 @@ fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
             text,
         );
     }
-    egui::Grid::new("roadmap_grid").striped(true).spacing([12.0, 3.0]).show(ui, |ui| {
-        for hd in ["#", "when", "step", "saves", "total after", "fits", "effort"] {
-            ui.strong(hd);
+    let sections: [(&str, &[Step]); 3] =
+        [("roadmap_grid", &r.steps), ("roadmap_batch", &r.raise_batch), ("roadmap_method", &r.method)];
+    for (id, list) in sections {
+        if list.is_empty() {
+            continue;
         }
-        ui.end_row();
-        for (i, s) in steps.iter().enumerate() {
-            ui.label(format!("{}", i + 1));
-            ui.label(format!("{:?}", s.horizon));
-            ui.label(&s.title).on_hover_text(s.how.join("\n"));
-            ui.label(format!("{:.1} GiB ({:.0} %)", s.saves as f64 / GIB, s.saves_pct));
-            ui.label(format!("{:.1} / {:.1} GiB", s.total_after as f64 / GIB, s.capacity as f64 / GIB));
-            ui.colored_label(palette::verdict(s.fits), if s.fits { "yes" } else { "no" });
-            ui.label(s.effort);
+        match id {
+            "roadmap_batch" => ui.strong("What raises the micro-batch (each alone, on the job that fits)"),
+            "roadmap_method" => ui.strong("Changes of method (on the short-term settings, this card)"),
+            _ => ui.label(""),
+        };
+        egui::Grid::new(id).striped(true).spacing([12.0, 3.0]).show(ui, |ui| {
+            for hd in ["#", "when", "step", "saves", "total after", "fits", "effort"] {
+                ui.strong(hd);
+            }
             ui.end_row();
-        }
-    });
+            for (i, s) in list.iter().enumerate() {
+                ui.label(format!("{}", i + 1));
+                ui.label(s.horizon.label());
+                let mut how = s.how.join("\n");
+                if !s.changes.is_empty() {
+                    how += &format!("\nflags: {}", s.changes.join(" "));
+                }
+                ui.label(&s.title).on_hover_text(how);
+                match (s.kind, s.saves, s.saves_pct) {
+                    (StepKind::NotMemory, _, _) => ui.label("not a memory change"),
+                    (_, Some(b), Some(p)) => ui.label(format!("{:.1} GiB ({p:.0} %)", b as f64 / GIB)),
+                    _ => ui.label(format!("card of {:.0} GiB", s.capacity as f64 / GIB)),
+                };
+                match s.total_after {
+                    Some(t) => {
+                        ui.label(format!("{:.1} / {:.1} GiB", t as f64 / GIB, s.capacity as f64 / GIB))
+                    }
+                    None => ui.label("-"),
+                };
+                if s.kind == StepKind::NotMemory {
+                    ui.label("-");
+                } else {
+                    ui.colored_label(palette::verdict(s.fits), if s.fits { "yes" } else { "no" });
+                }
+                ui.label(s.effort);
+                ui.end_row();
+            }
+        });
+    }
 }

@@ -5,11 +5,12 @@ use crate::gui::state::Tab;
 use crate::gui::strings::tr;
 use eframe::egui;
 
-/// Draws the tabs.
-pub fn ui(ui: &mut egui::Ui, current: Tab) -> Vec<Intent> {
+/// Draws the tabs; checkpoint segments only for training (an inference pass keeps nothing for
+/// backward). They wrap onto a second row when the window is narrow.
+pub fn ui(ui: &mut egui::Ui, current: Tab, train: bool) -> Vec<Intent> {
     let t = tr();
     let mut out = Vec::new();
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
         for (tab, label) in [
             (Tab::Batch, t.tab_batch),
             (Tab::Seq, t.tab_seq),
@@ -20,6 +21,9 @@ pub fn ui(ui: &mut egui::Ui, current: Tab) -> Vec<Intent> {
             (Tab::Live, t.tab_live),
             (Tab::Options, t.tab_options),
         ] {
+            if tab == Tab::Segments && !train {
+                continue;
+            }
             if ui.selectable_label(current == tab, label).clicked() && current != tab {
                 out.push(Intent::SetTab(tab));
             }

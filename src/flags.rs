@@ -1,0 +1,194 @@
+//! A scenario as the `vramscope estimate` flags that rebuild it.
+//!
+//! The advice (plan, options, roadmap) names every setting a row relies on by these flags, so a
+//! reader can paste them after `vramscope estimate --model M` and get the row's total. The
+//! command line's parser is the inverse: a property test in the CLI checks, over generated
+//! scenarios and every row the advice produces, that parsing these flags gives back the same
+//! scenario and the same total.
+
+use crate::estimate::context::ModuleLoading;
+use crate::estimate::{AdapterDtype, BaseQuant, FsdpMode, Loss, Mode, Offload, Scenario};
+use crate::gpu::Gpu;
+
+/// One flag: its name and its value (`None` for a switch).
+pub type Flag = (&'static str, Option<String>);
+
+fn fsdp_name(m: FsdpMode) -> &'static str {
+    match m {
+        FsdpMode::FullShard => "full_shard",
+        FsdpMode::ShardGradOp => "shard_grad_op",
+        FsdpMode::HybridShard => "hybrid_shard",
+    }
+}
+
+fn offload_name(o: Offload) -> &'static str {
+    match o {
+        Offload::None => "none",
+        Offload::Optimizer => "optimizer",
+        Offload::Params => "params",
+    }
+}
+
+fn base_quant_name(q: BaseQuant) -> &'static str {
+    match q {
+        BaseQuant::None => "none",
+        BaseQuant::Nf4 => "nf4",
+        BaseQuant::Nf4NoDq => "nf4-nodq",
+        BaseQuant::Int8 => "int8",
+    }
+}
+
+/// Every setting of `sc` on `gpu` as flags, in the order `estimate --help` lists them, without
+/// `--model` (the caller names the model as the user gave it). Settings at the command line's
+/// defaults are left out, except the ones a reader looks for: mode, batch, sequence, precision,
+/// optimizer, checkpointing and the GPU.
+pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
+    let mut v: Vec<Flag> = Vec::new();
+    let mut put = |k: &'static str, val: String| v.push((k, Some(val)));
+    let train = sc.mode == Mode::Train;
+    put("--mode", if train { "train" } else { "infer" }.into());
+    put("--batch", sc.batch.to_string());
+    put("--seq", sc.seq.to_string());
+    put("--precision", sc.precision.name().into());
+    if train {
+        put("--optimizer", sc.optimizer.name().into());
+    }
+    if sc.attention != crate::estimate::AttentionImpl::Sdpa {
+        put("--attention", sc.attention.name().into());
+    }
+    if train {
+        put("--checkpoint", sc.checkpointing.to_string());
+    }
+    if let Some(l) = sc.lora {
+        put("--lora", format!("{}:{}", l.rank, l.targets.names()));
+        if l.dropout != 0.0 {
+            put("--lora-dropout", l.dropout.to_string());
+        }
+    }
+    if sc.base_quant != BaseQuant::None {
+        put("--base-quant", base_quant_name(sc.base_quant).into());
+    }
+    let st = sc.stack;
+    if let Some(f) = st.framework {
+        put("--framework", f.name().into());
+    }
+    if st.framework.is_some() || st.loss != Loss::Hf {
+        put("--loss", st.loss.to_string());
+    }
+    if st.framework.is_some() || st.adapter_dtype != AdapterDtype::Fp32 {
+        put("--adapter-dtype", if st.adapter_dtype == AdapterDtype::Fp32 { "fp32" } else { "model" }.into());
+    }
+    if let Some(d) = st.bnb_compute_dtype {
+        put("--bnb-compute-dtype", d.name().into());
+    }
+    if st.grad_accum > 1 {
+        put("--grad-accum", st.grad_accum.to_string());
+    }
+    if let Some(d) = sc.kv_cache_dtype {
+        put("--kv-dtype", d.name().into());
+    }
+    put("--gpu", gpu.id.clone());
+    let (o, d) = (sc.overhead, gpu.overhead());
+    if o.cuda_context_bytes != d.cuda_context_bytes {
+        put("--context-mib", (o.cuda_context_bytes >> 20).to_string());
+    } else if o.module_loading != ModuleLoading::Lazy {
+        put("--module-loading", o.module_loading.name().into());
+    }
+    if o.workspace_bytes != d.workspace_bytes {
+        put("--workspace-mib", (o.workspace_bytes >> 20).to_string());
+    }
+    if o.flat_reserve {
+        put("--reserve-frac", o.allocator_reserve_fraction.to_string());
+    }
+    if o.allocator != crate::estimate::scenario::AllocConf::default() {
+        put("--alloc-conf", o.allocator.to_string());
+    }
+    let p = sc.parallel;
+    for (k, val) in [("--dp", p.dp), ("--tp", p.tp), ("--pp", p.pp), ("--cp", p.cp), ("--ep", p.ep)] {
+        if val != 1 {
+            put(k, val.to_string());
+        }
+    }
+    if p.zero != 0 {
+        put("--zero", p.zero.to_string());
+    }
+    if let Some(f) = p.fsdp {
+        put("--fsdp", fsdp_name(f).into());
+    }
+    if p.offload != Offload::None {
+        put("--offload", offload_name(p.offload).into());
+    }
+    if p.micro_batches != 0 {
+        put("--micro-batches", p.micro_batches.to_string());
+    }
+    if p.virtual_stages != 1 {
+        put("--virtual-stages", p.virtual_stages.to_string());
+    }
+    if p.node_size() != 8 {
+        put("--gpus-per-node", p.node_size().to_string());
+    }
+    if let Some(n) = p.nccl_bytes {
+        put("--nccl-mib", (n >> 20).to_string());
+    }
+    if p.sp {
+        v.push(("--sp", None));
+    }
+    if st.optimizer_in_backward {
+        v.push(("--optimizer-in-backward", None));
+    }
+    if st.keep_grads {
+        v.push(("--keep-grads", None));
+    }
+    if st.compiled_loss {
+        v.push(("--compile-loss", None));
+    }
+    v
+}
+
+/// The flags as command-line words.
+pub fn words(flags: &[Flag]) -> Vec<String> {
+    let mut out = Vec::with_capacity(flags.len() * 2);
+    for (k, v) in flags {
+        out.push((*k).to_owned());
+        if let Some(v) = v {
+            out.push(v.clone());
+        }
+    }
+    out
+}
+
+/// The flags as one line (`--batch 4 --zero 3`), values quoted where a shell would split them.
+pub fn line(flags: &[Flag]) -> String {
+    words(flags)
+        .into_iter()
+        .map(|w| if w.contains([' ', '{', '}', '"', '\'']) { format!("'{w}'") } else { w })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The flags of `to` that differ from `from`'s (changed or added; a flag `to` drops is set back
+/// to its command-line default), for a row that says what it changes.
+pub fn changed(from: &[Flag], to: &[Flag]) -> Vec<Flag> {
+    let mut out: Vec<Flag> = to.iter().filter(|f| !from.contains(f)).cloned().collect();
+    for (k, _) in from {
+        if to.iter().any(|(k2, _)| k2 == k) {
+            continue;
+        }
+        let back = match *k {
+            "--dp" | "--tp" | "--pp" | "--cp" | "--ep" | "--virtual-stages" => Some("1"),
+            "--zero" | "--micro-batches" => Some("0"),
+            "--offload" => Some("none"),
+            "--loss" => Some("hf"),
+            "--adapter-dtype" => Some("fp32"),
+            "--grad-accum" => Some("1"),
+            "--base-quant" => Some("none"),
+            "--attention" => Some("sdpa"),
+            "--gpus-per-node" => Some("8"),
+            "--context-mib" | "--workspace-mib" => Some("(the card's default)"),
+            _ => None,
+        };
+        // a switch turned off, or a setting with no default to name: say it is dropped
+        out.push((k, Some(back.unwrap_or("(dropped)").to_owned())));
+    }
+    out
+}
