@@ -163,7 +163,8 @@ pub struct EstimateArgs {
     /// KV-cache element type for inference (default: compute dtype): bf16, fp16, fp8, int8.
     #[arg(long)]
     pub kv_dtype: Option<DType>,
-    /// GPU from the catalog (see `vramscope gpus`) or a size like 24gb: adds fits and max_batch.
+    /// GPU from the catalog (see `vramscope gpus`; unambiguous short forms such as 4090 or h200
+    /// work) or a size like 24gb: adds fits and max_batch.
     #[arg(long)]
     pub gpu: Option<String>,
     /// CUDA context size in MiB (default 500).
