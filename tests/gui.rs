@@ -475,3 +475,36 @@ fn a_measured_snapshot_is_read_off_the_ui_thread_and_laid_over_the_timeline() {
     h.run();
     assert!(h.state().snapshots.loaded.is_empty());
 }
+
+/// Every figure shown twice agrees: the batch curve's largest fitting point is the headline's
+/// largest micro-batch (the 80 vs 73), and each curve passes through the bar's total at
+/// the current value.
+#[test]
+fn the_curves_hold_the_figures_the_headline_and_the_bar_show() {
+    use vramscope::fit::Knob;
+    use vramscope::gui::derived::Computed;
+    for (mode, batch) in [(vramscope::estimate::Mode::Infer, 1), (vramscope::estimate::Mode::Train, 2)] {
+        let s = Settings { mode, batch, ..Settings::default() };
+        let c = Computed::new(&s).unwrap();
+        let cap = c.capacity();
+        let curve = c.curve(Knob::Batch);
+        let largest = curve.iter().filter(|p| p.total <= cap).map(|p| p.x).max();
+        assert_eq!(largest, c.max_batch, "{mode:?}: the curve's largest fitting batch is the headline's");
+        let mb = c.max_batch.unwrap();
+        assert!(curve.iter().any(|p| p.x == mb) && curve.iter().any(|p| p.x == mb + 1));
+        for k in [Knob::Batch, Knob::Seq, Knob::Gpus] {
+            let x = match k {
+                Knob::Batch => c.scenario.batch,
+                Knob::Seq => c.scenario.seq,
+                _ => c.scenario.parallel.dp,
+            };
+            let p = c.curve(k).iter().find(|p| p.x == x).unwrap();
+            assert_eq!(
+                p.total, c.estimate.total,
+                "{mode:?} {k:?}: the curve at the current value is the bar"
+            );
+        }
+        // monotone in the batch (the anchoring keeps the flat curve's shape)
+        assert!(curve.windows(2).all(|w| w[1].total + (64 << 20) >= w[0].total), "{mode:?}");
+    }
+}

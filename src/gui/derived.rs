@@ -4,7 +4,7 @@
 use super::state::{AppState, Settings};
 use crate::estimate::{Estimate, Scenario, estimate};
 use crate::explain::{Explanation, explain};
-use crate::fit::{Knob, SweepPoint, exact_point, insert_point, max_batch, sweep};
+use crate::fit::{Knob, SweepPoint, anchor, exact_point, insert_point, max_batch, sweep};
 use crate::gpu::{self, Gpu};
 
 /// Results for one scenario.
@@ -51,13 +51,44 @@ impl Computed {
         let mut curves: Vec<(Knob, Vec<SweepPoint>)> =
             Knob::ALL.into_iter().map(|k| (k, sweep(&scenario, k, k.values(&scenario)))).collect();
         let max_batch = max_batch(&scenario, cap);
-        // the batch curve holds, exactly, the points the window shows elsewhere: the current batch
-        // (the bar's total) and the largest that fits with the one after it (the headline's)
-        if let Some((_, pts)) = curves.iter_mut().find(|(k, _)| *k == Knob::Batch) {
-            let marks = [Some(scenario.batch), max_batch, max_batch.map(|m| m + 1)];
-            for x in marks.into_iter().flatten() {
-                if let Some(p) = exact_point(&scenario, Knob::Batch, x, cap) {
-                    insert_point(pts, p);
+        // every curve holds, exactly, the figures the window shows elsewhere: the current value
+        // (the bar's total) and, on the batch curve, the largest batch that fits and the one
+        // after it (the headline's); the sampled points between are anchored to them
+        let now = SweepPoint {
+            x: 0,
+            peak: estimate.peak_allocated,
+            total: estimate.total,
+            phases: estimate.phase_peaks,
+            activations: estimate.activations,
+        };
+        for (knob, pts) in &mut curves {
+            let current = match knob {
+                Knob::Batch => Some(scenario.batch),
+                Knob::Seq => Some(scenario.seq),
+                Knob::Gpus => Some(scenario.parallel.dp),
+                Knob::Segments => match scenario.checkpointing {
+                    crate::estimate::Checkpointing::Segments(n) => Some(n),
+                    _ => None,
+                },
+            };
+            let mut exact: Vec<SweepPoint> = current.map(|x| SweepPoint { x, ..now }).into_iter().collect();
+            if *knob == Knob::Batch {
+                let marks = [max_batch, max_batch.map(|m| m + 1)];
+                exact.extend(
+                    marks.into_iter().flatten().filter_map(|x| exact_point(&scenario, Knob::Batch, x, cap)),
+                );
+            }
+            for p in &exact {
+                insert_point(pts, *p);
+            }
+            anchor(&scenario, *knob, pts, &exact);
+            if *knob == Knob::Batch {
+                // the verdict decides what fits: a batch beyond the largest that fits does not,
+                // even where the sum of its parts stays under the card (the replayed allocator
+                // runs out first, fragmented); it is drawn at the card, not under it
+                for p in pts.iter_mut() {
+                    let fits = max_batch.is_some_and(|m| p.x <= m);
+                    p.total = if fits { p.total.min(cap) } else { p.total.max(cap + 1) };
                 }
             }
         }

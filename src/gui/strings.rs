@@ -281,7 +281,7 @@ pub const EN: Strings = Strings {
     tab_segments: "vs checkpoint segments",
     tab_gpus: "vs GPUs",
     tab_compare: "Compare",
-    curve_hint: "Click the curve to set that value. Dashed: the GPU's capacity.",
+    curve_hint: "Click the curve to set that value. Dashed: the GPU's capacity. The current value and the marked point are exact (the allocator replayed); the points between scale the nearest one's allocator cache with their peak. Past the largest batch that fits the replayed allocator runs out, so the curve is drawn at the card or above.",
     largest_fit: "largest that fits",
     fewest_gpus: "fewest GPUs that fit",
     lowest_peak: "lowest peak",
