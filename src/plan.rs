@@ -140,7 +140,7 @@ pub fn resolve_job(
     global_batch: Option<u64>,
 ) -> Result<u64, String> {
     let p = &mut sc.parallel;
-    let rest = p.tp * p.pp * p.cp;
+    let rest = p.tp.saturating_mul(p.pp).saturating_mul(p.cp);
     if let Some(n) = gpus {
         if n == 0 {
             return Err("--gpus must be at least 1".into());
@@ -151,25 +151,25 @@ pub fn resolve_job(
                 p.tp, p.pp, p.cp
             ));
         }
-        if dp_given && p.dp * rest != n {
+        if dp_given && p.dp.saturating_mul(rest) != n {
             return Err(format!(
                 "--gpus {n} does not match --dp {} x --tp {} x --pp {} x --cp {} = {} GPUs (leave out --dp and it is {})",
                 p.dp,
                 p.tp,
                 p.pp,
                 p.cp,
-                p.dp * rest,
+                p.dp.saturating_mul(rest),
                 n / rest
             ));
         }
         p.dp = n / rest;
     }
     let per_step = if p.pp > 1 { p.micro_batches() } else { u64::from(sc.stack.grad_accum.max(1)) };
-    let Some(g) = global_batch else { return Ok(sc.batch * p.dp * per_step) };
+    let Some(g) = global_batch else { return Ok(sc.batch.saturating_mul(p.dp).saturating_mul(per_step)) };
     if g == 0 {
         return Err("--global-batch must be at least 1".into());
     }
-    let replica = p.dp * sc.batch;
+    let replica = p.dp.saturating_mul(sc.batch);
     if !g.is_multiple_of(replica) {
         return Err(format!(
             "--global-batch {g} is not micro-batch {} x dp {} x a whole number of micro-batches per step",

@@ -89,7 +89,7 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
         if gpus == 0 {
             bail!("--gpus must be at least 1");
         }
-        let global = global_arg.unwrap_or(sc.batch * gpus);
+        let global = global_arg.unwrap_or(sc.batch.saturating_mul(gpus));
         if global == 0 {
             bail!("--global-batch must be at least 1");
         }
