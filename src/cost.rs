@@ -80,6 +80,11 @@ pub fn cheapest_on_demand(gpu_id: &str) -> Option<&'static Instance> {
         .min_by(|a, b| a.per_gpu_hour().total_cmp(&b.per_gpu_hour()))
 }
 
+/// The cheapest on-demand price of one GPU-hour of a card, if the catalog rents it.
+pub fn on_demand_per_gpu_hour(gpu_id: &str) -> Option<f64> {
+    cheapest_on_demand(gpu_id).map(Instance::per_gpu_hour)
+}
+
 /// Money for tables: "$1234", or "$1.23 M" from a million up.
 pub fn usd(x: f64) -> String {
     if x >= 1e6 { format!("${:.2} M", x / 1e6) } else { format!("${x:.0}") }

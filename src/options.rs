@@ -86,12 +86,8 @@ pub struct HardwarePath {
     pub scenario: Scenario,
 }
 
-fn price_per_gpu_hour(g: &Gpu) -> Option<f64> {
-    cost::cheapest_on_demand(&g.id).map(cost::Instance::per_gpu_hour)
-}
-
 /// The scenario on another card: the card's own context and workspace, everything else kept.
-fn on_card(sc: &Scenario, from: &Gpu, g: &Gpu) -> Scenario {
+pub(crate) fn on_card(sc: &Scenario, from: &Gpu, g: &Gpu) -> Scenario {
     let mut s = sc.clone();
     if g.id != from.id {
         let d = g.overhead();
@@ -125,7 +121,7 @@ pub fn hardware_paths(
         let v = crate::fit::verdict(&s, g.memory_bytes()).ok()?;
         let st = plan::step_time(&s, &v.estimate, g, global_batch, speed);
         let gpus = s.parallel.world();
-        let price = price_per_gpu_hour(g).map(|p| p * gpus as f64);
+        let price = cost::on_demand_per_gpu_hour(&g.id).map(|p| p * gpus as f64);
         let f = flags::flags(&s, g);
         Some(HardwarePath {
             kind,

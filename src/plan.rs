@@ -164,7 +164,8 @@ pub fn resolve_job(
         }
         p.dp = n / rest;
     }
-    let per_step = if p.pp > 1 { p.micro_batches() } else { u64::from(sc.stack.grad_accum.max(1)) };
+    let per_step = sc.micro_batches_per_step();
+    let p = &mut sc.parallel;
     let Some(g) = global_batch else { return Ok(sc.batch.saturating_mul(p.dp).saturating_mul(per_step)) };
     if g == 0 {
         return Err("--global-batch must be at least 1".into());

@@ -205,7 +205,7 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
         e.stage.blocks,
         e.stage.in_flight,
     );
-    let per_step = if p.pp > 1 { p.micro_batches() } else { u64::from(sc.stack.grad_accum.max(1)) };
+    let per_step = sc.micro_batches_per_step();
     s += &format!(
         "  global batch {global} = micro-batch {} x {} x dp {}\n",
         sc.batch,

@@ -480,6 +480,16 @@ pub struct Scenario {
 const MAX_TERM_BYTES: u128 = 1 << 60;
 
 impl Scenario {
+    /// Micro-batches per optimizer step on one data-parallel rank: the pipeline's micro-batches
+    /// with pipeline stages, else the gradient accumulation (1 without it).
+    pub fn micro_batches_per_step(&self) -> u64 {
+        if self.parallel.pp > 1 {
+            self.parallel.micro_batches()
+        } else {
+            u64::from(self.stack.grad_accum.max(1))
+        }
+    }
+
     /// Rejects models and workloads whose byte counts would not fit the estimator's integers
     /// (far beyond any real GPU), so the arithmetic never overflows.
     fn check_sizes(&self) -> Result<(), ScenarioError> {

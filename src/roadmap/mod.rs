@@ -7,13 +7,15 @@
 //! settings. Steps that are not memory changes (monitoring, a custom allocator) are labelled so.
 
 use crate::cost;
-use crate::estimate::{Checkpointing, Estimate, Lora, Mode, Offload, Optimizer, Parallel, Scenario};
+use crate::estimate::{Estimate, Scenario};
 use crate::fit::{max_batch, verdict};
 use crate::flags;
-use crate::gpu::{self, Gpu};
+use crate::gpu::Gpu;
 use crate::options::product_line;
-use crate::units::Precision;
 use serde::Serialize;
+
+mod changes;
+use changes::{Change, changes, method_changes};
 
 /// When a step can be done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -121,49 +123,12 @@ pub struct Roadmap {
     pub method: Vec<Step>,
 }
 
-fn price_per_gpu_hour(g: &Gpu) -> Option<f64> {
-    cost::cheapest_on_demand(&g.id).map(cost::Instance::per_gpu_hour)
-}
-
 /// A state of the job: the scenario, its card and its verdict.
 #[derive(Clone)]
 struct State {
     sc: Scenario,
     gpu: Gpu,
     e: Estimate,
-}
-
-/// What a change does to a scenario and its card; `false` when it does not apply.
-type Apply = Box<dyn Fn(&mut Scenario, &mut Gpu) -> bool>;
-
-/// A change the roadmap may make.
-struct Change {
-    horizon: Horizon,
-    kind: StepKind,
-    title: String,
-    effort: &'static str,
-    how: Vec<String>,
-    apply: Apply,
-}
-
-impl Change {
-    fn new(
-        horizon: Horizon,
-        kind: StepKind,
-        title: impl Into<String>,
-        effort: &'static str,
-        how: &[&str],
-        apply: impl Fn(&mut Scenario, &mut Gpu) -> bool + 'static,
-    ) -> Self {
-        Self {
-            horizon,
-            kind,
-            title: title.into(),
-            effort,
-            how: how.iter().map(|s| (*s).to_owned()).collect(),
-            apply: Box::new(apply),
-        }
-    }
 }
 
 struct Search {
@@ -206,9 +171,10 @@ impl Search {
         if card_change && to.gpu.memory_bytes() <= from.gpu.memory_bytes() {
             return None;
         }
-        let before =
-            from.sc.parallel.world().max(1) as f64 * price_per_gpu_hour(&from.gpu).unwrap_or(f64::NAN);
-        let after = to.sc.parallel.world().max(1) as f64 * price_per_gpu_hour(&to.gpu).unwrap_or(f64::NAN);
+        let before = from.sc.parallel.world().max(1) as f64
+            * cost::on_demand_per_gpu_hour(&from.gpu.id).unwrap_or(f64::NAN);
+        let after = to.sc.parallel.world().max(1) as f64
+            * cost::on_demand_per_gpu_hour(&to.gpu.id).unwrap_or(f64::NAN);
         let cost_change = if !card_change {
             Some(to.sc.parallel.world().max(1) as f64 / from.sc.parallel.world().max(1) as f64 - 1.0)
         } else if before.is_finite() && after.is_finite() && before > 0.0 {
@@ -235,7 +201,7 @@ impl Search {
             fits,
             max_batch_after: self.max_batch(&to),
             cost_change,
-            gpu_hour_price: price_per_gpu_hour(&to.gpu),
+            gpu_hour_price: cost::on_demand_per_gpu_hour(&to.gpu.id),
             effort: c.effort,
             how: c.how.clone(),
             estimate_args: flags::words(&f_to),
@@ -269,247 +235,25 @@ impl Search {
     }
 }
 
-/// The fewest GPUs of the card (2 to `max`, powers of two) over which ZeRO-3 fits, else `max`.
-fn zero3_gpus(sc: &Scenario, g: &Gpu, limit: u64, max: u64) -> u64 {
-    let mut n = 2;
-    while n < max {
-        let mut s = sc.clone();
-        s.parallel = Parallel { dp: n * sc.parallel.dp.max(1), zero: 3, ..sc.parallel };
-        if verdict(&s, g.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= limit) {
-            return n;
-        }
-        n *= 2;
+/// Names a step by what it did on this state: the card it moved to, the micro-batch and
+/// accumulation it chose, the GPUs it sharded over.
+fn titled(c: &Change, step: &mut Step, to: &State) {
+    if c.title == "A larger card" {
+        step.title = format!("A larger card: {} ({})", to.gpu.name, product_line(&to.gpu));
+        step.how = vec![format!("--gpu {}", to.gpu.id)];
+    } else if c.title.starts_with("Micro-batch") {
+        step.title = format!(
+            "Micro-batch {} with gradient accumulation x{} (same batch of {})",
+            to.sc.batch,
+            to.sc.stack.grad_accum,
+            to.sc.batch * u64::from(to.sc.stack.grad_accum)
+        );
+    } else if c.title.starts_with("Shard model states") {
+        step.title = format!(
+            "Shard model states over {} GPUs of this card (ZeRO-3 / FSDP full_shard)",
+            to.sc.parallel.dp
+        );
     }
-    max
-}
-
-/// The changes the roadmap tries, in order of horizon and effort.
-fn changes(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Vec<Change> {
-    use Horizon::{Long, Mid, Short};
-    use StepKind::{Hardware, NotMemory, Setting};
-    let train = sc.mode == Mode::Train;
-    let limit = move |g: &Gpu| (g.memory_bytes() as f64 * (1.0 - headroom)) as u64;
-    let mut v = Vec::new();
-    if train {
-        v.push(Change::new(
-            Short,
-            Setting,
-            "Mixed precision: bf16 autocast over fp32 weights",
-            "low",
-            &[
-                "PyTorch: with torch.autocast(\"cuda\", dtype=torch.bfloat16): ...",
-                "HF Trainer: TrainingArguments(bf16=True)",
-            ],
-            |s, _| {
-                let was = s.precision;
-                if was == Precision::Fp32 {
-                    s.precision = Precision::Bf16Amp;
-                }
-                was == Precision::Fp32
-            },
-        ));
-        v.push(Change::new(Short, Setting, "Gradient checkpointing on every block", "low", &[
-            "HF: model.gradient_checkpointing_enable()  or  TrainingArguments(gradient_checkpointing=True)",
-        ], |s, _| {
-            let apply = s.checkpointing != Checkpointing::Full;
-            s.checkpointing = Checkpointing::Full;
-            apply
-        }));
-        v.push(Change::new(Short, Setting, "Fused linear cross-entropy (Liger kernel): no full logits", "low", &[
-            "pip install liger-kernel; from liger_kernel.transformers import apply_liger_kernel_to_llama; apply_liger_kernel_to_llama()",
-        ], |s, _| {
-            let apply = s.stack.loss != crate::estimate::Loss::FusedLinearCe && !s.stack.compiled_loss
-                && s.model.transformer().is_some();
-            if apply { s.stack.loss = crate::estimate::Loss::FusedLinearCe; }
-            apply
-        }));
-        v.push(Change::new(Short, Setting, "Micro-batch with gradient accumulation (same global batch)", "low", &[
-            "HF Trainer: per_device_train_batch_size=MB, gradient_accumulation_steps=N (MB x N = the batch before)",
-        ], move |s, g| {
-            if s.batch <= 1 || s.stack.optimizer_in_backward || s.parallel.pp > 1 {
-                return false;
-            }
-            let b = s.batch;
-            let accum = u64::from(s.stack.grad_accum.max(1));
-            // the largest micro-batch dividing the batch that fits, else 1
-            let cap = limit(g);
-            let mb = (1..b).rev().filter(|d| b.is_multiple_of(*d)).find(|&d| {
-                let mut t = s.clone();
-                t.batch = d;
-                t.stack.grad_accum = u32::try_from(accum * (b / d)).unwrap_or(u32::MAX);
-                verdict(&t, g.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= cap)
-            }).unwrap_or(1);
-            s.batch = mb;
-            s.stack.grad_accum = u32::try_from(accum * (b / mb)).unwrap_or(u32::MAX);
-            true
-        }));
-        v.push(Change::new(
-            Short,
-            Setting,
-            "8-bit AdamW (bitsandbytes): optimizer states in 8 bits",
-            "low",
-            &["pip install bitsandbytes; TrainingArguments(optim=\"adamw_bnb_8bit\")"],
-            |s, _| {
-                let apply = matches!(
-                    s.optimizer,
-                    Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused | Optimizer::AdamwLoop
-                );
-                if apply {
-                    s.optimizer = Optimizer::Adamw8bit;
-                }
-                apply
-            },
-        ));
-    }
-    v.push(Change::new(
-        Short,
-        Setting,
-        "Allocator: expandable segments (less fragmentation)",
-        "low",
-        &["export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"],
-        |s, _| {
-            let apply = !s.overhead.allocator.expandable_segments && !s.overhead.flat_reserve;
-            s.overhead.allocator.expandable_segments = true;
-            apply
-        },
-    ));
-    v.push(Change::new(Short, NotMemory, "Measure it: memory monitoring in the job (not a memory change)", "low", &[
-        "vramscope monitor --interval-ms 250 --count 100000 --json > trace.jsonl",
-        "torch.cuda.memory._record_memory_history(); ...; torch.cuda.memory._dump_snapshot(\"snap.pickle\")",
-    ], |_, _| false));
-    if train {
-        let node = sc.parallel.node_size();
-        let (sc0, g0) = (sc.clone(), gpu.clone());
-        let n = zero3_gpus(&sc0, &g0, limit(&g0), node);
-        v.push(Change::new(
-            Mid,
-            Hardware,
-            format!("Shard model states over {n} GPUs of this card (ZeRO-3 / FSDP full_shard)"),
-            "medium",
-            &[
-                "DeepSpeed: \"zero_optimization\": {\"stage\": 3}",
-                "accelerate: fsdp_sharding_strategy: FULL_SHARD",
-            ],
-            move |s, g| {
-                if s.parallel.effective_zero() >= 3 || s.parallel.pp > 1 {
-                    return false;
-                }
-                let n = zero3_gpus(s, g, limit(g), node);
-                s.parallel = Parallel { dp: s.parallel.dp.max(1) * n, zero: 3, fsdp: None, ..s.parallel };
-                true
-            },
-        ));
-        v.push(Change::new(
-            Mid,
-            Hardware,
-            "ZeRO-Offload: optimizer states and step on the CPU",
-            "medium",
-            &["DeepSpeed: \"offload_optimizer\": {\"device\": \"cpu\"}"],
-            |s, _| {
-                if s.parallel.offload != Offload::None || s.parallel.pp > 1 {
-                    return false;
-                }
-                s.parallel =
-                    Parallel { zero: s.parallel.zero.max(2), offload: Offload::Optimizer, ..s.parallel };
-                true
-            },
-        ));
-    }
-    // a larger card: the smallest that fits, in this product line first
-    v.push(Change::new(Mid, Hardware, "A larger card", "medium", &[], move |s, g| {
-        let line = product_line(g);
-        let mut cards: Vec<&Gpu> =
-            gpu::catalog().iter().filter(|c| c.memory_bytes() > g.memory_bytes()).collect();
-        cards.sort_by_key(|c| (product_line(c) != line, c.memory_mib));
-        let fitting = cards.into_iter().find(|c| {
-            let mut t = s.clone();
-            let d = c.overhead();
-            t.overhead.cuda_context_bytes = d.cuda_context_bytes;
-            t.overhead.workspace_bytes = d.workspace_bytes;
-            verdict(&t, c.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= limit(c))
-        });
-        let Some(c) = fitting else { return false };
-        let d = c.overhead();
-        s.overhead.cuda_context_bytes = d.cuda_context_bytes;
-        s.overhead.workspace_bytes = d.workspace_bytes;
-        *g = c.clone();
-        true
-    }));
-    if train {
-        // more nodes: the fastest layout the plan search finds on the fewest GPUs that fit
-        v.push(Change::new(Long, Hardware, "More nodes: a layout with tensor / pipeline parallelism", "high", &[
-            "Megatron-LM / DeepSpeed: the layout's --tensor-model-parallel-size and --pipeline-model-parallel-size",
-        ], move |s, g| {
-            let world = s.parallel.world().max(1);
-            for n in (4..=10).map(|i| 1u64 << i).filter(|&n| n > world) {
-                let global = s.batch * u64::from(s.stack.grad_accum.max(1)) * s.parallel.dp.max(1);
-                let global = global.max(n);
-                let speed = crate::plan::SpeedModel::default();
-                if let Some(best) = crate::plan::search(s, g, n, global, &speed)
-                    .into_iter()
-                    .find(|p| p.total_bytes <= limit(g))
-                {
-                    *s = best.scenario;
-                    return true;
-                }
-            }
-            false
-        }));
-    }
-    v.push(Change::new(
-        Long,
-        NotMemory,
-        "A custom allocator for this workload (not a memory change the estimator measures)",
-        "high",
-        &["torch.cuda.memory.change_current_allocator(torch.cuda.memory.CUDAPluggableAllocator(...))"],
-        |_, _| false,
-    ));
-    v
-}
-
-/// The changes of method beside the path.
-fn method_changes() -> Vec<Change> {
-    use Horizon::Mid;
-    use StepKind::Method;
-    let all: Lora = Lora { rank: 16, targets: crate::estimate::Targets::ALL, dropout: 0.0 };
-    vec![
-        Change::new(
-            Mid,
-            Method,
-            "Change of method: LoRA (rank 16 on every projection) instead of full fine-tuning",
-            "medium",
-            &["PEFT: get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))"],
-            move |s, _| {
-                if s.lora.is_some() || s.mode != Mode::Train {
-                    return false;
-                }
-                s.lora = Some(all);
-                true
-            },
-        ),
-        Change::new(
-            Mid,
-            Method,
-            "Change of method: QLoRA (LoRA on a 4-bit NF4 base)",
-            "medium",
-            &[
-                "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True)",
-            ],
-            move |s, _| {
-                if s.base_quant != crate::estimate::BaseQuant::None
-                    || s.mode != Mode::Train
-                    || s.precision.is_quantized()
-                {
-                    return false;
-                }
-                if s.lora.is_none() {
-                    s.lora = Some(all);
-                }
-                s.base_quant = crate::estimate::BaseQuant::Nf4;
-                true
-            },
-        ),
-    ]
 }
 
 /// Builds the roadmap of `sc` on `gpu`, stopping once it fits with no headroom.
@@ -527,7 +271,7 @@ pub fn roadmap_with(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Option<Roadmap> 
     // changes not applied (they did not apply, saved nothing, or came after the job fitted)
     let mut rest: Vec<usize> = Vec::new();
     let mut short_state = None;
-    let all = changes(sc, gpu, search.headroom);
+    let all = changes(sc, search.headroom);
     for horizon in [Horizon::Short, Horizon::Mid, Horizon::Long] {
         if horizon != Horizon::Short && short_state.is_none() {
             short_state = Some(at.clone());
@@ -551,23 +295,7 @@ pub fn roadmap_with(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Option<Roadmap> 
                 pending.iter().enumerate().find_map(|(k, &i)| search.try_step(&at, &all[i]).map(|r| (k, r)));
             let Some((k, (mut step, to))) = found else { break };
             let c = &all[pending.remove(k)];
-            // the step's title names what it did on this state
-            if c.title == "A larger card" {
-                step.title = format!("A larger card: {} ({})", to.gpu.name, product_line(&to.gpu));
-                step.how = vec![format!("--gpu {}", to.gpu.id)];
-            } else if c.title.starts_with("Micro-batch") {
-                step.title = format!(
-                    "Micro-batch {} with gradient accumulation x{} (same batch of {})",
-                    to.sc.batch,
-                    to.sc.stack.grad_accum,
-                    to.sc.batch * u64::from(to.sc.stack.grad_accum)
-                );
-            } else if c.title.starts_with("Shard model states") {
-                step.title = format!(
-                    "Shard model states over {} GPUs of this card (ZeRO-3 / FSDP full_shard)",
-                    to.sc.parallel.dp
-                );
-            }
+            titled(c, &mut step, &to);
             // done at this stage of the path (a setting that only helps once sharding moved the
             // peak is part of that stage)
             step.horizon = horizon;
@@ -587,9 +315,10 @@ pub fn roadmap_with(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Option<Roadmap> 
                 && step.max_batch_after > mb_now
                 && to.gpu.id == at.gpu.id
             {
+                titled(c, &mut step, &to);
                 step.title = format!(
                     "{} (largest micro-batch {} -> {})",
-                    c.title,
+                    step.title,
                     mb_now.unwrap_or(0),
                     step.max_batch_after.unwrap_or(0)
                 );
@@ -704,7 +433,10 @@ pub fn to_markdown(sc: &Scenario, r: &Roadmap, model: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::estimate::Checkpointing;
+    use crate::gpu;
     use crate::model::preset::builtin;
+    use crate::units::Precision;
 
     /// The case: a 13B full fine-tune in fp32 does not fit one 24 GB card. The path takes
     /// the seed's steps in order (mixed precision, checkpointing, 8-bit AdamW, sharding), each
