@@ -256,7 +256,7 @@ pub const EN: Strings = Strings {
     gpus_tip: "GPUs that each run the same micro-batch. Alone this changes nothing per GPU; with ZeRO the model states are split across them.",
     zero: "ZeRO stage",
     zero_tip: "0: full replica per GPU (DDP buckets add a gradient copy). 1: optimizer states split. 2: + gradients split. 3: + parameters split.",
-    parallel_note: "GPUs in the job (data × tensor × pipeline); numbers are for the most loaded GPU.",
+    parallel_note: "in the job (data × tensor × pipeline); numbers are for the most loaded GPU.",
     tp: "Tensor parallel",
     tp_tip: "Split every weight matrix across GPUs (Megatron column/row): weights, and activations inside attention and the MLP, divide by this; norms and the residual stream stay whole unless sequence parallelism is on.",
     sp: "Sequence parallel",

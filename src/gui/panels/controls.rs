@@ -262,7 +262,13 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         mark(r.changed(), "pp", &mut knob);
     }
     ui.label(
-        RichText::new(format!("{} {}", s.dp * s.tp.max(1) * s.pp.max(1), t.parallel_note)).weak().small(),
+        RichText::new(format!(
+            "{} {}",
+            crate::units::count(s.dp * s.tp.max(1) * s.pp.max(1), "GPU"),
+            t.parallel_note
+        ))
+        .weak()
+        .small(),
     );
 
     section(ui, t.section_hardware);
