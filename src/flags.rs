@@ -145,6 +145,12 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     v
 }
 
+/// The `--model` value for a model: its preset name, or `<name>` for the user's own config
+/// (which the reader names by its path).
+pub fn model_arg(m: &crate::model::ModelSpec) -> String {
+    crate::model::preset::preset_name(m).map_or_else(|| format!("<{}>", m.name), str::to_owned)
+}
+
 /// The flags as command-line words.
 pub fn words(flags: &[Flag]) -> Vec<String> {
     let mut out = Vec::with_capacity(flags.len() * 2);

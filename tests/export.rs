@@ -209,3 +209,57 @@ fn an_accumulating_scenario_exports_the_accumulation_it_was_estimated_with() {
     assert_eq!(v["gradient_accumulation_steps"].as_u64(), Some(8));
     assert_eq!(v["train_batch_size"].as_u64(), Some(64));
 }
+
+/// `vramscope estimate --model M ARGS --json`'s per-GPU total, formatted as the notes print it.
+fn estimate_gib(cmd: &str) -> String {
+    let words: Vec<&str> = cmd.trim_start_matches("vramscope ").split(' ').collect();
+    let mut args = words.clone();
+    args.push("--json");
+    let out = run(&args);
+    assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    format!("{:.2} GiB", v["bytes"]["total"].as_u64().unwrap() as f64 / f64::from(1u32 << 30))
+}
+
+#[test]
+fn a_framework_export_states_its_recipe_and_both_totals_re_estimate() {
+    // the default pure-bf16 recipe exported to DeepSpeed: DeepSpeed runs bf16-mixed
+    let dir = std::env::temp_dir().join(format!("vramscope-recipe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = ["--model", "llama-2-13b", "--gpu", "a100-80gb", "--seq", "2048", "--dp", "8", "--zero", "3"];
+    let out_path = dir.join("ds.json");
+    let mut args = vec!["export"];
+    args.extend(base);
+    args.extend(["--format", "deepspeed", "-o", out_path.to_str().unwrap()]);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with("note: differs from the scenario in --precision bf16-mixed"), "{text}");
+    // the note's command re-estimates to the total it prints, and the scenario's total is estimate's
+    let cmd = last.split_once('(').unwrap().1.split_once(')').unwrap().0;
+    let framework = estimate_gib(cmd);
+    assert!(last.contains(&format!("job is {framework} per GPU")), "{last} vs {framework}");
+    let mut scenario = vec!["estimate"];
+    scenario.extend(base);
+    assert!(last.ends_with(&format!("the scenario's {}", estimate_gib(&scenario.join(" ")))), "{last}");
+    // the JSON file itself is DeepSpeed's, and printed to stdout it stays parseable
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    assert_eq!(v["bf16"]["enabled"], true);
+    let mut args = vec!["export"];
+    args.extend(base);
+    args.extend(["--format", "deepspeed"]);
+    let out = run(&args);
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("stdout is the JSON alone");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("note: DeepSpeed: `bf16: {enabled: true}`"));
+    // an inference scenario gets an inference config, and no training setup
+    let out = run(&["export", "--model", "gpt2", "--mode", "infer", "--format", "deepspeed"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("train_batch_size").is_none() && v["tensor_parallel"]["tp_size"] == 1, "{v}");
+    let out = run(&["export", "--model", "gpt2", "--mode", "infer", "--format", "megatron"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("training setup") && err.lines().count() == 1, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -31,12 +31,25 @@ pub fn run_export(a: &ExportArgs) -> Result<String> {
     let i = inputs(&a.estimate)?;
     let f = ScenarioFile::new(i.sc, i.gpu.as_ref(), a.global_batch.or(i.global_batch));
     let text = export::render(&f, a.format)?;
+    // the recipe a framework export implies; the Python and shell exports carry it as comments
+    let notes = export::notes(&f, a.format)?;
     match &a.output {
-        None => Ok(text),
+        None => {
+            if a.format == Format::Deepspeed {
+                for n in &notes {
+                    eprintln!("note: {n}");
+                }
+            }
+            Ok(text)
+        }
         Some(path) => {
             export::write_atomic(path, text.as_bytes(), a.force)
                 .with_context(|| format!("writing the {} export", a.format.name()))?;
-            Ok(format!("wrote {} ({} bytes)\n", path.display(), text.len()))
+            let mut out = format!("wrote {} ({} bytes)\n", path.display(), text.len());
+            for n in &notes {
+                out += &format!("note: {n}\n");
+            }
+            Ok(out)
         }
     }
 }

@@ -63,7 +63,8 @@ pub fn deepspeed_config(f: &ScenarioFile) -> Value {
     v.insert("train_batch_size".into(), json!(sc.batch * accum * p.dp));
     v.insert("train_micro_batch_size_per_gpu".into(), json!(sc.batch));
     v.insert("gradient_accumulation_steps".into(), json!(accum));
-    match training_half(sc.precision) {
+    // autocast recipes keep fp32 weights: no DeepSpeed half-precision section (see recipe.rs)
+    match training_half(sc.precision).filter(|_| !sc.precision.is_amp()) {
         Some(Half::Bf16) => {
             v.insert("bf16".into(), json!({"enabled": true}));
         }
@@ -131,6 +132,28 @@ pub fn deepspeed_config(f: &ScenarioFile) -> Value {
     Value::Object(v)
 }
 
+/// DeepSpeed-Inference's documented `init_inference` config keys that the exporter may write.
+pub const DEEPSPEED_INFERENCE_KEYS: &[&str] =
+    &["dtype", "tensor_parallel", "replace_with_kernel_inject", "enable_cuda_graph"];
+
+/// A `deepspeed.init_inference` config for an inference scenario: the compute dtype and
+/// automatic tensor parallelism over the scenario's tp degree, without kernel injection (so the
+/// forward is the Hugging Face model's, as estimated).
+pub fn deepspeed_inference_config(f: &ScenarioFile) -> Value {
+    let sc = &f.scenario;
+    let dtype = match sc.precision.compute_dtype() {
+        crate::units::DType::F32 => "fp32",
+        crate::units::DType::F16 => "fp16",
+        _ => "bf16",
+    };
+    json!({
+        "dtype": dtype,
+        "tensor_parallel": {"tp_size": sc.parallel.tp},
+        "replace_with_kernel_inject": false,
+        "enable_cuda_graph": false,
+    })
+}
+
 fn hf_optim(o: Optimizer) -> &'static str {
     match o {
         Optimizer::Adamw | Optimizer::Adam => "adamw_torch",
@@ -160,16 +183,6 @@ pub fn hf_training_args(f: &ScenarioFile) -> String {
     let _ = writeln!(s, "import torch\nfrom transformers import AutoModelForCausalLM, TrainingArguments\n");
     let _ = writeln!(
         s,
-        "# weights are loaded in {} ({})",
-        torch_dtype(sc.precision),
-        if matches!(sc.precision, Precision::Bf16 | Precision::Fp16) {
-            "pure half precision: no fp32 master copy"
-        } else {
-            "fp32 weights; autocast computes in half precision"
-        }
-    );
-    let _ = writeln!(
-        s,
         "model = AutoModelForCausalLM.from_pretrained(MODEL_ID, torch_dtype={})",
         torch_dtype(sc.precision)
     );
@@ -183,14 +196,15 @@ pub fn hf_training_args(f: &ScenarioFile) -> String {
     let _ = writeln!(s, "\nargs = TrainingArguments(\n    output_dir=\"out\",");
     let _ = writeln!(s, "    per_device_train_batch_size={},", sc.batch);
     let _ = writeln!(s, "    gradient_accumulation_steps={},", f.grad_accum());
+    // pure fp16 weights: the Trainer's GradScaler refuses fp16 gradients, so no fp16=True
     match training_half(sc.precision) {
         Some(Half::Bf16) => {
             let _ = writeln!(s, "    bf16=True,");
         }
-        Some(Half::Fp16) => {
+        Some(Half::Fp16) if sc.precision != Precision::Fp16 => {
             let _ = writeln!(s, "    fp16=True,");
         }
-        None => {}
+        Some(Half::Fp16) | None => {}
     }
     if sc.checkpointing != Checkpointing::None {
         let _ = writeln!(s, "    gradient_checkpointing=True,");
@@ -211,11 +225,96 @@ pub fn hf_training_args(f: &ScenarioFile) -> String {
     let _ = writeln!(s, ")");
     let _ = writeln!(
         s,
-        "# launch on {} GPU(s): torchrun --nproc_per_node {} train.py",
-        p.world(),
+        "# launch on {}: torchrun --nproc_per_node {} train.py",
+        crate::units::count(p.world(), "GPU"),
         p.world().min(p.gpus_per_node.max(8))
     );
     s
+}
+
+fn attn_implementation(a: crate::estimate::AttentionImpl) -> &'static str {
+    match a {
+        crate::estimate::AttentionImpl::Eager => "eager",
+        crate::estimate::AttentionImpl::Sdpa => "sdpa",
+        crate::estimate::AttentionImpl::Flash => "flash_attention_2",
+    }
+}
+
+/// The inference forward the estimate describes, as Hugging Face code: the model in the compute
+/// dtype, one forward over `batch x seq` tokens under `torch.inference_mode()` that keeps the
+/// full logits and fills the KV cache; tensor parallelism by transformers' `tp_plan="auto"`,
+/// pipeline stages as `device_map="auto"` layer placement.
+pub fn hf_inference(f: &ScenarioFile) -> String {
+    let sc = &f.scenario;
+    let p = &sc.parallel;
+    let dtype = match sc.precision.compute_dtype() {
+        crate::units::DType::F32 => "torch.float32",
+        crate::units::DType::F16 => "torch.float16",
+        _ => "torch.bfloat16",
+    };
+    let auto = if sc.model.transformer().is_some_and(|t| t.family == Family::Bert) {
+        "AutoModel"
+    } else {
+        "AutoModelForCausalLM"
+    };
+    let mut s = format!(
+        "# vramscope plan for {}: inference, {} x {} tokens
+",
+        sc.model.name, sc.batch, sc.seq
+    );
+    let _ = writeln!(s, "import torch\nfrom transformers import {auto}\n");
+    if sc.precision.is_quantized() {
+        let _ = writeln!(
+            s,
+            "# {} weights: load a checkpoint quantized to it (its quantization_config), compute in {dtype}",
+            sc.precision
+        );
+    }
+    let place = if p.tp > 1 {
+        "tp_plan=\"auto\"".to_owned()
+    } else if p.pp > 1 {
+        "device_map=\"auto\"".to_owned()
+    } else {
+        "device_map=\"cuda\"".to_owned()
+    };
+    let _ = writeln!(
+        s,
+        "model = {auto}.from_pretrained(MODEL_ID, torch_dtype={dtype}, attn_implementation=\"{}\", {place})",
+        attn_implementation(sc.attention)
+    );
+    let _ = writeln!(s, "model.eval()");
+    let _ = writeln!(
+        s,
+        "input_ids = torch.randint(0, model.config.vocab_size, ({}, {}), device=model.device)",
+        sc.batch, sc.seq
+    );
+    let _ = writeln!(s, "with torch.inference_mode():");
+    let _ = writeln!(
+        s,
+        "    out = model(input_ids)  # full logits, {} x {} x vocab, as estimated",
+        sc.batch, sc.seq
+    );
+    if p.tp > 1 {
+        let _ = writeln!(s, "# launch: torchrun --nproc_per_node {} infer.py", p.tp);
+    }
+    s
+}
+
+fn torch_optimizer(o: Optimizer) -> Option<String> {
+    let p = "model.parameters(), lr=1e-5";
+    Some(match o {
+        Optimizer::Adamw => format!("torch.optim.AdamW({p})  # foreach, the CUDA default"),
+        Optimizer::Adam => format!("torch.optim.Adam({p})"),
+        Optimizer::AdamwFused => format!("torch.optim.AdamW({p}, fused=True)"),
+        Optimizer::AdamwLoop => format!("torch.optim.AdamW({p}, foreach=False)"),
+        Optimizer::Adamw8bit => format!("bnb.optim.AdamW8bit({p})  # import bitsandbytes as bnb"),
+        Optimizer::PagedAdamw8bit => format!("bnb.optim.PagedAdamW8bit({p})  # import bitsandbytes as bnb"),
+        Optimizer::PagedAdamw32bit => format!("bnb.optim.PagedAdamW32bit({p})  # import bitsandbytes as bnb"),
+        Optimizer::Adafactor => "transformers.optimization.Adafactor(model.parameters())".into(),
+        Optimizer::Sgd => format!("torch.optim.SGD({p})"),
+        Optimizer::SgdMomentum => format!("torch.optim.SGD({p}, momentum=0.9)"),
+        Optimizer::None => return None,
+    })
 }
 
 fn block_class(m: &ModelSpec) -> &'static str {
@@ -241,15 +340,21 @@ pub fn fsdp_snippet(f: &ScenarioFile) -> String {
         Half::Fp16 => "torch.float16",
     });
     let mut s = format!(
-        "# vramscope plan for {}: FSDP {strategy} over {} GPU(s), micro-batch {}, accumulation {}\n",
+        "# vramscope plan for {}: FSDP {strategy} over {}, micro-batch {}, accumulation {}\n",
         sc.model.name,
-        p.dp,
+        crate::units::count(p.dp, "GPU"),
         sc.batch,
         f.grad_accum()
     );
     s += "import functools\nimport torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n";
     s += "from torch.distributed.fsdp import ShardingStrategy, MixedPrecision, CPUOffload\n";
     s += "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n\n";
+    let load = match sc.precision {
+        Precision::Bf16 => "torch.bfloat16",
+        Precision::Fp16 => "torch.float16",
+        _ => "torch.float32",
+    };
+    let _ = writeln!(s, "# model = AutoModelForCausalLM.from_pretrained(MODEL_ID, torch_dtype={load})");
     let cls = block_class(&sc.model);
     let _ = writeln!(
         s,
@@ -269,6 +374,9 @@ pub fn fsdp_snippet(f: &ScenarioFile) -> String {
         if p.offload != Offload::None { "True" } else { "False" }
     );
     s += "    device_id=torch.cuda.current_device(),\n    use_orig_params=True,\n)\n";
+    if let Some(o) = torch_optimizer(sc.optimizer) {
+        let _ = writeln!(s, "optimizer = {o}");
+    }
     if sc.checkpointing != Checkpointing::None {
         s += "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing\n";
         let _ = writeln!(
@@ -313,6 +421,9 @@ pub fn megatron_args(f: &ScenarioFile) -> String {
             a.push(format!("--num-query-groups {}", t.num_kv_heads));
         }
         a.push(format!("--max-position-embeddings {}", t.max_position_embeddings.max(sc.seq)));
+        // Megatron's defaults are 0.1 each: name the model's own so the masks are the estimate's
+        a.push(format!("--attention-dropout {}", t.attention_dropout));
+        a.push(format!("--hidden-dropout {}", t.hidden_dropout));
         if t.family == Family::Llama {
             a.extend(
                 [
@@ -337,6 +448,13 @@ pub fn megatron_args(f: &ScenarioFile) -> String {
         (None, Precision::Fp8) => a.extend(["--bf16", "--fp8-format hybrid"].map(String::from)),
         (None, _) => {}
     }
+    a.push(
+        match sc.optimizer {
+            Optimizer::Sgd | Optimizer::SgdMomentum => "--optimizer sgd",
+            _ => "--optimizer adam",
+        }
+        .into(),
+    );
     if p.zero >= 1 || p.fsdp.is_some() {
         a.push("--use-distributed-optimizer".into());
     }
@@ -367,9 +485,9 @@ pub fn megatron_args(f: &ScenarioFile) -> String {
         a.push("--use-flash-attn".into());
     }
     let mut s = format!(
-        "# vramscope plan for {}: {} GPU(s) = dp {} x tp {} x pp {} x cp {}\nMEGATRON_ARGS=(\n",
+        "# vramscope plan for {}: {} = dp {} x tp {} x pp {} x cp {}\nMEGATRON_ARGS=(\n",
         sc.model.name,
-        p.world(),
+        crate::units::count(p.world(), "GPU"),
         p.dp,
         p.tp,
         p.pp,

@@ -9,11 +9,14 @@
 //! Hugging Face, FSDP and Megatron-LM settings.
 
 mod frameworks;
+mod recipe;
 mod report;
 
 pub use frameworks::{
-    DEEPSPEED_KEYS, DEEPSPEED_ZERO_KEYS, deepspeed_config, fsdp_snippet, hf_training_args, megatron_args,
+    DEEPSPEED_INFERENCE_KEYS, DEEPSPEED_KEYS, DEEPSPEED_ZERO_KEYS, deepspeed_config,
+    deepspeed_inference_config, fsdp_snippet, hf_inference, hf_training_args, megatron_args,
 };
+pub use recipe::{Recipe, recipe};
 pub use report::{HwOption, curves_csv, options, report_json, report_markdown, with_chart_link};
 
 use crate::estimate::{Scenario, estimate};
@@ -295,11 +298,37 @@ pub fn render(f: &ScenarioFile, format: Format) -> Result<String, ExportError> {
                 serde_json::to_string_pretty(&r).map_err(ser)? + "\n"
             }
         }
-        Format::Deepspeed => serde_json::to_string_pretty(&deepspeed_config(f)).map_err(ser)? + "\n",
-        Format::Hf => hf_training_args(f),
-        Format::Fsdp => fsdp_snippet(f),
-        Format::Megatron => megatron_args(f),
+        Format::Deepspeed | Format::Hf | Format::Fsdp | Format::Megatron => {
+            // the recipe refuses the formats a mode has no export for, before anything renders
+            let r = recipe(f, format)?;
+            let infer = f.scenario.mode == crate::estimate::Mode::Infer;
+            let body = match format {
+                Format::Deepspeed if infer => {
+                    serde_json::to_string_pretty(&deepspeed_inference_config(f)).map_err(ser)? + "\n"
+                }
+                Format::Deepspeed => serde_json::to_string_pretty(&deepspeed_config(f)).map_err(ser)? + "\n",
+                Format::Hf if infer => hf_inference(f),
+                Format::Hf => hf_training_args(f),
+                Format::Fsdp => fsdp_snippet(f),
+                _ => megatron_args(f),
+            };
+            if format == Format::Deepspeed {
+                // JSON has no comments: the recipe is printed beside it (see `notes`)
+                body
+            } else {
+                // after the title line: what the settings below run, and whether it is the scenario
+                let (title, rest) = body.split_once('\n').unwrap_or((&body, ""));
+                let said: String = r.iter().flat_map(Recipe::lines).map(|l| format!("# {l}\n")).collect();
+                format!("{title}\n{said}{rest}")
+            }
+        }
     })
+}
+
+/// What a framework export's recipe says (the precision and optimizer it implies, and whether
+/// that is the scenario's), for the formats that cannot carry comments; empty for the others.
+pub fn notes(f: &ScenarioFile, format: Format) -> Result<Vec<String>, ExportError> {
+    Ok(recipe(f, format)?.map(|r| r.lines()).unwrap_or_default())
 }
 
 #[cfg(test)]

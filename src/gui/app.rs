@@ -418,7 +418,13 @@ impl VramApp {
         // the dialog has asked about overwriting; the write itself is atomic
         match export::write_atomic(&path, text.as_bytes(), true) {
             Ok(()) => {
-                self.set_status(StatusKind::Info, format!("Exported to {}", path.display()));
+                // a framework export names the recipe it runs and whether it is the scenario's
+                let recipe = export::recipe(&file, format).ok().flatten();
+                let said = recipe.as_ref().and_then(|r| r.lines().pop()).map(|l| format!(" · {l}"));
+                self.set_status(
+                    StatusKind::Info,
+                    format!("Exported to {}{}", path.display(), said.unwrap_or_default()),
+                );
                 if let Some(png) = chart {
                     let mut job =
                         ScreenshotJob::new(png, u32::try_from(self.frame + 2).unwrap_or(u32::MAX), false);

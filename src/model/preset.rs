@@ -279,6 +279,11 @@ pub fn builtin(name: &str) -> Option<ModelSpec> {
     find_builtin(name).map(|p| p.2.clone())
 }
 
+/// The preset name a model was built from, if it is a built-in preset unchanged.
+pub fn preset_name(m: &ModelSpec) -> Option<&'static str> {
+    PRESETS.iter().find(|(_, _, p, _)| p == m).map(|(n, _, _, _)| *n)
+}
+
 fn find_builtin(name: &str) -> Option<&'static Preset> {
     let lower = name.trim().to_ascii_lowercase();
     PRESETS.iter().find(|(n, h, _, _)| *n == lower || (!h.is_empty() && h.to_ascii_lowercase() == lower))

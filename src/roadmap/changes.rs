@@ -206,9 +206,10 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
             "Megatron-LM / DeepSpeed: the layout's --tensor-model-parallel-size and --pipeline-model-parallel-size",
         ], move |s, g| {
             let world = s.parallel.world().max(1);
+            // the job's global batch (pipeline micro-batches or accumulation, whichever it uses)
+            let job = s.batch * s.micro_batches_per_step() * s.parallel.dp.max(1);
             for n in (4..=10).map(|i| 1u64 << i).filter(|&n| n > world) {
-                let global = s.batch * u64::from(s.stack.grad_accum.max(1)) * s.parallel.dp.max(1);
-                let global = global.max(n);
+                let global = job.max(n);
                 let speed = crate::plan::SpeedModel::default();
                 if let Some(best) = crate::plan::search(s, g, n, global, &speed)
                     .into_iter()

@@ -364,7 +364,7 @@ pub fn roadmap_with(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Option<Roadmap> 
 /// The roadmap as Markdown. `model` is the `--model` the flags follow (a preset name or a path;
 /// `None`: the model's name in angle brackets, for a reader to fill in).
 pub fn to_markdown(sc: &Scenario, r: &Roadmap, model: Option<&str>) -> String {
-    let model = model.map_or_else(|| format!("<{}>", sc.model.name), str::to_owned);
+    let model = model.map_or_else(|| crate::flags::model_arg(&sc.model), str::to_owned);
     let g = |b: u64| format!("{:.1} GiB", b as f64 / crate::units::GIB);
     let mut s = format!(
         "# Memory roadmap: {}\n\n**{}** (per GPU now: {} of {}).\n\nEach step is applied on top of the ones before it; its total is `vramscope estimate` with the flags under \"How\".\n\n",
@@ -482,5 +482,28 @@ mod tests {
         let md = to_markdown(&sc, &r, Some("llama-2-13b"));
         assert!(md.contains("| short term |") && md.contains("not a memory change"), "{md}");
         assert!(!md.contains("0.0 GiB (0 %)"), "{md}");
+    }
+
+    /// "More nodes" keeps the job's global batch, pipeline micro-batches included: a 2-stage
+    /// pipeline with 64 micro-batches of 1 is a global batch of 64, and the layout the step picks
+    /// runs 64 sequences per step too.
+    #[test]
+    fn more_nodes_keeps_a_pipeline_job_s_global_batch() {
+        let mut sc = Scenario::new(builtin("llama-2-13b").unwrap());
+        sc.seq = 2048;
+        sc.precision = Precision::Bf16Mixed;
+        sc.checkpointing = Checkpointing::Full;
+        sc.parallel.pp = 2;
+        sc.parallel.micro_batches = 64;
+        let mut g = gpu::find("rtx-4090").unwrap();
+        let c = changes::changes(&sc, 0.0).into_iter().find(|c| c.title.starts_with("More nodes")).unwrap();
+        let mut s = sc.clone();
+        assert!((c.apply)(&mut s, &mut g), "a layout on more GPUs fits");
+        let global = |s: &Scenario| s.batch * s.micro_batches_per_step() * s.parallel.dp;
+        assert!(s.parallel.world() > sc.parallel.world());
+        assert_eq!(global(&sc), 64);
+        // the search plans the job's global batch, or one sequence per GPU when that is more
+        assert!(s.parallel.world() < 64, "{:?}", s.parallel);
+        assert_eq!(global(&s), 64, "{:?}", s.parallel);
     }
 }

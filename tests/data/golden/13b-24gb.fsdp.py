@@ -1,10 +1,14 @@
-# vramscope plan for Llama-2-13B: FSDP SHARD_GRAD_OP over 1 GPU(s), micro-batch 4, accumulation 1
+# vramscope plan for Llama-2-13B: FSDP SHARD_GRAD_OP over 1 GPU, micro-batch 4, accumulation 1
+# PyTorch FSDP: fp32 weights, gradients and optimizer states
+# PyTorch FSDP: ZeRO stage 2 is written as its FSDP sharding strategy
+# matches the scenario: 182.46 GiB per GPU (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-8bit --checkpoint none --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 2 --offload optimizer)
 import functools
 import torch
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp import ShardingStrategy, MixedPrecision, CPUOffload
 from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
+# model = AutoModelForCausalLM.from_pretrained(MODEL_ID, torch_dtype=torch.float32)
 wrap = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})
 model = FSDP(
     model,
@@ -14,3 +18,4 @@ model = FSDP(
     device_id=torch.cuda.current_device(),
     use_orig_params=True,
 )
+optimizer = bnb.optim.AdamW8bit(model.parameters(), lr=1e-5)  # import bitsandbytes as bnb

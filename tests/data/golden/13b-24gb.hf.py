@@ -1,8 +1,11 @@
 # vramscope plan for Llama-2-13B: 4 x 2048 per GPU
+# Hugging Face Trainer + DeepSpeed: the Trainer hands precision and optimizer to the DeepSpeed config it names
+# Hugging Face Trainer + DeepSpeed: fp32 weights, gradients and optimizer states
+# Hugging Face Trainer + DeepSpeed: the adamw-8bit optimizer is the client's, passed to `deepspeed.initialize` (`zero_allow_untested_optimizer`)
+# matches the scenario: 182.46 GiB per GPU (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-8bit --checkpoint none --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 2 --offload optimizer)
 import torch
 from transformers import AutoModelForCausalLM, TrainingArguments
 
-# weights are loaded in torch.float32 (fp32 weights; autocast computes in half precision)
 model = AutoModelForCausalLM.from_pretrained(MODEL_ID, torch_dtype=torch.float32)
 
 args = TrainingArguments(
@@ -12,4 +15,4 @@ args = TrainingArguments(
     optim="adamw_bnb_8bit",
     deepspeed="ds_config.json",  # vramscope export --format deepspeed
 )
-# launch on 1 GPU(s): torchrun --nproc_per_node 1 train.py
+# launch on 1 GPU: torchrun --nproc_per_node 1 train.py

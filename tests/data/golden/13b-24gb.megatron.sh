@@ -1,4 +1,11 @@
-# vramscope plan for Llama-2-13B: 1 GPU(s) = dp 1 x tp 1 x pp 1 x cp 1
+# vramscope plan for Llama-2-13B: 1 GPU = dp 1 x tp 1 x pp 1 x cp 1
+# Megatron-LM: fp32 weights, gradients and optimizer states
+# Megatron-LM: Megatron-LM has no adamw-8bit optimizer; the flags use its Adam
+# Megatron-LM: `--optimizer adam` is a fused AdamW kernel with no foreach temporary
+# Megatron-LM: `--use-distributed-optimizer` shards the fp32 main weights and moments over data parallel (ZeRO stage 1)
+# Megatron-LM: these flags do not offload to the CPU
+# Megatron-LM: dropout as the model's config: --attention-dropout 0 --hidden-dropout 0 (Megatron's default is 0.1)
+# differs from the scenario in --optimizer adamw-fused --zero 1 --offload none: the framework's job is 279.43 GiB per GPU (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-fused --checkpoint none --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 1), the scenario's 182.46 GiB
 MEGATRON_ARGS=(
     --tensor-model-parallel-size 1
     --pipeline-model-parallel-size 1
@@ -7,6 +14,8 @@ MEGATRON_ARGS=(
     --ffn-hidden-size 13824
     --num-attention-heads 40
     --max-position-embeddings 2048
+    --attention-dropout 0
+    --hidden-dropout 0
     --swiglu
     --normalization RMSNorm
     --position-embedding-type rope
@@ -15,6 +24,7 @@ MEGATRON_ARGS=(
     --seq-length 2048
     --micro-batch-size 4
     --global-batch-size 4
+    --optimizer adam
     --use-distributed-optimizer
 )
 torchrun --nproc_per_node 8 pretrain_gpt.py "${MEGATRON_ARGS[@]}"

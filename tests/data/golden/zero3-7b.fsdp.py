@@ -1,10 +1,14 @@
-# vramscope plan for Llama-2-7B: FSDP FULL_SHARD over 8 GPU(s), micro-batch 2, accumulation 4
+# vramscope plan for Llama-2-7B: FSDP FULL_SHARD over 8 GPUs, micro-batch 2, accumulation 4
+# PyTorch FSDP: load the model in torch.bfloat16 before wrapping: pure bf16 weights, gradients and moments (MixedPrecision is then a no-op)
+# PyTorch FSDP: ZeRO stage 3 is written as its FSDP sharding strategy
+# matches the scenario: 13.15 GiB per GPU (vramscope estimate --model llama-2-7b --mode train --batch 2 --seq 4096 --precision bf16 --optimizer adamw --checkpoint full --gpu a100-80gb --context-mib 500 --workspace-mib 32 --dp 8 --zero 3)
 import functools
 import torch
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp import ShardingStrategy, MixedPrecision, CPUOffload
 from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
+# model = AutoModelForCausalLM.from_pretrained(MODEL_ID, torch_dtype=torch.bfloat16)
 wrap = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})
 model = FSDP(
     model,
@@ -15,5 +19,6 @@ model = FSDP(
     device_id=torch.cuda.current_device(),
     use_orig_params=True,
 )
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)  # foreach, the CUDA default
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
 apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, LlamaDecoderLayer))

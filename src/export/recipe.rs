@@ -1,0 +1,544 @@
+//! What a framework export runs, as a scenario, beside the scenario it was exported from.
+//!
+//! A framework's switches do not map one to one onto vramscope's settings: DeepSpeed's
+//! `bf16: {enabled: true}` keeps fp32 master weights and fp32 Adam moments (`bf16-mixed`), not
+//! the pure bf16 of the default recipe; DeepSpeed's and Megatron's Adam are fused kernels with no
+//! foreach temporary; Megatron-LM has no LoRA and shards optimizer states only. Each export
+//! states the recipe its settings imply as the scenario the framework will actually run
+//! ([`Recipe::implied`]), names the flags in which it differs from the exported scenario, and
+//! gives both totals as `vramscope estimate` computes them, so that a reader knows which number
+//! their job will show.
+
+use super::{ExportError, Format, ScenarioFile};
+use crate::estimate::{Checkpointing, FsdpMode, Mode, Offload, Optimizer, Scenario};
+use crate::flags::{self, Flag};
+use crate::gpu::{self, Gpu};
+use crate::units::{Precision, gib};
+
+/// A framework export's recipe: what the framework runs, and how it compares with the scenario.
+#[derive(Clone, Debug)]
+pub struct Recipe {
+    /// The framework (`DeepSpeed`, `Hugging Face Trainer`, `PyTorch FSDP`, `Megatron-LM`).
+    pub framework: &'static str,
+    /// How the framework runs the settings the export writes, one sentence each.
+    pub says: Vec<String>,
+    /// The scenario the framework runs.
+    pub implied: Scenario,
+    /// The `estimate` flags in which [`Recipe::implied`] differs from the exported scenario
+    /// (empty when the export runs the scenario as estimated).
+    pub differs: Vec<Flag>,
+    /// Every flag of the implied scenario (`vramscope estimate --model M` + these), when the
+    /// export names a card (without one the totals are the card-free estimate's).
+    pub implied_args: Option<Vec<Flag>>,
+    /// Per-GPU total of the exported scenario, bytes (`vramscope estimate`'s).
+    pub scenario_total: u64,
+    /// Per-GPU total of the implied scenario, bytes.
+    pub implied_total: u64,
+}
+
+impl Recipe {
+    /// Does the export run the scenario as estimated?
+    pub fn matches(&self) -> bool {
+        self.differs.is_empty()
+    }
+
+    /// The statement an export carries (as comments, or printed beside a JSON file).
+    pub fn lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.says.iter().map(|s| format!("{}: {s}", self.framework)).collect();
+        let cmd = match &self.implied_args {
+            Some(a) => format!(
+                "vramscope estimate --model {} {}",
+                flags::model_arg(&self.implied.model),
+                flags::line(a)
+            ),
+            None => "no card named: add --gpu for the card's verdict".into(),
+        };
+        if self.matches() {
+            out.push(format!("matches the scenario: {} per GPU ({cmd})", gib(self.scenario_total)));
+        } else {
+            out.push(format!(
+                "differs from the scenario in {}: the framework's job is {} per GPU ({cmd}), the scenario's {}",
+                flags::line(&self.differs),
+                gib(self.implied_total),
+                gib(self.scenario_total)
+            ));
+        }
+        out
+    }
+}
+
+fn deepspeed_precision(p: Precision, says: &mut Vec<String>) -> Precision {
+    match p {
+        Precision::Bf16 | Precision::Bf16Mixed => {
+            says.push(
+                "`bf16: {enabled: true}` keeps bf16 weights and gradients, with fp32 master weights and \
+                 fp32 Adam moments in the optimizer (the bf16-mixed recipe)"
+                    .into(),
+            );
+            Precision::Bf16Mixed
+        }
+        Precision::Fp16 | Precision::Fp16Mixed => {
+            says.push(
+                "`fp16: {enabled: true}` keeps fp16 weights and gradients, with fp32 master weights and \
+                 fp32 moments and a dynamic loss scale (the fp16-mixed recipe)"
+                    .into(),
+            );
+            Precision::Fp16Mixed
+        }
+        Precision::Bf16Amp | Precision::Fp16Amp => {
+            let t = if p == Precision::Bf16Amp { "bfloat16" } else { "float16" };
+            says.push(format!(
+                "no bf16/fp16 section: fp32 weights, gradients and moments; wrap the forward in \
+                 `torch.autocast(\"cuda\", dtype=torch.{t})` for the scenario's {p} recipe"
+            ));
+            p
+        }
+        _ => {
+            says.push("fp32 weights, gradients and optimizer states".into());
+            p
+        }
+    }
+}
+
+fn deepspeed_optimizer(sc: &Scenario, says: &mut Vec<String>) -> Optimizer {
+    match sc.optimizer {
+        Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwLoop | Optimizer::AdamwFused => {
+            if sc.parallel.offload == Offload::None {
+                says.push(
+                    "Adam/AdamW runs as DeepSpeed's FusedAdam, a multi-tensor kernel with no foreach temporary \
+                     (as `--optimizer adamw-fused`)"
+                        .into(),
+                );
+            } else {
+                says.push(
+                    "the offloaded step runs on the CPU (DeepSpeedCPUAdam): no GPU step temporary".into(),
+                );
+            }
+            Optimizer::AdamwFused
+        }
+        o => {
+            says.push(format!(
+                "the {o} optimizer is the client's, passed to `deepspeed.initialize` \
+                 (`zero_allow_untested_optimizer`)",
+                o = o.name()
+            ));
+            o
+        }
+    }
+}
+
+/// What the DeepSpeed training config runs.
+fn deepspeed(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
+    let mut s = sc.clone();
+    s.precision = deepspeed_precision(sc.precision, says);
+    s.optimizer = deepspeed_optimizer(sc, says);
+    if let Some(m) = sc.parallel.fsdp {
+        says.push(format!(
+            "FSDP {} is written as ZeRO stage 3",
+            match m {
+                FsdpMode::FullShard => "full_shard",
+                FsdpMode::ShardGradOp => "shard_grad_op",
+                FsdpMode::HybridShard => "hybrid_shard",
+            }
+        ));
+        s.parallel.fsdp = None;
+        s.parallel.zero = 3;
+    }
+    s
+}
+
+/// What DeepSpeed-Inference (`init_inference`) runs: the model in the compute dtype, sharded by
+/// automatic tensor parallelism; no pipeline stages.
+fn deepspeed_infer(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
+    let mut s = sc.clone();
+    let tp = if sc.parallel.tp > 1 {
+        format!("automatic tensor parallelism over {}", crate::units::count(sc.parallel.tp, "GPU"))
+    } else {
+        "one GPU, no tensor parallelism".into()
+    };
+    says.push(format!(
+        "`deepspeed.init_inference(model, config=...)` with this config: {tp}, no kernel injection \
+         (the Hugging Face model's own forward)"
+    ));
+    if sc.parallel.pp > 1 {
+        says.push("DeepSpeed-Inference has no pipeline stages: every rank holds all layers".into());
+        s.parallel.pp = 1;
+    }
+    s
+}
+
+/// What the Hugging Face Trainer arguments run.
+fn hf(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
+    let p = &sc.parallel;
+    if p.fsdp.is_none() && (p.zero > 0 || p.offload != Offload::None) {
+        says.push("the Trainer hands precision and optimizer to the DeepSpeed config it names".into());
+        return deepspeed(sc, says);
+    }
+    let mut s = sc.clone();
+    s.precision = match sc.precision {
+        Precision::Bf16 => {
+            says.push("the weights load in bfloat16: pure bf16 weights, gradients and AdamW moments".into());
+            Precision::Bf16
+        }
+        Precision::Fp16 => {
+            says.push(
+                "the weights load in float16 without `fp16=True` (its GradScaler refuses fp16 gradients): \
+                 pure fp16, no loss scaling"
+                    .into(),
+            );
+            Precision::Fp16
+        }
+        Precision::Bf16Mixed | Precision::Fp16Mixed => {
+            let amp =
+                if sc.precision == Precision::Bf16Mixed { Precision::Bf16Amp } else { Precision::Fp16Amp };
+            says.push(format!(
+                "the Trainer has no half-precision-weights-with-fp32-master recipe outside DeepSpeed; \
+                 fp32 weights with autocast is {amp}"
+            ));
+            amp
+        }
+        Precision::Bf16Amp | Precision::Fp16Amp => {
+            says.push(format!(
+                "fp32 weights, gradients and moments; autocast computes in half precision ({})",
+                sc.precision
+            ));
+            sc.precision
+        }
+        other => {
+            says.push("fp32 weights, gradients and optimizer states".into());
+            other
+        }
+    };
+    if sc.optimizer == Optimizer::SgdMomentum {
+        says.push("`optim=\"sgd\"` is torch SGD without momentum (no momentum buffer)".into());
+        s.optimizer = Optimizer::Sgd;
+    }
+    if p.fsdp.is_some() {
+        says.push("FSDP's MixedPrecision keeps the sharded weights in the dtype they load in".into());
+    }
+    s
+}
+
+/// What the FSDP snippet runs.
+fn fsdp(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
+    let mut s = sc.clone();
+    s.precision = match sc.precision {
+        Precision::Bf16 | Precision::Fp16 => {
+            says.push(format!(
+                "load the model in {} before wrapping: pure {} weights, gradients and moments \
+                 (MixedPrecision is then a no-op)",
+                if sc.precision == Precision::Bf16 { "torch.bfloat16" } else { "torch.float16" },
+                sc.precision
+            ));
+            sc.precision
+        }
+        Precision::Bf16Mixed | Precision::Fp16Mixed | Precision::Bf16Amp | Precision::Fp16Amp => {
+            let amp = if matches!(sc.precision, Precision::Bf16Mixed | Precision::Bf16Amp) {
+                Precision::Bf16Amp
+            } else {
+                Precision::Fp16Amp
+            };
+            says.push(format!(
+                "load the model in fp32: MixedPrecision keeps fp32 sharded weights, gradients and moments \
+                 and computes in half precision ({amp})"
+            ));
+            amp
+        }
+        other => {
+            says.push("fp32 weights, gradients and optimizer states".into());
+            other
+        }
+    };
+    if sc.parallel.fsdp.is_none() {
+        says.push(format!("ZeRO stage {} is written as its FSDP sharding strategy", sc.parallel.zero));
+    }
+    s
+}
+
+/// What the Megatron-LM flags run.
+fn megatron(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
+    let mut s = sc.clone();
+    s.precision = match sc.precision {
+        Precision::Fp32 => {
+            says.push("fp32 weights, gradients and optimizer states".into());
+            Precision::Fp32
+        }
+        Precision::Fp16 | Precision::Fp16Mixed | Precision::Fp16Amp => {
+            says.push(
+                "`--fp16` keeps fp16 weights with fp32 main weights and moments in the optimizer and a \
+                 loss scale (fp16-mixed)"
+                    .into(),
+            );
+            Precision::Fp16Mixed
+        }
+        _ => {
+            says.push(
+                "`--bf16` keeps bf16 weights with fp32 main weights and moments in the optimizer \
+                 (bf16-mixed); Megatron also accumulates gradients in an fp32 buffer \
+                 (accumulate_allreduce_grads_in_fp32 is forced with bf16), which bf16-mixed holds \
+                 only during the step"
+                    .into(),
+            );
+            Precision::Bf16Mixed
+        }
+    };
+    s.optimizer = match sc.optimizer {
+        Optimizer::Sgd | Optimizer::SgdMomentum => {
+            says.push("`--optimizer sgd` has momentum 0.9 (`--sgd-momentum`)".into());
+            Optimizer::SgdMomentum
+        }
+        o => {
+            if !matches!(o, Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused | Optimizer::AdamwLoop)
+            {
+                says.push(format!("Megatron-LM has no {} optimizer; the flags use its Adam", o.name()));
+            }
+            says.push("`--optimizer adam` is a fused AdamW kernel with no foreach temporary".into());
+            Optimizer::AdamwFused
+        }
+    };
+    if sc.lora.is_some() || sc.base_quant != crate::estimate::BaseQuant::None {
+        says.push("Megatron-LM has no LoRA or quantized base: these flags train every weight".into());
+        s.lora = None;
+        s.base_quant = crate::estimate::BaseQuant::None;
+    }
+    let p = &sc.parallel;
+    if p.zero >= 1 || p.fsdp.is_some() {
+        says.push(
+            "`--use-distributed-optimizer` shards the fp32 main weights and moments over data parallel \
+             (ZeRO stage 1)"
+                .into(),
+        );
+        s.parallel.zero = 1;
+        s.parallel.fsdp = None;
+    }
+    if p.offload != Offload::None {
+        says.push("these flags do not offload to the CPU".into());
+        s.parallel.offload = Offload::None;
+    }
+    if let Some(t) = sc.model.transformer() {
+        says.push(format!(
+            "dropout as the model's config: --attention-dropout {} --hidden-dropout {} (Megatron's default is 0.1)",
+            t.attention_dropout, t.hidden_dropout
+        ));
+    }
+    if sc.checkpointing == Checkpointing::Selective {
+        says.push("selective recomputation recomputes the attention core".into());
+    }
+    s
+}
+
+/// The card the flags name: the file's, else the first catalog card (the flags compared are the
+/// same on any card; the totals are per GPU either way).
+fn card(f: &ScenarioFile) -> Option<Gpu> {
+    f.gpu().or_else(|| gpu::catalog().first().cloned())
+}
+
+fn total(sc: &Scenario, g: Option<&Gpu>) -> Result<u64, ExportError> {
+    let bad = |e: crate::estimate::ScenarioError| ExportError::Invalid {
+        path: "scenario".into(),
+        msg: e.to_string(),
+    };
+    match g {
+        Some(g) => crate::fit::verdict(sc, g.memory_bytes()).map(|v| v.estimate.total).map_err(bad),
+        None => crate::estimate::estimate(sc).map(|e| e.total).map_err(bad),
+    }
+}
+
+/// The recipe of a framework export, `None` for the other formats.
+pub fn recipe(f: &ScenarioFile, format: Format) -> Result<Option<Recipe>, ExportError> {
+    let sc = &f.scenario;
+    let mut says = Vec::new();
+    let infer = sc.mode == Mode::Infer;
+    let (framework, implied) = match format {
+        Format::Deepspeed if infer => ("DeepSpeed-Inference", deepspeed_infer(sc, &mut says)),
+        Format::Deepspeed => ("DeepSpeed", deepspeed(sc, &mut says)),
+        Format::Hf if infer => {
+            says.push(
+                "a forward under `torch.inference_mode()`: weights and the KV cache, no gradients".into(),
+            );
+            ("Hugging Face", sc.clone())
+        }
+        Format::Hf => {
+            let p = &sc.parallel;
+            let ds = p.fsdp.is_none() && (p.zero > 0 || p.offload != Offload::None);
+            (if ds { "Hugging Face Trainer + DeepSpeed" } else { "Hugging Face Trainer" }, hf(sc, &mut says))
+        }
+        Format::Fsdp | Format::Megatron if infer => {
+            return Err(ExportError::Invalid {
+                path: "scenario".into(),
+                msg: format!(
+                    "the {} export is a training setup; for inference use --format hf or --format deepspeed",
+                    format.name()
+                ),
+            });
+        }
+        Format::Fsdp => ("PyTorch FSDP", fsdp(sc, &mut says)),
+        Format::Megatron => ("Megatron-LM", megatron(sc, &mut says)),
+        _ => return Ok(None),
+    };
+    implied
+        .validate()
+        .map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: format!("{framework}: {e}") })?;
+    let gpu = f.gpu();
+    let (differs, implied_args) = match card(f) {
+        Some(g) => {
+            let a = flags::flags(sc, &g);
+            let b = flags::flags(&implied, &g);
+            (flags::changed(&a, &b), gpu.is_some().then_some(b))
+        }
+        None => (Vec::new(), None),
+    };
+    let scenario_total = total(sc, gpu.as_ref())?;
+    let implied_total = if differs.is_empty() { scenario_total } else { total(&implied, gpu.as_ref())? };
+    Ok(Some(Recipe { framework, says, implied, differs, implied_args, scenario_total, implied_total }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::{DEEPSPEED_INFERENCE_KEYS, deepspeed_config, deepspeed_inference_config, render};
+    use crate::model::preset::builtin;
+
+    fn file(model: &str, gpu: &str, f: impl FnOnce(&mut Scenario)) -> ScenarioFile {
+        let mut sc = Scenario::new(builtin(model).unwrap());
+        f(&mut sc);
+        ScenarioFile::new(sc, Some(&gpu::find(gpu).unwrap()), None)
+    }
+
+    fn zero3_13b(p: Precision, o: Optimizer) -> ScenarioFile {
+        file("llama-2-13b", "a100-80gb", |sc| {
+            sc.seq = 2048;
+            sc.precision = p;
+            sc.optimizer = o;
+            sc.parallel.dp = 8;
+            sc.parallel.zero = 3;
+        })
+    }
+
+    #[test]
+    fn deepspeed_bf16_is_the_mixed_recipe_and_says_so_with_both_totals() {
+        let f = zero3_13b(Precision::Bf16, Optimizer::Adamw);
+        let r = recipe(&f, Format::Deepspeed).unwrap().unwrap();
+        assert_eq!(r.implied.precision, Precision::Bf16Mixed);
+        assert_eq!(r.implied.optimizer, Optimizer::AdamwFused);
+        assert!(r.differs.contains(&("--precision", Some("bf16-mixed".into()))), "{:?}", r.differs);
+        assert!(r.differs.contains(&("--optimizer", Some("adamw-fused".into()))), "{:?}", r.differs);
+        // both totals are the estimator's verdicts, and fp32 master weights + moments cost more
+        let cap = f.gpu().unwrap().memory_bytes();
+        assert_eq!(r.scenario_total, crate::fit::verdict(&f.scenario, cap).unwrap().estimate.total);
+        assert_eq!(r.implied_total, crate::fit::verdict(&r.implied, cap).unwrap().estimate.total);
+        assert!(
+            r.implied_total > r.scenario_total + (8 << 30),
+            "{} vs {}",
+            r.implied_total,
+            r.scenario_total
+        );
+        let last = r.lines().pop().unwrap();
+        assert!(last.starts_with("differs from the scenario in --precision bf16-mixed"), "{last}");
+        assert!(last.contains(&gib(r.implied_total)) && last.contains(&gib(r.scenario_total)), "{last}");
+        assert_eq!(deepspeed_config(&f)["bf16"]["enabled"], true);
+    }
+
+    #[test]
+    fn deepspeed_matches_a_mixed_scenario_with_a_fused_adam() {
+        let f = zero3_13b(Precision::Bf16Mixed, Optimizer::AdamwFused);
+        let r = recipe(&f, Format::Deepspeed).unwrap().unwrap();
+        assert!(r.matches(), "{:?}", r.differs);
+        assert_eq!(r.implied, f.scenario);
+        assert!(r.lines().pop().unwrap().starts_with("matches the scenario"));
+    }
+
+    #[test]
+    fn an_autocast_scenario_gets_no_half_section_in_deepspeed() {
+        let f = zero3_13b(Precision::Bf16Amp, Optimizer::AdamwFused);
+        let v = deepspeed_config(&f);
+        assert!(v.get("bf16").is_none() && v.get("fp16").is_none(), "{v}");
+        let r = recipe(&f, Format::Deepspeed).unwrap().unwrap();
+        assert!(r.matches(), "{:?}", r.differs);
+        assert!(r.says.iter().any(|s| s.contains("torch.autocast")), "{:?}", r.says);
+    }
+
+    #[test]
+    fn the_foreach_step_temporary_is_named_when_deepspeed_fuses_it() {
+        let f = zero3_13b(Precision::Bf16Mixed, Optimizer::Adamw);
+        let r = recipe(&f, Format::Deepspeed).unwrap().unwrap();
+        assert_eq!(r.differs, vec![("--optimizer", Some("adamw-fused".into()))]);
+        assert!(r.implied_total < r.scenario_total, "the fused step has no foreach temporary");
+    }
+
+    #[test]
+    fn inference_exports_are_inference_or_refused() {
+        let f = file("llama-3.1-8b", "h100-80gb", |sc| {
+            sc.mode = Mode::Infer;
+            sc.parallel.tp = 2;
+        });
+        let v = deepspeed_inference_config(&f);
+        for k in v.as_object().unwrap().keys() {
+            assert!(DEEPSPEED_INFERENCE_KEYS.contains(&k.as_str()), "undocumented key {k}");
+        }
+        assert_eq!(v["tensor_parallel"]["tp_size"], 2);
+        let text = render(&f, Format::Deepspeed).unwrap();
+        assert!(!text.contains("train_batch_size") && !text.contains("optimizer"), "{text}");
+        assert!(recipe(&f, Format::Deepspeed).unwrap().unwrap().matches());
+        let hf = render(&f, Format::Hf).unwrap();
+        assert!(hf.contains("torch.inference_mode()") && !hf.contains("TrainingArguments"), "{hf}");
+        for format in [Format::Fsdp, Format::Megatron] {
+            let e = render(&f, format).unwrap_err().to_string();
+            assert!(e.contains("training setup"), "{e}");
+        }
+    }
+
+    #[test]
+    fn megatron_names_the_model_s_dropout_and_drops_lora_saying_so() {
+        let f = file("gpt2", "a100-80gb", |sc| sc.precision = Precision::Bf16Mixed);
+        let text = render(&f, Format::Megatron).unwrap();
+        assert!(text.contains("--attention-dropout 0.1") && text.contains("--hidden-dropout 0.1"), "{text}");
+        let r = recipe(&f, Format::Megatron).unwrap().unwrap();
+        assert_eq!(r.implied.optimizer, Optimizer::AdamwFused);
+        let f = file("llama-2-7b", "a100-80gb", |sc| {
+            sc.precision = Precision::Bf16Mixed;
+            sc.optimizer = Optimizer::AdamwFused;
+            sc.lora = Some("16".parse().unwrap());
+        });
+        let r = recipe(&f, Format::Megatron).unwrap().unwrap();
+        assert!(r.implied.lora.is_none() && !r.matches());
+        assert!(r.says.iter().any(|s| s.contains("no LoRA")), "{:?}", r.says);
+        assert!(r.implied_total > r.scenario_total);
+    }
+
+    #[test]
+    fn hugging_face_pure_fp16_is_not_given_the_grad_scaler() {
+        let f = file("gpt2", "a100-80gb", |sc| sc.precision = Precision::Fp16);
+        let text = render(&f, Format::Hf).unwrap();
+        assert!(!text.contains("    fp16=True,") && text.contains("torch_dtype=torch.float16"), "{text}");
+        assert!(recipe(&f, Format::Hf).unwrap().unwrap().matches());
+        let f = file("gpt2", "a100-80gb", |sc| sc.precision = Precision::Bf16Mixed);
+        let r = recipe(&f, Format::Hf).unwrap().unwrap();
+        assert_eq!(r.implied.precision, Precision::Bf16Amp);
+        assert!(r.lines().pop().unwrap().starts_with("differs"));
+        assert!(
+            render(&f, Format::Hf).unwrap().lines().nth(1).unwrap().starts_with("# Hugging Face Trainer: ")
+        );
+    }
+
+    #[test]
+    fn the_fsdp_snippet_builds_the_scenario_s_optimizer() {
+        let f = file("llama-2-7b", "a100-80gb", |sc| {
+            sc.parallel.dp = 8;
+            sc.parallel.fsdp = Some(FsdpMode::FullShard);
+            sc.optimizer = Optimizer::AdamwFused;
+        });
+        let text = render(&f, Format::Fsdp).unwrap();
+        assert!(text.contains("torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)"), "{text}");
+        assert!(text.contains("torch_dtype=torch.bfloat16"), "{text}");
+        assert!(recipe(&f, Format::Fsdp).unwrap().unwrap().matches());
+    }
+
+    #[test]
+    fn other_formats_have_no_recipe() {
+        let f = zero3_13b(Precision::Bf16, Optimizer::Adamw);
+        for format in [Format::Ron, Format::Markdown, Format::Json, Format::Csv] {
+            assert!(recipe(&f, format).unwrap().is_none());
+        }
+    }
+}
