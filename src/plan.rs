@@ -308,9 +308,9 @@ fn largest_fitting_divisor(n: u64, guess: u64, fits: &mut impl FnMut(u64) -> boo
 /// (ties: more headroom first).
 pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &SpeedModel) -> Vec<Plan> {
     let Some(t) = sc.model.transformer() else { return Vec::new() };
-    let cap = gpu.memory_bytes();
     let node = sc.parallel.node_size();
-    let mut plans = Vec::new();
+    // every layout the search considers, in a fixed order (the ranking's tie order)
+    let mut layouts = Vec::new();
     for tp in
         [1u64, 2, 4, 8].into_iter().filter(|&tp| tp <= node && tp <= t.num_heads && gpus.is_multiple_of(tp))
     {
@@ -332,54 +332,84 @@ pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &Sp
                         let mut s = sc.clone();
                         s.parallel = Parallel { dp, tp, pp, zero, offload, micro_batches: 0, ..sc.parallel };
                         s.checkpointing = ckpt;
-                        let replica = global_batch / dp;
-                        let at = |b: u64| {
-                            let mut x = s.clone();
-                            set_batch(&mut x, b, replica / b);
-                            x
-                        };
-                        // the flat estimate's largest micro-batch (memory is monotone in the batch)
-                        let flat_fits = |b: u64| estimate(&at(b)).is_ok_and(|e| e.total <= cap);
-                        let (mut lo, mut hi) = (0u64, replica + 1);
-                        while hi - lo > 1 {
-                            let mid = lo + (hi - lo) / 2;
-                            if flat_fits(mid) { lo = mid } else { hi = mid }
-                        }
-                        // the replay decides, among micro-batches that divide the replica's batch
-                        let mut verdicts = Vec::new();
-                        let mut fits = |b: u64| {
-                            let v = crate::fit::verdict(&at(b), cap);
-                            let ok = v.as_ref().is_ok_and(|v| v.fits);
-                            verdicts.push((b, v));
-                            ok
-                        };
-                        let Some(mb) = largest_fitting_divisor(replica, lo, &mut fits) else { continue };
-                        let Some(Ok(v)) = verdicts.into_iter().find(|(b, _)| *b == mb).map(|(_, v)| v) else {
-                            continue;
-                        };
-                        let s = at(mb);
-                        let step = step_time(&s, &v.estimate, gpu, global_batch, speed);
-                        plans.push(Plan {
-                            parallel: s.parallel,
-                            checkpoint: ckpt.to_string(),
-                            micro_batch: mb,
-                            grad_accum: replica / mb,
-                            total_bytes: v.estimate.total,
-                            headroom_bytes: v.headroom(),
-                            step,
-                            cpu_bytes: v.estimate.cpu_bytes,
-                            estimate_args: crate::flags::words(&crate::flags::flags(&s, gpu)),
-                            scenario: s,
-                        });
+                        layouts.push(s);
                     }
                 }
             }
         }
     }
+    // each layout is a handful of allocator replays: spread them over the cores
+    let workers = std::thread::available_parallelism().map_or(1, usize::from).min(layouts.len()).max(1);
+    let chunk = layouts.len().div_ceil(workers).max(1);
+    let eval = |part: &[Scenario]| -> Vec<Plan> {
+        part.iter().filter_map(|s| layout_plan(s, gpu, global_batch, speed)).collect()
+    };
+    let mut plans: Vec<Plan> = std::thread::scope(|scope| {
+        let running: Vec<_> = layouts
+            .chunks(chunk)
+            .enumerate()
+            .map(|(i, part)| {
+                let h = std::thread::Builder::new()
+                    .name(format!("plan-search-{i}"))
+                    .spawn_scoped(scope, move || eval(part));
+                (part, h)
+            })
+            .collect();
+        // a worker that could not start (or did not finish) is evaluated here, never dropped
+        running
+            .into_iter()
+            .flat_map(|(part, h)| h.ok().and_then(|h| h.join().ok()).unwrap_or_else(|| eval(part)))
+            .collect()
+    });
     plans.sort_by(|a, b| {
         a.step.step_s.total_cmp(&b.step.step_s).then(b.headroom_bytes.cmp(&a.headroom_bytes))
     });
     plans
+}
+
+/// One layout of the search: the largest micro-batch dividing the replica's batch that the
+/// allocator replay fits, with its step time; `None` when no micro-batch fits.
+fn layout_plan(s: &Scenario, gpu: &Gpu, global_batch: u64, speed: &SpeedModel) -> Option<Plan> {
+    let cap = gpu.memory_bytes();
+    let replica = global_batch / s.parallel.dp.max(1);
+    let at = |b: u64| {
+        let mut x = s.clone();
+        set_batch(&mut x, b, replica / b);
+        x
+    };
+    // the flat estimate's largest micro-batch (memory is monotone in the batch)
+    let flat_fits = |b: u64| estimate(&at(b)).is_ok_and(|e| e.total <= cap);
+    let (mut lo, mut hi) = (0u64, replica + 1);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if flat_fits(mid) { lo = mid } else { hi = mid }
+    }
+    // the replay decides, among micro-batches that divide the replica's batch
+    let mut verdicts = Vec::new();
+    let mut fits = |b: u64| {
+        let v = crate::fit::verdict(&at(b), cap);
+        let ok = v.as_ref().is_ok_and(|v| v.fits);
+        verdicts.push((b, v));
+        ok
+    };
+    let mb = largest_fitting_divisor(replica, lo, &mut fits)?;
+    let Some(Ok(v)) = verdicts.into_iter().find(|(b, _)| *b == mb).map(|(_, v)| v) else {
+        return None;
+    };
+    let s = at(mb);
+    let step = step_time(&s, &v.estimate, gpu, global_batch, speed);
+    Some(Plan {
+        parallel: s.parallel,
+        checkpoint: s.checkpointing.to_string(),
+        micro_batch: mb,
+        grad_accum: replica / mb,
+        total_bytes: v.estimate.total,
+        headroom_bytes: v.headroom(),
+        step,
+        cpu_bytes: v.estimate.cpu_bytes,
+        estimate_args: crate::flags::words(&crate::flags::flags(&s, gpu)),
+        scenario: s,
+    })
 }
 
 /// Smallest data-parallel GPU count (a power of two up to 4096, with the scenario's other degrees)
