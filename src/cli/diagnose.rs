@@ -75,9 +75,12 @@ pub struct DiagnoseArgs {
     /// A second snapshot to compare the first one's trace with (only with --snapshot).
     #[arg(long)]
     pub compare: Option<String>,
-    /// GPU index to examine in a trace (default: the first one in it).
+    /// GPU index to examine in a trace (default: every GPU in it, each with its verdict).
     #[arg(long)]
     pub gpu_index: Option<u32>,
+    /// The card's memory in MiB, for traces that do not record it (`nvidia-smi dmon`).
+    #[arg(long, value_name = "MIB")]
+    pub total_mib: Option<u64>,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -132,7 +135,18 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
     }
     if let Some(path) = &a.trace {
         let text = read_capped(path, 16 * vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
-        let samples = vramscope::diagnose::trace::parse(&text).with_context(|| path.clone())?;
+        let mut samples = vramscope::diagnose::trace::parse(&text).with_context(|| path.clone())?;
+        if let Some(t) = a.total_mib {
+            if t == 0 {
+                bail!("--total-mib must be above 0");
+            }
+            vramscope::diagnose::trace::with_total(&mut samples, t << 20);
+        }
+        if samples.iter().any(|x| x.total == 0) {
+            bail!(
+                "{path}: this log records no memory.total (nvidia-smi dmon): give the card's memory with --total-mib (e.g. 81559 for an H100 80 GB; `nvidia-smi --query-gpu=memory.total --format=csv`)"
+            );
+        }
         let reports = match a.gpu_index {
             Some(g) => {
                 vec![vramscope::diagnose::trace::classify(&samples, Some(g)).with_context(|| path.clone())?]
@@ -149,10 +163,10 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
         let mut s = String::new();
         for r in &reports {
             s += &format!(
-                "GPU {}: {} samples, {} iterations, peak {:.0} % of the card: {}\n",
+                "GPU {}: {} samples, {}, peak {:.0} % of the card: {}\n",
                 r.gpu,
                 r.samples,
-                r.iterations,
+                vramscope::units::count(r.iterations as u64, "iteration"),
                 100.0 * r.peak_fraction,
                 r.verdict.label()
             );
@@ -180,7 +194,8 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
     if a.json {
         return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "oom": r}))? + "\n");
     }
-    let mut s = format!("{} out-of-memory message\n", r.source.label());
+    let rocm = if r.numbers.backend.as_deref() == Some("HIP") { " on ROCm (HIP)" } else { "" };
+    let mut s = format!("{}{rocm} out-of-memory message\n", r.source.label());
     for line in &r.explanation {
         s += &format!("  {line}\n");
     }

@@ -31,6 +31,9 @@ pub enum TraceError {
     /// Too few samples to say anything.
     #[error("{0} samples of GPU {1}: at least 8 are needed")]
     TooShort(usize, u32),
+    /// The GPU asked for is not in the trace.
+    #[error("GPU {0} is not in the trace (it has GPU {1})")]
+    NoSuchGpu(u32, String),
 }
 
 fn parse_mib(field: &str) -> Option<u64> {
@@ -52,13 +55,101 @@ fn parse_clock(field: &str) -> Option<f64> {
     Some(h * 3600.0 + m * 60.0 + s)
 }
 
-/// Parses a trace. Lines that are empty or start with `#` are skipped.
+/// Parses a trace: `nvidia-smi --query-gpu=… --format=csv` output (its header names the columns,
+/// in any order, extra columns ignored; `noheader,nounits` reads as timestamp, index, used,
+/// total), vramscope's own `t_s,gpu,used_bytes,total_bytes`, `nvidia-smi dmon -s m` output
+/// (which has no total: samples carry `total = 0`, see [`with_total`]) and the boxed table that
+/// `nvidia-smi -l 1` prints. Lines that are empty or start with `#` are skipped in CSV.
 pub fn parse(text: &str) -> Result<Vec<Sample>, TraceError> {
-    let text = &text[..text.len().min(super::MAX_INPUT_BYTES * 16)];
+    let text = &text[..floor_boundary(text, super::MAX_INPUT_BYTES * 16)];
+    if text.lines().any(|l| l.trim_start().starts_with('|') && l.contains("MiB /")) {
+        return parse_table(text);
+    }
+    if text.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with('#') && l.split_whitespace().any(|w| w.eq_ignore_ascii_case("fb"))
+    }) {
+        return parse_dmon(text);
+    }
+    parse_csv(text)
+}
+
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut end = text.len().min(at);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
+/// Fills the card size of samples that have none (`nvidia-smi dmon` logs), bytes.
+pub fn with_total(samples: &mut [Sample], total: u64) {
+    for s in samples.iter_mut().filter(|s| s.total == 0) {
+        s.total = total;
+    }
+}
+
+/// Turns clock readings into seconds since the first, wrapping forward over midnight.
+struct Clock {
+    t0: Option<f64>,
+    day: f64,
+    last: f64,
+}
+
+impl Clock {
+    const fn new() -> Self {
+        Self { t0: None, day: 0.0, last: 0.0 }
+    }
+
+    fn at(&mut self, clock: f64) -> f64 {
+        if clock + self.day < self.last - 43200.0 {
+            self.day += 86400.0;
+        }
+        self.last = clock + self.day;
+        self.last - *self.t0.get_or_insert(self.last)
+    }
+}
+
+/// Column positions of a CSV trace.
+#[derive(Clone, Copy)]
+struct Columns {
+    time: usize,
+    gpu: usize,
+    used: Option<usize>,
+    total: Option<usize>,
+    free: Option<usize>,
+    /// vramscope's own format: seconds and bytes.
+    raw: bool,
+}
+
+impl Columns {
+    const POSITIONAL: Self = Self { time: 0, gpu: 1, used: Some(2), total: Some(3), free: None, raw: false };
+
+    /// From a header line, `None` when it names no timestamp or index.
+    fn from_header(fields: &[&str]) -> Option<Self> {
+        let find = |names: &[&str]| {
+            fields.iter().position(|f| {
+                let f = f.trim().to_ascii_lowercase();
+                let name = f.split_whitespace().next().unwrap_or("");
+                names.contains(&name)
+            })
+        };
+        let raw = find(&["t_s"]).is_some();
+        Some(Self {
+            time: find(&["timestamp", "t_s"])?,
+            gpu: find(&["index", "gpu"])?,
+            used: find(&["memory.used", "used_bytes"]),
+            total: find(&["memory.total", "total_bytes"]),
+            free: find(&["memory.free", "free_bytes"]),
+            raw,
+        })
+    }
+}
+
+fn parse_csv(text: &str) -> Result<Vec<Sample>, TraceError> {
     let mut out = Vec::new();
-    let mut t0: Option<f64> = None;
-    let mut day = 0.0;
-    let mut last_clock = 0.0;
+    let mut clock = Clock::new();
+    let mut cols: Option<Columns> = None;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -66,32 +157,156 @@ pub fn parse(text: &str) -> Result<Vec<Sample>, TraceError> {
         }
         let fields: Vec<&str> = line.split(',').collect();
         let lower = line.to_ascii_lowercase();
-        if lower.starts_with("timestamp") || lower.starts_with("t_s") {
-            continue; // header
-        }
         let bad = |msg: &str| TraceError::Line { line: i + 1, msg: msg.to_owned() };
-        if fields.len() < 4 {
-            return Err(bad("expected timestamp, index, memory.used, memory.total"));
+        if lower.starts_with("timestamp") || lower.starts_with("t_s") || lower.contains("memory.used") {
+            cols = Some(Columns::from_header(&fields).ok_or_else(|| {
+                bad("the header names no timestamp and index columns (nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total)")
+            })?);
+            continue;
         }
-        let gpu: u32 = fields[1].trim().parse().map_err(|_| bad("GPU index is not a number"))?;
-        let sample = if fields[2].contains("MiB") || fields[0].contains(':') {
-            let clock = parse_clock(fields[0]).ok_or_else(|| bad("timestamp not understood"))?;
-            if clock + day < last_clock - 43200.0 {
-                day += 86400.0;
-            }
-            last_clock = clock + day;
-            let used = parse_mib(fields[2]).ok_or_else(|| bad("memory.used not understood"))?;
-            let total = parse_mib(fields[3]).ok_or_else(|| bad("memory.total not understood"))?;
-            let t = *t0.get_or_insert(last_clock);
-            Sample { t_s: last_clock - t, gpu, used, total }
+        let c = cols.unwrap_or(Columns {
+            raw: !fields[0].contains(':') && !line.contains("MiB"),
+            ..Columns::POSITIONAL
+        });
+        let need =
+            [Some(c.time), Some(c.gpu), c.used, c.total, c.free].into_iter().flatten().max().unwrap_or(0);
+        if fields.len() <= need {
+            return Err(bad(
+                "expected timestamp, index, memory.used, memory.total (nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total --format=csv)",
+            ));
+        }
+        let gpu: u32 = fields[c.gpu].trim().parse().map_err(|_| bad("GPU index is not a number"))?;
+        let field = |k: Option<usize>| k.map(|k| fields[k]);
+        let sample = if c.raw {
+            let ts: f64 = fields[c.time].trim().parse().map_err(|_| bad("t_s is not a number"))?;
+            let num = |k: Option<usize>, what: &str| -> Result<Option<u64>, TraceError> {
+                field(k)
+                    .map(|f| f.trim().parse::<u64>().map_err(|_| bad(&format!("{what} is not a number"))))
+                    .transpose()
+            };
+            let (used, total, free) =
+                (num(c.used, "used_bytes")?, num(c.total, "total_bytes")?, num(c.free, "free_bytes")?);
+            let total = total.ok_or_else(|| bad("no total_bytes column"))?;
+            let used =
+                used.or(free.map(|f| total.saturating_sub(f))).ok_or_else(|| bad("no used_bytes column"))?;
+            Sample { t_s: clock.at(ts), gpu, used, total }
         } else {
-            let ts: f64 = fields[0].trim().parse().map_err(|_| bad("t_s is not a number"))?;
-            let used: u64 = fields[2].trim().parse().map_err(|_| bad("used_bytes is not a number"))?;
-            let total: u64 = fields[3].trim().parse().map_err(|_| bad("total_bytes is not a number"))?;
-            let t = *t0.get_or_insert(ts);
-            Sample { t_s: ts - t, gpu, used, total }
+            let t = parse_clock(fields[c.time]).ok_or_else(|| bad("timestamp not understood"))?;
+            let mib = |k: Option<usize>, what: &str| -> Result<Option<u64>, TraceError> {
+                field(k)
+                    .map(|f| parse_mib(f).ok_or_else(|| bad(&format!("{what} not understood"))))
+                    .transpose()
+            };
+            let (used, total, free) =
+                (mib(c.used, "memory.used")?, mib(c.total, "memory.total")?, mib(c.free, "memory.free")?);
+            let total = total.ok_or_else(|| bad("no memory.total column"))?;
+            let used =
+                used.or(free.map(|f| total.saturating_sub(f))).ok_or_else(|| bad("no memory.used column"))?;
+            Sample { t_s: clock.at(t), gpu, used, total }
         };
         out.push(sample);
+    }
+    Ok(out)
+}
+
+/// `nvidia-smi dmon -s m [-o T|DT]`: whitespace columns named by the `# gpu fb …` header, `fb`
+/// in MiB, one line per GPU per interval (1 s unless a time column says otherwise).
+fn parse_dmon(text: &str) -> Result<Vec<Sample>, TraceError> {
+    let mut out = Vec::new();
+    let mut clock = Clock::new();
+    let mut cols: Option<(usize, usize, Option<usize>)> = None;
+    let mut tick = 0.0f64;
+    let mut first_gpu: Option<u32> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let words: Vec<&str> = line.trim_start_matches('#').split_whitespace().collect();
+        if line.starts_with('#') {
+            let pos = |name: &str| words.iter().position(|w| w.eq_ignore_ascii_case(name));
+            if let (Some(g), Some(fb)) = (pos("gpu"), pos("fb")) {
+                cols = Some((g, fb, pos("time")));
+            }
+            continue;
+        }
+        let bad = |msg: &str| TraceError::Line { line: i + 1, msg: msg.to_owned() };
+        let (g, fb, time) = cols.ok_or_else(|| bad("nvidia-smi dmon output needs its '# gpu fb' header"))?;
+        if words.len() <= g.max(fb) {
+            return Err(bad("fewer columns than the '# gpu fb' header names"));
+        }
+        let gpu: u32 = words[g].parse().map_err(|_| bad("GPU index is not a number"))?;
+        let used = parse_mib(words[fb]).ok_or_else(|| bad("fb (MiB used) not understood"))?;
+        let t_s = match time.and_then(|k| words.get(k)).and_then(|w| parse_clock(w)) {
+            Some(t) => clock.at(t),
+            None => {
+                // no time column: one interval each time the first GPU comes round again
+                if first_gpu == Some(gpu) {
+                    tick += 1.0;
+                }
+                first_gpu.get_or_insert(gpu);
+                tick
+            }
+        };
+        out.push(Sample { t_s, gpu, used, total: 0 });
+    }
+    Ok(out)
+}
+
+/// The boxed table of `nvidia-smi` (`nvidia-smi -l 1` logs): each GPU's row pair gives its index
+/// and `used MiB / total MiB`; a date line (`Tue May 14 10:00:00 2024`) times the block.
+fn parse_table(text: &str) -> Result<Vec<Sample>, TraceError> {
+    let mut out = Vec::new();
+    let mut clock = Clock::new();
+    let mut t_s = 0.0f64;
+    let mut timed = false;
+    let mut blocks = 0u64;
+    let mut gpu: Option<u32> = None;
+    let mut seen_in_block: Vec<u32> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if !line.starts_with('|') && !line.starts_with('+') {
+            // a date line ("Tue May 14 10:00:00 2024") starts a block
+            if line.matches(':').count() >= 2
+                && let Some(t) =
+                    line.split_whitespace().find(|w| w.matches(':').count() == 2).and_then(parse_clock)
+            {
+                t_s = clock.at(t);
+                timed = true;
+                seen_in_block.clear();
+            }
+            continue;
+        }
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let first = cells.first().copied().unwrap_or("");
+        // "0  NVIDIA A100-SXM4-80GB  On": the GPU row
+        if let Some(idx) = first.split_whitespace().next().and_then(|w| w.parse::<u32>().ok())
+            && first.split_whitespace().count() >= 2
+            && !first.contains("MiB")
+        {
+            gpu = Some(idx);
+            continue;
+        }
+        if let Some(cell) = cells.iter().find(|c| c.contains("MiB /"))
+            && let Some(g) = gpu.take()
+        {
+            let bad = |msg: &str| TraceError::Line { line: i + 1, msg: msg.to_owned() };
+            let (u, t) = cell.split_once('/').ok_or_else(|| bad("memory usage not understood"))?;
+            let used = parse_mib(u).ok_or_else(|| bad("memory used not understood"))?;
+            let total = parse_mib(t).ok_or_else(|| bad("memory total not understood"))?;
+            if !timed && (seen_in_block.contains(&g) || seen_in_block.is_empty()) {
+                // untimed tables: a new block when a GPU comes round again (one per second)
+                if seen_in_block.contains(&g) {
+                    seen_in_block.clear();
+                }
+                if seen_in_block.is_empty() {
+                    t_s = blocks as f64;
+                    blocks += 1;
+                }
+            }
+            seen_in_block.push(g);
+            out.push(Sample { t_s, gpu: g, used, total });
+        }
     }
     Ok(out)
 }
@@ -108,6 +323,9 @@ pub enum Verdict {
     Leak,
     /// None of the above.
     Healthy,
+    /// Healthy until its process ended together with another GPU's that ran out of memory
+    /// (the job was killed on every rank).
+    StoppedWithJob,
 }
 
 impl Verdict {
@@ -118,12 +336,13 @@ impl Verdict {
             Self::BatchTooLarge => "batch too large (the step's peaks reach the card)",
             Self::Leak => "memory leak",
             Self::Healthy => "healthy",
+            Self::StoppedWithJob => "stopped with the job (another GPU ran out of memory)",
         }
     }
 
     /// Does the verdict say the job fails (or will)?
     pub const fn fails(self) -> bool {
-        !matches!(self, Self::Healthy)
+        !matches!(self, Self::Healthy | Self::StoppedWithJob)
     }
 }
 
@@ -150,6 +369,8 @@ pub struct TraceReport {
     pub evidence: Vec<(usize, usize)>,
     /// What it means and what to do.
     pub advice: Vec<String>,
+    /// When the GPU's process ended (usage fell to the driver's own and stayed there), seconds.
+    pub ended_at_s: Option<f64>,
 }
 
 /// Median of a slice (sorted copy).
@@ -197,6 +418,22 @@ pub fn classify_all(samples: &[Sample]) -> Result<Vec<TraceReport>, TraceError> 
             }
         }
     }
+    // a GPU whose process ended when another ran out of memory was killed with the job
+    let died: Vec<(u32, f64)> = out
+        .iter()
+        .filter(|r| r.verdict == Verdict::BatchTooLarge)
+        .filter_map(|r| r.ended_at_s.map(|t| (r.gpu, t)))
+        .collect();
+    for r in out.iter_mut().filter(|r| r.verdict == Verdict::Healthy) {
+        let Some(t) = r.ended_at_s else { continue };
+        if let Some((g, at)) = died.iter().find(|(_, at)| (t - at).abs() <= 5.0) {
+            r.verdict = Verdict::StoppedWithJob;
+            r.advice.insert(
+                0,
+                format!("Its process ended at {t:.1} s, when GPU {g} ran out of memory ({at:.1} s): the job stopped on every rank."),
+            );
+        }
+    }
     match (out.is_empty(), first_err) {
         (true, Some(e)) => Err(e),
         (true, None) => Err(TraceError::TooShort(0, 0)),
@@ -208,6 +445,15 @@ pub fn classify_all(samples: &[Sample]) -> Result<Vec<TraceReport>, TraceError> 
 pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, TraceError> {
     let gpu = gpu.or_else(|| samples.first().map(|s| s.gpu)).unwrap_or(0);
     let s: Vec<&Sample> = samples.iter().filter(|x| x.gpu == gpu).collect();
+    if s.is_empty() && !samples.is_empty() {
+        let mut gpus: Vec<u32> = samples.iter().map(|x| x.gpu).collect();
+        gpus.sort_unstable();
+        gpus.dedup();
+        return Err(TraceError::NoSuchGpu(
+            gpu,
+            gpus.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        ));
+    }
     if s.len() < 8 {
         return Err(TraceError::TooShort(s.len(), gpu));
     }
@@ -269,8 +515,12 @@ pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, Tra
     };
     let mut advice = Vec::new();
     let last = s.last().map_or(0.0, |x| x.used as f64);
+    // a leak grows window after window; one step up (a plateau the caching allocator settles on)
+    // is not one: at least half the windows' minima must rise, each by 0.05 % of the card
+    let rises = mins.windows(2).filter(|w| w[1].1 > w[0].1 + cap * 5e-4).count();
     let (verdict, evidence, seconds_to_oom) = if grew > 0.02
         && mins.windows(2).filter(|w| w[1].1 >= w[0].1).count() * 3 >= (windows - 1) * 2
+        && rises * 2 >= windows - 1
     {
         let left = (cap - last).max(0.0);
         let tto = if slope_b_per_s > 0.0 { Some(left / slope_b_per_s) } else { None };
@@ -288,10 +538,11 @@ pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, Tra
         advice.push("lower the micro-batch or sequence length (keep the global batch with gradient accumulation), enable gradient checkpointing, or use SDPA/flash attention — `vramscope estimate` shows what each saves".into());
         (Verdict::BatchTooLarge, vec![(top.0.saturating_sub(1), frac.len() - 1)], None)
     } else if early_min >= 0.90 || pinned {
-        let level =
-            if early_min >= 0.90 { early_min } else { frac[settled..].iter().copied().fold(1.0, f64::min) };
+        // the level it sits at: the median once the load ramp is over
+        let mut after: Vec<f64> = frac[settled..].to_vec();
+        let level = if after.is_empty() { early_min } else { median(&mut after) };
         advice.push(format!(
-            "Usage is pinned at {:.0} % of the card or more from the start, with no room for a step to breathe: the model states (weights, gradients, optimizer) nearly fill it before any batch runs.",
+            "Usage is pinned at about {:.0} % of the card from the start, with no room for a step to breathe: the model states (weights, gradients, optimizer) nearly fill it before any batch runs.",
             100.0 * level
         ));
         advice.push("shrink the states: bf16 or 8-bit optimizer, LoRA/QLoRA, ZeRO-2/3 or FSDP across GPUs, or a larger card — `vramscope plan --search` lists layouts that fit".into());
@@ -307,7 +558,14 @@ pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, Tra
         advice.push(format!("Peak {:.0} % of the card, no growth across iterations.", 100.0 * peak_fraction));
         (Verdict::Healthy, Vec::new(), None)
     };
+    // when the process ended: usage above 30 % of the card, then under 10 % to the end
+    let ended_at_s = frac
+        .iter()
+        .rposition(|f| *f >= 0.3)
+        .filter(|&i| i + 2 < frac.len() && frac[i + 1..].iter().all(|f| *f < 0.1))
+        .map(|i| s[i + 1].t_s);
     Ok(TraceReport {
+        ended_at_s,
         gpu,
         samples: s.len(),
         verdict,
