@@ -41,6 +41,12 @@ fn benches(c: &mut Criterion) {
         ..Default::default()
     };
     c.bench_function("estimate with TP 8 x PP 4 x DP 2 (per-stage)", |b| b.iter(|| estimate(black_box(&tp))));
+    // serving capacity: target under 1 ms, so the GUI's concurrency curve follows a slider
+    let serve_cfg = vramscope::serve::ServeConfig::default();
+    let m70 = builtin("llama-3.1-70b").expect("preset");
+    c.bench_function("serve llama-3.1-70b on an H100 (one answer)", |b| {
+        b.iter(|| vramscope::serve::serve(black_box(&m70), &gpu, &serve_cfg, None))
+    });
 }
 
 /// The Timeline tab recomputes the step's events while a slider moves: 80 blocks, op by op.

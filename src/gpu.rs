@@ -25,6 +25,10 @@ pub struct Gpu {
     /// Default cuBLAS workspace on this card, MiB.
     #[serde(default = "default_workspace_mib")]
     pub workspace_mib: u64,
+    /// The total CUDA reports (`cudaMemGetInfo`, `torch.cuda.mem_get_info()[1]`), MiB, where a
+    /// published log gives it: less than NVML's total by what the driver keeps.
+    #[serde(default)]
+    pub cuda_total_mib: Option<u64>,
     /// Caveats.
     #[serde(default)]
     pub note: String,
@@ -96,6 +100,7 @@ pub fn find(id: &str) -> Result<Gpu, String> {
             link_gbs: 0,
             cuda_context_mib: default_context_mib(),
             workspace_mib: default_workspace_mib(),
+            cuda_total_mib: None,
             note: "custom capacity".into(),
         });
     }

@@ -36,6 +36,7 @@ pub mod plan;
 pub mod probe;
 pub mod report;
 pub mod roadmap;
+pub mod serve;
 pub mod units;
 
 pub use estimate::{Estimate, Scenario, estimate};

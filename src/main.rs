@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Diagnose(a)) => cli::run_diagnose(a),
         Some(cli::Command::Monitor(a)) => cli::run_monitor(a),
         Some(cli::Command::Export(a)) => cli::run_export(a),
+        Some(cli::Command::Serve(a)) => cli::run_serve(a),
         Some(cli::Command::Timeline(a)) => cli::run_timeline(a),
         Some(cli::Command::Probe(a)) => cli::run_probe(a),
         Some(cli::Command::Calibrate(a)) => cli::run_calibrate(a),

@@ -16,6 +16,7 @@ mod diagnose;
 mod export;
 mod plan;
 mod probe;
+mod serve;
 mod timeline;
 
 #[cfg(test)]
@@ -25,6 +26,7 @@ pub use diagnose::{DiagnoseArgs, MonitorArgs, run_diagnose, run_monitor};
 pub use export::{ExportArgs, run_export};
 pub use plan::{PlanArgs, run_plan};
 pub use probe::{CalibrateArgs, ProbeArgs, run_calibrate, run_probe};
+pub use serve::{ServeArgs, run_serve};
 pub use timeline::{TimelineArgs, run_timeline};
 
 /// How much GPU memory a deep-learning job needs, why, and what to change so it fits.
@@ -71,6 +73,9 @@ pub enum Command {
     /// The predicted memory of one step, event by event (forward op by op, backward block by
     /// block with recomputes, optimizer step): a table, --json or --csv.
     Timeline(TimelineArgs),
+    /// Serving capacity of a vLLM-style server: its KV-cache budget, tokens, concurrent
+    /// requests and the longest max_model_len that fits.
+    Serve(ServeArgs),
     /// Write the plan to a file: the scenario (.ron), a report (md/json), the what-if curves
     /// (csv), the roadmap, or framework settings (deepspeed/hf/fsdp/megatron).
     Export(ExportArgs),
@@ -369,6 +374,11 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     }
     if a.mode == Mode::Infer && (a.checkpoint != Checkpointing::None || a.optimizer != Optimizer::Adamw) {
         notes.push("inference: --checkpoint and --optimizer do not apply".into());
+    }
+    if a.mode == Mode::Infer
+        && sc.model.transformer().is_some_and(|t| t.family != vramscope::model::Family::Bert)
+    {
+        notes.push("inference is one Hugging Face forward over --seq tokens that keeps the full logits (a scoring pass); a serving engine's KV budget and concurrency: `vramscope serve`".into());
     }
     if let Some(q) = sc.model.transformer().and_then(|t| t.quant)
         && a.mode == Mode::Train

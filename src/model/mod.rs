@@ -153,6 +153,10 @@ pub struct TransformerSpec {
     pub vocab_size: u64,
     /// Learned position embeddings (GPT-2, BERT); 0 for rotary models.
     pub max_position_embeddings: u64,
+    /// The longest context the config declares (`max_position_embeddings` and its aliases), which
+    /// rotary models do not store as a tensor; 0 when unknown. Serving's default `max_model_len`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub context_length: u64,
     /// BERT token-type embeddings; 0 elsewhere.
     #[serde(default)]
     pub type_vocab_size: u64,
@@ -451,6 +455,12 @@ impl LinearRole {
 }
 
 impl TransformerSpec {
+    /// The longest context the model declares: the config's, else its learned positions; 0 when
+    /// unknown.
+    pub fn max_context(&self) -> u64 {
+        self.context_length.max(self.max_position_embeddings)
+    }
+
     /// Width of the query projection output (`a * d`).
     pub fn q_width(&self) -> u64 {
         self.num_heads * self.head_dim

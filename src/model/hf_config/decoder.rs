@@ -92,6 +92,15 @@ pub(super) fn decoder(r: &Reader<'_>, family: Family, mt: &str) -> Result<Transf
         o_bias: attention_bias,
         mlp_bias: r.bool_or("mlp_bias", false)?,
         attention_dropout: r.f64_or("attention_dropout", 0.0)?,
+        context_length: r
+            .any_u64(&[
+                "max_position_embeddings",
+                "n_positions",
+                "max_seq_len",
+                "seq_length",
+                "max_sequence_length",
+            ])?
+            .unwrap_or(0),
         ..TransformerSpec::default()
     };
     let n = l as usize;

@@ -151,158 +151,13 @@ pub enum OomError {
     NotAnOom,
 }
 
-/// Parses "12.50 GiB", "512 MiB", "20.00 MB", "1.5 GB", "300 KiB", "123 bytes" (spaces optional).
-fn size_at(text: &str) -> Option<(u64, usize)> {
-    let t = text.trim_start();
-    let skipped = text.len() - t.len();
-    let num_len = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',')).unwrap_or(t.len());
-    if num_len == 0 {
-        return None;
-    }
-    let num: f64 = t[..num_len].trim_end_matches(['.', ',']).replace(',', "").parse().ok()?;
-    let rest = t[num_len..].trim_start();
-    let ws = t[num_len..].len() - rest.len();
-    let units: [(&str, f64); 10] = [
-        ("GiB", 1024f64.powi(3)),
-        ("MiB", 1024f64.powi(2)),
-        ("KiB", 1024.0),
-        ("TiB", 1024f64.powi(4)),
-        ("GB", 1e9),
-        ("MB", 1e6),
-        ("KB", 1e3),
-        ("TB", 1e12),
-        ("bytes", 1.0),
-        ("B", 1.0),
-    ];
-    for (u, mult) in units {
-        if rest.starts_with(u) {
-            let v = num * mult;
-            if !v.is_finite() || !(0.0..=1e18).contains(&v) {
-                return None;
-            }
-            return Some((v.round() as u64, skipped + num_len + ws + u.len()));
-        }
-    }
-    None
-}
+mod read;
+#[cfg(test)]
+mod tests;
 
-/// The size that follows `key` in `text`.
-fn size_after(text: &str, key: &str) -> Option<u64> {
-    let i = text.find(key)?;
-    size_at(&text[i + key.len()..]).map(|(v, _)| v)
-}
-
-/// A compacted size as a reader writes it: "10.20GiB" → "10.20 GiB".
-fn spaced(w: &str) -> String {
-    match w.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => format!("{} {}", &w[..i], &w[i..]),
-        None => w.to_owned(),
-    }
-}
-
-/// The size after `key` as the message wrote it ("10.20 GiB").
-fn written_after(text: &str, key: &str) -> Option<String> {
-    let i = text.find(key)?;
-    let tail = &text[i + key.len()..];
-    let (_, len) = size_at(tail)?;
-    Some(spaced(tail[..len].trim()))
-}
-
-/// The integer after `key` ("(29000)", "436,528").
-fn int_after(text: &str, key: &str) -> Option<u64> {
-    let i = text.find(key)?;
-    let digits: String = text[i + key.len()..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == ',')
-        .filter(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
-}
-
-/// Every "Process <pid> has <size> memory in use" of a compacted message.
-fn processes(c: &str) -> Vec<OtherProcess> {
-    let mut out = Vec::new();
-    let mut rest = c;
-    while let Some(i) = rest.find("Process") {
-        let tail = &rest[i + 7..];
-        let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
-        rest = tail;
-        let Ok(pid) = digits.parse::<u64>() else { continue };
-        let Some(h) = tail[digits.len()..].strip_prefix("has") else { continue };
-        if let Some((bytes, len)) = size_at(h) {
-            out.push(OtherProcess { pid, bytes, as_written: spaced(&h[..len]), likely_this_process: false });
-        }
-        if out.len() >= 64 {
-            break;
-        }
-    }
-    out
-}
-
-/// The size that precedes `key` in a compacted message ("…;14.56GiBalreadyallocated").
-fn size_before(c: &str, key: &str) -> Option<u64> {
-    let i = c.find(key)?;
-    let head = &c[..i];
-    let unit_start = head.rfind(|ch: char| !ch.is_ascii_alphabetic())? + 1;
-    let num_start = head[..unit_start]
-        .rfind(|ch: char| !(ch.is_ascii_digit() || ch == '.' || ch == ','))
-        .map_or(0, |p| p + 1);
-    size_at(&head[num_start..]).map(|(v, _)| v)
-}
-
-/// The first "GPU<digits>" of a compacted message.
-fn gpu_index(c: &str) -> Option<u32> {
-    let mut rest = c;
-    while let Some(i) = rest.find("GPU") {
-        let tail = &rest[i + 3..];
-        let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
-        if let Ok(g) = digits.parse() {
-            return Some(g);
-        }
-        rest = tail;
-    }
-    None
-}
-
-fn gib(b: u64) -> String {
-    if b == 0 {
-        "0 bytes".into()
-    } else if b >= 1 << 30 {
-        format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
-    } else {
-        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
-    }
-}
-
-/// Removes the per-line prefixes logs add: `[rank3]: `, `[default0]:`, `(VllmWorkerProcess
-/// pid=2421) ERROR 10-14 12:32:47 multiproc_worker_utils.py:233] `. A prefix is a leading
-/// bracketed tag, or a log header that ends in `] ` within the first 160 characters.
-fn strip_prefix(line: &str) -> &str {
-    let mut l = line.trim_end_matches('\r');
-    for _ in 0..3 {
-        let t = l.trim_start();
-        let mut end = t.len().min(160);
-        while !t.is_char_boundary(end) {
-            end -= 1;
-        }
-        let head = &t[..end];
-        let cut = if t.starts_with('[') || t.starts_with('(') {
-            head.find("]:").map(|i| i + 2).or_else(|| head.find("] ").map(|i| i + 2)).or_else(|| {
-                // "(VllmWorkerProcess pid=2421) ERROR …] " and "(EngineCore_0 pid=3305) …"
-                head.find(") ").filter(|_| t.starts_with('(')).map(|i| i + 2)
-            })
-        } else if ["INFO", "ERROR", "WARNING", "DEBUG"].iter().any(|k| t.starts_with(k)) {
-            head.find("] ").map(|i| i + 2)
-        } else {
-            None
-        };
-        match cut {
-            Some(i) if i <= t.len() && t.is_char_boundary(i) => l = &t[i..],
-            _ => break,
-        }
-    }
-    l
-}
+use read::{
+    gib, gpu_index, int_after, processes, size_after, size_at, size_before, strip_prefix, written_after,
+};
 
 /// Starts of an out-of-memory message, compacted, in the order they are tried.
 const STARTS: [&str; 3] = ["outofmemory.Triedtoallocate", "outofmemory.", "OutOfMemoryError"];
@@ -517,6 +372,7 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
             x.push("--kv-cache-dtype fp8 (halves the KV cache per token), or a quantized checkpoint (fp8 / AWQ / GPTQ) to free weight memory".into());
             x.push("--tensor-parallel-size 2 (weights and KV heads split over two GPUs)".into());
             x.push("a smaller --max-num-batched-tokens (a smaller profiling forward)".into());
+            x.push("`vramscope serve --model M --gpu G --max-model-len N` shows the budget term by term (weights, profiling peak, KV) and the max_model_len that fits".into());
             return (f, e, x);
         }
         Source::CudaRuntime | Source::Cublas => {
@@ -672,90 +528,4 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
         e.push("The numbers do not single out one cause; compare the job with `vramscope estimate`.".into());
     }
     (f, e, x)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const CURRENT: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.21 GiB is free. Including non-PyTorch memory, this process has 77.93 GiB memory in use. Of the allocated memory 71.02 GiB is allocated by PyTorch, and 6.39 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
-    const LEGACY: &str = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.75 MiB free; 14.81 GiB reserved in total by PyTorch)";
-    const TF: &str = "ResourceExhaustedError: OOM when allocating tensor with shape[32,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc";
-
-    #[test]
-    fn current_wording() {
-        let r = explain_oom(CURRENT).unwrap();
-        assert_eq!(r.source, Source::PytorchCurrent);
-        assert_eq!(r.numbers.requested, Some(2 << 30));
-        assert_eq!(r.numbers.gpu, Some(0));
-        assert_eq!(r.numbers.total, Some((79.15 * (1u64 << 30) as f64).round() as u64));
-        assert_eq!(r.numbers.free, Some((1.21 * (1u64 << 30) as f64).round() as u64));
-        assert!(r.numbers.allocated.is_some() && r.numbers.reserved_unallocated.is_some());
-        // 6.39 GiB cached against a 2 GiB request: the tensors plus the request fit what PyTorch
-        // holds, so the cache is fragmented and the job is not too large
-        assert!(r.findings.contains(&Finding::Fragmentation), "{r:?}");
-        assert!(!r.findings.contains(&Finding::JobTooLarge), "{r:?}");
-        assert!(r.fixes[0].contains("expandable_segments"));
-        assert!(r.not_understood.is_empty());
-    }
-
-    #[test]
-    fn legacy_wording() {
-        let r = explain_oom(LEGACY).unwrap();
-        assert_eq!(r.source, Source::PytorchLegacy);
-        assert_eq!(r.numbers.requested, Some(20 << 20));
-        assert_eq!(r.numbers.allocated, Some((14.56 * (1u64 << 30) as f64).round() as u64));
-        assert_eq!(r.numbers.free, Some((3.75 * (1u64 << 20) as f64).round() as u64));
-        assert_eq!(r.numbers.reserved, Some((14.81 * (1u64 << 30) as f64).round() as u64));
-        // 0.25 GiB cached on a full 15.78 GiB card: the card is full, not fragmented
-        assert!(!r.findings.contains(&Finding::Fragmentation) && r.findings.contains(&Finding::JobTooLarge));
-    }
-
-    #[test]
-    fn other_processes_are_quoted_with_their_pids_and_sizes() {
-        let m = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 10.06 MiB is free. Process 12345 has 10.20 GiB memory in use. Including non-PyTorch memory, this process has 13.43 GiB memory in use. Of the allocated memory 12.90 GiB is allocated by PyTorch, and 120.00 MiB is reserved by PyTorch but unallocated.";
-        let r = explain_oom(m).unwrap();
-        assert_eq!(r.numbers.processes.len(), 1);
-        assert_eq!(r.numbers.processes[0].pid, 12345);
-        assert_eq!(r.numbers.processes[0].as_written, "10.20 GiB");
-        let text = r.explanation.join(" ");
-        assert!(text.contains("process 12345 has 10.20 GiB"), "{text}");
-        assert!(!text.contains("about"), "{text}");
-        assert!(r.fixes.iter().any(|f| f.contains("PID 12345")));
-        assert!(r.findings.contains(&Finding::OtherProcesses));
-        assert!(!r.findings.contains(&Finding::Fragmentation), "120 MiB cached is not fragmentation");
-    }
-
-    #[test]
-    fn tensorflow_wording() {
-        let r = explain_oom(TF).unwrap();
-        assert_eq!(r.source, Source::Tensorflow);
-        assert_eq!(r.numbers.shape, Some(vec![32, 1024, 1024]));
-        assert_eq!(r.numbers.requested, Some(32 * 1024 * 1024 * 4));
-    }
-
-    #[test]
-    fn not_an_oom_and_garbage() {
-        assert_eq!(explain_oom("hello"), Err(OomError::NotAnOom));
-        let r = explain_oom("Tried to allocate lots of memory").unwrap();
-        assert!(r.not_understood.iter().any(|s| s.contains("requested")));
-        let huge = "Tried to allocate 1e400 GiB".to_string();
-        assert!(explain_oom(&huge).is_ok());
-        // input past the cap is cut: the message behind it is not read
-        let long = "x".repeat(MAX_INPUT_BYTES + 10) + "Tried to allocate 2.00 GiB";
-        assert_eq!(explain_oom(&long), Err(OomError::NotAnOom));
-        let cut = "Tried to allocate 2.00 GiB ".to_string() + &"é".repeat(MAX_INPUT_BYTES);
-        let r = explain_oom(&cut).unwrap();
-        assert_eq!(r.numbers.requested, Some(2 << 30));
-        assert!(r.not_understood.iter().any(|s| s.contains("cut")));
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn never_panics(s in ".{0,400}") {
-            let _ = explain_oom(&s);
-            let _ = explain_oom(&format!("Tried to allocate {s} GPU {s} has a total capacity of {s} of which {s}"));
-            let _ = explain_oom(&format!("OOM when allocating tensor with shape[{s}] and type {s}"));
-        }
-    }
 }

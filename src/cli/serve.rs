@@ -1,0 +1,192 @@
+//! `vramscope serve`: what a vLLM-style server gives the KV cache, and how many requests fit.
+
+use anyhow::{Result, bail};
+use clap::Args;
+use vramscope::gpu;
+use vramscope::model::preset;
+use vramscope::serve::{self, KvDtype, Quantization, ServeConfig};
+use vramscope::units::{DType, gib};
+
+/// Flags of `serve` (vLLM's names).
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Preset name, or a path to config.json / a model folder.
+    #[arg(long)]
+    pub model: String,
+    /// GPU (catalog id or short form: h100, 4090, a100-80gb).
+    #[arg(long)]
+    pub gpu: String,
+    /// Tensor-parallel size.
+    #[arg(long, alias = "tensor-parallel-size", default_value_t = 1)]
+    pub tp: u64,
+    /// Pipeline-parallel size.
+    #[arg(long, alias = "pipeline-parallel-size", default_value_t = 1)]
+    pub pp: u64,
+    /// Fraction of the CUDA-visible memory the server may use, in (0, 1].
+    #[arg(long, default_value_t = 0.9)]
+    pub gpu_memory_utilization: f64,
+    /// Longest request (default: the model's context length).
+    #[arg(long)]
+    pub max_model_len: Option<u64>,
+    /// Allow a --max-model-len above the model's positions (vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1).
+    #[arg(long)]
+    pub allow_long_max_model_len: bool,
+    /// Tokens per scheduler step, and of the profiling forward (default: vLLM's for the card).
+    #[arg(long)]
+    pub max_num_batched_tokens: Option<u64>,
+    /// Sequences per step, and rows of the profiling sampler (default: vLLM's for the card).
+    #[arg(long)]
+    pub max_num_seqs: Option<u64>,
+    /// Tokens per KV block (a power of two).
+    #[arg(long, default_value_t = 16)]
+    pub block_size: u64,
+    /// KV-cache dtype: auto, fp8, fp8_e4m3, fp8_e5m2.
+    #[arg(long, alias = "kv-cache-dtype", default_value = "auto")]
+    pub kv_dtype: KvDtype,
+    /// Model dtype: auto (the checkpoint's; float32 served as bfloat16), bfloat16, float16.
+    #[arg(long, default_value = "auto")]
+    pub dtype: String,
+    /// Weight quantization: auto (the checkpoint's quantization_config) or fp8 (online).
+    #[arg(long, default_value = "auto")]
+    pub quantization: Quantization,
+    /// No CUDA graphs.
+    #[arg(long)]
+    pub enforce_eager: bool,
+    /// CUDA-graph memory vLLM subtracts before the KV cache (>= 0.21 estimates it), MiB.
+    #[arg(long, value_name = "MIB")]
+    pub cudagraph_mib: Option<u64>,
+    /// Non-torch memory the profiling adds, MiB (default: the card's cuBLAS workspace, plus NCCL
+    /// buffers under TP/PP).
+    #[arg(long, value_name = "MIB")]
+    pub non_torch_mib: Option<u64>,
+    /// The card's CUDA-visible total (torch.cuda.mem_get_info()[1]), MiB (default: the catalog's).
+    #[arg(long, value_name = "MIB")]
+    pub cuda_total_mib: Option<u64>,
+    /// Also give the concurrency at this mean context length (tokens).
+    #[arg(long)]
+    pub context: Option<u64>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `serve`.
+pub fn run_serve(a: &ServeArgs) -> Result<String> {
+    let loaded = preset::load(&a.model)?;
+    let g = gpu::find(&a.gpu).map_err(anyhow::Error::msg)?;
+    let dtype = match a.dtype.to_ascii_lowercase().as_str() {
+        "auto" => None,
+        "bfloat16" | "bf16" => Some(DType::Bf16),
+        "float16" | "fp16" | "half" => Some(DType::F16),
+        other => bail!("--dtype {other}: use auto, bfloat16 or float16"),
+    };
+    let cfg = ServeConfig {
+        tp: a.tp,
+        pp: a.pp,
+        gpu_memory_utilization: a.gpu_memory_utilization,
+        max_model_len: a.max_model_len,
+        allow_long_max_model_len: a.allow_long_max_model_len,
+        max_num_batched_tokens: a.max_num_batched_tokens,
+        max_num_seqs: a.max_num_seqs,
+        block_size: a.block_size,
+        kv_dtype: a.kv_dtype,
+        dtype,
+        quantization: a.quantization,
+        enforce_eager: a.enforce_eager,
+        cudagraph_bytes: a.cudagraph_mib.map(|m| m << 20),
+        non_torch_bytes: a.non_torch_mib.map(|m| m << 20),
+        cuda_total_bytes: a.cuda_total_mib.map(|m| m << 20),
+        context: a.context,
+    };
+    let mut s = serve::serve(&loaded.model, &g, &cfg, loaded.dtype.as_deref())?;
+    s.notes.splice(0..0, loaded.notes);
+    if a.json {
+        return Ok(serde_json::to_string_pretty(&s)? + "\n");
+    }
+    Ok(text(&s, &g.name))
+}
+
+fn count(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::new();
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn per_token(b: u64) -> String {
+    if b >= 1 << 20 {
+        format!("{:.2} MiB", b as f64 / f64::from(1u32 << 20))
+    } else {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    }
+}
+
+fn text(s: &serve::Serve, gpu_name: &str) -> String {
+    let st = &s.settings;
+    let b = &s.bytes;
+    let gpus = st.tp * st.pp;
+    let mut o = format!(
+        "{} on {}×{}: {} tokens of KV cache, {:.1} concurrent {}-token requests\n",
+        s.model,
+        gpus,
+        gpu_name,
+        count(s.kv_tokens),
+        s.max_concurrency,
+        count(st.max_model_len)
+    );
+    if let (Some(c), Some(n)) = (s.context, s.concurrency_at_context) {
+        o += &format!("  at a {}-token context: {n:.1} concurrent requests\n", count(c));
+    }
+    o += &format!(
+        "  settings: --tp {} --pp {} --gpu-memory-utilization {} --max-model-len {} --max-num-batched-tokens {} --max-num-seqs {} --block-size {} --dtype {} --kv-cache-dtype {}{}\n\n",
+        st.tp,
+        st.pp,
+        st.gpu_memory_utilization,
+        st.max_model_len,
+        st.max_num_batched_tokens,
+        st.max_num_seqs,
+        st.block_size,
+        st.dtype,
+        st.kv_cache_dtype,
+        if st.enforce_eager { " --enforce-eager" } else { "" }
+    );
+    o += "  per GPU\n";
+    let rows = [
+        ("CUDA-visible total", b.cuda_total),
+        ("budget (x utilisation)", b.budget),
+        ("weights", b.weights),
+        ("profiling peak", b.activation_peak),
+        ("non-torch (cuBLAS, NCCL)", b.non_torch),
+        ("CUDA graphs", b.cudagraph),
+        ("KV cache", b.kv_cache),
+    ];
+    for (k, v) in rows {
+        o += &format!("  {k:<26} {:>12}\n", gib(v));
+    }
+    o += &format!("  profiling peak at: {}\n", s.activation_peak_at);
+    o += &format!(
+        "  KV blocks: {} of {} tokens ({} per token)\n",
+        count(s.kv_blocks),
+        st.block_size,
+        per_token(s.kv_bytes_per_token)
+    );
+    o += &if s.fits {
+        format!("  starts: yes; the longest request that fits: {} tokens\n", count(s.max_model_len_that_fits))
+    } else if s.max_model_len_that_fits > 0 {
+        format!(
+            "  starts: no — --max-model-len {} is the longest that fits\n",
+            count(s.max_model_len_that_fits).replace(',', "")
+        )
+    } else {
+        "  starts: no — nothing is left for the KV cache\n".into()
+    };
+    for n in &s.notes {
+        o += &format!("  note: {n}\n");
+    }
+    o
+}

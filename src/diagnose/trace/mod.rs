@@ -1,0 +1,311 @@
+//! Memory-usage curves: reading `nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total
+//! --format=csv` logs (or vramscope's own `t_s,gpu,used_bytes,total_bytes` CSV) and telling apart
+//! a model too large for the card, a batch too large, a leak, and a healthy run.
+
+use serde::Serialize;
+
+/// One sample.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Sample {
+    /// Seconds since the first sample.
+    pub t_s: f64,
+    /// GPU index.
+    pub gpu: u32,
+    /// Used memory, bytes.
+    pub used: u64,
+    /// Total memory, bytes.
+    pub total: u64,
+}
+
+/// Why a trace could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TraceError {
+    /// A line that is neither a header nor a sample.
+    #[error("line {line}: {msg}")]
+    Line {
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// Too few samples to say anything.
+    #[error("{0} samples of GPU {1}: at least 8 are needed")]
+    TooShort(usize, u32),
+    /// The GPU asked for is not in the trace.
+    #[error("GPU {0} is not in the trace (it has GPU {1})")]
+    NoSuchGpu(u32, String),
+}
+
+mod read;
+#[cfg(test)]
+mod tests;
+
+pub use read::{parse, with_total};
+
+/// The verdict on a curve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Usage pinned near capacity from the start: the model (states) alone nearly fill the card.
+    ModelTooLarge,
+    /// Periodic peaks that reach capacity: the per-step activations (batch) are too large.
+    BatchTooLarge,
+    /// Usage keeps growing from iteration to iteration.
+    Leak,
+    /// None of the above.
+    Healthy,
+    /// Healthy until its process ended together with another GPU's that ran out of memory
+    /// (the job was killed on every rank).
+    StoppedWithJob,
+}
+
+impl Verdict {
+    /// Name for display.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::ModelTooLarge => "model too large for the card",
+            Self::BatchTooLarge => "batch too large (the step's peaks reach the card)",
+            Self::Leak => "memory leak",
+            Self::Healthy => "healthy",
+            Self::StoppedWithJob => "stopped with the job (another GPU ran out of memory)",
+        }
+    }
+
+    /// Does the verdict say the job fails (or will)?
+    pub const fn fails(self) -> bool {
+        !matches!(self, Self::Healthy | Self::StoppedWithJob)
+    }
+}
+
+/// A diagnosed curve.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceReport {
+    /// GPU examined.
+    pub gpu: u32,
+    /// Samples of it.
+    pub samples: usize,
+    /// Verdict.
+    pub verdict: Verdict,
+    /// Iterations (peaks) detected.
+    pub iterations: usize,
+    /// Growth of the per-window minimum, MiB per iteration (leaks), robust (Theil–Sen).
+    pub growth_mib_per_iteration: f64,
+    /// Growth, MiB per second.
+    pub growth_mib_per_s: f64,
+    /// Seconds until the card is full at that rate (leaks).
+    pub seconds_to_oom: Option<f64>,
+    /// Highest use as a fraction of capacity.
+    pub peak_fraction: f64,
+    /// Sample index ranges that show the evidence (to highlight on a plot).
+    pub evidence: Vec<(usize, usize)>,
+    /// What it means and what to do.
+    pub advice: Vec<String>,
+    /// When the GPU's process ended (usage fell to the driver's own and stayed there), seconds.
+    pub ended_at_s: Option<f64>,
+}
+
+/// Median of a slice (sorted copy).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Theil–Sen slope of (x, y) points: the median of pairwise slopes (robust to spikes).
+pub fn theil_sen(points: &[(f64, f64)]) -> f64 {
+    let mut slopes = Vec::with_capacity(points.len() * points.len() / 2);
+    for (i, a) in points.iter().enumerate() {
+        for b in &points[i + 1..] {
+            if (b.0 - a.0).abs() > 1e-12 {
+                slopes.push((b.1 - a.1) / (b.0 - a.0));
+            }
+        }
+    }
+    median(&mut slopes)
+}
+
+/// Classifies every GPU of the trace, in the order they first appear (a GPU with too few samples
+/// is left out; an error only when none has enough).
+pub fn classify_all(samples: &[Sample]) -> Result<Vec<TraceReport>, TraceError> {
+    let mut gpus: Vec<u32> = Vec::new();
+    for x in samples {
+        if !gpus.contains(&x.gpu) {
+            gpus.push(x.gpu);
+        }
+    }
+    let mut out = Vec::new();
+    let mut first_err = None;
+    for g in gpus {
+        match classify(samples, Some(g)) {
+            Ok(r) => out.push(r),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    // a GPU whose process ended when another ran out of memory was killed with the job
+    let died: Vec<(u32, f64)> = out
+        .iter()
+        .filter(|r| r.verdict == Verdict::BatchTooLarge)
+        .filter_map(|r| r.ended_at_s.map(|t| (r.gpu, t)))
+        .collect();
+    for r in out.iter_mut().filter(|r| r.verdict == Verdict::Healthy) {
+        let Some(t) = r.ended_at_s else { continue };
+        if let Some((g, at)) = died.iter().find(|(_, at)| (t - at).abs() <= 5.0) {
+            r.verdict = Verdict::StoppedWithJob;
+            r.advice.insert(
+                0,
+                format!("Its process ended at {t:.1} s, when GPU {g} ran out of memory ({at:.1} s): the job stopped on every rank."),
+            );
+        }
+    }
+    match (out.is_empty(), first_err) {
+        (true, Some(e)) => Err(e),
+        (true, None) => Err(TraceError::TooShort(0, 0)),
+        _ => Ok(out),
+    }
+}
+
+/// Classifies the curve of one GPU (the first one in the trace when `gpu` is `None`).
+pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, TraceError> {
+    let gpu = gpu.or_else(|| samples.first().map(|s| s.gpu)).unwrap_or(0);
+    let s: Vec<&Sample> = samples.iter().filter(|x| x.gpu == gpu).collect();
+    if s.is_empty() && !samples.is_empty() {
+        let mut gpus: Vec<u32> = samples.iter().map(|x| x.gpu).collect();
+        gpus.sort_unstable();
+        gpus.dedup();
+        return Err(TraceError::NoSuchGpu(
+            gpu,
+            gpus.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        ));
+    }
+    if s.len() < 8 {
+        return Err(TraceError::TooShort(s.len(), gpu));
+    }
+    let cap = s.iter().map(|x| x.total).max().unwrap_or(1).max(1) as f64;
+    let frac: Vec<f64> = s.iter().map(|x| x.used as f64 / cap).collect();
+    let peak_fraction = frac.iter().copied().fold(0.0, f64::max);
+    // iterations: local maxima that rise at least 3 % of the card above the preceding trough
+    let mut peaks = Vec::new();
+    let mut trough = frac[0];
+    let mut rising_from = 0;
+    for i in 1..frac.len() {
+        if frac[i] < trough {
+            trough = frac[i];
+            rising_from = i;
+        }
+        let is_max = frac[i] >= frac[i - 1] && (i + 1 == frac.len() || frac[i] > frac[i + 1]);
+        if is_max && frac[i] - trough > 0.03 {
+            peaks.push((rising_from, i));
+            trough = frac[i];
+        }
+    }
+    let iterations = peaks.len();
+    // baseline growth: per-window minima over time, robust slope
+    let windows = 12.min(s.len() / 2).max(2);
+    let per = s.len() / windows;
+    let mins: Vec<(f64, f64)> = (0..windows)
+        .map(|w| {
+            let chunk = &s[w * per..((w + 1) * per).min(s.len())];
+            chunk.iter().min_by_key(|x| x.used).map_or((0.0, 0.0), |x| (x.t_s, x.used as f64))
+        })
+        .collect();
+    let slope_b_per_s = theil_sen(&mins);
+    let duration = s.last().map_or(0.0, |x| x.t_s).max(1e-9);
+    let growth_mib_per_s = slope_b_per_s / 1048576.0;
+    let growth_mib_per_iteration = if iterations > 0 {
+        growth_mib_per_s * duration / iterations as f64
+    } else {
+        growth_mib_per_s * duration / windows as f64
+    };
+    let grew = slope_b_per_s * duration / cap; // fraction of the card over the trace
+    let early = &frac[..(frac.len() / 10).max(1)];
+    let early_min = early.iter().copied().fold(f64::INFINITY, f64::min);
+    let near_cap_peaks: Vec<(usize, usize)> =
+        peaks.iter().copied().filter(|(_, p)| frac[*p] >= 0.95).collect();
+    // the process disappeared after reaching the card: the last samples are back near zero
+    // (only the driver's own use) and stay there — the job died, most likely of an OOM
+    let top = frac.iter().copied().enumerate().fold((0, 0.0), |m, (i, f)| if f >= m.1 { (i, f) } else { m });
+    let tail_from = top.0 + 1;
+    let died = top.1 >= 0.95
+        && tail_from < frac.len()
+        && frac[tail_from..].iter().all(|f| *f < 0.1)
+        && frac.len() - tail_from >= 2;
+    // a flat curve pinned at the card (one "iteration" or none): once the first rise is over,
+    // nearly every sample sits at 97 % or more
+    let settled = frac.iter().position(|f| *f >= 0.5).unwrap_or(frac.len());
+    let pinned = frac.len() - settled >= 8 && {
+        let after = &frac[settled..];
+        after.iter().filter(|f| **f >= 0.97).count() * 10 >= after.len() * 9
+    };
+    let mut advice = Vec::new();
+    let last = s.last().map_or(0.0, |x| x.used as f64);
+    // a leak grows window after window; one step up (a plateau the caching allocator settles on)
+    // is not one: at least half the windows' minima must rise, each by 0.05 % of the card
+    let rises = mins.windows(2).filter(|w| w[1].1 > w[0].1 + cap * 5e-4).count();
+    let (verdict, evidence, seconds_to_oom) = if grew > 0.02
+        && mins.windows(2).filter(|w| w[1].1 >= w[0].1).count() * 3 >= (windows - 1) * 2
+        && rises * 2 >= windows - 1
+    {
+        let left = (cap - last).max(0.0);
+        let tto = if slope_b_per_s > 0.0 { Some(left / slope_b_per_s) } else { None };
+        advice.push(format!(
+            "Memory grows by about {growth_mib_per_iteration:.1} MiB per iteration ({growth_mib_per_s:.2} MiB/s) and does not come back: something keeps tensors alive across steps."
+        ));
+        advice.push("usual causes: accumulating `loss` (not `loss.item()`) for logging, keeping outputs or hidden states in a list, a growing cache (KV cache, `torch.compile` recompiles, dataloader pinning); `torch.cuda.memory._record_memory_history()` then `_dump_snapshot()` shows which allocations stay".into());
+        (Verdict::Leak, vec![(0, s.len() - 1)], tto)
+    } else if died {
+        advice.push(format!(
+            "Usage reached {:.0} % of the card at sample {} and then dropped to nothing: the process ended there, the way a step that runs out of memory ends it.",
+            100.0 * top.1,
+            top.0
+        ));
+        advice.push("lower the micro-batch or sequence length (keep the global batch with gradient accumulation), enable gradient checkpointing, or use SDPA/flash attention — `vramscope estimate` shows what each saves".into());
+        (Verdict::BatchTooLarge, vec![(top.0.saturating_sub(1), frac.len() - 1)], None)
+    } else if early_min >= 0.90 || pinned {
+        // the level it sits at: the median once the load ramp is over
+        let mut after: Vec<f64> = frac[settled..].to_vec();
+        let level = if after.is_empty() { early_min } else { median(&mut after) };
+        advice.push(format!(
+            "Usage is pinned at about {:.0} % of the card from the start, with no room for a step to breathe: the model states (weights, gradients, optimizer) nearly fill it before any batch runs.",
+            100.0 * level
+        ));
+        advice.push("shrink the states: bf16 or 8-bit optimizer, LoRA/QLoRA, ZeRO-2/3 or FSDP across GPUs, or a larger card — `vramscope plan --search` lists layouts that fit".into());
+        (Verdict::ModelTooLarge, vec![(settled.min(early.len() - 1), s.len() - 1)], None)
+    } else if near_cap_peaks.len() >= 2 {
+        advice.push(format!(
+            "{} of {iterations} iterations peak at 95 % of the card or more and fall back between steps: activations of each step are what fills it.",
+            near_cap_peaks.len()
+        ));
+        advice.push("lower the micro-batch or sequence length (keep the global batch with gradient accumulation), enable gradient checkpointing, or use SDPA/flash attention — `vramscope estimate` shows what each saves".into());
+        (Verdict::BatchTooLarge, near_cap_peaks, None)
+    } else {
+        advice.push(format!("Peak {:.0} % of the card, no growth across iterations.", 100.0 * peak_fraction));
+        (Verdict::Healthy, Vec::new(), None)
+    };
+    // when the process ended: usage above 30 % of the card, then under 10 % to the end
+    let ended_at_s = frac
+        .iter()
+        .rposition(|f| *f >= 0.3)
+        .filter(|&i| i + 2 < frac.len() && frac[i + 1..].iter().all(|f| *f < 0.1))
+        .map(|i| s[i + 1].t_s);
+    Ok(TraceReport {
+        ended_at_s,
+        gpu,
+        samples: s.len(),
+        verdict,
+        iterations,
+        growth_mib_per_iteration,
+        growth_mib_per_s,
+        seconds_to_oom,
+        peak_fraction,
+        evidence,
+        advice,
+    })
+}

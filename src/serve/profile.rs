@@ -1,0 +1,86 @@
+//! The torch peak increase of vLLM's profiling run (`gpu_model_runner.py::profile_run`): one
+//! forward over `max_num_batched_tokens` tokens split into `min(max_num_seqs, tokens)` requests,
+//! then the dummy sampler over one row per request.
+//!
+//! Attention kernels do not run while profiling (no attention metadata: the backends return
+//! early), so the attention block holds its projections' outputs only. vLLM's layers free a
+//! tensor when the Python name holding it is rebound, which fixes what is alive together:
+//!
+//! * attention: residual + normed input + `qkv` + the attention output + `o_proj`'s output
+//!   (`qkv` stays referenced until the method returns);
+//! * gated MLP: residual + normed input + `gate_up` + `act_fn(gate_up)` (`x` is rebound after);
+//!   plain MLP: `fc1`'s output + the activation; fused MoE: the router logits, the three
+//!   `fused_moe` caches (`T·k·2I`, `T·k·I`, `T·k·h`) and the top-k weights and ids;
+//! * sampler (`sampler.py`, `topk_topp_sampler.py`, the sort path with top-k and top-p set as the
+//!   dummy run sets them): the model-dtype logits `R×V`, their fp32 copy, the sorted values and
+//!   int64 indices, the top-p softmax and cumulative sum and the boolean mask — `27·R·V` bytes
+//!   with the last hidden states (`T×h`) still referenced.
+
+use crate::model::{Family, TransformerSpec};
+use crate::units::DType;
+
+/// The profiling peak and where it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Peak {
+    /// Bytes.
+    pub bytes: u64,
+    /// Where ("decoder MLP", "sampler", …).
+    pub at: &'static str,
+}
+
+/// The profiling peak of `t` on one rank (tensor-parallel shards of the projections; the
+/// sampler's full-vocabulary logits, gathered on every rank) for `tokens` tokens and `seqs`
+/// requests, activations in `dtype`.
+pub fn peak(t: &TransformerSpec, tp: u64, pp: u64, tokens: u64, seqs: u64, dtype: DType) -> Peak {
+    let tp = tp.max(1);
+    let b = dtype.bytes(1);
+    let tk = tokens;
+    let h = t.hidden_size;
+    let stream = 2 * tk * h * b; // residual + normed input
+    let (q_w, kv_w, out_w) = match t.mla {
+        Some(m) => (
+            t.num_heads * m.qk_head_dim() / tp,
+            m.kv_lora_rank + m.qk_rope_head_dim,
+            t.num_heads * m.v_head_dim / tp,
+        ),
+        None => {
+            let kv = (t.num_kv_heads / tp).max(1) * t.head_dim;
+            (t.num_heads * t.head_dim / tp, 2 * kv, t.num_heads * t.head_dim / tp)
+        }
+    };
+    let attention = stream + tk * (q_w + kv_w + out_w + h) * b;
+    let gated = crate::model::families::gated(t);
+    let dense_i = if t.dense_intermediate_size > 0 { t.dense_intermediate_size } else { t.intermediate_size };
+    let dense = |i: u64| {
+        let i = i / tp;
+        if gated { stream + tk * 3 * i * b } else { stream + tk * 2 * i * b }
+    };
+    let mlp = match t.moe {
+        Some(m) => {
+            let i = t.intermediate_size / tp;
+            let k = m.top_k;
+            let moe = stream
+                + tk * m.experts * b // router logits
+                + tk * k * 8 // top-k weights (fp32) and ids (int32)
+                + tk * k * (2 * i + i + h) * b; // fused_moe's three caches
+            moe.max(if t.dense_intermediate_size > 0 { dense(dense_i) } else { 0 })
+        }
+        None => dense(t.intermediate_size),
+    };
+    let mut best = if mlp >= attention {
+        Peak { bytes: mlp, at: "decoder MLP" }
+    } else {
+        Peak { bytes: attention, at: "decoder attention projections" }
+    };
+    // the sampler runs on the last pipeline stage; the most loaded rank is taken as holding both
+    let _ = pp;
+    if !matches!(t.family, Family::Bert | Family::Vit) {
+        let r = seqs.min(tokens).max(1);
+        let v = t.vocab_size;
+        let sampler = tk * h * b + r * h * b + r * v * b + r * v * 25;
+        if sampler > best.bytes {
+            best = Peak { bytes: sampler, at: "sampler (top-k / top-p sort over the vocabulary)" };
+        }
+    }
+    best
+}

