@@ -165,17 +165,26 @@ pub struct RunOption {
     pub mig: Option<(u32, f64, u32)>,
 }
 
-/// Every catalog instance for a plan whose most loaded GPU needs `total_bytes`, on `world` GPUs,
-/// for a run of `flops` at utilisation `mfu`. Sorted: fitting first, then by on-demand cost.
-pub fn run_options(total_bytes: u64, world: u64, flops: f64, mfu: f64, d: &Discounts) -> Vec<RunOption> {
+/// Every catalog instance for a plan on `world` GPUs, for a run of `flops` at utilisation `mfu`.
+/// `on_card` gives the plan's verdict on a card — whether it fits and the most loaded GPU's total
+/// there (`fit::verdict`: the allocator is replayed on each card, so the total depends on it).
+/// Sorted: fitting first, then by on-demand cost.
+pub fn run_options(
+    on_card: impl Fn(&Gpu) -> Option<(bool, u64)>,
+    world: u64,
+    flops: f64,
+    mfu: f64,
+    d: &Discounts,
+) -> Vec<RunOption> {
     let mut v: Vec<RunOption> = catalog()
         .iter()
         .filter_map(|inst| {
             let g = gpu::find(&inst.gpu).ok()?;
             let cap = g.memory_bytes();
+            let (fits, total_bytes) = on_card(&g)?;
             let instances = world.max(1).div_ceil(inst.gpus.max(1));
             Some(RunOption {
-                fits: total_bytes <= cap,
+                fits,
                 headroom: cap as i64 - total_bytes as i64,
                 cost: run_cost(flops, inst, instances, mfu, d),
                 mig: if world <= 1 { mig_share(total_bytes, &g) } else { None },
@@ -220,7 +229,8 @@ mod tests {
     fn run_options_put_fitting_cheapest_first_and_scale_instances_with_the_layout() {
         let gib = 1u64 << 30;
         let flops = run_flops(7e9, 1e9, true); // 4.2e19
-        let v = run_options(50 * gib, 16, flops, 0.4, &Discounts::default());
+        let flat = |t: u64| move |g: &Gpu| Some((t <= g.memory_bytes(), t));
+        let v = run_options(flat(50 * gib), 16, flops, 0.4, &Discounts::default());
         assert!(!v.is_empty());
         let first_unfit = v.iter().position(|o| !o.fits).unwrap_or(v.len());
         assert!(v[first_unfit..].iter().all(|o| !o.fits), "fitting options first");
@@ -235,7 +245,7 @@ mod tests {
         let gh = p4d.cost.as_ref().unwrap().gpu_hours;
         assert!((gh - 4.2e19 / 1.248e14 / 3600.0).abs() < 1e-6, "{gh}");
         // a small single-GPU job can share a MIG-capable card
-        let small = run_options(8 * gib, 1, flops, 0.4, &Discounts::default());
+        let small = run_options(flat(8 * gib), 1, flops, 0.4, &Discounts::default());
         let a100 = small.iter().find(|o| o.instance.gpu == "a100-80gb").unwrap();
         assert_eq!(a100.mig, Some((1, 10.0, 7)));
     }

@@ -174,9 +174,14 @@ pub fn hardware_paths(
         out.push(g);
     }
     // newer generation: in this product line, and in the other one, each named
+    // a successor: a later generation at least as fast and as large (an L4 is a later
+    // generation than an A100, but not what replaces it)
     let newer: Vec<&Gpu> = catalog
         .iter()
         .filter(|g| matches!((generation(g), cur_gen), (Some((n, _)), Some(c)) if n > c))
+        .filter(|g| {
+            g.bf16_dense_tflops >= current.bf16_dense_tflops && g.memory_mib * 100 >= current.memory_mib * 95
+        })
         .collect();
     // (the other line only when this one has no newer card that fits)
     let (same, other): (Vec<&Gpu>, Vec<&Gpu>) = newer.into_iter().partition(|g| product_line(g) == line);
@@ -241,6 +246,23 @@ mod tests {
         if more.parallel.offload != crate::estimate::Offload::None {
             assert!(more.changes.iter().any(|w| w == "--offload"), "{:?}", more.changes);
         }
+    }
+
+    #[test]
+    fn a_newer_generation_is_a_successor_not_a_smaller_card() {
+        let mut sc = Scenario::new(builtin("llama-2-13b").unwrap());
+        sc.parallel.dp = 8;
+        sc.parallel.zero = 3;
+        let a100 = gpu::find("a100-80gb").unwrap();
+        let paths = hardware_paths(&sc, &a100, 8, &plan::SpeedModel::default());
+        let newer: Vec<_> = paths.iter().filter(|p| p.kind.starts_with("newer generation")).collect();
+        assert!(!newer.is_empty());
+        assert!(
+            newer.iter().all(|p| p.gpu.starts_with("h") || p.gpu.starts_with("b")),
+            "{:?}",
+            newer.iter().map(|p| &p.gpu).collect::<Vec<_>>()
+        );
+        assert!(newer.iter().all(|p| p.speedup >= 1.0), "a successor is not slower");
     }
 
     #[test]

@@ -365,9 +365,16 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     if let Some(f) = fit {
         let cap = f.gpu.memory_bytes();
         let verdict = if f.fits {
-            format!("fits, {} free", g(cap - e.total).trim())
-        } else {
+            format!("fits, {} free", g(cap.saturating_sub(e.total)).trim())
+        } else if e.total > cap {
             format!("does NOT fit, {} short", g(e.total - cap).trim())
+        } else {
+            // the total is below the card, yet the replay found no block for one request: the
+            // cache is fragmented at that moment (PyTorch would raise its OOM there)
+            format!(
+                "does NOT fit: {} below the card in total, but the caching allocator's replay finds no free block for one of the step's requests (fragmentation; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True may let it fit)",
+                g(cap - e.total).trim()
+            )
         };
         s += &format!("\n  {}: {} → {verdict}\n", f.gpu.name, g(cap).trim());
         match f.max_batch {

@@ -605,3 +605,84 @@ fn contradictory_overhead_and_stack_flags_are_one_line_errors() {
     assert_usage_error(&[&m[..], &["--grad-accum", "0"]].concat(), "--grad-accum");
     assert_usage_error(&[&m[..], &["--grad-accum", "4", "--optimizer-in-backward"]].concat(), "--grad-accum");
 }
+
+/// Found by a new user: `plan` and `estimate` gave different totals for the same flags, a card
+/// just above the total panicked, an export's note ignored the global batch's accumulation.
+#[test]
+fn plan_export_and_estimate_give_one_number() {
+    let total = |args: &[&str]| json(args)["bytes"]["total"].as_u64().unwrap();
+    let e = total(&[
+        "estimate",
+        "--model",
+        "llama-2-13b",
+        "--gpu",
+        "a100-80gb",
+        "--dp",
+        "8",
+        "--zero",
+        "3",
+        "--json",
+    ]);
+    let p = total(&[
+        "plan",
+        "--model",
+        "llama-2-13b",
+        "--gpu",
+        "a100-80gb",
+        "--gpus",
+        "8",
+        "--zero",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(e, p, "plan's total is estimate's");
+    // a card between the peak and the allocator's reserve: a verdict, never a panic
+    for card in ["122gb", "122.5gb", "123gb", "124gb"] {
+        let out = run(&["estimate", "--model", "llama-2-13b", "--gpu", card]);
+        assert!(out.status.success(), "{card}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("fits") || text.contains("does NOT fit"), "{card}: {text}");
+    }
+    // the DeepSpeed note names the accumulation the config writes
+    let out = run(&[
+        "export",
+        "--model",
+        "llama-2-13b",
+        "--gpu",
+        "a100-80gb",
+        "--dp",
+        "8",
+        "--zero",
+        "3",
+        "--global-batch",
+        "64",
+        "--format",
+        "deepspeed",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--grad-accum 8"), "{err}");
+}
+
+#[test]
+fn impossible_traces_and_capped_processes_are_named() {
+    let dir = std::env::temp_dir().join(format!("vramscope-cli-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("t.csv");
+    let mut csv = String::from("timestamp, index, memory.used [MiB], memory.total [MiB]\n");
+    for i in 0..10 {
+        csv += &format!("2026/11/29 10:00:{i:02}.000, 0, {} MiB, 100 MiB\n", if i == 5 { 200 } else { 50 });
+    }
+    std::fs::write(&p, csv).unwrap();
+    let out = run(&["diagnose", "--trace", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("above memory.total"));
+    let m = dir.join("oom.txt");
+    std::fs::write(&m, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 30.00 GiB is free. Including non-PyTorch memory, this process has 48.00 GiB memory in use. Of the allocated memory 46.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.").unwrap();
+    let out = run(&["diagnose", "--oom", m.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("capped below the card") && text.contains("set_per_process_memory_fraction"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -113,7 +113,7 @@ pub struct EstimateArgs {
     /// Sequence length (default: 512, or the model's positions if fewer).
     #[arg(long)]
     pub seq: Option<u64>,
-    /// fp32, bf16, fp16, bf16-amp, fp16-amp, fp8, int8, int4 (default: the config's
+    /// fp32, bf16, fp16, bf16-amp, fp16-amp, bf16-mixed, fp16-mixed, fp8, int8, int4 (default: the config's
     /// `torch_dtype` — float32 → fp32, float16 → fp16 — else bf16).
     #[arg(long)]
     pub precision: Option<Precision>,

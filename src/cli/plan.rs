@@ -3,7 +3,6 @@
 use super::{EstimateArgs, inputs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use vramscope::estimate::estimate;
 use vramscope::fit;
 use vramscope::report::{self, FitInfo};
 
@@ -69,7 +68,16 @@ fn costs(
     let train = sc.mode == vramscope::estimate::Mode::Train;
     let flops = cost::run_flops(vramscope::plan::active_params(sc, e.n_params), tokens, train);
     let d = cost::Discounts { spot: a.spot_discount, committed: a.committed_discount };
-    Ok(Some((flops, cost::run_options(e.total, sc.parallel.world(), flops, a.mfu, &d))))
+    Ok(Some((
+        flops,
+        cost::run_options(
+            |g| fit::verdict(sc, g.memory_bytes()).ok().map(|v| (v.fits, v.estimate.total)),
+            sc.parallel.world(),
+            flops,
+            a.mfu,
+            &d,
+        ),
+    )))
 }
 
 /// Runs `plan`.
@@ -116,11 +124,8 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
             )? + "\n");
         }
         let mut s = format!(
-            "{} on {}, global batch {global}: hardware paths (each row is `vramscope estimate --model {} {}` with the changes listed under it)\n\n",
-            sc.model.name,
-            gpu.name,
-            model_arg(a),
-            vramscope::flags::line(&vramscope::flags::flags(&sc, &gpu))
+            "{} on {}, global batch {global}: hardware paths (under each row, what it changes and the `vramscope estimate` command that gives its total)\n\n",
+            sc.model.name, gpu.name,
         );
         s += "  path                                       GPU                             GPUs  layout                                          mb  accum   GiB/GPU  capacity  fits   speed-up      $/h  $/M tokens\n";
         for p in &paths {
@@ -151,17 +156,25 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
             if !p.changes.is_empty() {
                 s += &format!("      changes: {}\n", p.changes.join(" "));
             }
+            s += &format!(
+                "      as: vramscope estimate --model {} {}\n",
+                model_arg(a),
+                p.estimate_args.join(" ")
+            );
         }
         return Ok(s);
     }
-    let e = estimate(&sc)?;
-    let step = plan::step_time(&sc, &e, &gpu, global, &speed);
+    // the verdict `estimate --gpu` gives (the allocator replayed on the card)
     let cap = gpu.memory_bytes();
+    let v = fit::verdict(&sc, cap)?;
+    let fits = v.fits;
+    let e = v.estimate;
+    let step = plan::step_time(&sc, &e, &gpu, global, &speed);
     let rule = plan::rule_of_thumb_speedup(sc.parallel.dp);
     let aware = plan::comm_aware_speedup(&sc, &gpu, sc.parallel.dp, global, &speed);
     let min = plan::min_gpus(&sc, &gpu, global);
     if a.estimate.json {
-        let fit = FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&sc, cap), gpu: gpu.clone() };
+        let fit = FitInfo { fits, max_batch: fit::max_batch(&sc, cap), gpu: gpu.clone() };
         let mut v = report::to_json(&sc, &e, Some(&fit), &notes);
         if let Some(o) = v.as_object_mut() {
             if let Some(b) = o.get_mut("bytes").and_then(|b| b.as_object_mut()) {
@@ -187,7 +200,7 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
         }
         return Ok(serde_json::to_string_pretty(&v)? + "\n");
     }
-    let fit = FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&sc, cap), gpu };
+    let fit = FitInfo { fits, max_batch: fit::max_batch(&sc, cap), gpu };
     let mut s = report::to_text(&sc, &e, Some(&fit), &notes);
     let p = &sc.parallel;
     s += &format!(

@@ -671,9 +671,17 @@ impl Scenario {
                     p.pp, p.virtual_stages, t.num_layers
                 ));
             }
-            let experts = t.moe.map_or(1, |m| m.experts);
-            if p.ep > experts {
-                return bad(format!("expert parallelism {} exceeds the {experts} experts", p.ep));
+            match t.moe.map(|m| m.experts) {
+                None if p.ep > 1 => {
+                    return bad(format!(
+                        "expert parallelism {} needs a mixture-of-experts model ({} has no experts)",
+                        p.ep, self.model.name
+                    ));
+                }
+                Some(experts) if p.ep > experts => {
+                    return bad(format!("expert parallelism {} exceeds the {experts} experts", p.ep));
+                }
+                _ => {}
             }
             if p.cp > self.seq {
                 return bad(format!("context parallelism {} exceeds the sequence length {}", p.cp, self.seq));

@@ -154,6 +154,21 @@ pub fn deepspeed_inference_config(f: &ScenarioFile) -> Value {
     })
 }
 
+/// The `torchrun` launch for a layout: the GPUs of one node, and the node count when it spans
+/// several (each node runs the same command with its `--node_rank`).
+fn torchrun(p: &crate::estimate::Parallel) -> String {
+    let world = p.world().max(1);
+    let node = p.node_size().max(1);
+    if world <= node {
+        format!("torchrun --nproc_per_node {world}")
+    } else {
+        format!(
+            "torchrun --nnodes {} --nproc_per_node {node} --node_rank $NODE_RANK --rdzv_endpoint $MASTER_ADDR:29500",
+            world.div_ceil(node)
+        )
+    }
+}
+
 fn hf_optim(o: Optimizer) -> &'static str {
     match o {
         Optimizer::Adamw | Optimizer::Adam => "adamw_torch",
@@ -223,12 +238,7 @@ pub fn hf_training_args(f: &ScenarioFile) -> String {
         let _ = writeln!(s, "    deepspeed=\"ds_config.json\",  # vramscope export --format deepspeed");
     }
     let _ = writeln!(s, ")");
-    let _ = writeln!(
-        s,
-        "# launch on {}: torchrun --nproc_per_node {} train.py",
-        crate::units::count(p.world(), "GPU"),
-        p.world().min(p.gpus_per_node.max(8))
-    );
+    let _ = writeln!(s, "# launch on {}: {} train.py", crate::units::count(p.world(), "GPU"), torchrun(p));
     s
 }
 
@@ -496,6 +506,6 @@ pub fn megatron_args(f: &ScenarioFile) -> String {
     for x in a {
         let _ = writeln!(s, "    {x}");
     }
-    s += ")\ntorchrun --nproc_per_node 8 pretrain_gpt.py \"${MEGATRON_ARGS[@]}\"\n";
+    s += &format!(")\n{} pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\"\n", torchrun(p));
     s
 }

@@ -274,9 +274,13 @@ impl std::str::FromStr for Format {
 /// Renders one format.
 pub fn render(f: &ScenarioFile, format: Format) -> Result<String, ExportError> {
     let ser = |e: serde_json::Error| ExportError::Serialise(e.to_string());
+    // the estimate `vramscope estimate` prints: with the file's card, the allocator replayed on it
     let est = || {
-        estimate(&f.scenario)
-            .map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: e.to_string() })
+        let e = match f.gpu() {
+            Some(g) => crate::fit::verdict(&f.scenario, g.memory_bytes()).map(|v| v.estimate),
+            None => estimate(&f.scenario),
+        };
+        e.map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: e.to_string() })
     };
     Ok(match format {
         Format::Ron => f.to_ron()?,

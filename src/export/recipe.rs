@@ -34,6 +34,10 @@ pub struct Recipe {
     pub scenario_total: u64,
     /// Per-GPU total of the implied scenario, bytes.
     pub implied_total: u64,
+    /// Does the implied scenario fit the file's card (`None` without a card)?
+    pub implied_fits: Option<bool>,
+    /// Memory the framework holds that the implied scenario does not model, bytes, and what it is.
+    pub unmodelled: Option<(u64, &'static str)>,
 }
 
 impl Recipe {
@@ -53,15 +57,28 @@ impl Recipe {
             ),
             None => "no card named: add --gpu for the card's verdict".into(),
         };
+        let verdict = match self.implied_fits {
+            Some(false) => ", which does NOT fit the card",
+            _ => "",
+        };
         if self.matches() {
-            out.push(format!("matches the scenario: {} per GPU ({cmd})", gib(self.scenario_total)));
+            out.push(format!("matches the scenario: {} per GPU{verdict} ({cmd})", gib(self.scenario_total)));
+        } else if self.implied_total == self.scenario_total {
+            out.push(format!(
+                "differs from the scenario in {} (the same {} per GPU{verdict}: {cmd})",
+                flags::line(&self.differs),
+                gib(self.implied_total)
+            ));
         } else {
             out.push(format!(
-                "differs from the scenario in {}: the framework's job is {} per GPU ({cmd}), the scenario's {}",
+                "differs from the scenario in {}: the framework's job is {} per GPU{verdict} ({cmd}), the scenario's {}",
                 flags::line(&self.differs),
                 gib(self.implied_total),
                 gib(self.scenario_total)
             ));
+        }
+        if let Some((b, what)) = self.unmodelled {
+            out.push(format!("not in that total: {what}, about {} more per GPU", gib(b)));
         }
         out
     }
@@ -346,7 +363,18 @@ fn total(sc: &Scenario, g: Option<&Gpu>) -> Result<u64, ExportError> {
 
 /// The recipe of a framework export, `None` for the other formats.
 pub fn recipe(f: &ScenarioFile, format: Format) -> Result<Option<Recipe>, ExportError> {
-    let sc = &f.scenario;
+    // the job the export writes: the global batch's accumulation (or pipeline micro-batches), as
+    // the framework settings state it
+    let mut job = f.scenario.clone();
+    let accum = f.grad_accum();
+    if job.mode == Mode::Train && accum > 1 && !job.stack.optimizer_in_backward {
+        if job.parallel.pp > 1 {
+            job.parallel.micro_batches = accum;
+        } else {
+            job.stack.grad_accum = u32::try_from(accum).unwrap_or(u32::MAX);
+        }
+    }
+    let sc = &job;
     let mut says = Vec::new();
     let infer = sc.mode == Mode::Infer;
     let (framework, implied) = match format {
@@ -380,6 +408,19 @@ pub fn recipe(f: &ScenarioFile, format: Format) -> Result<Option<Recipe>, Export
         .validate()
         .map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: format!("{framework}: {e}") })?;
     let gpu = f.gpu();
+    let implied_fits = gpu.as_ref().map(|g| crate::fit::fits(&implied, g.memory_bytes()));
+    // Megatron's fp32 gradient buffer (accumulate_allreduce_grads_in_fp32) against bf16-mixed's
+    // half-precision gradients: 2 more bytes per trainable parameter while the backward runs
+    let unmodelled = if format == Format::Megatron && implied.precision == Precision::Bf16Mixed {
+        crate::estimate::estimate(&implied).ok().map(|e| {
+            (
+                e.gradients,
+                "Megatron's fp32 gradient buffer during the backward (bf16-mixed counts bf16 gradients)",
+            )
+        })
+    } else {
+        None
+    };
     let (differs, implied_args) = match card(f) {
         Some(g) => {
             let a = flags::flags(sc, &g);
@@ -390,7 +431,17 @@ pub fn recipe(f: &ScenarioFile, format: Format) -> Result<Option<Recipe>, Export
     };
     let scenario_total = total(sc, gpu.as_ref())?;
     let implied_total = if differs.is_empty() { scenario_total } else { total(&implied, gpu.as_ref())? };
-    Ok(Some(Recipe { framework, says, implied, differs, implied_args, scenario_total, implied_total }))
+    Ok(Some(Recipe {
+        framework,
+        says,
+        implied,
+        differs,
+        implied_args,
+        scenario_total,
+        implied_total,
+        implied_fits,
+        unmodelled,
+    }))
 }
 
 #[cfg(test)]

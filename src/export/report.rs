@@ -2,7 +2,7 @@
 
 use super::ScenarioFile;
 use crate::cost;
-use crate::estimate::{Estimate, Mode, Scenario, estimate};
+use crate::estimate::{Estimate, Mode, Scenario};
 use crate::fit::{self, Knob};
 use crate::gpu;
 use crate::report::{self, FitInfo};
@@ -22,7 +22,11 @@ pub fn report_json(f: &ScenarioFile, e: &Estimate) -> Value {
     let gpu = f.gpu();
     let fit = gpu.as_ref().map(|g| {
         let cap = g.memory_bytes();
-        FitInfo { fits: e.total <= cap, max_batch: fit::max_batch(&f.scenario, cap), gpu: g.clone() }
+        FitInfo {
+            fits: fit::fits(&f.scenario, cap),
+            max_batch: fit::max_batch(&f.scenario, cap),
+            gpu: g.clone(),
+        }
     });
     let mut v = report::to_json(&f.scenario, e, fit.as_ref(), &[]);
     if let Some(o) = v.as_object_mut() {
@@ -96,22 +100,23 @@ pub struct HwOption {
 
 /// Every catalog card, for the scenario as it is (same parallel layout).
 pub fn options(f: &ScenarioFile) -> Vec<HwOption> {
-    let Ok(e) = estimate(&f.scenario) else { return Vec::new() };
     gpu::catalog()
         .iter()
-        .map(|g| {
+        .filter_map(|g| {
             let cap = g.memory_bytes();
+            // each card's own verdict (the allocator replayed on it), as `estimate --gpu` gives
+            let v = fit::verdict(&f.scenario, cap).ok()?;
             let cheapest = cost::cheapest_on_demand(&g.id);
-            HwOption {
-                fits: e.total <= cap,
-                headroom: cap as i64 - e.total as i64,
+            Some(HwOption {
+                fits: v.fits,
+                headroom: v.headroom(),
                 max_batch: fit::max_batch(&f.scenario, cap),
                 price_per_gpu_hour: cheapest.map(cost::Instance::per_gpu_hour),
                 instance: cheapest.map(|i| format!("{} {}", i.provider, i.name)),
                 gpu: g.id.clone(),
                 name: g.name.clone(),
                 capacity: cap,
-            }
+            })
         })
         .collect()
 }
@@ -174,10 +179,15 @@ pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
     );
     if let Some(gpu) = f.gpu() {
         let cap = gpu.memory_bytes();
-        let verdict = if e.total <= cap {
-            format!("fits, {} free", g(cap - e.total))
-        } else {
+        let verdict = if fit::fits(sc, cap) {
+            format!("fits, {} free", g(cap.saturating_sub(e.total)))
+        } else if e.total > cap {
             format!("does NOT fit, short by {}", g(e.total - cap))
+        } else {
+            format!(
+                "does NOT fit: {} below the card, but the allocator replay finds no free block for one request (fragmentation)",
+                g(cap - e.total)
+            )
         };
         let mb = fit::max_batch(sc, cap).map_or_else(|| "none".into(), |b| b.to_string());
         let _ = writeln!(s, "\n{} ({}): {verdict}; largest micro-batch that fits: {mb}.", gpu.name, g(cap));

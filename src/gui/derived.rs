@@ -23,6 +23,9 @@ pub struct Computed {
     pub timeline: Option<crate::estimate::step::Timeline>,
     /// The caching allocator replayed over the timeline (reserved bytes event by event).
     pub reserved: Option<crate::estimate::reserved::Reserved>,
+    /// The scenario's verdict on each catalog card (fits, total), computed when first asked for
+    /// (the Options tab's run costs), not on every slider move.
+    card_verdicts: std::cell::OnceCell<Vec<(String, bool, u64)>>,
 }
 
 /// One timeline event explained as "Why this much?" explains the peak.
@@ -93,7 +96,33 @@ impl Computed {
             }
         }
         let block_ops = crate::estimate::block_ops(&scenario);
-        Ok(Self { timeline, reserved, max_batch, scenario, estimate, explanations, gpu, curves, block_ops })
+        Ok(Self {
+            timeline,
+            reserved,
+            max_batch,
+            scenario,
+            estimate,
+            explanations,
+            gpu,
+            curves,
+            block_ops,
+            card_verdicts: std::cell::OnceCell::new(),
+        })
+    }
+
+    /// The scenario's verdict on a catalog card: whether it fits and its total there (the
+    /// allocator replayed on that card, as `estimate --gpu` does).
+    pub fn on_card(&self, g: &Gpu) -> Option<(bool, u64)> {
+        let all = self.card_verdicts.get_or_init(|| {
+            gpu::catalog()
+                .iter()
+                .filter_map(|c| {
+                    let v = crate::fit::verdict(&self.scenario, c.memory_bytes()).ok()?;
+                    Some((c.id.clone(), v.fits, v.estimate.total))
+                })
+                .collect()
+        });
+        all.iter().find(|(id, _, _)| *id == g.id).map(|&(_, f, t)| (f, t))
     }
 
     /// Event `i` of the timeline with its explanation.

@@ -511,6 +511,18 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
             x.push("lower the micro-batch (keep the global batch with gradient accumulation), enable gradient checkpointing, use bf16 / an 8-bit optimizer, LoRA, or ZeRO/FSDP across GPUs — `vramscope estimate` ranks what each saves".into());
         }
     }
+    // plenty free on the card, yet the request failed: the process was capped below the card
+    if let (Some(r), Some(free), false) = (r, n.free, frag)
+        && free >= 2 * r
+        && !f.contains(&Finding::RequestExceedsCard)
+    {
+        e.push(format!(
+            "The driver reports {} free, more than the {} requested: this process was capped below the card (torch.cuda.set_per_process_memory_fraction, a MIG slice or an MPS memory limit).",
+            gib(free),
+            gib(r)
+        ));
+        x.push("check torch.cuda.set_per_process_memory_fraction(...), CUDA_MPS_PINNED_DEVICE_MEM_LIMIT and the MIG slice (`nvidia-smi -L`) the job runs in".into());
+    }
     if !n.more_messages.is_empty() {
         let gpus: Vec<String> = n
             .more_messages

@@ -156,6 +156,9 @@ fn parse_csv(text: &str) -> Result<Vec<Sample>, TraceError> {
             let total = total.ok_or_else(|| bad("no total_bytes column"))?;
             let used =
                 used.or(free.map(|f| total.saturating_sub(f))).ok_or_else(|| bad("no used_bytes column"))?;
+            if used > total + total / 20 {
+                return Err(bad("used_bytes is above total_bytes"));
+            }
             Sample { t_s: clock.at(ts), gpu, used, total }
         } else {
             let t = parse_clock(fields[c.time]).ok_or_else(|| bad("timestamp not understood"))?;
@@ -169,6 +172,9 @@ fn parse_csv(text: &str) -> Result<Vec<Sample>, TraceError> {
             let total = total.ok_or_else(|| bad("no memory.total column"))?;
             let used =
                 used.or(free.map(|f| total.saturating_sub(f))).ok_or_else(|| bad("no memory.used column"))?;
+            if used > total + total / 20 {
+                return Err(bad("memory.used is above memory.total (columns swapped, or two logs mixed?)"));
+            }
             Sample { t_s: clock.at(t), gpu, used, total }
         };
         out.push(sample);

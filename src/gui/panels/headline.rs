@@ -14,9 +14,11 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings) {
     let cap = c.capacity();
     let fits = c.fits();
     let verdict = if fits {
-        format!("{}, {} {}", t.fits, gib(cap - e.total), t.free)
-    } else {
+        format!("{}, {} {}", t.fits, gib(cap.saturating_sub(e.total)), t.free)
+    } else if e.total > cap {
         format!("{}, {} {}", t.does_not_fit, gib(e.total - cap), t.short)
+    } else {
+        format!("{}: {}", t.does_not_fit, t.no_free_block)
     };
     ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new(format!("{} {} {}", gib(e.total), t.of, gib(cap))).size(26.0).strong());

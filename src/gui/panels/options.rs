@@ -111,7 +111,7 @@ fn run_cost_ui(ui: &mut egui::Ui, c: &Computed, view: &View, out: &mut Vec<Inten
     let flops =
         cost::run_flops(crate::plan::active_params(sc, c.estimate.n_params), view.run_tokens_b * 1e9, train);
     let opts = cost::run_options(
-        c.estimate.total,
+        |g| c.on_card(g),
         sc.parallel.world(),
         flops,
         view.mfu,

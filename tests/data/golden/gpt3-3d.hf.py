@@ -2,7 +2,7 @@
 # Hugging Face Trainer + DeepSpeed: the Trainer hands precision and optimizer to the DeepSpeed config it names
 # Hugging Face Trainer + DeepSpeed: `fp16: {enabled: true}` keeps fp16 weights and gradients, with fp32 master weights and fp32 moments and a dynamic loss scale (the fp16-mixed recipe)
 # Hugging Face Trainer + DeepSpeed: Adam/AdamW runs as DeepSpeed's FusedAdam, a multi-tensor kernel with no foreach temporary (as `--optimizer adamw-fused`)
-# differs from the scenario in --optimizer adamw-fused: the framework's job is 32.00 GiB per GPU (vramscope estimate --model gpt3-175b-megatron --mode train --batch 1 --seq 2048 --precision fp16-mixed --optimizer adamw-fused --checkpoint selective --gpu a100-80gb --context-mib 500 --workspace-mib 32 --dp 4 --tp 8 --pp 8 --zero 1 --micro-batches 16 --sp), the scenario's 34.70 GiB
+# differs from the scenario in --optimizer adamw-fused: the framework's job is 32.00 GiB per GPU (vramscope estimate --model gpt3-175b-megatron --mode train --batch 1 --seq 2048 --precision fp16-mixed --optimizer adamw-fused --checkpoint selective --gpu a100-80gb --context-mib 500 --workspace-mib 32 --dp 4 --tp 8 --pp 8 --zero 1 --micro-batches 384 --sp), the scenario's 34.70 GiB
 import torch
 from transformers import AutoModelForCausalLM, TrainingArguments
 
@@ -18,4 +18,4 @@ args = TrainingArguments(
     optim="adamw_torch",
     deepspeed="ds_config.json",  # vramscope export --format deepspeed
 )
-# launch on 256 GPUs: torchrun --nproc_per_node 8 train.py
+# launch on 256 GPUs: torchrun --nnodes 32 --nproc_per_node 8 --node_rank $NODE_RANK --rdzv_endpoint $MASTER_ADDR:29500 train.py
