@@ -147,4 +147,16 @@ fn bad_input_is_one_line_and_exit_2() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["fits"], false);
     assert_eq!(v["bytes"]["kv_cache"], 0);
+    let out = cli(&["serve", "--model", "llama-3.1-70b", "--gpu", "rtx-4090"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("the server does not start — nothing is left for the KV cache")
+    );
+    let out = cli(&["serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().next().unwrap().contains("does not start — one 131,072-token request"), "{text}");
+    assert!(text.contains("is the longest that fits"), "{text}");
 }

@@ -130,15 +130,31 @@ fn text(s: &serve::Serve, gpu_name: &str) -> String {
     let st = &s.settings;
     let b = &s.bytes;
     let gpus = st.tp * st.pp;
-    let mut o = format!(
-        "{} on {}×{}: {} tokens of KV cache, {:.1} concurrent {}-token requests\n",
-        s.model,
-        gpus,
-        gpu_name,
-        count(s.kv_tokens),
-        s.max_concurrency,
-        count(st.max_model_len)
-    );
+    let mut o = if s.fits {
+        format!(
+            "{} on {}×{}: {} tokens of KV cache, {:.1} concurrent {}-token requests\n",
+            s.model,
+            gpus,
+            gpu_name,
+            count(s.kv_tokens),
+            s.max_concurrency,
+            count(st.max_model_len)
+        )
+    } else if s.kv_tokens > 0 {
+        format!(
+            "{} on {}×{}: the server does not start — one {}-token request needs more than the {} tokens of KV cache left\n",
+            s.model,
+            gpus,
+            gpu_name,
+            count(st.max_model_len),
+            count(s.kv_tokens)
+        )
+    } else {
+        format!(
+            "{} on {}×{}: the server does not start — nothing is left for the KV cache\n",
+            s.model, gpus, gpu_name
+        )
+    };
     if let (Some(c), Some(n)) = (s.context, s.concurrency_at_context) {
         o += &format!("  at a {}-token context: {n:.1} concurrent requests\n", count(c));
     }
