@@ -150,8 +150,7 @@ pub fn hardware_paths(
             scenario: s,
         })
     };
-    let accum =
-        if sc.parallel.pp > 1 { sc.parallel.micro_batches() } else { u64::from(sc.stack.grad_accum.max(1)) };
+    let accum = sc.micro_batches_per_step();
     let same_layout = |kind: String, g: &Gpu| row(kind, g, on_card(sc, current, g), accum, global_batch);
     if let Some(p) = same_layout("current".into(), current) {
         out.push(p);

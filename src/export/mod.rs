@@ -271,17 +271,24 @@ impl std::str::FromStr for Format {
     }
 }
 
+/// The estimate `vramscope estimate` prints for `sc`: with a card, the allocator replayed on it
+/// (`fit::verdict`), else the card-free estimate.
+pub(crate) fn estimate_on(
+    sc: &Scenario,
+    gpu: Option<&Gpu>,
+) -> Result<crate::estimate::Estimate, ExportError> {
+    let e = match gpu {
+        Some(g) => crate::fit::verdict(sc, g.memory_bytes()).map(|v| v.estimate),
+        None => estimate(sc),
+    };
+    e.map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: e.to_string() })
+}
+
 /// Renders one format.
 pub fn render(f: &ScenarioFile, format: Format) -> Result<String, ExportError> {
     let ser = |e: serde_json::Error| ExportError::Serialise(e.to_string());
     // the estimate `vramscope estimate` prints: with the file's card, the allocator replayed on it
-    let est = || {
-        let e = match f.gpu() {
-            Some(g) => crate::fit::verdict(&f.scenario, g.memory_bytes()).map(|v| v.estimate),
-            None => estimate(&f.scenario),
-        };
-        e.map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: e.to_string() })
-    };
+    let est = || estimate_on(&f.scenario, f.gpu().as_ref());
     Ok(match format {
         Format::Ron => f.to_ron()?,
         Format::Markdown => report_markdown(f, &est()?),

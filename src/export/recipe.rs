@@ -351,14 +351,7 @@ fn card(f: &ScenarioFile) -> Option<Gpu> {
 }
 
 fn total(sc: &Scenario, g: Option<&Gpu>) -> Result<u64, ExportError> {
-    let bad = |e: crate::estimate::ScenarioError| ExportError::Invalid {
-        path: "scenario".into(),
-        msg: e.to_string(),
-    };
-    match g {
-        Some(g) => crate::fit::verdict(sc, g.memory_bytes()).map(|v| v.estimate.total).map_err(bad),
-        None => crate::estimate::estimate(sc).map(|e| e.total).map_err(bad),
-    }
+    super::estimate_on(sc, g).map(|e| e.total)
 }
 
 /// The recipe of a framework export, `None` for the other formats.
