@@ -215,9 +215,30 @@ pub fn count(n: u64, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
+/// A whole number with thousands separators: "1,206,016".
+pub fn digits(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::with_capacity(d.len() + d.len() / 3);
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digits_are_grouped() {
+        assert_eq!(digits(0), "0");
+        assert_eq!(digits(999), "999");
+        assert_eq!(digits(1000), "1,000");
+        assert_eq!(digits(1_206_016), "1,206,016");
+    }
 
     #[test]
     fn rounding_and_sizes() {

@@ -130,3 +130,76 @@ proptest! {
         }
     }
 }
+
+/// `vramscope serve --model MODEL ARGS…` as the CLI reads it.
+fn re_serve(model: &str, args: &[String]) -> vramscope::serve::Serve {
+    let words =
+        ["vramscope", "serve", "--model", model].into_iter().map(str::to_owned).chain(args.iter().cloned());
+    let cli =
+        Cli::try_parse_from(words).unwrap_or_else(|e| panic!("the row's flags do not parse: {args:?}: {e}"));
+    let Some(Command::Serve(a)) = cli.command else { panic!("not a serve") };
+    let (s, _) = super::serve::setup(&a).unwrap_or_else(|e| panic!("{args:?}: {e:#}"));
+    vramscope::serve::serve(&s.model, &s.gpu, &s.cfg, s.checkpoint_dtype.as_deref())
+        .unwrap_or_else(|e| panic!("the row's flags are refused: {args:?}: {e}"))
+}
+
+/// The answer without its notes (an explicit flag words a default's note differently).
+fn figures(s: &vramscope::serve::Serve) -> vramscope::serve::Serve {
+    vramscope::serve::Serve { notes: Vec::new(), ..s.clone() }
+}
+
+fn arb_serve() -> impl Strategy<Value = (String, Vec<String>, Option<f64>)> {
+    (
+        prop::sample::select(vec![
+            "llama-3.1-8b",
+            "llama-3.1-70b",
+            "mistral-7b",
+            "qwen3-0.6b",
+            "mixtral-8x7b",
+        ]),
+        prop::sample::select(vec!["t4", "rtx-4090", "a100-40gb", "h100-80gb", "l40s"]),
+        prop::sample::select(vec![None, Some(4096u64), Some(32768)]),
+        prop::option::of(prop::sample::select(vec![1024u64, 4096])),
+        prop::option::of(prop::sample::select(vec![8.0f64, 64.0])),
+        prop::sample::select(vec![0.8f64, 0.9]),
+    )
+        .prop_map(|(m, g, len, ctx, target, u)| {
+            let mut v =
+                vec!["--gpu".to_owned(), g.to_owned(), "--gpu-memory-utilization".to_owned(), u.to_string()];
+            if let Some(l) = len {
+                v.extend(["--max-model-len".to_owned(), l.to_string()]);
+            }
+            if let Some(c) = ctx {
+                v.extend(["--context".to_owned(), c.to_string()]);
+            }
+            (m.to_owned(), v, target)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_serving_advice_number_is_what_serve_gives_for_the_flags_it_names((model, args, target) in arb_serve()) {
+        let words = ["vramscope", "serve", "--model", &model].into_iter().map(str::to_owned).chain(args.iter().cloned());
+        let Ok(Cli { command: Some(Command::Serve(a)), .. }) = Cli::try_parse_from(words) else { return Ok(()) };
+        let Ok((setup, _)) = super::serve::setup(&a) else { return Ok(()) };
+        let Ok(adv) = vramscope::serve::advice::advise(&setup, target) else { return Ok(()) };
+        // the server's own flags give it back
+        prop_assert_eq!(figures(&re_serve(&model, &adv.before.args())), figures(&adv.before));
+        for st in adv.options.iter().chain(&adv.roadmap).chain(&adv.beside) {
+            let r = re_serve(&model, &st.serve_args);
+            prop_assert_eq!(figures(&r), figures(&st.serve), "{}: {:?}", st.title, st.serve_args);
+            prop_assert_eq!(r.kv_tokens, st.kv_tokens);
+            prop_assert_eq!(r.fits, st.starts);
+            prop_assert_eq!(r.gpus(), st.gpus);
+        }
+        // the path only moves forward, and the headline is its last step's
+        let mut prev = &adv.before;
+        for st in &adv.roadmap {
+            prop_assert!(st.kv_tokens > prev.kv_tokens || (st.starts && !prev.fits), "{}", st.title);
+            prev = &st.serve;
+        }
+        prop_assert_eq!(adv.meets_target_after, adv.roadmap.last().map_or(adv.before.fits && target.is_none_or(|t| adv.before.concurrency_at_context.unwrap_or(adv.before.max_concurrency) >= t), |s| s.meets_target));
+    }
+}

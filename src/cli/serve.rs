@@ -4,7 +4,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use vramscope::gpu;
 use vramscope::model::preset;
-use vramscope::serve::{self, KvDtype, Quantization, ServeConfig};
+use vramscope::serve::{self, CheckpointFormat, KvDtype, Quantization, ServeConfig};
 use vramscope::units::{DType, gib};
 
 /// Flags of `serve` (vLLM's names).
@@ -65,13 +65,29 @@ pub struct ServeArgs {
     /// Also give the concurrency at this mean context length (tokens).
     #[arg(long)]
     pub context: Option<u64>,
+    /// A what-if: the model as a 4-bit export of itself (awq-int4, gptq-int4: group 128), as a
+    /// Hub "…-AWQ" repository holds it.
+    #[arg(long, value_name = "FORMAT")]
+    pub checkpoint_format: Option<CheckpointFormat>,
+    /// Print the serving options: each change alone (utilisation, fewer sequences, fp8 KV, fp8 or
+    /// 4-bit weights, more GPUs with TP, a larger card), with what the server gives after it.
+    #[arg(long, conflicts_with = "roadmap")]
+    pub options: bool,
+    /// Print a short / mid / long-term roadmap: changes applied in order until the server starts
+    /// (and, with --target-concurrency, holds that many requests).
+    #[arg(long)]
+    pub roadmap: bool,
+    /// With --options / --roadmap: concurrent requests to reach (at --context, else at
+    /// --max-model-len).
+    #[arg(long, value_name = "N")]
+    pub target_concurrency: Option<f64>,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Runs `serve`.
-pub fn run_serve(a: &ServeArgs) -> Result<String> {
+/// The server `a` describes: the model, its card and vLLM's settings (with the loader's notes).
+pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
     let loaded = preset::load(&a.model)?;
     let g = gpu::find(&a.gpu).map_err(anyhow::Error::msg)?;
     let dtype = match a.dtype.to_ascii_lowercase().as_str() {
@@ -97,26 +113,34 @@ pub fn run_serve(a: &ServeArgs) -> Result<String> {
         non_torch_bytes: a.non_torch_mib.map(|m| m << 20),
         cuda_total_bytes: a.cuda_total_mib.map(|m| m << 20),
         context: a.context,
+        checkpoint_format: a.checkpoint_format,
     };
-    let mut s = serve::serve(&loaded.model, &g, &cfg, loaded.dtype.as_deref())?;
-    s.notes.splice(0..0, loaded.notes);
+    let setup = serve::advice::Setup { model: loaded.model, gpu: g, cfg, checkpoint_dtype: loaded.dtype };
+    Ok((setup, loaded.notes))
+}
+
+/// Runs `serve`.
+pub fn run_serve(a: &ServeArgs) -> Result<String> {
+    let (setup, load_notes) = setup(a)?;
+    if a.target_concurrency.is_some() && !(a.options || a.roadmap) {
+        bail!("--target-concurrency goes with --options or --roadmap");
+    }
+    if a.options || a.roadmap {
+        let adv = serve::advice::advise(&setup, a.target_concurrency)?;
+        if a.json {
+            return Ok(serde_json::to_string_pretty(&adv)? + "\n");
+        }
+        return Ok(advice_text(&adv, &a.model, a.options));
+    }
+    let mut s = serve::serve(&setup.model, &setup.gpu, &setup.cfg, setup.checkpoint_dtype.as_deref())?;
+    s.notes.splice(0..0, load_notes);
     if a.json {
         return Ok(serde_json::to_string_pretty(&s)? + "\n");
     }
-    Ok(text(&s, &g.name))
+    Ok(text(&s, &setup.gpu.name))
 }
 
-fn count(n: u64) -> String {
-    let d = n.to_string();
-    let mut out = String::new();
-    for (i, c) in d.chars().enumerate() {
-        if i > 0 && (d.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+use vramscope::units::digits as count;
 
 fn per_token(b: u64) -> String {
     if b >= 1 << 20 {
@@ -158,19 +182,7 @@ fn text(s: &serve::Serve, gpu_name: &str) -> String {
     if let (Some(c), Some(n)) = (s.context, s.concurrency_at_context) {
         o += &format!("  at a {}-token context: {n:.1} concurrent requests\n", count(c));
     }
-    o += &format!(
-        "  settings: --tp {} --pp {} --gpu-memory-utilization {} --max-model-len {} --max-num-batched-tokens {} --max-num-seqs {} --block-size {} --dtype {} --kv-cache-dtype {}{}\n\n",
-        st.tp,
-        st.pp,
-        st.gpu_memory_utilization,
-        st.max_model_len,
-        st.max_num_batched_tokens,
-        st.max_num_seqs,
-        st.block_size,
-        st.dtype,
-        st.kv_cache_dtype,
-        if st.enforce_eager { " --enforce-eager" } else { "" }
-    );
+    o += &format!("  settings: {}\n\n", s.settings.args().join(" "));
     o += "  per GPU\n";
     let rows = [
         ("CUDA-visible total", b.cuda_total),
@@ -203,6 +215,65 @@ fn text(s: &serve::Serve, gpu_name: &str) -> String {
     };
     for n in &s.notes {
         o += &format!("  note: {n}\n");
+    }
+    o
+}
+
+/// `serve --options` / `--roadmap` as text: each row's figures and the command that gives them.
+fn advice_text(a: &serve::advice::ServeAdvice, model: &str, options: bool) -> String {
+    let b = &a.before;
+    let mut o = format!("{}\n", a.headline);
+    let ctx = match (b.concurrency_at_context, b.context) {
+        (Some(c), Some(n)) => format!(", {c:.1} at {} tokens", count(n)),
+        _ => String::new(),
+    };
+    o += &format!(
+        "  now: {} tokens of KV cache, {:.1} concurrent {}-token requests{ctx}, {}\n",
+        count(b.kv_tokens),
+        b.max_concurrency,
+        count(b.settings.max_model_len),
+        if b.fits { "starts" } else { "does not start" }
+    );
+    o += &format!("    vramscope serve --model {model} {}\n\n", b.args().join(" "));
+    let row = |o: &mut String, st: &serve::advice::ServeStep| {
+        let ctx = match (st.concurrency_at_context, st.serve.context) {
+            (Some(c), Some(n)) => format!(", {c:.1} at {} tokens", count(n)),
+            _ => String::new(),
+        };
+        let cost = st.cost_change.map(|c| format!(", price {:+.0} %", c * 100.0)).unwrap_or_default();
+        *o += &format!(
+            "  [{}] {} ({} effort)\n    {} GPU(s): {} tokens, {:.1} concurrent{ctx}, {}{cost}\n    trade-off: {}\n    changes: {}\n    vramscope serve --model {model} {}\n",
+            st.horizon.label(),
+            st.title,
+            st.effort,
+            st.gpus,
+            count(st.kv_tokens),
+            st.max_concurrency,
+            if st.starts { "starts" } else { "does not start" },
+            st.trade_off,
+            st.changes.join(" "),
+            st.serve_args.join(" ")
+        );
+    };
+    if options {
+        o += "  each change alone:\n";
+        for st in &a.options {
+            row(&mut o, st);
+        }
+    } else {
+        o += "  the path (each step on top of the ones before):\n";
+        if a.roadmap.is_empty() {
+            o += "    (no step needed)\n";
+        }
+        for st in &a.roadmap {
+            row(&mut o, st);
+        }
+    }
+    if !a.beside.is_empty() {
+        o += "\n  beside it (changes what the server accepts):\n";
+        for st in &a.beside {
+            row(&mut o, st);
+        }
     }
     o
 }

@@ -595,6 +595,14 @@ impl ModelSpec {
             Architecture::Table(_) => None,
         }
     }
+
+    /// The transformer description, mutable, if this is one.
+    pub fn transformer_mut(&mut self) -> Option<&mut TransformerSpec> {
+        match &mut self.arch {
+            Architecture::Transformer(t) => Some(t),
+            Architecture::Table(_) => None,
+        }
+    }
 }
 
 /// A Llama-shaped model of about `params_b` billion parameters, for quick "what if my model had N

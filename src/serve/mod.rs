@@ -15,6 +15,7 @@
 //! * KV = budget − non-KV, cut into pages of `block_size` tokens ([`kv`]); every rank takes the
 //!   smallest block count.
 
+pub mod advice;
 pub mod kv;
 pub mod profile;
 
@@ -113,6 +114,50 @@ pub struct ServeConfig {
     pub cuda_total_bytes: Option<u64>,
     /// A mean context length to give the concurrency at, besides `max_model_len`.
     pub context: Option<u64>,
+    /// A what-if: the model as a quantized checkpoint of this format (an AWQ / GPTQ export of
+    /// it), for a model whose own checkpoint is not quantized.
+    pub checkpoint_format: Option<CheckpointFormat>,
+}
+
+/// A quantized export of an unquantized model (`--checkpoint-format`), as the Hub's
+/// `<model>-AWQ` / `-GPTQ` repositories hold it: 4-bit weights, groups of 128 input features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckpointFormat {
+    /// AWQ 4-bit, group 128 (AutoAWQ / llm-compressor's GEMM packing).
+    AwqInt4,
+    /// GPTQ 4-bit, group 128.
+    GptqInt4,
+}
+
+impl CheckpointFormat {
+    /// The flag's value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::AwqInt4 => "awq-int4",
+            Self::GptqInt4 => "gptq-int4",
+        }
+    }
+
+    /// The weight format the checkpoint stores.
+    pub const fn format(self) -> crate::model::quant::WeightFormat {
+        use crate::model::quant::WeightFormat;
+        match self {
+            Self::AwqInt4 => WeightFormat::Awq { bits: 4, group_size: 128 },
+            Self::GptqInt4 => WeightFormat::Gptq { bits: 4, group_size: 128 },
+        }
+    }
+}
+
+impl std::str::FromStr for CheckpointFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "awq-int4" | "awq" => Ok(Self::AwqInt4),
+            "gptq-int4" | "gptq" => Ok(Self::GptqInt4),
+            _ => Err(format!("unknown checkpoint format \"{s}\" (awq-int4, gptq-int4)")),
+        }
+    }
 }
 
 impl Default for ServeConfig {
@@ -134,6 +179,7 @@ impl Default for ServeConfig {
             non_torch_bytes: None,
             cuda_total_bytes: None,
             context: None,
+            checkpoint_format: None,
         }
     }
 }
@@ -192,6 +238,64 @@ pub struct ServeSettings {
     pub kv_cache_dtype: String,
     /// No CUDA graphs.
     pub enforce_eager: bool,
+    /// Weight quantization.
+    pub quantization: Quantization,
+    /// The what-if checkpoint format, when one was asked for.
+    pub checkpoint_format: Option<CheckpointFormat>,
+    /// Longer than the model's positions allowed.
+    pub allow_long_max_model_len: bool,
+    /// CUDA-graph memory given, MiB.
+    pub cudagraph_mib: Option<u64>,
+    /// Non-torch memory given, MiB.
+    pub non_torch_mib: Option<u64>,
+    /// The CUDA-visible total given, MiB.
+    pub cuda_total_mib: Option<u64>,
+}
+
+impl ServeSettings {
+    /// Every setting as `vramscope serve` flags (after `--model` and `--gpu`): pasted back, they
+    /// give the same answer. vLLM's own flags keep their names.
+    pub fn args(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        let mut put = |k: &str, val: String| {
+            v.push(k.to_owned());
+            v.push(val);
+        };
+        put("--tp", self.tp.to_string());
+        put("--pp", self.pp.to_string());
+        put("--gpu-memory-utilization", self.gpu_memory_utilization.to_string());
+        put("--max-model-len", self.max_model_len.to_string());
+        put("--max-num-batched-tokens", self.max_num_batched_tokens.to_string());
+        put("--max-num-seqs", self.max_num_seqs.to_string());
+        put("--block-size", self.block_size.to_string());
+        put("--dtype", self.dtype.clone());
+        // the model's dtype is vLLM's "auto"
+        let kv =
+            if self.kv_cache_dtype == self.dtype { "auto".to_owned() } else { self.kv_cache_dtype.clone() };
+        put("--kv-cache-dtype", kv);
+        if self.quantization == Quantization::Fp8 {
+            put("--quantization", "fp8".into());
+        }
+        if let Some(f) = self.checkpoint_format {
+            put("--checkpoint-format", f.name().into());
+        }
+        for (k, m) in [
+            ("--cudagraph-mib", self.cudagraph_mib),
+            ("--non-torch-mib", self.non_torch_mib),
+            ("--cuda-total-mib", self.cuda_total_mib),
+        ] {
+            if let Some(m) = m {
+                put(k, m.to_string());
+            }
+        }
+        if self.enforce_eager {
+            v.push("--enforce-eager".into());
+        }
+        if self.allow_long_max_model_len {
+            v.push("--allow-long-max-model-len".into());
+        }
+        v
+    }
 }
 
 /// The answer: will it start, how many tokens of KV cache, how many requests.
@@ -228,6 +332,9 @@ pub struct Serve {
     pub fits: bool,
     /// What was assumed, and what is not modelled.
     pub notes: Vec<String>,
+    /// The KV layout of the most loaded rank (for concurrency at other contexts).
+    #[serde(skip)]
+    pub layout: kv::Layout,
 }
 
 /// vLLM's defaults of `vllm serve` by card (`arg_utils.py::_set_default_args`): H100-class cards
@@ -246,18 +353,39 @@ pub fn cuda_total(gpu: &Gpu) -> (u64, bool) {
     }
 }
 
-fn model_dtype(cfg: &ServeConfig, checkpoint: Option<&str>, notes: &mut Vec<String>) -> DType {
+fn model_dtype(
+    cfg: &ServeConfig,
+    checkpoint: Option<&str>,
+    gpu: &Gpu,
+    notes: &mut Vec<String>,
+) -> Result<DType, ServeError> {
+    // bfloat16 needs compute capability 8.0 (Ampere) or newer
+    let no_bf16 = crate::options::generation(gpu).is_some_and(|(g, _)| g < 2);
     if let Some(d) = cfg.dtype {
-        return d;
+        if d == DType::Bf16 && no_bf16 {
+            return bad(format!(
+                "--dtype bfloat16: the {} has no bfloat16 (compute capability below 8.0; vLLM refuses it): use --dtype float16",
+                gpu.name
+            ));
+        }
+        return Ok(d);
     }
-    match checkpoint {
+    let d = match checkpoint {
         Some("float16") => DType::F16,
         Some("float32") => {
             notes.push("the checkpoint is float32: served in bfloat16, as vLLM's dtype \"auto\" does".into());
             DType::Bf16
         }
         _ => DType::Bf16,
+    };
+    if d == DType::Bf16 && no_bf16 {
+        notes.push(format!(
+            "the {} has no bfloat16: served in float16, as vLLM's dtype \"auto\" falls back",
+            gpu.name
+        ));
+        return Ok(DType::F16);
     }
+    Ok(d)
 }
 
 fn transformer(model: &ModelSpec) -> Result<&TransformerSpec, ServeError> {
@@ -354,10 +482,36 @@ pub fn serve(
     cfg: &ServeConfig,
     checkpoint_dtype: Option<&str>,
 ) -> Result<Serve, ServeError> {
+    let exported;
+    let model = match cfg.checkpoint_format {
+        None => model,
+        Some(f) => {
+            if model.transformer().is_some_and(|t| t.quant.is_some()) {
+                return bad(format!(
+                    "--checkpoint-format {}: {} is already a quantized checkpoint",
+                    f.name(),
+                    model.name
+                ));
+            }
+            let mut m = model.clone();
+            if let Some(t) = m.transformer_mut() {
+                t.quant = Some(f.format());
+            }
+            exported = m;
+            &exported
+        }
+    };
     let t = transformer(model)?;
     check(cfg, t)?;
     let mut notes = Vec::new();
-    let dtype = model_dtype(cfg, checkpoint_dtype, &mut notes);
+    if let Some(f) = cfg.checkpoint_format {
+        notes.push(format!(
+            "a what-if: the model as a {} checkpoint (an export of it, e.g. a Hub repository \"…-{}\"); vLLM serves that repository, not --quantization",
+            f.format().label(),
+            if f == CheckpointFormat::AwqInt4 { "AWQ" } else { "GPTQ" }
+        ));
+    }
+    let dtype = model_dtype(cfg, checkpoint_dtype, gpu, &mut notes)?;
     let (mnbt_default, seqs_default) = default_batching(gpu);
     let max_model_len = cfg.max_model_len.unwrap_or(t.max_context()).max(1);
     let mnbt = cfg.max_num_batched_tokens.unwrap_or(mnbt_default);
@@ -432,6 +586,12 @@ pub fn serve(
                 KvDtype::Fp8E5m2 => "fp8_e5m2".into(),
             },
             enforce_eager: cfg.enforce_eager,
+            quantization: cfg.quantization,
+            checkpoint_format: cfg.checkpoint_format,
+            allow_long_max_model_len: cfg.allow_long_max_model_len,
+            cudagraph_mib: cfg.cudagraph_bytes.map(|b| b >> 20),
+            non_torch_mib: cfg.non_torch_bytes.map(|b| b >> 20),
+            cuda_total_mib: cfg.cuda_total_bytes.map(|b| b >> 20),
         },
         bytes: ServeBytes {
             cuda_total,
@@ -452,6 +612,7 @@ pub fn serve(
         max_model_len_that_fits: cap.max_model_len_that_fits,
         fits,
         notes,
+        layout,
     })
 }
 
@@ -469,5 +630,42 @@ impl Serve {
     /// No memory left for KV blocks.
     pub fn kv_cache_is_empty(&self) -> bool {
         self.bytes.kv_cache == 0
+    }
+
+    /// Every setting as `vramscope serve` flags after `--model`: `--gpu` and
+    /// [`ServeSettings::args`].
+    pub fn args(&self) -> Vec<String> {
+        let mut v = vec!["--gpu".to_owned(), self.gpu.clone()];
+        v.extend(self.settings.args());
+        if let Some(c) = self.context {
+            v.extend(["--context".to_owned(), c.to_string()]);
+        }
+        v
+    }
+
+    /// GPUs the server uses.
+    pub fn gpus(&self) -> u64 {
+        self.settings.tp * self.settings.pp
+    }
+
+    /// Requests of `context` tokens that fit at once (`context` capped at max_model_len).
+    pub fn concurrency_at(&self, context: u64) -> f64 {
+        let c = context.clamp(1, self.settings.max_model_len);
+        kv::Capacity::of(&self.layout, self.bytes.kv_cache, c, self.settings.max_num_batched_tokens)
+            .max_concurrency
+    }
+
+    /// The concurrency against context length, from one block to max_model_len (`n` points,
+    /// doubling), for the GUI's curve.
+    pub fn concurrency_curve(&self) -> Vec<(u64, f64)> {
+        let top = self.settings.max_model_len;
+        let mut out = Vec::new();
+        let mut c = self.settings.block_size.max(16).min(top);
+        while c < top {
+            out.push((c, self.concurrency_at(c)));
+            c *= 2;
+        }
+        out.push((top, self.max_concurrency));
+        out
     }
 }

@@ -1,0 +1,594 @@
+//! What to change so a server starts, or serves more requests: the serving options (each change
+//! alone on the current server) and a short / mid / long-term roadmap (changes applied on top of
+//! each other until the server starts and, when a target is given, holds that many concurrent
+//! requests). Every row is [`serve`] for the flags it names ([`Serve::args`]), so pasting them
+//! after `vramscope serve --model M` gives the row's figures.
+
+use super::{CheckpointFormat, KvDtype, Quantization, Serve, ServeConfig, ServeError, serve};
+use crate::gpu::{self, Gpu};
+use crate::model::ModelSpec;
+use crate::options::{generation, product_line};
+use crate::roadmap::{Horizon, StepKind};
+use serde::Serialize;
+
+/// A server to advise on: the model, its card and the settings.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// The model.
+    pub model: ModelSpec,
+    /// The card.
+    pub gpu: Gpu,
+    /// vLLM's settings.
+    pub cfg: ServeConfig,
+    /// The checkpoint's `torch_dtype`.
+    pub checkpoint_dtype: Option<String>,
+}
+
+impl Setup {
+    fn run(&self) -> Result<Serve, ServeError> {
+        serve(&self.model, &self.gpu, &self.cfg, self.checkpoint_dtype.as_deref())
+    }
+}
+
+/// One change and what the server gives after it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ServeStep {
+    /// When it can be done.
+    pub horizon: Horizon,
+    /// A setting, hardware, or a change of what the server offers ([`StepKind::Method`]).
+    pub kind: StepKind,
+    /// What to do.
+    pub title: String,
+    /// low / medium / high.
+    pub effort: &'static str,
+    /// What it costs besides memory (throughput, quality, price).
+    pub trade_off: String,
+    /// The flags this step changes.
+    pub changes: Vec<String>,
+    /// Every setting after the step as `vramscope serve` flags (after `--model`).
+    pub serve_args: Vec<String>,
+    /// GPUs after the step.
+    pub gpus: u64,
+    /// Tokens of KV cache after the step.
+    pub kv_tokens: u64,
+    /// Requests of max_model_len at once.
+    pub max_concurrency: f64,
+    /// Requests of the target's context at once, when one was given.
+    pub concurrency_at_context: Option<f64>,
+    /// Does the server start?
+    pub starts: bool,
+    /// Does it meet the target (starts, and holds the target concurrency)?
+    pub meets_target: bool,
+    /// Relative change of the hourly price (GPUs × price per GPU-hour) against the server
+    /// before any step; `None` when a card has no price in the catalog.
+    pub cost_change: Option<f64>,
+    /// The full answer after the step.
+    pub serve: Serve,
+}
+
+/// The serving options and roadmap of one server.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ServeAdvice {
+    /// Schema version (1).
+    pub schema: u32,
+    /// The server as it is.
+    pub before: Serve,
+    /// Concurrent requests asked for (at `--context`, else at max_model_len).
+    pub target_concurrency: Option<f64>,
+    /// Each change alone on the current server.
+    pub options: Vec<ServeStep>,
+    /// The changes applied in order, each on top of the ones before, until the target is met.
+    pub roadmap: Vec<ServeStep>,
+    /// Beside the path: serving shorter requests (the longest max_model_len that fits).
+    pub beside: Vec<ServeStep>,
+    /// Does the roadmap reach the target?
+    pub meets_target_after: bool,
+    /// What the roadmap delivers, in one line.
+    pub headline: String,
+}
+
+/// A change of the catalogue.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Change {
+    Utilisation,
+    FewerSeqs,
+    Eager,
+    KvFp8,
+    WeightsFp8,
+    Checkpoint4Bit,
+    Tp(u64),
+    Card,
+}
+
+impl Change {
+    fn horizon(self) -> Horizon {
+        match self {
+            Self::Utilisation | Self::FewerSeqs | Self::Eager => Horizon::Short,
+            Self::KvFp8 | Self::WeightsFp8 | Self::Checkpoint4Bit | Self::Tp(_) => Horizon::Mid,
+            Self::Card => Horizon::Long,
+        }
+    }
+
+    fn kind(self) -> StepKind {
+        match self {
+            Self::Tp(_) | Self::Card => StepKind::Hardware,
+            _ => StepKind::Setting,
+        }
+    }
+
+    fn effort(self) -> &'static str {
+        match self {
+            Self::Utilisation | Self::FewerSeqs | Self::Eager | Self::KvFp8 => "low",
+            Self::WeightsFp8 | Self::Checkpoint4Bit | Self::Tp(_) => "medium",
+            Self::Card => "high",
+        }
+    }
+
+    fn trade_off(self) -> &'static str {
+        match self {
+            Self::Utilisation => "nothing else may use the card (another process, a second server)",
+            Self::FewerSeqs => "fewer sequences decode per step: lower throughput under heavy load",
+            Self::Eager => "no CUDA graphs: slower decoding, most at small batches",
+            Self::KvFp8 => "fp8 keys and values: check the model's quality on your prompts",
+            Self::WeightsFp8 => {
+                "fp8 weights (W8A8 on Ada / Hopper and newer, weight-only on Ampere): check quality"
+            }
+            Self::Checkpoint4Bit => {
+                "4-bit weights: a larger quality loss than fp8; needs the exported checkpoint"
+            }
+            Self::Tp(_) => "more GPUs, and an all-reduce per layer over their link",
+            Self::Card => "another card to rent or buy",
+        }
+    }
+}
+
+/// The card's and the model's facts a change needs.
+fn applicable(c: Change, s: &Setup, now: &Serve) -> bool {
+    let g = generation(&s.gpu).map_or(0, |(n, _)| n);
+    let quantized = s.model.transformer().is_some_and(|t| t.quant.is_some());
+    let cfg = &s.cfg;
+    match c {
+        Change::Utilisation => cfg.gpu_memory_utilization < 0.95,
+        Change::FewerSeqs => now.settings.max_num_seqs > 256,
+        Change::Eager => !cfg.enforce_eager && now.bytes.cudagraph > 0,
+        Change::KvFp8 => cfg.kv_dtype == KvDtype::Auto && g >= 2,
+        Change::WeightsFp8 => {
+            cfg.quantization == Quantization::Auto && cfg.checkpoint_format.is_none() && !quantized && g >= 2
+        }
+        Change::Checkpoint4Bit => cfg.checkpoint_format.is_none() && !quantized,
+        Change::Tp(n) => n > cfg.tp,
+        Change::Card => true,
+    }
+}
+
+/// `s` with the change applied (for `Tp` and `Card` the value is chosen by the caller).
+fn apply(c: Change, s: &Setup, now: &Serve) -> Setup {
+    let mut n = s.clone();
+    match c {
+        Change::Utilisation => n.cfg.gpu_memory_utilization = 0.95,
+        Change::FewerSeqs => n.cfg.max_num_seqs = Some(256),
+        Change::Eager => n.cfg.enforce_eager = true,
+        Change::KvFp8 => n.cfg.kv_dtype = KvDtype::Fp8,
+        Change::WeightsFp8 => n.cfg.quantization = Quantization::Fp8,
+        Change::Checkpoint4Bit => {
+            n.cfg.quantization = Quantization::Auto;
+            n.cfg.checkpoint_format = Some(CheckpointFormat::AwqInt4);
+        }
+        Change::Tp(t) => n.cfg.tp = t,
+        Change::Card => {}
+    }
+    // the batching the server used stays (a card's defaults would change it silently)
+    n.cfg.max_num_batched_tokens = Some(now.settings.max_num_batched_tokens);
+    if c != Change::FewerSeqs {
+        n.cfg.max_num_seqs = Some(now.settings.max_num_seqs);
+    }
+    n.cfg.max_model_len = Some(now.settings.max_model_len);
+    n
+}
+
+fn title(c: Change, s: &Setup, before: &Setup) -> String {
+    match c {
+        Change::Utilisation => "--gpu-memory-utilization 0.95".into(),
+        Change::FewerSeqs => "--max-num-seqs 256 (a smaller profiling sampler)".into(),
+        Change::Eager => "--enforce-eager (no CUDA-graph memory)".into(),
+        Change::KvFp8 => "--kv-cache-dtype fp8 (half the bytes per token)".into(),
+        Change::WeightsFp8 => "--quantization fp8 (online fp8 weights)".into(),
+        Change::Checkpoint4Bit => {
+            if before.cfg.quantization == Quantization::Fp8 {
+                "a 4-bit AWQ checkpoint of the model instead of fp8 weights".into()
+            } else {
+                "a 4-bit AWQ checkpoint of the model".into()
+            }
+        }
+        Change::Tp(t) => format!("{t} GPUs with tensor parallelism (--tensor-parallel-size {t})"),
+        Change::Card => {
+            let line = if product_line(&s.gpu) == product_line(&before.gpu) {
+                String::new()
+            } else {
+                format!(", {}", product_line(&s.gpu))
+            };
+            format!("a card with more memory: {}{line}", s.gpu.name)
+        }
+    }
+}
+
+/// Concurrency the target is measured at: at the context, else at max_model_len.
+fn concurrency(s: &Serve) -> f64 {
+    s.concurrency_at_context.unwrap_or(s.max_concurrency)
+}
+
+fn meets(s: &Serve, target: Option<f64>) -> bool {
+    s.fits && target.is_none_or(|t| concurrency(s) >= t)
+}
+
+fn hourly(s: &Setup) -> Option<f64> {
+    crate::cost::on_demand_per_gpu_hour(&s.gpu.id).map(|p| p * (s.cfg.tp * s.cfg.pp) as f64)
+}
+
+fn step(
+    c: Change,
+    title: String,
+    first: &Setup,
+    before: &Serve,
+    after: &Setup,
+    r: Serve,
+    target: Option<f64>,
+) -> ServeStep {
+    let a = before.args();
+    let b = r.args();
+    let changes = diff(&a, &b);
+    let cost_change = match (hourly(first), hourly(after)) {
+        (Some(x), Some(y)) if x > 0.0 => Some(y / x - 1.0),
+        _ => None,
+    };
+    ServeStep {
+        horizon: c.horizon(),
+        kind: c.kind(),
+        title,
+        effort: c.effort(),
+        trade_off: c.trade_off().into(),
+        changes,
+        serve_args: b,
+        gpus: r.gpus(),
+        kv_tokens: r.kv_tokens,
+        max_concurrency: r.max_concurrency,
+        concurrency_at_context: r.concurrency_at_context,
+        starts: r.fits,
+        meets_target: meets(&r, target),
+        cost_change,
+        serve: r,
+    }
+}
+
+/// The flag/value pairs of `to` that differ from `from`'s; a switch `to` drops is named off.
+fn diff(from: &[String], to: &[String]) -> Vec<String> {
+    let pairs = |w: &[String]| -> Vec<(String, Option<String>)> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < w.len() {
+            let k = w[i].clone();
+            match w.get(i + 1).filter(|v| !v.starts_with("--")) {
+                Some(v) => {
+                    out.push((k, Some(v.clone())));
+                    i += 2;
+                }
+                None => {
+                    out.push((k, None));
+                    i += 1;
+                }
+            }
+        }
+        out
+    };
+    let (f, t) = (pairs(from), pairs(to));
+    let mut out = Vec::new();
+    for p in &t {
+        if !f.contains(p) {
+            out.push(match &p.1 {
+                Some(v) => format!("{} {v}", p.0),
+                None => p.0.clone(),
+            });
+        }
+    }
+    for (k, _) in &f {
+        if !t.iter().any(|(k2, _)| k2 == k) {
+            out.push(format!("{k} (dropped)"));
+        }
+    }
+    out
+}
+
+/// Cards with more CUDA-visible memory than `g`, smallest first (same product line first at a
+/// tie), for the change of card.
+fn larger_cards(g: &Gpu) -> Vec<Gpu> {
+    let mine = super::cuda_total(g).0;
+    let generation_of = |c: &Gpu| generation(c).map_or(0, |(n, _)| n);
+    // a larger card, not an older generation (bf16 and vLLM's kernels need Ampere or newer)
+    let mut v: Vec<Gpu> = gpu::catalog()
+        .iter()
+        .filter(|c| super::cuda_total(c).0 > mine && generation_of(c) >= generation_of(g).max(2))
+        .cloned()
+        .collect();
+    v.sort_by_key(|c| (super::cuda_total(c).0, product_line(c) != product_line(g), c.id.clone()));
+    v
+}
+
+/// TP sizes the model allows above the current one, up to a node of 8.
+fn tp_sizes(s: &Setup) -> Vec<u64> {
+    [2u64, 4, 8]
+        .into_iter()
+        .filter(|&t| t > s.cfg.tp)
+        .filter(|&t| {
+            let mut n = s.clone();
+            n.cfg.tp = t;
+            n.run().is_ok()
+        })
+        .collect()
+}
+
+/// The options and the roadmap of `setup`; `target` is the concurrency to reach (at
+/// `setup.cfg.context`, else at max_model_len).
+pub fn advise(setup: &Setup, target: Option<f64>) -> Result<ServeAdvice, ServeError> {
+    if let Some(t) = target
+        && !(t.is_finite() && t > 0.0)
+    {
+        return Err(ServeError::Invalid(format!("--target-concurrency {t} is not a positive number")));
+    }
+    let before = setup.run()?;
+    // the server as it runs, its defaults made explicit, so every row changes only its own flags
+    let mut base = setup.clone();
+    base.cfg.max_model_len = Some(before.settings.max_model_len);
+    base.cfg.max_num_batched_tokens = Some(before.settings.max_num_batched_tokens);
+    base.cfg.max_num_seqs = Some(before.settings.max_num_seqs);
+
+    // options: each change alone
+    let mut options = Vec::new();
+    let simple = [
+        Change::Utilisation,
+        Change::FewerSeqs,
+        Change::Eager,
+        Change::KvFp8,
+        Change::WeightsFp8,
+        Change::Checkpoint4Bit,
+    ];
+    for c in simple {
+        if !applicable(c, &base, &before) {
+            continue;
+        }
+        let n = apply(c, &base, &before);
+        if let Ok(r) = n.run()
+            && gains(&before, &r)
+        {
+            options.push(step(c, title(c, &n, &base), &base, &before, &n, r, target));
+        }
+    }
+    for t in tp_sizes(&base) {
+        let n = apply(Change::Tp(t), &base, &before);
+        if let Ok(r) = n.run() {
+            options.push(step(Change::Tp(t), title(Change::Tp(t), &n, &base), &base, &before, &n, r, target));
+        }
+    }
+    if let Some((n, r)) = pick_card(&base, &before, target) {
+        options.push(step(Change::Card, title(Change::Card, &n, &base), &base, &before, &n, r, target));
+    }
+
+    // the roadmap: cumulative, in order of horizon and effort, until the target is met
+    let mut roadmap = Vec::new();
+    let mut cur = base.clone();
+    let mut now = before.clone();
+    let path = [Change::Utilisation, Change::FewerSeqs, Change::Eager, Change::KvFp8, Change::WeightsFp8];
+    for c in path {
+        if meets(&now, target) {
+            break;
+        }
+        if !applicable(c, &cur, &now) {
+            continue;
+        }
+        let n = apply(c, &cur, &now);
+        if let Ok(r) = n.run()
+            && gains(&now, &r)
+        {
+            let st = step(c, title(c, &n, &cur), &base, &now, &n, r.clone(), target);
+            roadmap.push(st);
+            cur = n;
+            now = r;
+        }
+    }
+    // more GPUs: the smallest TP that meets the target, else the largest
+    if !meets(&now, target) {
+        let sizes = tp_sizes(&cur);
+        let tried: Vec<(Setup, Serve)> = sizes
+            .iter()
+            .filter_map(|&t| {
+                let n = apply(Change::Tp(t), &cur, &now);
+                n.run().ok().map(|r| (n, r))
+            })
+            .collect();
+        let pick = tried.iter().position(|(_, r)| meets(r, target)).or(tried.len().checked_sub(1));
+        if let Some(i) = pick {
+            let (n, r) = tried[i].clone();
+            if gains(&now, &r) {
+                roadmap.push(step(
+                    Change::Tp(n.cfg.tp),
+                    title(Change::Tp(n.cfg.tp), &n, &cur),
+                    &base,
+                    &now,
+                    &n,
+                    r.clone(),
+                    target,
+                ));
+                cur = n;
+                now = r;
+            }
+        }
+    }
+    // then a 4-bit checkpoint, then a larger card
+    if !meets(&now, target) && applicable(Change::Checkpoint4Bit, &cur, &now) {
+        let n = apply(Change::Checkpoint4Bit, &cur, &now);
+        if let Ok(r) = n.run()
+            && gains(&now, &r)
+        {
+            roadmap.push(step(
+                Change::Checkpoint4Bit,
+                title(Change::Checkpoint4Bit, &n, &cur),
+                &base,
+                &now,
+                &n,
+                r.clone(),
+                target,
+            ));
+            cur = n;
+            now = r;
+        }
+    }
+    if !meets(&now, target)
+        && let Some((n, r)) = pick_card(&cur, &now, target)
+    {
+        roadmap.push(step(Change::Card, title(Change::Card, &n, &cur), &base, &now, &n, r.clone(), target));
+        now = r;
+    }
+
+    // beside the path: shorter requests on the server as it is
+    let mut beside = Vec::new();
+    if !before.fits && before.max_model_len_that_fits > 0 {
+        let mut n = base.clone();
+        n.cfg.max_model_len = Some(before.max_model_len_that_fits);
+        if let Ok(r) = n.run() {
+            let mut st = step(Change::Utilisation, String::new(), &base, &before, &n, r, target);
+            st.horizon = Horizon::Short;
+            st.kind = StepKind::Method;
+            st.effort = "low";
+            st.title = format!(
+                "--max-model-len {} (the longest request that fits today)",
+                before.max_model_len_that_fits
+            );
+            st.trade_off = "requests longer than that are refused".into();
+            beside.push(st);
+        }
+    }
+    let meets_target_after = meets(&now, target);
+    let headline = headline(&before, &now, roadmap.len(), target, meets_target_after);
+    Ok(ServeAdvice {
+        schema: 1,
+        before,
+        target_concurrency: target,
+        options,
+        roadmap,
+        beside,
+        meets_target_after,
+        headline,
+    })
+}
+
+/// Does `after` give more than `before` (starts where it did not, or more KV tokens)?
+fn gains(before: &Serve, after: &Serve) -> bool {
+    (after.fits && !before.fits) || after.kv_tokens > before.kv_tokens
+}
+
+/// The smallest larger card on which the server meets the target, else the largest card.
+fn pick_card(s: &Setup, now: &Serve, target: Option<f64>) -> Option<(Setup, Serve)> {
+    let tried: Vec<(Setup, Serve)> = larger_cards(&s.gpu)
+        .into_iter()
+        .filter_map(|g| {
+            let mut n = apply(Change::Card, s, now);
+            n.gpu = g;
+            n.run().ok().map(|r| (n, r))
+        })
+        .collect();
+    let i = tried.iter().position(|(_, r)| meets(r, target)).or(tried.len().checked_sub(1))?;
+    let (n, r) = tried.into_iter().nth(i)?;
+    gains(now, &r).then_some((n, r))
+}
+
+fn headline(before: &Serve, after: &Serve, steps: usize, target: Option<f64>, met: bool) -> String {
+    use crate::units::digits;
+    let what = |s: &Serve| {
+        let name = gpu::find(&s.gpu).map_or_else(|_| s.gpu.clone(), |g| g.name);
+        format!(
+            "{} tokens of KV cache, {:.1} concurrent {}-token requests on {}×{name}",
+            digits(s.kv_tokens),
+            concurrency(s),
+            digits(s.context.unwrap_or(s.settings.max_model_len)),
+            s.gpus(),
+        )
+    };
+    let goal = match target {
+        Some(t) => format!("holds {t} concurrent requests"),
+        None => "starts".into(),
+    };
+    if steps == 0 && met {
+        format!("the server already {goal}: {}", what(before))
+    } else if met {
+        format!("{goal} after {steps} step(s): {}", what(after))
+    } else if steps > 0 {
+        format!(
+            "no modelled change makes it {}: after {steps} step(s), {}",
+            goal.replace("holds", "hold").replace("starts", "start"),
+            what(after)
+        )
+    } else {
+        format!("no modelled change makes it {}", goal.replace("holds", "hold").replace("starts", "start"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::preset::builtin;
+
+    fn setup(model: &str, gpu: &str, cfg: ServeConfig) -> Setup {
+        Setup { model: builtin(model).unwrap(), gpu: gpu::find(gpu).unwrap(), cfg, checkpoint_dtype: None }
+    }
+
+    #[test]
+    fn a_server_that_does_not_start_gets_a_path_that_starts() {
+        // Llama-3.1-70B in bf16 on one H100: the weights alone exceed the budget
+        let s = setup(
+            "llama-3.1-70b",
+            "h100-80gb",
+            ServeConfig { max_model_len: Some(8192), ..Default::default() },
+        );
+        let a = advise(&s, None).unwrap();
+        assert!(!a.before.fits);
+        assert!(a.meets_target_after, "{}", a.headline);
+        assert!(a.roadmap.last().is_some_and(|st| st.starts));
+        // each step is the serve of its own flags, and gains on the one before
+        let mut prev = a.before.kv_tokens;
+        for st in &a.roadmap {
+            assert!(st.kv_tokens > prev || st.starts, "{}", st.title);
+            prev = st.kv_tokens;
+            assert!(!st.changes.is_empty(), "{} changes nothing", st.title);
+        }
+    }
+
+    #[test]
+    fn a_target_concurrency_is_met_or_said_unmet() {
+        let s = setup(
+            "llama-3.1-8b",
+            "rtx-4090",
+            ServeConfig { max_model_len: Some(8192), ..Default::default() },
+        );
+        let a = advise(&s, Some(50.0)).unwrap();
+        assert!(a.before.fits && a.before.max_concurrency < 50.0);
+        if a.meets_target_after {
+            assert!(a.roadmap.last().is_some_and(|st| st.max_concurrency >= 50.0));
+        } else {
+            assert!(a.headline.starts_with("no modelled change"), "{}", a.headline);
+        }
+        assert!(advise(&s, Some(-1.0)).is_err());
+        // fp8 KV doubles the tokens of the pool
+        let kv = a.options.iter().find(|o| o.title.contains("kv-cache-dtype")).unwrap();
+        let r = kv.kv_tokens as f64 / a.before.kv_tokens as f64;
+        assert!((1.9..=2.1).contains(&r), "{r}");
+    }
+
+    #[test]
+    fn too_long_a_context_is_offered_shorter_requests_beside_the_path() {
+        let s = setup("llama-3.1-8b", "rtx-4090", ServeConfig::default());
+        let a = advise(&s, None).unwrap();
+        assert!(!a.before.fits);
+        let b = &a.beside[0];
+        assert!(b.starts && b.kind == StepKind::Method);
+        assert!(b.serve_args.contains(&a.before.max_model_len_that_fits.to_string()));
+    }
+}
