@@ -47,6 +47,16 @@ fn benches(c: &mut Criterion) {
     c.bench_function("serve llama-3.1-70b on an H100 (one answer)", |b| {
         b.iter(|| vramscope::serve::serve(black_box(&m70), &gpu, &serve_cfg, None))
     });
+    // the Serve mode recomputes its options and roadmap on every change of a control
+    let setup = vramscope::serve::advice::Setup {
+        model: m70,
+        gpu: gpu.clone(),
+        cfg: vramscope::serve::ServeConfig { max_model_len: Some(8192), ..Default::default() },
+        checkpoint_dtype: None,
+    };
+    c.bench_function("serve advice llama-3.1-70b on an H100 (options + roadmap)", |b| {
+        b.iter(|| vramscope::serve::advice::advise(black_box(&setup), Some(32.0)))
+    });
 }
 
 /// The Timeline tab recomputes the step's events while a slider moves: 80 blocks, op by op.

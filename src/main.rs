@@ -48,6 +48,7 @@ fn main() -> ExitCode {
             frames: args.frames,
             chart_only: args.chart_only,
             tab: args.tab,
+            serve: args.serve,
         }) {
             Ok(()) => Ok(String::new()),
             Err(e) => Err(e),

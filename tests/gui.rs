@@ -205,6 +205,19 @@ fn snapshots_of_the_main_view_and_curves() {
     h.remove_cursor();
     h.run();
     h.snapshot("timeline_tab");
+    // Serve mode: the KV pool against the budget, the concurrency curve, the serving options
+    h.get_by_label("Serve").click();
+    h.run();
+    h.get_by_label("Concurrency vs context").click();
+    h.run();
+    h.remove_cursor();
+    h.run();
+    h.snapshot("serve_concurrency");
+    h.get_by_label("Options & cost").click();
+    h.run();
+    h.remove_cursor();
+    h.run();
+    h.snapshot("serve_options");
 }
 
 #[test]
@@ -226,14 +239,20 @@ fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
     h.get_by_label("Live GPU").click();
     h.run();
     h.get_by_label("Start monitoring").click();
-    for _ in 0..200 {
+    // the thread samples every 10 ms at the fastest: wait for 150 samples, bounded in time (not
+    // in frames, whose cost varies with the machine)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while h.state().live.history.samples.len() < 150 && std::time::Instant::now() < deadline {
         h.step();
-        if h.state().live.history.samples.len() >= 150 {
-            break;
-        }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    assert!(h.state().live.history.samples.len() >= 150, "samples arrive from the thread");
+    assert!(
+        h.state().live.history.samples.len() >= 150,
+        "samples arrive from the thread: {} {:?} {:?}",
+        h.state().live.history.samples.len(),
+        h.state().live.problem,
+        h.state().state.view.tab
+    );
     h.run_steps(2);
     assert!(h.query_by_label_contains("measured").is_some(), "measured line on the bar");
     assert!(h.query_by_label_contains("Leak").is_some(), "the curve is diagnosed");
@@ -507,4 +526,70 @@ fn the_curves_hold_the_figures_the_headline_and_the_bar_show() {
         // monotone in the batch (the anchoring keeps the flat curve's shape)
         assert!(curve.windows(2).all(|w| w[1].total + (64 << 20) >= w[0].total), "{mode:?}");
     }
+}
+
+/// The Serve mode's answer, as the CLI prints it for the command the window names.
+fn serve_of(h: &Harness<'_, VramApp>) -> vramscope::gui::derived::ServeComputed {
+    match &h.state().derived.serve {
+        Some(Ok(s)) => s.clone(),
+        other => panic!("no server: {:?}", other.as_ref().map(|r| r.as_ref().err())),
+    }
+}
+
+#[test]
+fn serve_mode_answers_as_the_cli_does_and_applies_an_option() {
+    let mut h = harness();
+    h.get_by_label("Serve").click();
+    h.run();
+    assert!(h.state().state.settings.serving);
+    let sv = serve_of(&h);
+    // the one-line answer, with the figures `vramscope serve` gives for the command shown
+    let cmd = sv.command();
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vramscope"))
+        .args(&words[1..])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["kv_tokens"].as_u64(), Some(sv.serve.kv_tokens), "{cmd}");
+    assert_eq!(j["bytes"]["kv_cache"].as_u64(), Some(sv.serve.bytes.kv_cache));
+    assert_eq!(j["fits"].as_bool(), Some(sv.serve.fits));
+    let tokens = vramscope::units::digits(sv.serve.kv_tokens);
+    assert!(
+        h.query_by_label_contains(&format!("{tokens} tokens of KV cache")).is_some(),
+        "headline shows {tokens}"
+    );
+    assert!(h.query_by_label_contains(&cmd).is_some(), "the window names its command");
+    // the utilisation slider moves the pool
+    h.get_by_role_and_label(Role::Slider, "GPU memory utilisation").set_value_accesskit(0.8);
+    h.run();
+    let lower = serve_of(&h);
+    assert!(lower.serve.bytes.kv_cache < sv.serve.bytes.kv_cache);
+    // an option applied gives the figures its row showed
+    h.get_by_label("Options & cost").click();
+    h.run();
+    let adv = lower.advice.clone().unwrap();
+    let kv = adv.options.iter().position(|o| o.title.contains("kv-cache-dtype")).unwrap();
+    let row = adv.options[kv].clone();
+    h.get_all_by_label("apply").nth(kv).unwrap().click();
+    h.run();
+    let applied = serve_of(&h);
+    assert!(h.state().state.settings.serve.kv_fp8);
+    assert_eq!(applied.serve.kv_tokens, row.kv_tokens, "{}", row.title);
+    // undo brings the server back
+    h.key_press_modifiers(Modifiers::COMMAND, Key::Z);
+    h.run();
+    assert!(!h.state().state.settings.serve.kv_fp8);
+    // a server that does not start says so, in the headline and the bar
+    h.state_mut().state.settings.model = ModelChoice::Preset("llama-3.1-70b".into());
+    h.run();
+    assert!(!serve_of(&h).serve.fits);
+    assert!(h.query_by_label_contains("does not start").is_some());
+    // leaving Serve mode brings the training view back
+    h.get_by_label("Train").click();
+    h.run();
+    assert!(!h.state().state.settings.serving);
+    assert!(h.state().derived.serve.is_none());
 }

@@ -47,9 +47,13 @@ pub struct Cli {
     #[arg(long, requires = "screenshot")]
     pub chart_only: bool,
     /// With --screenshot: the tab to show (batch, seq, segments, timeline, gpus, compare, live,
-    /// options).
+    /// options; concurrency with --serve).
     #[arg(long, requires = "screenshot")]
     pub tab: Option<vramscope::gui::state::Tab>,
+    /// Open the app in Serve mode: a vLLM-style server's KV-cache budget, concurrency against
+    /// context, serving options (the default server: the default model on its GPU, 8k context).
+    #[arg(long)]
+    pub serve: bool,
 }
 
 /// Subcommands.

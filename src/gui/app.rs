@@ -248,7 +248,11 @@ impl VramApp {
             Ok(loaded) => {
                 let mut s = self.state.settings.clone();
                 let name = loaded.model.name.clone();
-                s.model = ModelChoice::Custom { path: path.to_owned(), model: Box::new(loaded.model) };
+                s.model = ModelChoice::Custom {
+                    path: path.to_owned(),
+                    model: Box::new(loaded.model),
+                    dtype: loaded.dtype,
+                };
                 // keep the sequence inside the new model's positions
                 if let Ok(m) = s.model_spec()
                     && let Some(t) = m.transformer()
@@ -306,10 +310,46 @@ impl VramApp {
             });
         });
         // the Options tab's paths need `&mut` (a lazily filled cache): fetch them before borrowing
-        let option_paths =
-            if self.state.view.tab == Tab::Options { self.derived_options() } else { Vec::new() };
-        egui::CentralPanel::default().show(ui, |ui| match &self.derived.current {
-            Some(Ok(c)) => {
+        let option_paths = if self.state.view.tab == Tab::Options && !self.state.settings.serving {
+            self.derived_options()
+        } else {
+            Vec::new()
+        };
+        let serving = self.state.settings.serving;
+        egui::CentralPanel::default().show(ui, |ui| match (&self.derived.serve, &self.derived.current) {
+            (Some(Ok(sv)), _) if serving => {
+                panels::serve::headline(ui, sv);
+                ui.add_space(6.0);
+                let top_h = (ui.available_height() * 0.5).max(250.0);
+                ui.horizontal_top(|ui| {
+                    let w = ui.available_width();
+                    let down = egui::Layout::top_down(egui::Align::Min);
+                    let chart = ui.allocate_ui_with_layout(egui::vec2(w * 0.45, top_h), down, |ui| {
+                        panels::serve::bar::ui(ui, sv, top_h);
+                    });
+                    self.chart_rect = Some(chart.response.rect);
+                    ui.add_space(10.0);
+                    ui.allocate_ui_with_layout(egui::vec2(ui.available_width(), top_h), down, |ui| {
+                        ui.set_min_height(top_h);
+                        panels::serve::why::ui(ui, sv);
+                    });
+                });
+                ui.separator();
+                intents.extend(panels::tabs::ui_serve(ui, self.state.view.tab));
+                match self.state.view.tab {
+                    Tab::Options => intents.extend(panels::serve::options::ui(ui, sv, &self.state.settings)),
+                    Tab::Live => {
+                        if let Some(Ok(c)) = &self.derived.current {
+                            live_actions = panels::live::ui(ui, c, &mut self.live);
+                        }
+                    }
+                    _ => intents.extend(panels::serve::curve::ui(ui, sv, &self.state.settings)),
+                }
+            }
+            (Some(Err(e)), _) if serving => {
+                ui.heading(e.as_str());
+            }
+            (_, Some(Ok(c))) => {
                 panels::headline::ui(ui, c, &self.state.settings);
                 ui.add_space(6.0);
                 let pinned: Vec<(&str, &super::derived::Computed)> = self
@@ -345,6 +385,7 @@ impl VramApp {
                 // a saved Segments tab shows the batch curve while the mode is inference
                 let tab = match self.state.view.tab {
                     Tab::Segments if !train => Tab::Batch,
+                    Tab::Concurrency => Tab::Batch,
                     t => t,
                 };
                 match tab {
@@ -369,10 +410,10 @@ impl VramApp {
                     tab => intents.extend(panels::curves::ui(ui, c, tab, &self.state.settings)),
                 }
             }
-            Some(Err(e)) => {
+            (_, Some(Err(e))) => {
                 ui.heading(e.as_str());
             }
-            None => {}
+            (_, None) => {}
         });
         for i in intents {
             self.apply(&ctx, i);

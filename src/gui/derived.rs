@@ -164,6 +164,43 @@ impl Computed {
     }
 }
 
+/// Results of the Serve mode: the server's answer, its concurrency curve and its advice.
+#[derive(Clone, Debug)]
+pub struct ServeComputed {
+    /// `vramscope serve` for these settings.
+    pub serve: crate::serve::Serve,
+    /// The card.
+    pub gpu: Gpu,
+    /// Concurrent requests against context length.
+    pub curve: Vec<(u64, f64)>,
+    /// The options and the roadmap (or why they could not be computed).
+    pub advice: Result<crate::serve::advice::ServeAdvice, String>,
+    /// The `--model` value that names the model on the command line.
+    pub model_arg: String,
+}
+
+impl ServeComputed {
+    /// Computes the server of `settings`.
+    pub fn new(settings: &Settings) -> Result<Self, String> {
+        let setup = settings.to_serve_setup()?;
+        let serve =
+            crate::serve::serve(&setup.model, &setup.gpu, &setup.cfg, setup.checkpoint_dtype.as_deref())
+                .map_err(|e| e.to_string())?;
+        let target = Some(settings.serve.target_concurrency).filter(|t| *t > 0.0);
+        let advice = crate::serve::advice::advise(&setup, target).map_err(|e| e.to_string());
+        let model_arg = match &settings.model {
+            super::state::ModelChoice::Custom { path, .. } => path.clone(),
+            _ => crate::flags::model_arg(&setup.model),
+        };
+        Ok(Self { curve: serve.concurrency_curve(), serve, gpu: setup.gpu, advice, model_arg })
+    }
+
+    /// The command line that gives this answer.
+    pub fn command(&self) -> String {
+        format!("vramscope serve --model {} {}", self.model_arg, self.serve.args().join(" "))
+    }
+}
+
 /// Cache keyed by the state it was computed from.
 #[derive(Default)]
 pub struct Derived {
@@ -179,6 +216,8 @@ pub struct Derived {
     pub options: Option<(Settings, Vec<crate::options::HardwarePath>)>,
     /// The roadmap of the current scenario, computed with the options.
     pub roadmap: Option<crate::roadmap::Roadmap>,
+    /// The server, in Serve mode.
+    pub serve: Option<Result<ServeComputed, String>>,
 }
 
 impl Derived {
@@ -189,6 +228,7 @@ impl Derived {
             return;
         }
         self.recomputations += 1;
+        self.serve = state.settings.serving.then(|| ServeComputed::new(&state.settings));
         self.current = Some(Computed::new(&state.settings));
         self.pinned = state.pinned.iter().map(|p| (p.label.clone(), Computed::new(&p.settings))).collect();
         self.key = Some((state.settings.clone(), pins));

@@ -26,6 +26,8 @@ pub struct Launch {
     pub frames: u32,
     /// Tab shown in the screenshot.
     pub tab: Option<state::Tab>,
+    /// Open in Serve mode (a vLLM-style server's KV budget).
+    pub serve: bool,
 }
 
 /// Writes an egui image as PNG, atomically (temp file + rename).
@@ -60,6 +62,7 @@ pub fn run(launch: Launch) -> Result<()> {
     let frames = launch.frames.max(2);
     let chart_only = launch.chart_only;
     let tab = launch.tab;
+    let serve = launch.serve;
     // winit panics (rather than erring) when e.g. libxkbcommon-x11 is missing: turn that into a
     // readable message too
     let hook = std::panic::take_hook();
@@ -75,6 +78,7 @@ pub fn run(launch: Launch) -> Result<()> {
                         if let Some(t) = tab {
                             st.view.tab = t;
                         }
+                        st.settings.serving = serve;
                         let mut app = app::VramApp::new(st);
                         app.persist = false;
                         app.exit_code = code_in;
@@ -82,7 +86,13 @@ pub fn run(launch: Launch) -> Result<()> {
                         job.chart_only = chart_only;
                         app.with_screenshot(job)
                     }
-                    None => app::VramApp::from_storage(cc.storage),
+                    None => {
+                        let mut app = app::VramApp::from_storage(cc.storage);
+                        if serve {
+                            app.state.settings.serving = true;
+                        }
+                        app
+                    }
                 };
                 Ok(Box::new(app))
             }),

@@ -22,6 +22,9 @@ pub enum ModelChoice {
         path: String,
         /// The model.
         model: Box<ModelSpec>,
+        /// The checkpoint's `torch_dtype`, when its config names one (Serve mode's "auto").
+        #[serde(default)]
+        dtype: Option<String>,
     },
 }
 
@@ -47,6 +50,65 @@ pub struct Settings {
     pub sp: bool,
     /// Loss, optimizer placement and adapter dtype (a framework's defaults).
     pub stack: crate::estimate::Stack,
+    /// Serving mode: the window shows a vLLM-style server's KV budget instead of a step.
+    pub serving: bool,
+    /// The server's settings (with the model, `gpu_id`, `tp` and `pp`).
+    pub serve: ServeControls,
+}
+
+/// What the Serve mode's controls set: vLLM's flags (0 for "vLLM's default").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServeControls {
+    /// `--gpu-memory-utilization`.
+    pub utilisation: f64,
+    /// `--max-model-len` (0: the model's context length).
+    pub max_model_len: u64,
+    /// `--max-num-batched-tokens` (0: the card's default).
+    pub max_num_batched_tokens: u64,
+    /// `--max-num-seqs` (0: the card's default).
+    pub max_num_seqs: u64,
+    /// `--kv-cache-dtype fp8`.
+    pub kv_fp8: bool,
+    /// The weights: as the checkpoint stores them, online fp8, or a 4-bit AWQ export.
+    pub weights: ServeWeights,
+    /// `--dtype float16` (else the checkpoint's, bf16).
+    pub fp16: bool,
+    /// `--enforce-eager`.
+    pub enforce_eager: bool,
+    /// The mean context the concurrency is also given at (tokens; 0: none).
+    pub context: u64,
+    /// Concurrent requests the roadmap aims for (0: only "starts").
+    pub target_concurrency: f64,
+}
+
+impl Default for ServeControls {
+    fn default() -> Self {
+        Self {
+            utilisation: 0.9,
+            max_model_len: 8192,
+            max_num_batched_tokens: 0,
+            max_num_seqs: 0,
+            kv_fp8: false,
+            weights: ServeWeights::Checkpoint,
+            fp16: false,
+            enforce_eager: false,
+            context: 2048,
+            target_concurrency: 0.0,
+        }
+    }
+}
+
+/// How the served weights are stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServeWeights {
+    /// As the checkpoint stores them.
+    #[default]
+    Checkpoint,
+    /// `--quantization fp8`.
+    Fp8,
+    /// A 4-bit AWQ export (`--checkpoint-format awq-int4`).
+    Awq4,
 }
 
 impl Default for Settings {
@@ -71,6 +133,8 @@ impl Default for Settings {
             pp: 1,
             sp: false,
             stack: crate::estimate::Stack::default(),
+            serving: false,
+            serve: ServeControls::default(),
         }
     }
 }
@@ -106,7 +170,9 @@ impl Settings {
             preset::preset_names().into_iter().find(|n| preset::builtin(n).as_ref() == Some(&sc.model));
         let model = match preset {
             Some(n) => ModelChoice::Preset(n.to_owned()),
-            None => ModelChoice::Custom { path: path.to_owned(), model: Box::new(sc.model.clone()) },
+            None => {
+                ModelChoice::Custom { path: path.to_owned(), model: Box::new(sc.model.clone()), dtype: None }
+            }
         };
         let p = &sc.parallel;
         let mut dropped = Vec::new();
@@ -143,8 +209,43 @@ impl Settings {
             pp: p.pp,
             sp: p.sp,
             stack: sc.stack,
+            serving: false,
+            serve: ServeControls::default(),
         };
         (s, dropped)
+    }
+
+    /// The server these settings describe (Serve mode): `vramscope serve` with
+    /// [`crate::serve::Serve::args`] gives the same answer.
+    pub fn to_serve_setup(&self) -> Result<crate::serve::advice::Setup, String> {
+        use crate::serve::{CheckpointFormat, KvDtype, Quantization, ServeConfig};
+        let model = self.model_spec()?;
+        let gpu = crate::gpu::find(&self.gpu_id)?;
+        let v = &self.serve;
+        let nonzero = |x: u64| (x > 0).then_some(x);
+        let max_pos = model.transformer().map_or(0, crate::model::TransformerSpec::max_context);
+        let cfg = ServeConfig {
+            tp: self.tp.max(1),
+            pp: self.pp.max(1),
+            gpu_memory_utilization: v.utilisation,
+            // a length above the model's positions is capped, as the slider's range is
+            max_model_len: nonzero(v.max_model_len).map(|l| if max_pos > 0 { l.min(max_pos) } else { l }),
+            max_num_batched_tokens: nonzero(v.max_num_batched_tokens),
+            max_num_seqs: nonzero(v.max_num_seqs),
+            kv_dtype: if v.kv_fp8 { KvDtype::Fp8 } else { KvDtype::Auto },
+            dtype: v.fp16.then_some(crate::units::DType::F16),
+            quantization: if v.weights == ServeWeights::Fp8 { Quantization::Fp8 } else { Quantization::Auto },
+            checkpoint_format: (v.weights == ServeWeights::Awq4).then_some(CheckpointFormat::AwqInt4),
+            enforce_eager: v.enforce_eager,
+            context: nonzero(v.context),
+            ..ServeConfig::default()
+        };
+        let checkpoint_dtype = match &self.model {
+            ModelChoice::Preset(n) => crate::model::preset::builtin_dtype(n),
+            ModelChoice::Custom { dtype, .. } => dtype.clone(),
+            ModelChoice::Generic(_) => None,
+        };
+        Ok(crate::serve::advice::Setup { model, gpu, cfg, checkpoint_dtype })
     }
 
     /// Builds and validates the scenario.
@@ -192,11 +293,14 @@ pub enum Tab {
     Compare,
     Live,
     Options,
+    /// Serve mode: concurrent requests against context length.
+    Concurrency,
 }
 
 impl Tab {
     /// Every tab, in the order of the tab row.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
+        Self::Concurrency,
         Self::Batch,
         Self::Seq,
         Self::Segments,
@@ -218,6 +322,7 @@ impl Tab {
             Self::Compare => "compare",
             Self::Live => "live",
             Self::Options => "options",
+            Self::Concurrency => "concurrency",
         }
     }
 }

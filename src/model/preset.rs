@@ -279,6 +279,11 @@ pub fn builtin(name: &str) -> Option<ModelSpec> {
     find_builtin(name).map(|p| p.2.clone())
 }
 
+/// The checkpoint dtype of a built-in preset (its config's `torch_dtype`), by name or Hub id.
+pub fn builtin_dtype(name: &str) -> Option<String> {
+    find_builtin(name).and_then(|p| p.3.clone())
+}
+
 /// The preset name a model was built from, if it is a built-in preset unchanged.
 pub fn preset_name(m: &ModelSpec) -> Option<&'static str> {
     PRESETS.iter().find(|(_, _, p, _)| p == m).map(|(n, _, _, _)| *n)

@@ -73,8 +73,13 @@ impl Layout {
         (size, f.div_ceil(size), s.div_ceil(size))
     }
 
+    /// Bytes of one block: a page of every layer of a KV-cache group.
+    pub fn block_bytes(&self) -> u64 {
+        self.page_bytes * self.groups().0
+    }
+
     /// Blocks one request of `len` tokens needs over all groups (`max_memory_usage_bytes` ÷ page).
-    fn blocks_per_request(&self, len: u64, batched: u64) -> u64 {
+    pub fn blocks_per_request(&self, len: u64, batched: u64) -> u64 {
         let (_, full, sliding) = self.groups();
         let bs = self.block_size.max(1);
         let full_blocks = len.div_ceil(bs);
@@ -101,8 +106,7 @@ impl Capacity {
     /// The capacity of `kv_bytes` for requests of `max_model_len` tokens, with
     /// `max_num_batched_tokens` in flight (sliding windows keep those too).
     pub fn of(l: &Layout, kv_bytes: u64, max_model_len: u64, max_num_batched_tokens: u64) -> Self {
-        let (size, _, _) = l.groups();
-        let block_bytes = (l.page_bytes * size).max(1);
+        let block_bytes = l.block_bytes().max(1);
         let blocks = kv_bytes / block_bytes;
         let per = l.blocks_per_request(max_model_len, max_num_batched_tokens).max(1);
         let max_concurrency = blocks as f64 / per as f64;

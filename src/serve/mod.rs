@@ -655,12 +655,13 @@ impl Serve {
             .max_concurrency
     }
 
-    /// The concurrency against context length, from one block to max_model_len (`n` points,
-    /// doubling), for the GUI's curve.
+    /// The concurrency against context length, from 128 tokens to max_model_len (doubling),
+    /// for the GUI's curve.
     pub fn concurrency_curve(&self) -> Vec<(u64, f64)> {
         let top = self.settings.max_model_len;
         let mut out = Vec::new();
-        let mut c = self.settings.block_size.max(16).min(top);
+        // from 128 tokens: below that the scheduler's --max-num-seqs caps any server
+        let mut c = 128.min(top);
         while c < top {
             out.push((c, self.concurrency_at(c)));
             c *= 2;

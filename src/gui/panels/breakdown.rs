@@ -199,7 +199,8 @@ fn hatched(painter: &egui::Painter, seg: Rect, color: egui::Color32, bg: egui::C
     painter.rect_stroke(seg, 0.0, Stroke::new(1.0, color), egui::StrokeKind::Inside);
 }
 
-fn nice_step(raw: f64) -> f64 {
+/// A round axis step (1, 2 or 5 times a power of ten) near `raw`, at least 1.
+pub fn nice_step(raw: f64) -> f64 {
     let raw = raw.max(1e-9);
     let mag = 10f64.powf(raw.log10().floor());
     let f = raw / mag;

@@ -86,10 +86,29 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
     section(ui, t.section_training);
     ui.horizontal(|ui| {
         ui.label(t.mode).on_hover_text(t.mode_tip);
-        let a = ui.selectable_value(&mut s.mode, Mode::Train, t.mode_train).on_hover_text(t.mode_tip);
-        let b = ui.selectable_value(&mut s.mode, Mode::Infer, t.mode_infer).on_hover_text(t.mode_tip);
-        mark(a.changed() || b.changed(), "mode", &mut knob);
+        let ts = crate::gui::strings::tr_serve();
+        let modes = [
+            (Mode::Train, false, t.mode_train, t.mode_tip),
+            (Mode::Infer, false, t.mode_infer, t.mode_tip),
+            (Mode::Infer, true, ts.mode_serve, ts.mode_serve_tip),
+        ];
+        for (mode, serving, label, tip) in modes {
+            let on = s.serving == serving && (serving || s.mode == mode);
+            if ui.selectable_label(on, label).on_hover_text(tip).clicked() && !on {
+                s.serving = serving;
+                s.mode = mode;
+                knob = "mode";
+            }
+        }
     });
+    if s.serving {
+        super::serve::controls::ui(ui, &mut s, &mut knob);
+        hardware(ui, &mut s, &mut knob);
+        if !knob.is_empty() && s != *current {
+            out.push(Intent::Edit { settings: Box::new(s), knob });
+        }
+        return out;
+    }
     let train = s.mode == Mode::Train;
     let before = s.precision;
     egui::ComboBox::from_label(t.precision)
@@ -271,6 +290,17 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         .small(),
     );
 
+    hardware(ui, &mut s, &mut knob);
+
+    if !knob.is_empty() && s != *current {
+        out.push(Intent::Edit { settings: Box::new(s), knob });
+    }
+    out
+}
+
+/// The GPU section (both modes).
+fn hardware(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    let t = tr();
     section(ui, t.section_hardware);
     let before = s.gpu_id.clone();
     let shown = gpu::find(&s.gpu_id).map_or(s.gpu_id.clone(), |g| g.name);
@@ -288,10 +318,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         })
         .response
         .on_hover_text(t.gpu_tip);
-    mark(s.gpu_id != before, "gpu", &mut knob);
-
-    if !knob.is_empty() && s != *current {
-        out.push(Intent::Edit { settings: Box::new(s), knob });
+    if s.gpu_id != before {
+        *knob = "gpu";
     }
-    out
 }

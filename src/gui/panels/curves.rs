@@ -19,7 +19,9 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
         Tab::Batch => (Knob::Batch, t.tab_batch, true),
         Tab::Seq => (Knob::Seq, t.tab_seq, true),
         Tab::Segments => (Knob::Segments, t.tab_segments, false),
-        Tab::Gpus | Tab::Compare | Tab::Live | Tab::Options | Tab::Timeline => (Knob::Gpus, t.tab_gpus, true),
+        Tab::Gpus | Tab::Compare | Tab::Live | Tab::Options | Tab::Timeline | Tab::Concurrency => {
+            (Knob::Gpus, t.tab_gpus, true)
+        }
     };
     let curve = c.curve(knob);
     let cap = c.capacity();

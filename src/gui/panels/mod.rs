@@ -10,6 +10,7 @@ pub mod headline;
 pub mod live;
 pub mod menu;
 pub mod options;
+pub mod serve;
 pub mod shortcuts;
 pub mod status;
 pub mod tabs;

@@ -31,3 +31,22 @@ pub fn ui(ui: &mut egui::Ui, current: Tab, train: bool) -> Vec<Intent> {
     });
     out
 }
+
+/// The Serve mode's tabs: concurrency against context, the serving options and roadmap, Live.
+/// Any other saved tab shows the concurrency curve.
+pub fn ui_serve(ui: &mut egui::Ui, current: Tab) -> Vec<Intent> {
+    let t = tr();
+    let ts = crate::gui::strings::tr_serve();
+    let mut out = Vec::new();
+    let shown = if matches!(current, Tab::Options | Tab::Live) { current } else { Tab::Concurrency };
+    ui.horizontal_wrapped(|ui| {
+        for (tab, label) in
+            [(Tab::Concurrency, ts.tab_concurrency), (Tab::Options, t.tab_options), (Tab::Live, t.tab_live)]
+        {
+            if ui.selectable_label(shown == tab, label).clicked() && shown != tab {
+                out.push(Intent::SetTab(tab));
+            }
+        }
+    });
+    out
+}

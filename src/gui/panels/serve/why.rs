@@ -1,0 +1,123 @@
+//! "Why this much KV cache?": each term of vLLM's start-up accounting with its rule and the
+//! numbers substituted, per GPU.
+
+use crate::explain::Component;
+use crate::gui::derived::ServeComputed;
+use crate::gui::palette;
+use crate::gui::panels::{exact, gib};
+use crate::gui::strings::tr_serve;
+use crate::units::digits;
+use eframe::egui::{self, RichText};
+
+/// (colour, name, rule with numbers, bytes) per row.
+fn rows(c: &ServeComputed) -> Vec<(Option<Component>, &'static str, String, u64)> {
+    let t = tr_serve();
+    let s = &c.serve;
+    let b = &s.bytes;
+    let st = &s.settings;
+    let l = &s.layout;
+    let per_request = l.blocks_per_request(st.max_model_len, st.max_num_batched_tokens);
+    vec![
+        (
+            None,
+            t.cuda_total_line,
+            format!("torch.cuda.mem_get_info() total of the {}", c.gpu.name),
+            b.cuda_total,
+        ),
+        (
+            None,
+            t.budget_line,
+            format!("{} × {:.2} (--gpu-memory-utilization)", gib(b.cuda_total), st.gpu_memory_utilization),
+            b.budget,
+        ),
+        (
+            Some(Component::Parameters),
+            t.seg_weights,
+            format!("the checkpoint's tensors on one rank, {} (TP {}, PP {})", st.dtype, st.tp, st.pp),
+            b.weights,
+        ),
+        (
+            Some(Component::Activations),
+            t.seg_profile,
+            format!(
+                "a dummy forward over {} tokens and a sampler over {} rows: {}",
+                digits(st.max_num_batched_tokens),
+                digits(st.max_num_seqs),
+                s.activation_peak_at
+            ),
+            b.activation_peak,
+        ),
+        (
+            Some(Component::Overhead),
+            t.seg_non_torch,
+            "cuBLAS workspace, NCCL buffers under TP/PP".into(),
+            b.non_torch,
+        ),
+        (
+            Some(Component::Temporaries),
+            t.seg_graphs,
+            if st.enforce_eager {
+                "--enforce-eager: none".into()
+            } else {
+                "subtracted only when given (vLLM ≥ 0.21 estimates it)".into()
+            },
+            b.cudagraph,
+        ),
+        (
+            Some(Component::KvCache),
+            t.seg_kv,
+            format!(
+                "budget − weights − profiling − non-torch − graphs: {} blocks of {} ({} tokens of every layer, {})",
+                digits(s.kv_blocks),
+                exact(l.block_bytes()),
+                st.block_size,
+                st.kv_cache_dtype
+            ),
+            b.kv_cache,
+        ),
+        (
+            None,
+            t.tokens_of_kv,
+            format!(
+                "{} blocks × {} = {} tokens; one {}-token request needs {} blocks: {:.2} at once",
+                digits(s.kv_blocks),
+                st.block_size,
+                digits(s.kv_tokens),
+                digits(st.max_model_len),
+                digits(per_request),
+                s.max_concurrency
+            ),
+            s.kv_bytes_per_token,
+        ),
+    ]
+}
+
+/// Draws the table.
+pub fn ui(ui: &mut egui::Ui, c: &ServeComputed) {
+    let t = tr_serve();
+    ui.heading(t.why_title);
+    ui.label(RichText::new(t.why_hint).weak());
+    egui::ScrollArea::vertical().id_salt("serve-why").show(ui, |ui| {
+        egui::Grid::new("serve-why-grid").num_columns(4).spacing([8.0, 6.0]).striped(true).show(ui, |ui| {
+            for (i, (comp, name, rule, bytes)) in rows(c).into_iter().enumerate() {
+                let (rect, _) = ui.allocate_exact_size(egui::vec2(12.0, 12.0), egui::Sense::hover());
+                if let Some(comp) = comp {
+                    ui.painter().rect_filled(rect, 2.0, palette::color(comp));
+                }
+                ui.label(RichText::new(name).strong());
+                // the last row is per token, not a share of the card
+                let shown = if i == 7 { format!("{} B / token", digits(bytes)) } else { gib(bytes) };
+                ui.label(RichText::new(shown).strong()).on_hover_text(exact(bytes));
+                ui.add(egui::Label::new(rule).wrap());
+                ui.end_row();
+            }
+        });
+        if !c.serve.notes.is_empty() {
+            ui.add_space(6.0);
+            ui.label(RichText::new(t.notes).strong());
+            for n in &c.serve.notes {
+                ui.add(egui::Label::new(RichText::new(format!("· {n}")).small()).wrap());
+            }
+        }
+    });
+}
