@@ -562,6 +562,19 @@ fn serve_mode_answers_as_the_cli_does_and_applies_an_option() {
         "headline shows {tokens}"
     );
     assert!(h.query_by_label_contains(&cmd).is_some(), "the window names its command");
+    // the export is what `serve --roadmap --json` prints for that command
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vramscope"))
+        .args(&words[1..])
+        .args(["--roadmap", "--json"])
+        .output()
+        .unwrap();
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let exported: serde_json::Value =
+        serde_json::from_str(&h.state().serve_export_text(true).unwrap()).unwrap();
+    assert_eq!(exported["roadmap"], cli["roadmap"]);
+    assert_eq!(exported["options"], cli["options"]);
+    assert_eq!(exported["headline"], cli["headline"]);
+    assert!(h.state().serve_export_text(false).unwrap().contains(&format!("{tokens} tokens of KV cache")));
     // the utilisation slider moves the pool
     h.get_by_role_and_label(Role::Slider, "GPU memory utilisation").set_value_accesskit(0.8);
     h.run();

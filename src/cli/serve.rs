@@ -5,7 +5,7 @@ use clap::Args;
 use vramscope::gpu;
 use vramscope::model::preset;
 use vramscope::serve::{self, CheckpointFormat, KvDtype, Quantization, ServeConfig};
-use vramscope::units::{DType, gib};
+use vramscope::units::DType;
 
 /// Flags of `serve` (vLLM's names).
 #[derive(Args, Debug, Clone)]
@@ -130,150 +130,12 @@ pub fn run_serve(a: &ServeArgs) -> Result<String> {
         if a.json {
             return Ok(serde_json::to_string_pretty(&adv)? + "\n");
         }
-        return Ok(advice_text(&adv, &a.model, a.options));
+        return Ok(serve::text::advice(&adv, &a.model, a.options));
     }
     let mut s = serve::serve(&setup.model, &setup.gpu, &setup.cfg, setup.checkpoint_dtype.as_deref())?;
     s.notes.splice(0..0, load_notes);
     if a.json {
         return Ok(serde_json::to_string_pretty(&s)? + "\n");
     }
-    Ok(text(&s, &setup.gpu.name))
-}
-
-use vramscope::units::digits as count;
-
-fn per_token(b: u64) -> String {
-    if b >= 1 << 20 {
-        format!("{:.2} MiB", b as f64 / f64::from(1u32 << 20))
-    } else {
-        format!("{:.1} KiB", b as f64 / 1024.0)
-    }
-}
-
-fn text(s: &serve::Serve, gpu_name: &str) -> String {
-    let st = &s.settings;
-    let b = &s.bytes;
-    let gpus = st.tp * st.pp;
-    let mut o = if s.fits {
-        format!(
-            "{} on {}×{}: {} tokens of KV cache, {:.1} concurrent {}-token requests\n",
-            s.model,
-            gpus,
-            gpu_name,
-            count(s.kv_tokens),
-            s.max_concurrency,
-            count(st.max_model_len)
-        )
-    } else if s.kv_tokens > 0 {
-        format!(
-            "{} on {}×{}: the server does not start — one {}-token request needs more than the {} tokens of KV cache left\n",
-            s.model,
-            gpus,
-            gpu_name,
-            count(st.max_model_len),
-            count(s.kv_tokens)
-        )
-    } else {
-        format!(
-            "{} on {}×{}: the server does not start — nothing is left for the KV cache\n",
-            s.model, gpus, gpu_name
-        )
-    };
-    if let (Some(c), Some(n)) = (s.context, s.concurrency_at_context) {
-        o += &format!("  at a {}-token context: {n:.1} concurrent requests\n", count(c));
-    }
-    o += &format!("  settings: {}\n\n", s.settings.args().join(" "));
-    o += "  per GPU\n";
-    let rows = [
-        ("CUDA-visible total", b.cuda_total),
-        ("budget (x utilisation)", b.budget),
-        ("weights", b.weights),
-        ("profiling peak", b.activation_peak),
-        ("non-torch (cuBLAS, NCCL)", b.non_torch),
-        ("CUDA graphs", b.cudagraph),
-        ("KV cache", b.kv_cache),
-    ];
-    for (k, v) in rows {
-        o += &format!("  {k:<26} {:>12}\n", gib(v));
-    }
-    o += &format!("  profiling peak at: {}\n", s.activation_peak_at);
-    o += &format!(
-        "  KV blocks: {} of {} tokens ({} per token)\n",
-        count(s.kv_blocks),
-        st.block_size,
-        per_token(s.kv_bytes_per_token)
-    );
-    o += &if s.fits {
-        format!("  starts: yes; the longest request that fits: {} tokens\n", count(s.max_model_len_that_fits))
-    } else if s.max_model_len_that_fits > 0 {
-        format!(
-            "  starts: no — --max-model-len {} is the longest that fits\n",
-            count(s.max_model_len_that_fits).replace(',', "")
-        )
-    } else {
-        "  starts: no — nothing is left for the KV cache\n".into()
-    };
-    for n in &s.notes {
-        o += &format!("  note: {n}\n");
-    }
-    o
-}
-
-/// `serve --options` / `--roadmap` as text: each row's figures and the command that gives them.
-fn advice_text(a: &serve::advice::ServeAdvice, model: &str, options: bool) -> String {
-    let b = &a.before;
-    let mut o = format!("{}\n", a.headline);
-    let ctx = match (b.concurrency_at_context, b.context) {
-        (Some(c), Some(n)) => format!(", {c:.1} at {} tokens", count(n)),
-        _ => String::new(),
-    };
-    o += &format!(
-        "  now: {} tokens of KV cache, {:.1} concurrent {}-token requests{ctx}, {}\n",
-        count(b.kv_tokens),
-        b.max_concurrency,
-        count(b.settings.max_model_len),
-        if b.fits { "starts" } else { "does not start" }
-    );
-    o += &format!("    vramscope serve --model {model} {}\n\n", b.args().join(" "));
-    let row = |o: &mut String, st: &serve::advice::ServeStep| {
-        let ctx = match (st.concurrency_at_context, st.serve.context) {
-            (Some(c), Some(n)) => format!(", {c:.1} at {} tokens", count(n)),
-            _ => String::new(),
-        };
-        let cost = st.cost_change.map(|c| format!(", price {:+.0} %", c * 100.0)).unwrap_or_default();
-        *o += &format!(
-            "  [{}] {} ({} effort)\n    {} GPU(s): {} tokens, {:.1} concurrent{ctx}, {}{cost}\n    trade-off: {}\n    changes: {}\n    vramscope serve --model {model} {}\n",
-            st.horizon.label(),
-            st.title,
-            st.effort,
-            st.gpus,
-            count(st.kv_tokens),
-            st.max_concurrency,
-            if st.starts { "starts" } else { "does not start" },
-            st.trade_off,
-            st.changes.join(" "),
-            st.serve_args.join(" ")
-        );
-    };
-    if options {
-        o += "  each change alone:\n";
-        for st in &a.options {
-            row(&mut o, st);
-        }
-    } else {
-        o += "  the path (each step on top of the ones before):\n";
-        if a.roadmap.is_empty() {
-            o += "    (no step needed)\n";
-        }
-        for st in &a.roadmap {
-            row(&mut o, st);
-        }
-    }
-    if !a.beside.is_empty() {
-        o += "\n  beside it (changes what the server accepts):\n";
-        for st in &a.beside {
-            row(&mut o, st);
-        }
-    }
-    o
+    Ok(serve::text::answer(&s, &setup.gpu.name))
 }

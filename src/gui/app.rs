@@ -181,6 +181,7 @@ impl VramApp {
             Intent::SetPresentation(p) => self.state.view.presentation = p,
             Intent::Quit => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
             Intent::Export(format) => self.export(format),
+            Intent::ExportServe { json } => self.export_serve(json),
             Intent::SetRunCost { tokens_b, mfu } => {
                 self.state.view.run_tokens_b = tokens_b.clamp(1e-6, 1e6);
                 self.state.view.mfu = mfu.clamp(0.05, 0.9);
@@ -426,6 +427,38 @@ impl VramApp {
 
     fn derived_options(&mut self) -> Vec<crate::options::HardwarePath> {
         self.derived.options(&self.state.settings).to_vec()
+    }
+
+    /// The Serve mode's answer and advice, rendered by the core as the CLI prints them.
+    pub fn serve_export_text(&self, json: bool) -> Result<String, String> {
+        let ts = crate::gui::strings::tr_serve();
+        let Some(Ok(sv)) = &self.derived.serve else { return Err(ts.export_none.into()) };
+        let a = sv.advice.as_ref().map_err(Clone::clone)?;
+        if json {
+            return serde_json::to_string_pretty(a).map(|t| t + "\n").map_err(|e| e.to_string());
+        }
+        use crate::serve::text;
+        Ok(format!(
+            "{}\n{}\n{}",
+            text::answer(&sv.serve, &sv.gpu.name),
+            text::advice(a, &sv.model_arg, false),
+            text::advice(a, &sv.model_arg, true)
+        ))
+    }
+
+    fn export_serve(&mut self, json: bool) {
+        let body = match self.serve_export_text(json) {
+            Ok(b) => b,
+            Err(e) => return self.set_status(StatusKind::Error, e),
+        };
+        let default = if json { "vramscope-serve.json" } else { "vramscope-serve.txt" };
+        let Some(path) = rfd::FileDialog::new().set_file_name(default).save_file() else {
+            return self.set_status(StatusKind::Info, tr().export_cancelled);
+        };
+        match crate::export::write_atomic(&path, body.as_bytes(), true) {
+            Ok(()) => self.set_status(StatusKind::Info, format!("Exported to {}", path.display())),
+            Err(e) => self.set_status(StatusKind::Error, e.to_string()),
+        }
     }
 
     /// Renders an export with the core and writes it where the user chose.

@@ -17,6 +17,11 @@ pub enum Intent {
     OpenDialog,
     /// Export the plan in a format (asks for the file; the dialog confirms overwriting).
     Export(crate::export::Format),
+    /// Export the Serve mode's answer with its options and roadmap: as text (`json: false`, what
+    /// `vramscope serve` and `serve --options` / `--roadmap` print) or as `serve --roadmap --json`.
+    ExportServe {
+        json: bool,
+    },
     /// Save a PNG of the window, or of the breakdown chart alone.
     ExportPng {
         chart_only: bool,

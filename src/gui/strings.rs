@@ -475,6 +475,9 @@ pub struct ServeStrings {
     pub yes: &'static str,
     pub no: &'static str,
     pub notes: &'static str,
+    pub export_text: &'static str,
+    pub export_json: &'static str,
+    pub export_none: &'static str,
 }
 
 const SERVE_EN: ServeStrings = ServeStrings {
@@ -552,6 +555,9 @@ const SERVE_EN: ServeStrings = ServeStrings {
     yes: "yes",
     no: "no",
     notes: "Notes",
+    export_text: "Serving answer, options and roadmap (text)…",
+    export_json: "Serving answer, options and roadmap (JSON)…",
+    export_none: "Nothing to export: the server could not be computed",
 };
 
 /// The Serve mode's texts in the current language.

@@ -18,6 +18,7 @@
 pub mod advice;
 pub mod kv;
 pub mod profile;
+pub mod text;
 
 use crate::estimate::{Mode, Scenario, estimate};
 use crate::gpu::Gpu;

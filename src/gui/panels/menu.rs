@@ -16,6 +16,16 @@ pub fn ui(ui: &mut egui::Ui, state: &AppState) -> Vec<Intent> {
                 ui.close();
             }
             ui.menu_button(t.menu_export, |ui| {
+                if state.settings.serving {
+                    let ts = crate::gui::strings::tr_serve();
+                    for (json, label) in [(false, ts.export_text), (true, ts.export_json)] {
+                        if ui.button(label).clicked() {
+                            out.push(Intent::ExportServe { json });
+                            ui.close();
+                        }
+                    }
+                    ui.separator();
+                }
                 for (f, _) in crate::export::Format::ALL {
                     if ui.button(crate::gui::strings::export_label(f)).clicked() {
                         out.push(Intent::Export(f));
