@@ -197,7 +197,7 @@ proptest! {
         // the path only moves forward, and the headline is its last step's
         let mut prev = &adv.before;
         for st in &adv.roadmap {
-            prop_assert!(st.kv_tokens > prev.kv_tokens || (st.starts && !prev.fits), "{}", st.title);
+            prop_assert!(vramscope::serve::advice::gains(prev, &st.serve), "{}", st.title);
             prev = &st.serve;
         }
         prop_assert_eq!(adv.meets_target_after, adv.roadmap.last().map_or(adv.before.fits && target.is_none_or(|t| adv.before.concurrency_at_context.unwrap_or(adv.before.max_concurrency) >= t), |s| s.meets_target));

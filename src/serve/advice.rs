@@ -480,9 +480,34 @@ pub fn advise(setup: &Setup, target: Option<f64>) -> Result<ServeAdvice, ServeEr
     })
 }
 
-/// Does `after` give more than `before` (starts where it did not, or more KV tokens)?
-fn gains(before: &Serve, after: &Serve) -> bool {
-    (after.fits && !before.fits) || after.kv_tokens > before.kv_tokens
+/// Does `after` give more than `before`: it starts where it did not, holds more KV tokens, or —
+/// neither with any KV cache — leaves more of the budget after the non-KV terms (fp8 weights on
+/// a server that TP then makes start)?
+pub fn gains(before: &Serve, after: &Serve) -> bool {
+    (after.fits && !before.fits)
+        || after.kv_tokens > before.kv_tokens
+        || (after.kv_tokens == 0 && before.kv_tokens == 0 && margin(after) > margin(before))
+}
+
+/// "starts", or "does not start" with how far the non-KV terms are over the budget.
+pub fn verdict(s: &Serve) -> String {
+    let m = margin(s);
+    if s.fits {
+        "starts".into()
+    } else if m <= 0 {
+        format!(
+            "does not start ({} over the budget)",
+            crate::units::gib(u64::try_from(-m).unwrap_or(u64::MAX))
+        )
+    } else {
+        "does not start (one request of max_model_len does not fit)".into()
+    }
+}
+
+/// The budget less the non-KV terms, signed (negative: that much over).
+pub fn margin(s: &Serve) -> i128 {
+    let b = &s.bytes;
+    i128::from(b.budget) - i128::from(b.weights + b.activation_peak + b.non_torch + b.cudagraph)
 }
 
 /// The smallest larger card on which the server meets the target, else the largest card.
@@ -553,12 +578,14 @@ mod tests {
         assert!(a.meets_target_after, "{}", a.headline);
         assert!(a.roadmap.last().is_some_and(|st| st.starts));
         // each step is the serve of its own flags, and gains on the one before
-        let mut prev = a.before.kv_tokens;
+        let mut prev = &a.before;
         for st in &a.roadmap {
-            assert!(st.kv_tokens > prev || st.starts, "{}", st.title);
-            prev = st.kv_tokens;
+            assert!(gains(prev, &st.serve), "{}", st.title);
+            prev = &st.serve;
             assert!(!st.changes.is_empty(), "{} changes nothing", st.title);
         }
+        // fp8 weights come before a second card: the cheaper path starts on one H100
+        assert!(a.roadmap.iter().any(|st| st.title.contains("fp8")));
     }
 
     #[test]

@@ -113,7 +113,7 @@ pub fn advice(a: &ServeAdvice, model: &str, options: bool) -> String {
             st.gpus,
             count(st.kv_tokens),
             st.max_concurrency,
-            if st.starts { "starts" } else { "does not start" },
+            super::advice::verdict(&st.serve),
             st.trade_off,
             st.changes.join(" "),
             st.serve_args.join(" ")

@@ -72,7 +72,13 @@ fn table(
                 None => format!("{:.1}", st.max_concurrency),
             };
             ui.label(conc);
-            ui.label(RichText::new(if st.starts { t.yes } else { t.no }).color(palette::verdict(st.starts)));
+            let over = crate::serve::advice::margin(&st.serve);
+            let shown = if st.starts || over > 0 {
+                (if st.starts { t.yes } else { t.no }).to_owned()
+            } else {
+                format!("{} (−{})", t.no, crate::gui::panels::gib(u64::try_from(-over).unwrap_or(u64::MAX)))
+            };
+            ui.label(RichText::new(shown).color(palette::verdict(st.starts)));
             ui.label(st.cost_change.map_or_else(|| "–".into(), |x| format!("{:+.0} %", x * 100.0)));
             if ui.small_button(t.apply).on_hover_text(t.apply_tip).clicked() {
                 out.push(Intent::Edit { settings: Box::new(settings_of(st, settings)), knob: "serve_apply" });
