@@ -372,81 +372,25 @@ pub fn advise(setup: &Setup, target: Option<f64>) -> Result<ServeAdvice, ServeEr
         options.push(step(Change::Card, title(Change::Card, &n, &base), &base, &before, &n, r, target));
     }
 
-    // the roadmap: cumulative, in order of horizon and effort, until the target is met
-    let mut roadmap = Vec::new();
-    let mut cur = base.clone();
-    let mut now = before.clone();
-    let path = [Change::Utilisation, Change::FewerSeqs, Change::Eager, Change::KvFp8, Change::WeightsFp8];
-    for c in path {
-        if meets(&now, target) {
-            break;
-        }
-        if !applicable(c, &cur, &now) {
-            continue;
-        }
-        let n = apply(c, &cur, &now);
-        if let Ok(r) = n.run()
-            && gains(&now, &r)
-        {
-            let st = step(c, title(c, &n, &cur), &base, &now, &n, r.clone(), target);
-            roadmap.push(st);
-            cur = n;
-            now = r;
-        }
+    // the roadmap: cumulative, in order of horizon and effort, until the target is met; more
+    // GPUs (the smallest TP that meets the target, else the largest), then a 4-bit checkpoint,
+    // then a larger card
+    let mut path = Path { base: &base, cur: base.clone(), now: before.clone(), steps: Vec::new(), target };
+    for c in [Change::Utilisation, Change::FewerSeqs, Change::Eager, Change::KvFp8, Change::WeightsFp8] {
+        path.try_change(c);
     }
-    // more GPUs: the smallest TP that meets the target, else the largest
-    if !meets(&now, target) {
-        let sizes = tp_sizes(&cur);
-        let tried: Vec<(Setup, Serve)> = sizes
-            .iter()
-            .filter_map(|&t| {
-                let n = apply(Change::Tp(t), &cur, &now);
-                n.run().ok().map(|r| (n, r))
-            })
-            .collect();
-        let pick = tried.iter().position(|(_, r)| meets(r, target)).or(tried.len().checked_sub(1));
-        if let Some(i) = pick {
-            let (n, r) = tried[i].clone();
-            if gains(&now, &r) {
-                roadmap.push(step(
-                    Change::Tp(n.cfg.tp),
-                    title(Change::Tp(n.cfg.tp), &n, &cur),
-                    &base,
-                    &now,
-                    &n,
-                    r.clone(),
-                    target,
-                ));
-                cur = n;
-                now = r;
-            }
-        }
-    }
-    // then a 4-bit checkpoint, then a larger card
-    if !meets(&now, target) && applicable(Change::Checkpoint4Bit, &cur, &now) {
-        let n = apply(Change::Checkpoint4Bit, &cur, &now);
-        if let Ok(r) = n.run()
-            && gains(&now, &r)
-        {
-            roadmap.push(step(
-                Change::Checkpoint4Bit,
-                title(Change::Checkpoint4Bit, &n, &cur),
-                &base,
-                &now,
-                &n,
-                r.clone(),
-                target,
-            ));
-            cur = n;
-            now = r;
-        }
-    }
-    if !meets(&now, target)
-        && let Some((n, r)) = pick_card(&cur, &now, target)
+    if !path.done()
+        && let Some((n, r)) = pick_tp(&path.cur, &path.now, target)
     {
-        roadmap.push(step(Change::Card, title(Change::Card, &n, &cur), &base, &now, &n, r.clone(), target));
-        now = r;
+        path.take(Change::Tp(n.cfg.tp), n, r);
     }
+    path.try_change(Change::Checkpoint4Bit);
+    if !path.done()
+        && let Some((n, r)) = pick_card(&path.cur, &path.now, target)
+    {
+        path.take(Change::Card, n, r);
+    }
+    let Path { now, steps: roadmap, .. } = path;
 
     // beside the path: shorter requests on the server as it is
     let mut beside = Vec::new();
@@ -510,9 +454,29 @@ pub fn margin(s: &Serve) -> i128 {
     i128::from(b.budget) - i128::from(b.weights + b.activation_peak + b.non_torch + b.cudagraph)
 }
 
+/// The first of `tried` (smallest first) that meets the target, else the last; kept when it
+/// gains on `now`.
+fn first_meeting(tried: Vec<(Setup, Serve)>, now: &Serve, target: Option<f64>) -> Option<(Setup, Serve)> {
+    let i = tried.iter().position(|(_, r)| meets(r, target)).or(tried.len().checked_sub(1))?;
+    let (n, r) = tried.into_iter().nth(i)?;
+    gains(now, &r).then_some((n, r))
+}
+
+/// The smallest TP size on which the server meets the target, else the largest.
+fn pick_tp(s: &Setup, now: &Serve, target: Option<f64>) -> Option<(Setup, Serve)> {
+    let tried = tp_sizes(s)
+        .into_iter()
+        .filter_map(|t| {
+            let n = apply(Change::Tp(t), s, now);
+            n.run().ok().map(|r| (n, r))
+        })
+        .collect();
+    first_meeting(tried, now, target)
+}
+
 /// The smallest larger card on which the server meets the target, else the largest card.
 fn pick_card(s: &Setup, now: &Serve, target: Option<f64>) -> Option<(Setup, Serve)> {
-    let tried: Vec<(Setup, Serve)> = larger_cards(&s.gpu)
+    let tried = larger_cards(&s.gpu)
         .into_iter()
         .filter_map(|g| {
             let mut n = apply(Change::Card, s, now);
@@ -520,9 +484,43 @@ fn pick_card(s: &Setup, now: &Serve, target: Option<f64>) -> Option<(Setup, Serv
             n.run().ok().map(|r| (n, r))
         })
         .collect();
-    let i = tried.iter().position(|(_, r)| meets(r, target)).or(tried.len().checked_sub(1))?;
-    let (n, r) = tried.into_iter().nth(i)?;
-    gains(now, &r).then_some((n, r))
+    first_meeting(tried, now, target)
+}
+
+/// The roadmap as it is built: the server after the steps so far.
+struct Path<'a> {
+    base: &'a Setup,
+    cur: Setup,
+    now: Serve,
+    steps: Vec<ServeStep>,
+    target: Option<f64>,
+}
+
+impl Path<'_> {
+    fn done(&self) -> bool {
+        meets(&self.now, self.target)
+    }
+
+    /// Adds the step to `n` (whose answer is `r`) and moves on from it.
+    fn take(&mut self, c: Change, n: Setup, r: Serve) {
+        let st = step(c, title(c, &n, &self.cur), self.base, &self.now, &n, r.clone(), self.target);
+        self.steps.push(st);
+        self.cur = n;
+        self.now = r;
+    }
+
+    /// Takes `c` when the target is not met yet, `c` applies and it gains.
+    fn try_change(&mut self, c: Change) {
+        if self.done() || !applicable(c, &self.cur, &self.now) {
+            return;
+        }
+        let n = apply(c, &self.cur, &self.now);
+        if let Ok(r) = n.run()
+            && gains(&self.now, &r)
+        {
+            self.take(c, n, r);
+        }
+    }
 }
 
 fn headline(before: &Serve, after: &Serve, steps: usize, target: Option<f64>, met: bool) -> String {

@@ -40,25 +40,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
         pos2(rect.right() - 10.0, rect.bottom() - 24.0),
     );
     let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
-    // axis ticks in GiB
-    let gib_top = top / crate::units::GIB;
-    let step = nice_step(gib_top / 5.0);
-    let mut v = 0.0;
-    while v <= gib_top {
-        let y = y_of(v * crate::units::GIB);
-        painter.line_segment(
-            [pos2(plot.left() - 4.0, y), pos2(plot.right(), y)],
-            Stroke::new(0.5, text_color.gamma_multiply(0.2)),
-        );
-        painter.text(
-            pos2(plot.left() - 8.0, y),
-            Align2::RIGHT_CENTER,
-            format!("{v:.0}"),
-            FontId::proportional(13.0),
-            text_color,
-        );
-        v += step;
-    }
+    gib_ticks(&painter, plot, top, text_color);
     painter.text(
         pos2(rect.left() + 2.0, rect.top() + 4.0),
         Align2::LEFT_TOP,
@@ -197,6 +179,29 @@ fn hatched(painter: &egui::Painter, seg: Rect, color: egui::Color32, bg: egui::C
         x += gap;
     }
     painter.rect_stroke(seg, 0.0, Stroke::new(1.0, color), egui::StrokeKind::Inside);
+}
+
+/// GiB ticks and grid lines on the left of `plot`, whose top is `top` bytes.
+pub fn gib_ticks(painter: &egui::Painter, plot: Rect, top: f64, text_color: egui::Color32) {
+    let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
+    let gib_top = top / crate::units::GIB;
+    let step = nice_step(gib_top / 5.0);
+    let mut v = 0.0;
+    while v <= gib_top {
+        let y = y_of(v * crate::units::GIB);
+        painter.line_segment(
+            [pos2(plot.left() - 4.0, y), pos2(plot.right(), y)],
+            Stroke::new(0.5, text_color.gamma_multiply(0.2)),
+        );
+        painter.text(
+            pos2(plot.left() - 8.0, y),
+            Align2::RIGHT_CENTER,
+            format!("{v:.0}"),
+            FontId::proportional(13.0),
+            text_color,
+        );
+        v += step;
+    }
 }
 
 /// A round axis step (1, 2 or 5 times a power of ten) near `raw`, at least 1.

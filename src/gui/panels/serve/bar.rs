@@ -5,7 +5,7 @@
 use crate::explain::Component;
 use crate::gui::derived::ServeComputed;
 use crate::gui::palette;
-use crate::gui::panels::breakdown::nice_step;
+use crate::gui::panels::breakdown::gib_ticks;
 use crate::gui::panels::{exact, gib};
 use crate::gui::strings::tr_serve;
 use eframe::egui::{self, Align2, FontId, Rect, Sense, Stroke, pos2, vec2};
@@ -52,24 +52,7 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, height: f32) {
     );
     let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
     // GiB ticks on the left axis; the line labels sit right of the bar, so they never meet
-    let gib_top = top / crate::units::GIB;
-    let step = nice_step(gib_top / 5.0);
-    let mut v = 0.0;
-    while v <= gib_top {
-        let y = y_of(v * crate::units::GIB);
-        painter.line_segment(
-            [pos2(plot.left() - 4.0, y), pos2(plot.right(), y)],
-            Stroke::new(0.5, text_color.gamma_multiply(0.2)),
-        );
-        painter.text(
-            pos2(plot.left() - 8.0, y),
-            Align2::RIGHT_CENTER,
-            format!("{v:.0}"),
-            FontId::proportional(13.0),
-            text_color,
-        );
-        v += step;
-    }
+    gib_ticks(&painter, plot, top, text_color);
     painter.text(
         pos2(rect.left() + 2.0, rect.top()),
         Align2::LEFT_TOP,
