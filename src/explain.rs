@@ -195,14 +195,26 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
         && e.kv_cache > 0
     {
         let kvb = sc.kv_cache_dtype.unwrap_or(p.compute_dtype()).bytes(8) as f64 / 8.0;
+        // HF generate: the cache ends with prompt + new - 1 tokens (sliding layers: their window)
+        let (tokens, formula) = match e.generate {
+            Some(g) => (
+                g.cached_tokens,
+                if t.sliding_window.is_some() {
+                    "2 (K,V) × L × b × (prompt + new − 1) × kv_heads × head_dim × bytes (sliding layers: their window)"
+                } else {
+                    "2 (K,V) × L × b × (prompt + new − 1) × kv_heads × head_dim × bytes"
+                },
+            ),
+            None => (sc.seq, "2 (K,V) × L × b × s × kv_heads × head_dim × bytes"),
+        };
         out.push(Explanation {
             component: Component::KvCache,
-            formula: "2 (K,V) × L × b × s × kv_heads × head_dim × bytes".into(),
+            formula: formula.into(),
             substituted: format!(
                 "2 × {} × {} × {} × {} × {} × {kvb} B = {}",
                 t.num_layers,
                 sc.batch,
-                sc.seq,
+                tokens,
                 t.num_kv_heads,
                 t.head_dim,
                 g(e.kv_cache)

@@ -49,6 +49,9 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     put("--mode", if train { "train" } else { "infer" }.into());
     put("--batch", sc.batch.to_string());
     put("--seq", sc.seq.to_string());
+    if sc.new_tokens > 0 {
+        put("--new-tokens", sc.new_tokens.to_string());
+    }
     put("--precision", sc.precision.name().into());
     if train {
         put("--optimizer", sc.optimizer.name().into());

@@ -95,6 +95,25 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         "moments": moments,
         "notes": notes.iter().cloned().chain(caveats(sc)).collect::<Vec<_>>(),
     });
+    if let (Some(g), Some(obj)) = (e.generate, v.as_object_mut()) {
+        if let Some(scn) = obj.get_mut("scenario").and_then(|x| x.as_object_mut()) {
+            scn.insert("new_tokens".into(), json!(sc.new_tokens));
+        }
+        obj.insert(
+            "generate".into(),
+            json!({
+                "engine": "hf-generate",
+                "new_tokens": g.new_tokens,
+                "cached_tokens": g.cached_tokens,
+                "kv_cache_after_prompt": g.kv_prefill,
+                "kv_cache_at_end": g.kv_final,
+                "last_token_logits": g.logits,
+                "last_token_logits_fp32": g.logits_fp32,
+                "cache_cat_transient": g.cat_transient,
+                "decode_attention_transient": g.decode_attention,
+            }),
+        );
+    }
     if let (Some(f), Some(obj)) = (fit, v.as_object_mut()) {
         obj.insert(
             "gpu".into(),
@@ -268,10 +287,7 @@ pub fn settings_line(sc: &Scenario, e: &Estimate) -> String {
 /// Readable table for a terminal.
 pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[String]) -> String {
     let mut s = String::new();
-    let what = match sc.mode {
-        Mode::Train => "training step",
-        Mode::Infer => "inference (prefill)",
-    };
+    let what = sc.mode_label();
     s += &match sc.mode {
         Mode::Train => format!(
             "{} — {} params ({} trainable), {what}, batch {} x seq {}, {}, {}, attention {}, checkpoint {}\n",
@@ -286,16 +302,29 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             sc.checkpointing,
         ),
         Mode::Infer => format!(
-            "{} — {} params, {what}, batch {} x seq {}, {}, attention {}\n",
+            "{} — {} params, {what}, batch {} x {} {}, {}, attention {}\n",
             sc.model.name,
             human_count(e.n_params),
             sc.batch,
+            if sc.new_tokens > 0 { "prompt" } else { "seq" },
             sc.seq,
             sc.precision,
             sc.attention.name(),
         ),
     };
     s += &format!("  {}\n", validation_line(sc));
+    if let Some(t) = e.generate {
+        s += &format!(
+            "  generate: {} new tokens after the {}-token prompt; KV cache {} after the prompt, {} at the end ({} tokens); last-token logits {} (+ fp32 copies {} each)\n",
+            t.new_tokens,
+            sc.seq,
+            g(t.kv_prefill).trim(),
+            g(t.kv_final).trim(),
+            t.cached_tokens,
+            g(t.logits).trim(),
+            g(t.logits_fp32).trim(),
+        );
+    }
     if sc.mode == Mode::Train && !sc.stack.describe().is_empty() {
         s += &format!("  stack: {}\n", sc.stack.describe());
     }

@@ -606,3 +606,42 @@ fn serve_mode_answers_as_the_cli_does_and_applies_an_option() {
     assert!(!h.state().state.settings.serving);
     assert!(h.state().derived.serve.is_none());
 }
+
+#[test]
+fn inference_can_be_hf_generate_and_the_command_gives_its_numbers() {
+    let mut h = harness();
+    h.get_by_label("Infer").click();
+    h.run();
+    assert_eq!(h.state().state.settings.new_tokens, 0);
+    h.get_by_label("Generate (HF generate)").click();
+    h.run();
+    assert!(h.state().state.settings.new_tokens > 0);
+    h.get_by_role_and_label(Role::Slider, "New tokens").set_value_accesskit(1000.0);
+    h.run();
+    let s = h.state().state.settings.clone();
+    assert_eq!(s.new_tokens, 1000);
+    let sc = s.to_scenario().unwrap();
+    let e = match &h.state().derived.current {
+        Some(Ok(c)) => c.estimate.clone(),
+        _ => panic!("no estimate"),
+    };
+    let g = e.generate.expect("the app estimates HF generate");
+    assert_eq!(g.cached_tokens, s.seq + 999);
+    // the flags the window names give the same numbers on the command line
+    let gpu = vramscope::gpu::find(&s.gpu_id).unwrap();
+    let mut args = vec!["estimate".to_owned(), "--model".into(), "llama-3.1-8b".into()];
+    for (k, v) in vramscope::flags::flags(&sc, &gpu) {
+        args.push(k.to_owned());
+        args.extend(v);
+    }
+    args.push("--json".into());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vramscope")).args(&args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["bytes"]["kv_cache"].as_u64(), Some(e.kv_cache), "{args:?}");
+    assert_eq!(j["bytes"]["total"].as_u64(), Some(e.total), "{args:?}");
+    // back to training: the new tokens do not leak into the training scenario
+    h.get_by_label("Train").click();
+    h.run();
+    assert_eq!(h.state().state.settings.to_scenario().unwrap().new_tokens, 0);
+}

@@ -323,3 +323,47 @@ fn probe_script_without_torch_says_so() {
     assert!(!d.join("p.json").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn probe_runs_hf_generate_and_its_kv_cache_is_the_estimate() {
+    let Some(py) = python() else { return };
+    let d = scratch("gen");
+    let cfg = data("truth/configs/llama_tiny_gqa.json");
+    let script_s = d.join("probe.py").to_string_lossy().to_string();
+    ok(&[
+        "probe",
+        "--model",
+        &cfg,
+        "--mode",
+        "infer",
+        "--batch",
+        "2",
+        "--seq",
+        "48",
+        "--new-tokens",
+        "16",
+        "--precision",
+        "fp32",
+        "--device",
+        "cpu",
+        "--steps",
+        "1",
+        "--warmup",
+        "0",
+        "-o",
+        &script_s,
+    ]);
+    let out = Command::new(&py).arg(&script_s).output().expect("python runs");
+    assert!(out.status.success(), "probe.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let json_s = d.join("probe.json").to_string_lossy().to_string();
+    let c: Value = serde_json::from_str(&ok(&["calibrate", &json_s, "--json"])).expect("JSON");
+    let kv = c["rows"]
+        .as_array()
+        .and_then(|r| r.iter().find(|x| x["key"] == "kv_cache"))
+        .cloned()
+        .expect("kv row");
+    // 2 × 4 layers × 2 rows × 2 KV heads × 32 × (48 + 15) tokens × 4 B
+    assert_eq!(kv["measured"].as_u64(), Some(2 * 4 * 2 * 2 * 32 * 63 * 4), "{kv}");
+    assert_eq!(kv["error_pct"].as_f64(), Some(0.0), "{kv}");
+    let _ = std::fs::remove_dir_all(&d);
+}

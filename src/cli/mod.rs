@@ -101,7 +101,7 @@ pub struct EstimateArgs {
     /// A saved scenario (`vramscope export --format ron`, or File > Save in the app) instead of
     /// --model and the scenario flags; --gpu overrides the file's GPU.
     #[arg(long, value_name = "FILE.ron", conflicts_with_all = [
-        "model", "mode", "batch", "seq", "precision", "optimizer", "attention", "checkpoint", "lora",
+        "model", "mode", "batch", "seq", "new_tokens", "precision", "optimizer", "attention", "checkpoint", "lora",
         "lora_dropout", "base_quant", "kv_dtype", "context_mib", "workspace_mib", "reserve_frac",
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
         "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
@@ -114,9 +114,15 @@ pub struct EstimateArgs {
     /// Micro-batch size per GPU.
     #[arg(long, default_value_t = 1)]
     pub batch: u64,
-    /// Sequence length (default: 512, or the model's positions if fewer).
+    /// Sequence length (default: 512, or the model's positions if fewer); the prompt with
+    /// --new-tokens.
     #[arg(long)]
     pub seq: Option<u64>,
+    /// Inference as HF `generate`: the prompt's forward keeps only the last token's logits, then
+    /// N new tokens grow the KV cache (`max_new_tokens`). Without it, inference is one scoring
+    /// forward over --seq tokens with the full logits.
+    #[arg(long, value_name = "N")]
+    pub new_tokens: Option<u64>,
     /// fp32, bf16, fp16, bf16-amp, fp16-amp, bf16-mixed, fp16-mixed, fp8, int8, int4 (default: the config's
     /// `torch_dtype` — float32 → fp32, float16 → fp16 — else bf16).
     #[arg(long)]
@@ -336,6 +342,10 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     if let Some(s) = a.seq {
         sc.seq = s;
     }
+    sc.new_tokens = a.new_tokens.unwrap_or(0);
+    if a.new_tokens == Some(0) {
+        bail!("--new-tokens must be at least 1");
+    }
     let mut notes = loaded.notes;
     sc.precision = match (a.precision, loaded.dtype.as_deref()) {
         (Some(p), _) => p,
@@ -362,6 +372,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         );
     }
     if a.mode == Mode::Infer
+        && sc.new_tokens == 0
         && let Some(t) = sc.model.transformer()
         && let Some(w) = t.sliding_window
         && sc.seq > w
@@ -380,9 +391,19 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         notes.push("inference: --checkpoint and --optimizer do not apply".into());
     }
     if a.mode == Mode::Infer
+        && sc.new_tokens > 0
+        && sc.model.transformer().is_some_and(|t| t.head == vramscope::model::Head::CausalLm)
+    {
+        notes.push(format!(
+            "inference is Hugging Face generate with a DynamicCache: the {}-token prompt's forward keeps only the last token's logits, then {} new tokens (the cache ends with {} tokens; every row of the batch decodes to the end, no padding); a serving engine's KV budget and concurrency: `vramscope serve`",
+            sc.seq,
+            sc.new_tokens,
+            sc.seq + sc.new_tokens - 1
+        ));
+    } else if a.mode == Mode::Infer
         && sc.model.transformer().is_some_and(|t| t.family != vramscope::model::Family::Bert)
     {
-        notes.push("inference is one Hugging Face forward over --seq tokens that keeps the full logits (a scoring pass); a serving engine's KV budget and concurrency: `vramscope serve`".into());
+        notes.push("inference is one Hugging Face forward over --seq tokens that keeps the full logits (a scoring pass); generation: --new-tokens N (HF generate); a serving engine's KV budget and concurrency: `vramscope serve`".into());
     }
     if let Some(q) = sc.model.transformer().and_then(|t| t.quant)
         && a.mode == Mode::Train
@@ -549,6 +570,7 @@ pub fn default_args() -> EstimateArgs {
         mode: Mode::Train,
         batch: 1,
         seq: Some(2048),
+        new_tokens: None,
         precision: Some(Precision::Bf16),
         optimizer: Optimizer::Adamw,
         attention: AttentionImpl::Sdpa,

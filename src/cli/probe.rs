@@ -134,6 +134,9 @@ fn echo_args(a: &EstimateArgs, sc: &vramscope::Scenario) -> Vec<String> {
     push("--mode", if sc.mode == vramscope::estimate::Mode::Train { "train" } else { "infer" }.into());
     push("--batch", sc.batch.to_string());
     push("--seq", sc.seq.to_string());
+    if sc.new_tokens > 0 {
+        push("--new-tokens", sc.new_tokens.to_string());
+    }
     push("--precision", sc.precision.name().into());
     push("--optimizer", sc.optimizer.name().into());
     push("--attention", sc.attention.name().into());

@@ -5,6 +5,7 @@
 
 pub mod activations;
 pub mod context;
+pub mod generate;
 pub mod parallel;
 pub mod rank;
 pub mod reserved;
@@ -147,6 +148,9 @@ pub struct Estimate {
     pub cpu_bytes: u64,
     /// NVMe space the offloaded states need per rank.
     pub nvme_bytes: u64,
+    /// HF `generate`'s terms (inference with `new_tokens`); `None` for a scoring forward.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generate: Option<generate::Terms>,
 }
 
 /// What backward recomputes under checkpointing.
@@ -558,14 +562,31 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
         breakdown.add_all(&top_output);
     }
     let activations_bytes = if train { breakdown.total() } else { 0 };
-    let kv_cache = match (&spec, sc.mode) {
-        // the KV cache of this stage's blocks (of its tensor-parallel share of the KV heads)
-        (Some(t), Mode::Infer) => activations::kv_cache_bytes(
-            &crate::model::TransformerSpec { num_layers: stage.blocks, ..t.clone() },
-            sc_local.batch,
-            sc_local.seq,
-            sc.kv_cache_dtype.unwrap_or(sc.precision.compute_dtype()),
-        ),
+    let kv_dtype = sc.kv_cache_dtype.unwrap_or(sc.precision.compute_dtype());
+    // the stage's blocks (their tensor-parallel share of the KV heads)
+    let stage_spec =
+        spec.as_ref().map(|t| crate::model::TransformerSpec { num_layers: stage.blocks, ..t.clone() });
+    let generation = match &stage_spec {
+        Some(t) if sc.mode == Mode::Infer && sc.new_tokens > 0 => {
+            let ctx = activations::Ctx::new(sc_local);
+            Some(generate::terms(
+                t,
+                sc_local.batch,
+                sc_local.seq,
+                sc.new_tokens,
+                ctx.c,
+                kv_dtype,
+                crate::model::families::kernel_of(&ctx, t),
+                (stage.first(), stage.last()),
+            ))
+        }
+        _ => None,
+    };
+    let kv_cache = match (&stage_spec, sc.mode, generation) {
+        (_, _, Some(g)) => g.kv_final,
+        (Some(t), Mode::Infer, None) => {
+            activations::kv_cache_bytes(t, sc_local.batch, sc_local.seq, kv_dtype)
+        }
         _ => 0,
     };
     let parts = step::Parts {
@@ -580,6 +601,7 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
         top_input,
         blocks_total: layer_saved.total(),
         kv_cache,
+        generate: generation,
     };
     let (peak, moments, phase_peaks) = match sink {
         Some(all) => {
@@ -621,5 +643,6 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
         stage: *stage,
         cpu_bytes,
         nvme_bytes,
+        generate: generation,
     }
 }

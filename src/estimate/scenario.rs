@@ -452,6 +452,10 @@ pub struct Scenario {
     pub batch: u64,
     /// Sequence length (prompt length for inference).
     pub seq: u64,
+    /// Inference only: tokens HF `generate` adds after the prompt (`max_new_tokens`); 0 = one
+    /// scoring forward over `seq` tokens that keeps the full logits.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub new_tokens: u64,
     /// Precision recipe.
     pub precision: Precision,
     /// Optimizer (ignored for inference).
@@ -480,6 +484,18 @@ pub struct Scenario {
 const MAX_TERM_BYTES: u128 = 1 << 60;
 
 impl Scenario {
+    /// "training step", "inference (prefill)" (one scoring forward) or
+    /// "inference (HF generate, 128 new tokens)".
+    pub fn mode_label(&self) -> String {
+        match self.mode {
+            Mode::Train => "training step".into(),
+            Mode::Infer if self.new_tokens > 0 => {
+                format!("inference (HF generate, {} new tokens)", self.new_tokens)
+            }
+            Mode::Infer => "inference (prefill)".into(),
+        }
+    }
+
     /// Micro-batches per optimizer step on one data-parallel rank: the pipeline's micro-batches
     /// with pipeline stages, else the gradient accumulation (1 without it).
     pub fn micro_batches_per_step(&self) -> u64 {
@@ -554,6 +570,7 @@ impl Scenario {
             mode: Mode::Train,
             batch: 1,
             seq,
+            new_tokens: 0,
             precision: Precision::Bf16,
             optimizer: Optimizer::Adamw,
             attention: AttentionImpl::Sdpa,
@@ -575,6 +592,31 @@ impl Scenario {
         }
         if self.seq == 0 || self.seq > 1 << 24 {
             return bad(format!("sequence length {} is out of range (1 to 16777216)", self.seq));
+        }
+        if self.new_tokens > 0 {
+            if self.mode != Mode::Infer {
+                return bad("--new-tokens is for inference (--mode infer): HF generate's new tokens".into());
+            }
+            if self.new_tokens > 1 << 24 {
+                return bad(format!("--new-tokens {} is out of range (1 to 16777216)", self.new_tokens));
+            }
+            let causal = self.model.transformer().is_some_and(|t| t.head == crate::model::Head::CausalLm);
+            if !causal {
+                return bad(format!(
+                    "--new-tokens needs a causal language model; {} has no generating head",
+                    self.model.name
+                ));
+            }
+        }
+        if let Some(t) = self.model.transformer()
+            && t.max_position_embeddings > 0
+            && self.new_tokens > 0
+            && self.seq + self.new_tokens - 1 > t.max_position_embeddings
+        {
+            return bad(format!(
+                "prompt {} + {} new tokens exceeds the model's {} positions",
+                self.seq, self.new_tokens, t.max_position_embeddings
+            ));
         }
         if let Some(t) = self.model.transformer()
             && t.max_position_embeddings > 0
@@ -724,4 +766,8 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

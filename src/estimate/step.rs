@@ -219,6 +219,8 @@ pub(crate) struct Parts<'a> {
     pub blocks_total: u64,
     /// KV cache of the stage's blocks (inference).
     pub kv_cache: u64,
+    /// HF `generate`'s terms (inference with new tokens).
+    pub generate: Option<super::generate::Terms>,
 }
 
 fn ev(
@@ -633,6 +635,9 @@ fn checkpointed_prefix(ck: Checkpointing, layers: u64) -> u64 {
 }
 
 fn infer(p: &Parts, sink: &mut impl Sink) {
+    if let Some(g) = &p.generate {
+        return generate(p, g, sink);
+    }
     let (st, am) = (&p.st, &p.am);
     let fwd = Phase::Forward;
     let at = |kv: u64, acts: u64, temp: u64| Snapshot {
@@ -654,4 +659,39 @@ fn infer(p: &Parts, sink: &mut impl Sink) {
     let alive = at(p.kv_cache, am.infer_persistent, am.infer_layer_peak);
     sink.push(ev(fwd, None, "last block forward", Pass::Step, true, alive));
     sink.push(ev(fwd, None, "LM head (logits)", Pass::Step, true, at(p.kv_cache, 0, am.infer_head_peak)));
+}
+
+/// HF `generate`: the prompt's forward block by block (as [`infer`]) with only the last token's
+/// logits, then the last decode step, where the cache is longest.
+fn generate(p: &Parts, g: &super::generate::Terms, sink: &mut impl Sink) {
+    let (st, am) = (&p.st, &p.am);
+    let fwd = Phase::Forward;
+    let at = |kv: u64, acts: u64, temp: u64| Snapshot {
+        parameters: st.param_alloc,
+        kv_cache: kv,
+        activations: acts,
+        temporaries: temp,
+        ..Snapshot::default()
+    };
+    sink.push(ev(fwd, None, "prefill: embedding", Pass::Step, false, at(0, am.infer_persistent, 0)));
+    let layers = p.layers.max(1);
+    for j in 0..p.layers.saturating_sub(1) {
+        let kv = (g.kv_prefill as u128 * (j + 1) as u128 / layers as u128) as u64;
+        let alive = at(kv, am.infer_persistent, am.infer_layer_peak);
+        sink.push(ev(fwd, Some(j), "prefill forward", Pass::Step, false, alive));
+    }
+    let alive = at(g.kv_prefill, am.infer_persistent, am.infer_layer_peak);
+    sink.push(ev(fwd, None, "prefill: last block forward", Pass::Step, true, alive));
+    let what = "prefill: LM head (last token's logits) and their fp32 copy";
+    sink.push(ev(fwd, None, what, Pass::Step, true, at(g.kv_prefill, 0, g.prefill_head())));
+    if g.new_tokens > 1 {
+        let what = if g.decode_attention > g.cat_transient {
+            "decode (last step): a layer's attention over the whole cache (scores, K/V repeated to every head)"
+        } else {
+            "decode (last step): torch.cat of a layer's cache (its old and new keys/values)"
+        };
+        sink.push(ev(fwd, None, what, Pass::Step, true, at(g.kv_final, 0, g.decode_layer())));
+        let what = "decode (last step): logits and two fp32 copies";
+        sink.push(ev(fwd, None, what, Pass::Step, true, at(g.kv_final, 0, g.decode_head())));
+    }
 }

@@ -130,7 +130,7 @@ pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
     let _ = writeln!(s, "## Inputs\n\n| setting | value |\n|---|---|");
     let rows: Vec<(&str, String)> = vec![
         ("model", format!("{} ({} parameters)", sc.model.name, report::human_count(e.n_params))),
-        ("mode", if sc.mode == Mode::Train { "training step".into() } else { "inference (prefill)".into() }),
+        ("mode", sc.mode_label()),
         ("micro-batch x sequence", format!("{} x {}", sc.batch, sc.seq)),
         ("global batch / accumulation", format!("{} / {}", f.global_batch(), f.grad_accum())),
         ("precision", sc.precision.to_string()),

@@ -36,6 +36,8 @@ pub struct Settings {
     pub mode: Mode,
     pub batch: u64,
     pub seq: u64,
+    /// Inference: HF `generate`'s new tokens after a `seq`-token prompt (0: one scoring forward).
+    pub new_tokens: u64,
     pub precision: Precision,
     pub optimizer: Optimizer,
     pub attention: AttentionImpl,
@@ -120,6 +122,7 @@ impl Default for Settings {
             mode: Mode::Train,
             batch: 1,
             seq: 2048,
+            new_tokens: 0,
             precision: Precision::Bf16,
             optimizer: Optimizer::Adamw,
             attention: AttentionImpl::Sdpa,
@@ -196,6 +199,7 @@ impl Settings {
             mode: sc.mode,
             batch: sc.batch,
             seq: sc.seq,
+            new_tokens: sc.new_tokens,
             precision: sc.precision,
             optimizer: sc.optimizer,
             attention: sc.attention,
@@ -254,6 +258,7 @@ impl Settings {
         sc.mode = self.mode;
         sc.batch = self.batch;
         sc.seq = self.seq;
+        sc.new_tokens = if self.mode == Mode::Infer { self.new_tokens } else { 0 };
         sc.precision = self.precision;
         sc.optimizer = self.optimizer;
         sc.attention = self.attention;

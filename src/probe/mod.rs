@@ -244,6 +244,7 @@ fn run_spec(sc: &Scenario, opts: &Options) -> Result<Value, ProbeError> {
         "mode": if train { "train" } else { "infer" },
         "batch": sc.batch,
         "seq": sc.seq,
+        "new_tokens": sc.new_tokens,
         "vocab_size": t.vocab_size,
         "auto_class": auto,
         "input": input,

@@ -8,7 +8,7 @@
 #
 # Training: warm-up steps, then the measured steps of forward + loss, backward, optimizer step and
 # zero_grad(set_to_none=True), with the peak statistics reset between the phases. Inference: a
-# no_grad forward (prefill, KV cache kept). The JSON it writes goes to `vramscope calibrate`.
+# no_grad forward (prefill, KV cache kept), or model.generate with --new-tokens. The JSON it writes goes to `vramscope calibrate`.
 # Exit codes: 0 done, 2 bad arguments, 3 missing package or no GPU, 4 out of memory (JSON written).
 import argparse
 import datetime
@@ -307,6 +307,10 @@ def main():
     scaler = torch.amp.GradScaler(device) if train and run["grad_scaler"] else None
     autocast = getattr(torch, run["autocast"]) if run["autocast"] else None
     model.train(train)
+    new_tokens = run.get("new_tokens") or 0
+    if new_tokens:
+        for k in ("eos_token_id", "pad_token_id", "bos_token_id"):
+            setattr(model.generation_config, k, None)
     step_seconds = []
     losses = []
     error = None
@@ -319,12 +323,20 @@ def main():
             reset()
             with torch.autocast(device, dtype=autocast, enabled=autocast is not None), \
                     torch.set_grad_enabled(train):
-                out = model(**kw)
+                if new_tokens:
+                    # HF generate: greedy, every row decodes to the end (no EOS)
+                    out = model.generate(kw["input_ids"], max_new_tokens=new_tokens, do_sample=False,
+                                         use_cache=True, return_dict_in_generate=True)
+                else:
+                    out = model(**kw)
                 if train:
                     loss = out.loss if getattr(out, "loss", None) is not None else out[0].float().mean()
             if not train:
                 if is_measured and run["causal_lm"]:
-                    tensors["kv_cache"] = kv_cache_bytes(torch, getattr(out, "past_key_values", None))
+                    cache = getattr(out, "past_key_values", None)
+                    if cache is None:  # GenerateDecoderOnlyOutput names it `cache` in transformers 5
+                        cache = getattr(out, "cache", None)
+                    tensors["kv_cache"] = kv_cache_bytes(torch, cache)
                 del out
                 if is_measured:
                     record("forward")

@@ -190,6 +190,22 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         .add(egui::Slider::new(&mut s.seq, 16.min(max_seq)..=max_seq).logarithmic(true).text(t.seq))
         .on_hover_text(t.seq_tip);
     mark(r.changed(), "seq", &mut knob);
+    if !train {
+        // HF generate: new tokens after the prompt (the cache grows by one token a step)
+        let mut generate = s.new_tokens > 0;
+        if ui.checkbox(&mut generate, t.generate).on_hover_text(t.generate_tip).changed() {
+            s.new_tokens = if generate { 256 } else { 0 };
+            knob = "new tokens";
+        }
+        if generate {
+            let room = max_seq.saturating_sub(s.seq).saturating_add(1).max(1);
+            s.new_tokens = s.new_tokens.clamp(1, room);
+            let r = ui
+                .add(egui::Slider::new(&mut s.new_tokens, 1..=room).logarithmic(true).text(t.new_tokens))
+                .on_hover_text(t.new_tokens_tip);
+            mark(r.changed(), "new tokens", &mut knob);
+        }
+    }
     let before = s.attention;
     egui::ComboBox::from_label(t.attention)
         .selected_text(s.attention.name())
