@@ -69,6 +69,10 @@ pub struct ServeArgs {
     /// Hub "…-AWQ" repository holds it.
     #[arg(long, value_name = "FORMAT")]
     pub checkpoint_format: Option<CheckpointFormat>,
+    /// The profiling sampler's top-k / top-p path: flashinfer (vLLM's default on CUDA) or sort
+    /// (`VLLM_USE_FLASHINFER_SAMPLER=0`, or FlashInfer not installed).
+    #[arg(long, default_value = "flashinfer")]
+    pub sampler: vramscope::serve::SamplerPath,
     /// Print the serving options: each change alone (utilisation, fewer sequences, fp8 KV, fp8 or
     /// 4-bit weights, more GPUs with TP, a larger card), with what the server gives after it.
     #[arg(long, conflicts_with = "roadmap")]
@@ -114,6 +118,7 @@ pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
         cuda_total_bytes: a.cuda_total_mib.map(|m| m << 20),
         context: a.context,
         checkpoint_format: a.checkpoint_format,
+        sampler: a.sampler,
     };
     let setup = serve::advice::Setup { model: loaded.model, gpu: g, cfg, checkpoint_dtype: loaded.dtype };
     Ok((setup, loaded.notes))

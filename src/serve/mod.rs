@@ -53,6 +53,39 @@ impl std::str::FromStr for KvDtype {
     }
 }
 
+/// How the profiling run's dummy sampler filters top-k / top-p (`VLLM_USE_FLASHINFER_SAMPLER`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplerPath {
+    /// FlashInfer's `top_k_top_p_sampling_from_logits` (vLLM's default on CUDA with FlashInfer
+    /// installed): `top_k_mask_logits` then `softmax`, no sort.
+    #[default]
+    FlashInfer,
+    /// The PyTorch sort path (`VLLM_USE_FLASHINFER_SAMPLER=0`, or no FlashInfer).
+    Sort,
+}
+
+impl SamplerPath {
+    /// The `--sampler` value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::FlashInfer => "flashinfer",
+            Self::Sort => "sort",
+        }
+    }
+}
+
+impl std::str::FromStr for SamplerPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "flashinfer" => Ok(Self::FlashInfer),
+            "sort" | "torch" | "native" => Ok(Self::Sort),
+            _ => Err(format!("unknown sampler \"{s}\" (flashinfer, sort)")),
+        }
+    }
+}
+
 /// Weight quantization (`--quantization`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -118,6 +151,8 @@ pub struct ServeConfig {
     /// A what-if: the model as a quantized checkpoint of this format (an AWQ / GPTQ export of
     /// it), for a model whose own checkpoint is not quantized.
     pub checkpoint_format: Option<CheckpointFormat>,
+    /// The profiling sampler's top-k / top-p path.
+    pub sampler: SamplerPath,
 }
 
 /// A quantized export of an unquantized model (`--checkpoint-format`), as the Hub's
@@ -181,6 +216,7 @@ impl Default for ServeConfig {
             cuda_total_bytes: None,
             context: None,
             checkpoint_format: None,
+            sampler: SamplerPath::FlashInfer,
         }
     }
 }
@@ -251,6 +287,8 @@ pub struct ServeSettings {
     pub non_torch_mib: Option<u64>,
     /// The CUDA-visible total given, MiB.
     pub cuda_total_mib: Option<u64>,
+    /// The profiling sampler's path.
+    pub sampler: SamplerPath,
 }
 
 impl ServeSettings {
@@ -288,6 +326,9 @@ impl ServeSettings {
             if let Some(m) = m {
                 put(k, m.to_string());
             }
+        }
+        if self.sampler != SamplerPath::FlashInfer {
+            put("--sampler", self.sampler.name().into());
         }
         if self.enforce_eager {
             v.push("--enforce-eager".into());
@@ -532,7 +573,7 @@ pub fn serve(
     if cfg.quantization == Quantization::Fp8 {
         notes.push("online fp8: the weights counted as the estimator's fp8 precision (one byte per Linear weight and a per-tensor scale)".into());
     }
-    let peak = profile::peak(t, cfg.tp, cfg.pp, mnbt, max_num_seqs, dtype);
+    let peak = profile::peak(t, cfg.tp, cfg.pp, mnbt, max_num_seqs, dtype, cfg.sampler);
     let world = cfg.tp * cfg.pp;
     let non_torch = cfg.non_torch_bytes.unwrap_or_else(|| {
         let nccl = crate::estimate::Parallel { tp: cfg.tp, pp: cfg.pp, ..Default::default() }.nccl();
@@ -593,6 +634,7 @@ pub fn serve(
             cudagraph_mib: cfg.cudagraph_bytes.map(|b| b >> 20),
             non_torch_mib: cfg.non_torch_bytes.map(|b| b >> 20),
             cuda_total_mib: cfg.cuda_total_bytes.map(|b| b >> 20),
+            sampler: cfg.sampler,
         },
         bytes: ServeBytes {
             cuda_total,

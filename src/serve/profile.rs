@@ -11,10 +11,13 @@
 //! * gated MLP: residual + normed input + `gate_up` + `act_fn(gate_up)` (`x` is rebound after);
 //!   plain MLP: `fc1`'s output + the activation; fused MoE: the router logits, the three
 //!   `fused_moe` caches (`T·k·2I`, `T·k·I`, `T·k·h`) and the top-k weights and ids;
-//! * sampler (`sampler.py`, `topk_topp_sampler.py`, the sort path with top-k and top-p set as the
-//!   dummy run sets them): the model-dtype logits `R×V`, their fp32 copy, the sorted values and
-//!   int64 indices, the top-p softmax and cumulative sum and the boolean mask — `27·R·V` bytes
-//!   with the last hidden states (`T×h`) still referenced.
+//! * sampler (`sampler.py`, `topk_topp_sampler.py`, with top-k and top-p set as the dummy run
+//!   sets them), with the last hidden states (`T×h`) still referenced and the model-dtype
+//!   logits `R×V`:
+//!   - FlashInfer (the default on CUDA): the sampler's fp32 copy, `top_k_mask_logits`' fp32
+//!     output and the `softmax` of it — `(c + 12)·R·V` bytes;
+//!   - the sort path: the fp32 copy, the sorted values and int64 indices, the top-p softmax and
+//!     cumulative sum and the boolean mask — `(c + 25)·R·V` bytes.
 
 use crate::model::{Family, TransformerSpec};
 use crate::units::DType;
@@ -31,7 +34,15 @@ pub struct Peak {
 /// The profiling peak of `t` on one rank (tensor-parallel shards of the projections; the
 /// sampler's full-vocabulary logits, gathered on every rank) for `tokens` tokens and `seqs`
 /// requests, activations in `dtype`.
-pub fn peak(t: &TransformerSpec, tp: u64, pp: u64, tokens: u64, seqs: u64, dtype: DType) -> Peak {
+pub fn peak(
+    t: &TransformerSpec,
+    tp: u64,
+    pp: u64,
+    tokens: u64,
+    seqs: u64,
+    dtype: DType,
+    sampler: super::SamplerPath,
+) -> Peak {
     let tp = tp.max(1);
     let b = dtype.bytes(1);
     let tk = tokens;
@@ -77,9 +88,13 @@ pub fn peak(t: &TransformerSpec, tp: u64, pp: u64, tokens: u64, seqs: u64, dtype
     if !matches!(t.family, Family::Bert | Family::Vit) {
         let r = seqs.min(tokens).max(1);
         let v = t.vocab_size;
-        let sampler = tk * h * b + r * h * b + r * v * b + r * v * 25;
-        if sampler > best.bytes {
-            best = Peak { bytes: sampler, at: "sampler (top-k / top-p sort over the vocabulary)" };
+        let (per, at) = match sampler {
+            super::SamplerPath::FlashInfer => (12, "sampler (FlashInfer top-k mask and softmax over the vocabulary)"),
+            super::SamplerPath::Sort => (25, "sampler (top-k / top-p sort over the vocabulary)"),
+        };
+        let bytes = tk * h * b + r * h * b + r * v * b + r * v * per;
+        if bytes > best.bytes {
+            best = Peak { bytes, at };
         }
     }
     best
