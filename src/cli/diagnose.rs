@@ -15,6 +15,9 @@ pub struct MonitorArgs {
     /// One JSON object per sample (JSON lines).
     #[arg(long)]
     pub json: bool,
+    /// A cluster's GPUs from Prometheus instead of this machine's (NVML).
+    #[command(flatten)]
+    pub cluster: super::cluster::PromArgs,
 }
 
 /// Runs `monitor`: prints as it samples; a `MonitorError` comes back for exit code 3.
@@ -23,6 +26,9 @@ pub fn run_monitor(a: &MonitorArgs) -> Result<String> {
     use vramscope::monitor::{NvmlSampler, Sampler};
     if a.interval_ms == 0 || a.interval_ms > 3_600_000 {
         bail!("--interval-ms {} is out of range (1 to 3600000)", a.interval_ms);
+    }
+    if let Some(src) = a.cluster.source()? {
+        return super::cluster::monitor(src, &a.cluster, a.count, a.interval_ms, a.json);
     }
     let mut sampler = NvmlSampler::new()?;
     let mut out = std::io::stdout().lock();
@@ -84,6 +90,9 @@ pub struct DiagnoseArgs {
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// A cluster's GPU memory curves from Prometheus (DCGM exporter), each GPU diagnosed.
+    #[command(flatten)]
+    pub cluster: super::cluster::PromArgs,
 }
 
 /// Reads a text file (or standard input for `-`), at most `limit` bytes.
@@ -104,14 +113,23 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
     if a.compare.is_some() && a.snapshot.is_none() {
         bail!("--compare FILE2 compares traces of two snapshots: it needs --snapshot FILE");
     }
-    let given = [a.oom.is_some(), a.trace.is_some(), a.memory_summary.is_some(), a.snapshot.is_some()]
-        .iter()
-        .filter(|x| **x)
-        .count();
+    let given = [
+        a.oom.is_some(),
+        a.trace.is_some(),
+        a.memory_summary.is_some(),
+        a.snapshot.is_some(),
+        a.cluster.prometheus.is_some(),
+    ]
+    .iter()
+    .filter(|x| **x)
+    .count();
     if given != 1 {
         bail!(
-            "diagnose needs exactly one of --oom FILE|-, --trace FILE.csv, --memory-summary FILE, --snapshot FILE.pickle (one is required)"
+            "diagnose needs exactly one of --oom FILE|-, --trace FILE.csv, --memory-summary FILE, --snapshot FILE.pickle, --prometheus URL (one is required)"
         );
+    }
+    if let Some(src) = a.cluster.source()? {
+        return super::cluster::diagnose(&src, &a.cluster, a.json);
     }
     if let Some(path) = &a.snapshot {
         return snapshot_report(path, a.compare.as_deref(), a.json);

@@ -12,6 +12,7 @@ use vramscope::report::{self, FitInfo};
 use vramscope::units::{DType, Precision};
 use vramscope::{fit, gpu};
 
+mod cluster;
 mod diagnose;
 mod export;
 mod plan;

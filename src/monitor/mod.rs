@@ -1,8 +1,10 @@
-//! Live GPU memory from the NVIDIA driver (NVML), behind a [`Sampler`] trait with a scripted
-//! [`FakeSampler`] for tests and GPU-less machines, and a named background thread that samples
-//! at an interval and hands snapshots over a channel.
+//! Live GPU memory from the NVIDIA driver (NVML) or a cluster's Prometheus ([`prometheus`]),
+//! behind a [`Sampler`] trait with a scripted [`FakeSampler`] for tests and GPU-less machines,
+//! and a named background thread that samples at an interval and hands snapshots over a channel.
 //!
 //! This is the driver room: the estimator core does not depend on it; the GUI and the CLI do.
+
+pub mod prometheus;
 
 use serde::Serialize;
 use std::sync::Arc;
@@ -40,6 +42,9 @@ pub struct GpuSample {
     pub util_pct: Option<u32>,
     /// Processes on it.
     pub processes: Vec<ProcessSample>,
+    /// The host it is on (a cluster source); `None` for this machine's GPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// All GPUs at one moment.
@@ -69,6 +74,9 @@ pub enum MonitorError {
     /// Anything else the driver said.
     #[error("NVML error: {0}")]
     Other(String),
+    /// A network source (Prometheus) failed; the message says how.
+    #[error("{0}")]
+    Source(String),
 }
 
 /// A source of snapshots.
@@ -110,6 +118,7 @@ impl FakeSampler {
                             used: Some(u),
                             kind: "compute",
                         }],
+                        host: None,
                     }],
                 })
             })
@@ -185,6 +194,7 @@ impl Sampler for NvmlSampler {
                 free: mem.free,
                 util_pct: d.utilization_rates().ok().map(|u| u.gpu),
                 processes,
+                host: None,
             });
         }
         Ok(Snapshot { t_s: self.start.elapsed().as_secs_f64(), gpus })

@@ -89,8 +89,10 @@ pub fn peak(
         let r = seqs.min(tokens).max(1);
         let v = t.vocab_size;
         let (per, at) = match sampler {
-            super::SamplerPath::FlashInfer => (12, "sampler (FlashInfer top-k mask and softmax over the vocabulary)"),
-            super::SamplerPath::Sort => (25, "sampler (top-k / top-p sort over the vocabulary)"),
+            super::SamplerPath::FlashInfer => {
+                (12, "sampler: FlashInfer top-k mask and softmax over the vocabulary")
+            }
+            super::SamplerPath::Sort => (25, "sampler: top-k / top-p sort over the vocabulary"),
         };
         let bytes = tk * h * b + r * h * b + r * v * b + r * v * per;
         if bytes > best.bytes {

@@ -64,6 +64,11 @@ CASES = [
     G("qwen3-0.6b", 1, 512, 16, "float32"),
     G("qwen3-0.6b", 4, 128, 64, "float32"),
     G("gemma-3-1b", 1, 256, 16, "float32"),
+    # real size in bf16 (measured after the rules were written)
+    G("qwen3-0.6b", 2, 256, 128),
+    G("olmo-2-1b", 1, 512, 32),
+    G("gemma-2-2b", 1, 256, 16, "bfloat16", "eager"),
+    G("phi-3-mini-4k", 1, 256, 8),
 ]
 
 

@@ -1,0 +1,225 @@
+//! `monitor --prometheus` and `diagnose --prometheus`: a cluster's GPUs from the Prometheus
+//! server that scrapes NVIDIA's DCGM exporter. A source that fails is a `MonitorError` (exit 3,
+//! as NVML's); bad flags are exit 2.
+
+use anyhow::{Result, bail};
+use clap::Args;
+use vramscope::diagnose::trace::{Sample, TraceReport, classify};
+use vramscope::monitor::MonitorError;
+use vramscope::monitor::prometheus::{PromConfig, PrometheusSource, Series, parse_duration, unix_now};
+
+/// Where a cluster's GPU memory is read from.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PromArgs {
+    /// A Prometheus server scraping NVIDIA's DCGM exporter (`http://prometheus:9090`): the
+    /// cluster's GPUs (`DCGM_FI_DEV_FB_USED` / `_FREE` by host and GPU) instead of this machine's.
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+    /// A PromQL label selector for the DCGM series, e.g. '{job="train-42"}'.
+    #[arg(long, value_name = "{LABEL=\"VALUE\",…}", requires = "prometheus")]
+    pub selector: Option<String>,
+    /// The label naming the host (the DCGM exporter's `Hostname`).
+    #[arg(long, requires = "prometheus")]
+    pub host_label: Option<String>,
+    /// The label naming the GPU on its host (the DCGM exporter's `gpu`).
+    #[arg(long, requires = "prometheus")]
+    pub gpu_label: Option<String>,
+    /// With --prometheus: read back this range, ending now (90s, 15m, 1h, 2d; diagnose: 1h).
+    #[arg(long, requires = "prometheus")]
+    pub range: Option<String>,
+    /// Seconds between the range's points (default: the range / 240, at least 1 s).
+    #[arg(long, requires = "range")]
+    pub step_s: Option<f64>,
+}
+
+impl PromArgs {
+    /// The source these flags name (`None` without --prometheus).
+    pub fn source(&self) -> Result<Option<PrometheusSource>> {
+        let Some(url) = &self.prometheus else { return Ok(None) };
+        let mut cfg = PromConfig::new(url);
+        if let Some(s) = &self.selector {
+            cfg.selector = s.clone();
+        }
+        if let Some(l) = &self.host_label {
+            cfg.host_label = l.clone();
+        }
+        if let Some(l) = &self.gpu_label {
+            cfg.gpu_label = l.clone();
+        }
+        PrometheusSource::new(cfg).map(Some).map_err(anyhow::Error::msg)
+    }
+
+    /// (start, end, step) in unix seconds for `--range` (or `default`).
+    fn window(&self, default: Option<&str>) -> Result<Option<(f64, f64, f64)>> {
+        let Some(r) = self.range.as_deref().or(default) else { return Ok(None) };
+        let span = parse_duration(r).map_err(anyhow::Error::msg)?;
+        let step = match self.step_s {
+            Some(s) if !(s.is_finite() && s > 0.0) => bail!("--step-s {s} must be above 0"),
+            Some(s) => s,
+            None => (span / 240.0).max(1.0),
+        };
+        if span / step > 11_000.0 {
+            bail!(
+                "--range {r} at --step-s {step} is more than 11,000 points (Prometheus' limit): raise --step-s"
+            );
+        }
+        let end = unix_now();
+        Ok(Some((end - span, end, step)))
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> anyhow::Error {
+    MonitorError::Source(e.to_string()).into()
+}
+
+/// `monitor --prometheus`: snapshots of the cluster (as NVML's, with the host), or with
+/// --range every GPU's used memory over it.
+pub fn monitor(
+    mut src: PrometheusSource,
+    p: &PromArgs,
+    count: u64,
+    interval_ms: u64,
+    json: bool,
+) -> Result<String> {
+    use std::io::Write;
+    use vramscope::monitor::Sampler;
+    if let Some((start, end, step)) = p.window(None)? {
+        let series = src.range(start, end, step).map_err(failed)?;
+        return Ok(if json { range_json(&series, start, end, step)? } else { range_text(&series) });
+    }
+    let mut out = std::io::stdout().lock();
+    for i in 0..count {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(interval_ms));
+        }
+        let s = src.sample()?;
+        let line = if json {
+            serde_json::to_string(&serde_json::json!({"schema": 1, "source": "prometheus", "snapshot": s}))?
+        } else {
+            s.gpus
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{} GPU {} {}: {:.2} / {:.2} GiB used{}",
+                        g.host.as_deref().unwrap_or("?"),
+                        g.index,
+                        g.name,
+                        g.used as f64 / vramscope::units::GIB,
+                        g.total as f64 / vramscope::units::GIB,
+                        g.util_pct.map_or_else(String::new, |u| format!(", {u} % busy"))
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let _ = writeln!(out, "{line}");
+    }
+    Ok(String::new())
+}
+
+fn range_json(series: &[Series], start: f64, end: f64, step: f64) -> Result<String> {
+    let rows: Vec<serde_json::Value> = series
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "host": s.host, "gpu": s.gpu, "name": s.name, "total": s.total,
+                "points": s.points.iter().map(|(t, u)| serde_json::json!([t, u])).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&serde_json::json!({
+        "schema": 1, "source": "prometheus", "start": start, "end": end, "step_s": step, "series": rows,
+    }))? + "\n")
+}
+
+fn range_text(series: &[Series]) -> String {
+    let gib = vramscope::units::GIB;
+    let mut s = String::new();
+    let mut host = "";
+    for x in series {
+        if x.host != host {
+            s += &format!("{}\n", x.host);
+            host = &x.host;
+        }
+        let used: Vec<u64> = x.points.iter().map(|p| p.1).collect();
+        let (lo, hi) = (used.iter().min().copied().unwrap_or(0), used.iter().max().copied().unwrap_or(0));
+        s += &format!(
+            "  GPU {} {}: now {:.2}, min {:.2}, max {:.2} of {:.2} GiB ({} points)\n",
+            x.gpu,
+            x.name,
+            used.last().copied().unwrap_or(0) as f64 / gib,
+            lo as f64 / gib,
+            hi as f64 / gib,
+            x.total as f64 / gib,
+            used.len()
+        );
+    }
+    s
+}
+
+/// One GPU's curve diagnosis, with where it is.
+#[derive(serde::Serialize)]
+struct ClusterReport<'a> {
+    host: &'a str,
+    gpu_label: &'a str,
+    #[serde(flatten)]
+    report: TraceReport,
+}
+
+/// `diagnose --prometheus`: the curve diagnosis (leak / batch too large / model too large) of
+/// every GPU of the cluster over --range (default 1 h).
+pub fn diagnose(src: &PrometheusSource, p: &PromArgs, json: bool) -> Result<String> {
+    let Some((start, end, step)) = p.window(Some("1h"))? else { bail!("no range") };
+    let series = src.range(start, end, step).map_err(failed)?;
+    let mut reports = Vec::new();
+    for (i, s) in series.iter().enumerate() {
+        let gpu = u32::try_from(i).unwrap_or(u32::MAX);
+        let t0 = s.points.first().map_or(start, |p| p.0);
+        let samples: Vec<Sample> =
+            s.points.iter().map(|&(t, used)| Sample { t_s: t - t0, gpu, used, total: s.total }).collect();
+        if samples.len() < 2 || s.total == 0 {
+            continue;
+        }
+        let r =
+            classify(&samples, Some(gpu)).map_err(|e| anyhow::anyhow!("{} GPU {}: {e}", s.host, s.gpu))?;
+        reports.push(ClusterReport { host: &s.host, gpu_label: &s.gpu, report: r });
+    }
+    if reports.is_empty() {
+        bail!("no GPU had two or more points in the range: widen --range");
+    }
+    let worst = reports.iter().find(|r| r.report.verdict.fails()).or(reports.first());
+    if json {
+        return Ok(serde_json::to_string_pretty(&serde_json::json!({
+            "schema": 1, "source": "prometheus", "trace": worst, "gpus": reports,
+        }))? + "\n");
+    }
+    let mut s = String::new();
+    for r in &reports {
+        let t = &r.report;
+        s += &format!(
+            "{} GPU {}: {} samples, peak {:.0} % of the card: {}\n",
+            r.host,
+            r.gpu_label,
+            t.samples,
+            100.0 * t.peak_fraction,
+            t.verdict.label()
+        );
+        for line in &t.advice {
+            s += &format!("  {line}\n");
+        }
+        if let Some(x) = t.seconds_to_oom {
+            s += &format!("  at this rate the card is full in {x:.0} s\n");
+        }
+    }
+    let failing: Vec<String> = reports
+        .iter()
+        .filter(|r| r.report.verdict.fails())
+        .map(|r| format!("{} GPU {}", r.host, r.gpu_label))
+        .collect();
+    s += &if failing.is_empty() {
+        format!("all {} GPUs healthy\n", reports.len())
+    } else {
+        format!("fails: {} of {} GPUs ({})\n", failing.len(), reports.len(), failing.join(", "))
+    };
+    Ok(s)
+}
