@@ -68,7 +68,8 @@ fn kv_bytes(m: &TransformerSpec, b: u64, tokens: u64, decoded: bool, dtype: DTyp
         .sum()
 }
 
-/// The terms for a rank holding `m`'s layers (already sharded), batch `b`, prompt `s`.
+/// The terms for a rank holding `m`'s layers (already sharded), batch `b`, prompt `s`; `c` / `r`
+/// bytes per element of the compute dtype / the residual stream (fp32 under autocast).
 /// `first` / `last`: the rank holds the embedding (ids) / the head (logits).
 #[allow(clippy::too_many_arguments)]
 pub fn terms(
@@ -76,7 +77,7 @@ pub fn terms(
     b: u64,
     s: u64,
     new_tokens: u64,
-    c: u64,
+    (c, r): (u64, u64),
     kv_dtype: DType,
     kernel: Kernel,
     (first, last): (bool, bool),
@@ -120,7 +121,7 @@ pub fn terms(
         cat_transient,
         logits: b * v * c,
         logits_fp32: b * v * 4,
-        prefill_hidden: if last { b * s * m.hidden_size * c } else { 0 },
+        prefill_hidden: if last { b * s * m.hidden_size * r } else { 0 },
         ids: if first { 2 * b * (cached + 1) * 8 } else { 0 },
         decode_attention,
     }

@@ -574,7 +574,7 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
                 sc_local.batch,
                 sc_local.seq,
                 sc.new_tokens,
-                ctx.c,
+                (ctx.c, ctx.r),
                 kv_dtype,
                 crate::model::families::kernel_of(&ctx, t),
                 (stage.first(), stage.last()),
