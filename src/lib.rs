@@ -13,12 +13,14 @@
 //! * [`plan`] — step time, speed-up and the multi-GPU layout search.
 //! * [`probe`] — the PyTorch script that measures a scenario on a GPU; [`calibrate`] compares its
 //!   result with the estimate and turns it into a GPU's calibration profile.
+//! * [`cluster`] — a cluster's GPUs mapped to the job's ranks, each against its pipeline stage.
 //! * [`gui`] — the eframe explorer (the only module that uses egui).
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod alloc;
 pub mod calibrate;
+pub mod cluster;
 pub mod cost;
 pub mod diagnose;
 pub mod engine;

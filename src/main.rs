@@ -49,6 +49,8 @@ fn main() -> ExitCode {
             chart_only: args.chart_only,
             tab: args.tab,
             serve: args.serve,
+            open: args.open.clone(),
+            recording: args.recording.clone(),
         }) {
             Ok(()) => Ok(String::new()),
             Err(e) => Err(e),

@@ -686,3 +686,42 @@ fn impossible_traces_and_capped_processes_are_named() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn stages_give_every_pipeline_stage_and_the_most_loaded_is_the_estimate() {
+    // 32 blocks over 4 stages, 8 micro-batches: stage 0 holds 4 in flight and the embedding,
+    // stage 3 one and the head with the loss
+    let args = [
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--seq",
+        "2048",
+        "--pp",
+        "4",
+        "--dp",
+        "2",
+        "--micro-batches",
+        "8",
+        "--gpu",
+        "h100-80gb",
+        "--stages",
+        "--json",
+    ];
+    let v = json(&args);
+    let stages = v["stages"].as_array().expect("stages");
+    assert_eq!(stages.len(), 4);
+    let blocks: Vec<u64> = stages.iter().map(|s| s["blocks"].as_u64().unwrap()).collect();
+    assert_eq!(blocks, [8, 8, 8, 8]);
+    let flight: Vec<f64> = stages.iter().map(|s| s["in_flight"].as_f64().unwrap()).collect();
+    assert_eq!(flight, [4.0, 3.0, 2.0, 1.0]);
+    // the stage `estimate` reports (the most loaded) has the same total in both places
+    let totals: Vec<u64> = stages.iter().map(|s| s["total"].as_u64().unwrap()).collect();
+    assert_eq!(totals.iter().max(), v["bytes"]["total"].as_u64().as_ref(), "{v:#}");
+    assert_eq!(totals.iter().max(), totals.first(), "stage 0, 4 micro-batches in flight: {totals:?}");
+    assert!(totals[1] > totals[2], "fewer micro-batches in flight, less memory: {totals:?}");
+    // the table names the ranks of each stage (the pipeline outermost: 2 ranks a stage)
+    let text = String::from_utf8(run(&args[..args.len() - 1]).stdout).unwrap();
+    assert!(text.contains("stage  2 (ranks 4-5):"), "{text}");
+    assert!(text.contains("<- most loaded"), "{text}");
+}

@@ -230,7 +230,7 @@ fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
         .map(|i| 20 * gib + (i / 10) * (200 << 20) + 10 * gib * (i % 10).min(10 - i % 10) / 5)
         .collect();
     let mut app = VramApp::new(AppState::default());
-    app.live = Live::with_factory(Box::new(move || {
+    app.live = Live::with_factory(Box::new(move |_| {
         Ok(Box::new(FakeSampler::from_curve(80 * gib, &curve, 0.25)) as Box<dyn Sampler>)
     }));
     app.live.interval_ms = 1;
@@ -255,7 +255,7 @@ fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
     );
     h.run_steps(2);
     assert!(h.query_by_label_contains("measured").is_some(), "measured line on the bar");
-    assert!(h.query_by_label_contains("Leak").is_some(), "the curve is diagnosed");
+    assert!(h.query_by_label_contains("memory leak").is_some(), "the curve is diagnosed");
     h.get_by_label("Pause").click();
     h.run_steps(2);
     assert!(h.state().live.paused);
@@ -275,7 +275,7 @@ fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
 
     // no driver: a plain message, the app keeps running, retry is offered
     let mut app = VramApp::new(AppState::default());
-    app.live = Live::with_factory(Box::new(|| Err(MonitorError::NoLibrary)));
+    app.live = Live::with_factory(Box::new(|_| Err(MonitorError::NoLibrary)));
     let mut h = test_harness(egui::vec2(1280.0, 800.0), app);
     h.run();
     h.get_by_label("Live GPU").click();
@@ -284,6 +284,131 @@ fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
     h.run();
     assert!(h.query_all_by_label_contains("NVML unavailable").count() >= 1, "in the tab and the status bar");
     assert!(h.query_by_label("Start monitoring").is_some(), "retry is offered");
+}
+
+#[cfg(feature = "snapshots")]
+#[test]
+fn snapshots_of_a_recorded_cluster() {
+    // the 2-host cluster a real Prometheus recorded (tests/prometheus.rs) over its plan
+    // relative to the package (the working directory of tests), so the picture is the same anywhere
+    let dir = "tests/data/prometheus";
+    let mut app = VramApp::new(AppState::default());
+    app.pending_open = Some(format!("{dir}/cluster-plan.ron"));
+    app.open_recording(std::path::Path::new(&format!("{dir}/cluster-recording.json")));
+    app.state.view.tab = Tab::Live;
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1280.0, 800.0))
+        .with_theme(egui::Theme::Dark)
+        .wgpu()
+        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), app);
+    h.run();
+    h.remove_cursor();
+    h.run();
+    assert_eq!(h.state().state.settings.pp, 2, "the plan opened");
+    assert!(h.query_by_label_contains("Most loaded GPU: node-b GPU 3").is_some());
+    h.snapshot("live_cluster");
+}
+
+/// A cluster of 8 GPUs on 2 hosts, as a Prometheus range gives it: a training loop on every GPU
+/// (activations every other point), node-b's GPU 3 keeping 300 MiB more at each point.
+fn cluster_snapshots(points: u64) -> Vec<vramscope::monitor::Snapshot> {
+    use vramscope::monitor::{GpuSample, Snapshot};
+    let mib = 1u64 << 20;
+    (0..points)
+        .map(|n| Snapshot {
+            t_s: 1_764_000_000.0 + 15.0 * n as f64,
+            gpus: ["node-a", "node-b"]
+                .iter()
+                .flat_map(|h| {
+                    (0..4u32).map(move |g| {
+                        let leak = if *h == "node-b" && g == 3 { 300 * n } else { 0 };
+                        let used =
+                            (30_000 + 1_000 * u64::from(g) + if n % 2 == 1 { 12_000 } else { 0 } + leak)
+                                .min(81_021)
+                                * mib;
+                        GpuSample {
+                            index: g,
+                            name: "NVIDIA H100 80GB HBM3".into(),
+                            total: 81_559 * mib,
+                            used,
+                            free: 81_021 * mib - used,
+                            util_pct: None,
+                            processes: Vec::new(),
+                            host: Some((*h).to_owned()),
+                        }
+                    })
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_cluster_from_prometheus_is_read_rank_by_rank_against_the_plan() {
+    use vramscope::gui::live::Live;
+    use vramscope::gui::state::LiveSource;
+    use vramscope::monitor::{FakeSampler, Sampler};
+    let past = cluster_snapshots(40);
+    let mut state = AppState::default();
+    // the plan: Llama-3.1-8B over 2 pipeline stages of 4 data-parallel ranks
+    state.settings.dp = 4;
+    state.settings.pp = 2;
+    state.view.live.source = LiveSource::Prometheus;
+    let mut app = VramApp::new(state);
+    let script = past.clone();
+    app.live = Live::with_factory(Box::new(move |s| {
+        assert_eq!(s.source, LiveSource::Prometheus, "the chosen source is asked for");
+        let now = script.last().cloned().map(Ok).into_iter().collect();
+        Ok(Box::new(FakeSampler::new(now).with_history(script.clone())) as Box<dyn Sampler>)
+    }));
+    app.live.settings = app.state.view.live.clone();
+    let mut h = test_harness(egui::vec2(1280.0, 800.0), app);
+    h.run();
+    h.get_by_label("Live GPU").click();
+    h.run();
+    assert!(h.query_by_label("URL").is_some() && h.query_by_label("Selector").is_some());
+    h.get_by_label("Load range").click();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while h.state().live.history.samples.len() < 40 && std::time::Instant::now() < deadline {
+        h.step();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(h.state().live.history.samples.len(), 40, "{:?}", h.state().live.problem);
+    h.run_steps(3);
+    // node-b runs ranks 4-7 (the pipeline is outermost): stage 1; its GPU 3 leaks
+    assert!(
+        h.query_by_label_contains("Most loaded GPU: node-b GPU 3 (rank 7, stage 1)").is_some(),
+        "the worst rank is named"
+    );
+    assert!(h.query_by_label_contains("Curves: 1 of 8 GPUs fail (node-b GPU 3).").is_some());
+    // every GPU is against its stage's prediction: the numbers `estimate --stages` prints
+    let (sc, cap) = {
+        let c = h.state().derived.current.as_ref().unwrap().as_ref().unwrap();
+        (c.scenario.clone(), c.capacity())
+    };
+    let stages = vramscope::estimate::per_stage(&sc, Some(cap)).unwrap();
+    assert_eq!(stages.len(), 2);
+    for e in &stages {
+        let text = vramscope::gui::panels::gib(e.total);
+        assert!(
+            h.query_all_by_label(&text).count() >= 4,
+            "stage {} predicted {text} on its 4 GPUs",
+            e.stage.index
+        );
+    }
+    let worst_stage = stages.iter().max_by_key(|e| e.total).unwrap().stage.index;
+    assert!(
+        h.query_by_label_contains(&format!("most loaded stage is stage {worst_stage}")).is_some()
+            || h.query_by_label_contains(&format!("the same: stage {worst_stage}")).is_some()
+    );
+    // the nodes in another order: node-b is node 0 and runs stage 0; the order is persisted
+    h.state_mut().live.settings.host_order = "node-b node-a".into();
+    h.run_steps(3);
+    assert!(h.query_by_label_contains("Most loaded GPU: node-b GPU 3 (rank 3, stage 0)").is_some());
+    assert_eq!(h.state().state.view.live.host_order, "node-b node-a");
+    // the plot shows the most loaded GPU once the range arrived
+    assert_eq!((h.state().live.host.as_deref(), h.state().live.gpu), (Some("node-b"), 3));
+    assert!(h.query_by_label_contains("measured used node-b GPU 3").is_some());
 }
 
 #[test]

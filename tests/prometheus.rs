@@ -252,6 +252,29 @@ fn a_real_prometheus_scraping_a_dcgm_exporter_is_read_back_and_the_leak_found() 
     let text = String::from_utf8(cli(&["diagnose", "--prometheus", &url, "--range", "18s"]).stdout).unwrap();
     assert!(text.contains("fails: 1 of 8 GPUs (node-b GPU 3)"), "{text}");
 
+    // a recording: monitor --range --json, read back into snapshots as the app's Live tab opens
+    // it (VRAMSCOPE_WRITE_RECORDING=path keeps a copy: tests/data/prometheus/cluster-recording.json)
+    let out = cli(&["monitor", "--prometheus", &url, "--range", "18s", "--step-s", "0.5", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    if let Ok(p) = std::env::var("VRAMSCOPE_WRITE_RECORDING") {
+        std::fs::write(p, &text).unwrap();
+    }
+    let snaps = vramscope::monitor::recording::read(&text).unwrap();
+    assert!(snaps.len() >= 30, "{} snapshots", snaps.len());
+    assert!(snaps.iter().rev().take(20).all(|s| s.gpus.len() == 8));
+    assert_eq!(snaps[snaps.len() - 1].gpus[4].host.as_deref(), Some("node-b"));
+    // the source's history (the Live tab's "Load range") is the same range as snapshots
+    {
+        use vramscope::monitor::Sampler;
+        let mut src = PrometheusSource::new(PromConfig::new(&url)).unwrap();
+        let h = src.history(30.0).unwrap();
+        assert!(h.len() >= 10 && h.last().unwrap().gpus.len() == 8, "{} snapshots", h.len());
+        assert!(h.windows(2).all(|w| w[0].t_s < w[1].t_s));
+        let now = src.sample().unwrap();
+        assert!((now.t_s - vramscope::monitor::prometheus::unix_now()).abs() < 60.0, "unix time");
+    }
+
     // a selector that matches nothing: the source failed (exit 3), said in one line
     let out = cli(&["monitor", "--prometheus", &url, "--selector", "{job=\"train-42\"}"]);
     assert_eq!(out.status.code(), Some(3));

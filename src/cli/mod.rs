@@ -55,6 +55,14 @@ pub struct Cli {
     /// context, serving options (the default server: the default model on its GPU, 8k context).
     #[arg(long)]
     pub serve: bool,
+    /// Open the app on a saved scenario (`vramscope export --format ron`, File > Export >
+    /// Scenario) or a model file instead of the default scenario.
+    #[arg(long, value_name = "FILE")]
+    pub open: Option<std::path::PathBuf>,
+    /// Open a recorded cluster in the Live tab: `vramscope monitor --prometheus URL --range 1h
+    /// --json > run.json`, or the Live tab's CSV.
+    #[arg(long, value_name = "FILE")]
+    pub recording: Option<std::path::PathBuf>,
 }
 
 /// Subcommands.
@@ -211,6 +219,10 @@ pub struct EstimateArgs {
     /// Also list which op of each kind of block keeps what for backward (JSON: `block_ops`).
     #[arg(long)]
     pub ops: bool,
+    /// Also give every pipeline stage's rank (with --pp: each stage's blocks, micro-batches in
+    /// flight, peak and total; JSON: `stages`), the prediction a cluster's GPUs are read against.
+    #[arg(long)]
+    pub stages: bool,
     /// Use the --gpu's calibration profile (`vramscope calibrate probe.json --save`) for the CUDA
     /// context and allocator reserve; --context-mib / --reserve-frac still win.
     #[arg(long)]
@@ -526,6 +538,12 @@ pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
         }
     };
     let ops = if a.ops { vramscope::estimate::block_ops(&sc) } else { Vec::new() };
+    let stages = if a.stages {
+        let cap = fit_info.as_ref().map(|f| f.gpu.memory_bytes());
+        vramscope::estimate::per_stage(&sc, cap)?
+    } else {
+        Vec::new()
+    };
     Ok(if a.json {
         let mut v = report::to_json(&sc, &e, fit_info.as_ref(), &notes);
         if let (Some(obj), Some(replay)) = (v.as_object_mut(), &replay) {
@@ -547,9 +565,17 @@ pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
         {
             obj.insert("block_ops".into(), serde_json::to_value(&ops).context("serialising the op table")?);
         }
+        if a.stages
+            && let Some(obj) = v.as_object_mut()
+        {
+            obj.insert("stages".into(), serde_json::Value::Array(stages.iter().map(stage_json).collect()));
+        }
         serde_json::to_string_pretty(&v).context("serialising the estimate")? + "\n"
     } else {
         let mut s = report::to_text(&sc, &e, fit_info.as_ref(), &notes);
+        if !stages.is_empty() {
+            s += &stages_text(&sc, &stages);
+        }
         for b in &ops {
             let kind = vramscope::model::layer::describe(b.flags);
             let kind = if kind.is_empty() { String::new() } else { format!(" ({kind})") };
@@ -561,6 +587,39 @@ pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
         }
         s
     })
+}
+
+/// One stage's rank in `estimate --stages --json`.
+fn stage_json(e: &vramscope::estimate::Estimate) -> serde_json::Value {
+    serde_json::json!({
+        "index": e.stage.index, "blocks": e.stage.blocks, "in_flight": e.stage.in_flight,
+        "parameters": e.parameters, "activations": e.activations, "peak_allocated": e.peak_allocated,
+        "reserved": e.reserved, "total": e.total,
+    })
+}
+
+/// The `--stages` table: each stage, the ranks that run it, and its totals.
+fn stages_text(sc: &vramscope::estimate::Scenario, stages: &[vramscope::estimate::Estimate]) -> String {
+    let gib = |b: u64| b as f64 / vramscope::units::GIB;
+    let per = (sc.parallel.world() / sc.parallel.pp.max(1)).max(1);
+    let worst = stages.iter().map(|e| e.total).max().unwrap_or(0);
+    let mut s = String::from(
+        "\n  per pipeline stage (ranks in Megatron / torchrun order, the pipeline outermost):\n",
+    );
+    for e in stages {
+        let (lo, hi) = (e.stage.index * per, (e.stage.index + 1) * per - 1);
+        let ranks = if lo == hi { format!("rank {lo}") } else { format!("ranks {lo}-{hi}") };
+        s += &format!(
+            "    stage {:>2} ({ranks}): {:>3} blocks, {:.1} micro-batches in flight, peak {:.2} GiB, total {:.2} GiB{}\n",
+            e.stage.index,
+            e.stage.blocks,
+            e.stage.in_flight,
+            gib(e.peak_allocated),
+            gib(e.total),
+            if e.total == worst && stages.len() > 1 { "  <- most loaded" } else { "" }
+        );
+    }
+    s
 }
 
 /// The built-in default scenario: Llama-3.1-8B full fine-tune, bf16, AdamW, on one H100 80 GB.
@@ -606,6 +665,7 @@ pub fn default_args() -> EstimateArgs {
         },
         json: false,
         ops: false,
+        stages: false,
         calibrated: false,
         profile_dir: None,
     }

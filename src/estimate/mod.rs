@@ -15,7 +15,7 @@ pub mod stack;
 pub mod states;
 pub mod step;
 
-pub use rank::{Stage, shard_spec};
+pub use rank::{Stage, shard_spec, stage_of_rank};
 use rank::{stage_groups, stages_of};
 pub use saved::{Cat, Saved};
 pub use scenario::{
@@ -417,11 +417,16 @@ pub fn timeline(sc: &Scenario) -> Result<step::Timeline, ScenarioError> {
         }
     }
     let (stage, _) = worst.ok_or_else(|| ScenarioError::Invalid("no pipeline stage to estimate".into()))?;
+    Ok(stage_timeline(sc, &stage))
+}
+
+/// The timeline of one stage's rank.
+fn stage_timeline(sc: &Scenario, stage: &Stage) -> step::Timeline {
     let mut all = step::All::default();
-    let estimate = estimate_rank(sc, &stage, Some(&mut all));
+    let estimate = estimate_rank(sc, stage, Some(&mut all));
     let mut tl = step::Timeline::new(all.0, estimate);
     tl.persistent_gradients = all.1;
-    Ok(tl)
+    tl
 }
 
 /// The estimate with the caching allocator replayed over its step ([`reserved::replay`]):
@@ -441,7 +446,35 @@ pub fn replayed(
     sc: &Scenario,
     capacity: Option<u64>,
 ) -> Result<(step::Timeline, reserved::Reserved), ScenarioError> {
-    let mut tl = timeline(sc)?;
+    let tl = timeline(sc)?;
+    Ok(replay_timeline(sc, tl, capacity))
+}
+
+/// Every pipeline stage's rank, stage 0 first (one element without pipeline parallelism), each
+/// as `vramscope estimate` computes the most loaded one: with the caching allocator replayed over
+/// its step on a card of `capacity` bytes, or with the flat reserve where the scenario asks for it.
+/// Ranks of one stage (their tensor, context, expert and data-parallel peers) are alike.
+pub fn per_stage(sc: &Scenario, capacity: Option<u64>) -> Result<Vec<Estimate>, ScenarioError> {
+    sc.validate()?;
+    let layers = sc.model.transformer().map_or(0, |t| t.num_layers);
+    Ok(rank::all_stages(sc, layers)
+        .iter()
+        .map(|stage| {
+            if sc.overhead.flat_reserve {
+                estimate_rank(sc, stage, None)
+            } else {
+                replay_timeline(sc, stage_timeline(sc, stage), capacity).0.estimate
+            }
+        })
+        .collect())
+}
+
+/// `tl` with the caching allocator replayed over it (see [`replayed`]).
+fn replay_timeline(
+    sc: &Scenario,
+    mut tl: step::Timeline,
+    capacity: Option<u64>,
+) -> (step::Timeline, reserved::Reserved) {
     let o = sc.overhead;
     let outside = context::outside(sc).total();
     let cfg = crate::alloc::Config {
@@ -456,7 +489,7 @@ pub fn replayed(
     e.reserved = Some(r.peak_reserved);
     e.overhead = outside + cache.max(o.workspace_bytes);
     e.total = e.peak_allocated + e.overhead + e.paged_optimizer_states;
-    Ok((tl, r))
+    (tl, r)
 }
 
 fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> Estimate {

@@ -27,29 +27,44 @@ impl Stage {
     }
 }
 
-/// The stages worth evaluating: the first (most micro-batches in flight, embeddings), the last
-/// (LM head and loss) and, for deep pipelines, the second (most blocks when L % pp != 0).
-pub(crate) fn stages_of(sc: &Scenario, layers: u64) -> Vec<Stage> {
+/// Every stage, 0 first.
+pub(crate) fn all_stages(sc: &Scenario, layers: u64) -> Vec<Stage> {
+    (0..sc.parallel.pp.max(1)).map(|i| stage(sc, layers, i)).collect()
+}
+
+/// Stage `i` of the pipeline.
+fn stage(sc: &Scenario, layers: u64, i: u64) -> Stage {
     let p = &sc.parallel;
     let pp = p.pp.max(1);
-    if pp == 1 {
-        return vec![Stage { index: 0, stages: 1, blocks: layers, in_flight: 1.0 }];
-    }
     // inference passes one batch through the stages: one micro-batch in flight per stage
     let m = if sc.mode == Mode::Infer { 1 } else { p.micro_batches() };
     let v = p.virtual_stages.max(1);
-    let blocks = |i: u64| layers / pp + u64::from(i < layers % pp);
-    let in_flight = |i: u64| {
-        let base = m.min(pp - i) as f64;
-        if v > 1 && i == 0 { base * (1.0 + (pp - 1) as f64 / (pp * v) as f64) } else { base }
-    };
-    let mut idx = vec![0, pp - 1];
+    let blocks = layers / pp + u64::from(i < layers % pp);
+    let base = m.min(pp - i) as f64;
+    let in_flight = if v > 1 && i == 0 { base * (1.0 + (pp - 1) as f64 / (pp * v) as f64) } else { base };
+    Stage { index: i, stages: pp, blocks, in_flight }
+}
+
+/// Pipeline stage of a global rank: the pipeline is the outermost dimension of the rank grid in
+/// Megatron-LM (`tp-cp-ep-dp-pp`), torchtitan and DeepSpeed's `PipeDataParallelTopology`, so
+/// ranks `0 .. world / pp` run stage 0, the next block stage 1, and so on.
+pub fn stage_of_rank(p: &super::Parallel, rank: u64) -> u64 {
+    let per_stage = (p.world() / p.pp.max(1)).max(1);
+    (rank / per_stage).min(p.pp.max(1) - 1)
+}
+
+/// The stages worth evaluating: the first (most micro-batches in flight, embeddings), the last
+/// (LM head and loss) and, for deep pipelines, the second (most blocks when L % pp != 0).
+pub(crate) fn stages_of(sc: &Scenario, layers: u64) -> Vec<Stage> {
+    let pp = sc.parallel.pp.max(1);
+    let mut idx = vec![0];
+    if pp > 1 {
+        idx.push(pp - 1);
+    }
     if pp > 2 {
         idx.push(1);
     }
-    idx.into_iter()
-        .map(|i| Stage { index: i, stages: pp, blocks: blocks(i), in_flight: in_flight(i) })
-        .collect()
+    idx.into_iter().map(|i| stage(sc, layers, i)).collect()
 }
 
 /// The transformer as one tensor-parallel (and expert-parallel) rank sees it: heads, KV heads,

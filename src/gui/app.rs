@@ -74,12 +74,17 @@ pub struct VramApp {
     pub snapshots: super::snapshots::Snapshots,
     /// Path typed in the Timeline tab's snapshot field.
     pub snapshot_path: String,
+    /// A file to open on the first frame (`--open`).
+    pub pending_open: Option<String>,
 }
 
 impl VramApp {
     /// A new app with the given state.
     pub fn new(state: AppState) -> Self {
+        let mut live = super::live::Live::new();
+        live.settings = state.view.live.clone();
         Self {
+            live,
             state,
             derived: Derived::default(),
             undo: Vec::new(),
@@ -93,10 +98,10 @@ impl VramApp {
             png_rx: None,
             exit_code: std::sync::Arc::new(std::sync::atomic::AtomicI32::new(1)),
             persist: true,
-            live: super::live::Live::new(),
             selected_event: None,
             snapshots: super::snapshots::Snapshots::default(),
             snapshot_path: String::new(),
+            pending_open: None,
         }
     }
 
@@ -292,6 +297,9 @@ impl VramApp {
         if (ctx.zoom_factor() - zoom).abs() > f32::EPSILON {
             ctx.set_zoom_factor(zoom);
         }
+        if let Some(p) = self.pending_open.take() {
+            self.apply(&ctx, Intent::LoadPath(p));
+        }
         self.derived.update(&self.state);
         self.live.drain();
         if self.snapshots.poll() {
@@ -419,6 +427,10 @@ impl VramApp {
         for i in intents {
             self.apply(&ctx, i);
         }
+        // the Live tab edits its source settings in place; they are persisted with the view
+        if self.live.settings != self.state.view.live {
+            self.state.view.live = self.live.settings.clone();
+        }
         for a in live_actions {
             self.live_action(&ctx, a);
         }
@@ -521,6 +533,20 @@ impl VramApp {
                 }
             }
             LiveAction::Stop => self.live.stop(),
+            LiveAction::LoadRange => {
+                let c = ctx.clone();
+                self.live.load_range(move || c.request_repaint());
+                if let Some(p) = &self.live.problem {
+                    self.status = (StatusKind::Error, p.clone());
+                }
+            }
+            LiveAction::OpenRecording => {
+                if let Some(path) =
+                    rfd::FileDialog::new().add_filter("recording", &["json", "csv"]).pick_file()
+                {
+                    self.open_recording(&path);
+                }
+            }
             LiveAction::Record => {
                 let path = rfd::FileDialog::new()
                     .set_file_name("vramscope-trace.csv")
@@ -543,6 +569,18 @@ impl VramApp {
                 };
             }
         }
+    }
+
+    /// Opens a recorded cluster (or machine) in the Live tab; the status says what was read.
+    pub fn open_recording(&mut self, path: &Path) {
+        self.live.open_recording(path);
+        self.status = match &self.live.problem {
+            Some(p) => (StatusKind::Error, p.clone()),
+            None => (
+                StatusKind::Info,
+                format!("Opened {} ({} snapshots)", path.display(), self.live.history.samples.len()),
+            ),
+        };
     }
 
     fn screenshot_step(&mut self, ctx: &egui::Context) {

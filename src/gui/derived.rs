@@ -26,6 +26,9 @@ pub struct Computed {
     /// The scenario's verdict on each catalog card (fits, total), computed when first asked for
     /// (the Options tab's run costs), not on every slider move.
     card_verdicts: std::cell::OnceCell<Vec<(String, bool, u64)>>,
+    /// Each pipeline stage's predicted total (`estimate --stages`), computed when the Live tab
+    /// first reads a cluster against it.
+    stage_totals: std::cell::OnceCell<Vec<u64>>,
 }
 
 /// One timeline event explained as "Why this much?" explains the peak.
@@ -107,6 +110,7 @@ impl Computed {
             curves,
             block_ops,
             card_verdicts: std::cell::OnceCell::new(),
+            stage_totals: std::cell::OnceCell::new(),
         })
     }
 
@@ -123,6 +127,19 @@ impl Computed {
                 .collect()
         });
         all.iter().find(|(id, _, _)| *id == g.id).map(|&(_, f, t)| (f, t))
+    }
+
+    /// Each pipeline stage's predicted total on this card, stage 0 first, as `vramscope estimate
+    /// --stages` gives them (one stage without pipeline parallelism: the estimate's total).
+    pub fn stage_totals(&self) -> &[u64] {
+        self.stage_totals.get_or_init(|| {
+            if self.scenario.parallel.pp <= 1 {
+                return vec![self.estimate.total];
+            }
+            crate::estimate::per_stage(&self.scenario, Some(self.capacity()))
+                .map(|v| v.iter().map(|e| e.total).collect())
+                .unwrap_or_default()
+        })
     }
 
     /// Event `i` of the timeline with its explanation.

@@ -1,41 +1,72 @@
-//! Live monitoring state of the explorer: the sampling thread, its bounded history, the chosen
-//! GPU, pause, and the last problem NVML reported. Runtime only (not persisted).
+//! Live monitoring state of the explorer: the sampling thread (this machine's NVML, or a cluster's
+//! Prometheus), its bounded history, a range or recording loaded into it, the chosen GPU, pause,
+//! the last problem the source reported, and each GPU's curve diagnosis. Runtime only; the source
+//! settings are persisted in `View::live`.
 
-use crate::monitor::{History, Monitor, MonitorError, Sampler};
+use super::state::{LiveSettings, LiveSource};
+use crate::diagnose::trace::{self, TraceReport};
+use crate::monitor::{GpuSample, History, Monitor, MonitorError, Sampler, Snapshot};
+use std::sync::mpsc;
 use std::time::Duration;
 
-/// Builds a sampler (NVML in the app, a scripted fake in tests).
-pub type SamplerFactory = Box<dyn Fn() -> Result<Box<dyn Sampler>, MonitorError>>;
+/// Builds a sampler for the chosen source (NVML or Prometheus in the app, a fake in tests).
+pub type SamplerFactory = Box<dyn Fn(&LiveSettings) -> Result<Box<dyn Sampler>, MonitorError>>;
 
 /// Ten minutes at the default 250 ms interval.
 pub const HISTORY_SAMPLES: usize = 2400;
+
+/// Seconds between Prometheus queries (DCGM exporters are scraped every 15-30 s; querying
+/// faster only repeats the last value).
+pub const PROMETHEUS_INTERVAL_MS: u64 = 5000;
+
+/// One GPU's identity: (host, index on the host).
+pub type GpuKey = (Option<String>, u32);
+
+/// The curve diagnosis of one GPU over the history.
+#[derive(Clone, Debug)]
+pub struct GpuCurve {
+    pub key: GpuKey,
+    /// The most it used over the history, bytes.
+    pub peak: u64,
+    /// Its report, or why there is none yet (too few samples).
+    pub report: Result<TraceReport, String>,
+}
 
 /// What the Live tab works with.
 pub struct Live {
     factory: SamplerFactory,
     monitor: Option<Monitor>,
+    range_rx: Option<mpsc::Receiver<Result<Vec<Snapshot>, MonitorError>>>,
     /// Samples so far (bounded).
     pub history: History,
-    /// GPU shown.
+    /// GPU shown (its index on its host).
     pub gpu: u32,
+    /// Host of the GPU shown (a cluster's).
+    pub host: Option<String>,
     /// Process whose memory is drawn (`None`: the whole GPU).
     pub process: Option<u32>,
     /// Samples are dropped while paused.
     pub paused: bool,
-    /// Milliseconds between samples.
+    /// Milliseconds between NVML samples.
     pub interval_ms: u64,
     /// Why sampling is not running, in plain words.
     pub problem: Option<String>,
     /// Text pasted into the OOM explainer.
     pub oom_text: String,
+    /// The source and cluster settings (the app keeps `View::live` equal to them).
+    pub settings: LiveSettings,
+    /// Where the history came from when it was loaded (a recording's path, a range).
+    pub loaded: Option<String>,
+    /// Show the most loaded GPU once the cluster view has mapped the ranks (set when a range or a
+    /// recording arrives).
+    pub show_worst: bool,
+    curves: Option<(usize, f64, Vec<GpuCurve>)>,
 }
 
 impl Live {
-    /// Live state over the real driver.
+    /// Live state over the real sources.
     pub fn new() -> Self {
-        Self::with_factory(Box::new(|| {
-            crate::monitor::NvmlSampler::new().map(|s| Box::new(s) as Box<dyn Sampler>)
-        }))
+        Self::with_factory(Box::new(real_sampler))
     }
 
     /// Live state over another sampler source.
@@ -43,13 +74,19 @@ impl Live {
         Self {
             factory,
             monitor: None,
+            range_rx: None,
             history: History::new(HISTORY_SAMPLES),
             gpu: 0,
+            host: None,
             process: None,
             paused: false,
             interval_ms: 250,
             problem: None,
             oom_text: String::new(),
+            settings: LiveSettings::default(),
+            loaded: None,
+            show_worst: false,
+            curves: None,
         }
     }
 
@@ -58,19 +95,26 @@ impl Live {
         self.monitor.is_some()
     }
 
+    /// Is a range being read?
+    pub fn loading(&self) -> bool {
+        self.range_rx.is_some()
+    }
+
     /// Starts sampling (again); `wake` repaints the UI when a sample arrives.
     pub fn start(&mut self, wake: impl Fn() + Send + 'static) {
         self.monitor = None;
-        match (self.factory)() {
-            Ok(sampler) => {
-                match Monitor::start(sampler, Duration::from_millis(self.interval_ms.max(10)), wake) {
-                    Ok(m) => {
-                        self.monitor = Some(m);
-                        self.problem = None;
-                    }
-                    Err(e) => self.problem = Some(format!("could not start the sampling thread: {e}")),
+        let every = match self.settings.source {
+            LiveSource::Nvml => self.interval_ms.max(10),
+            LiveSource::Prometheus => PROMETHEUS_INTERVAL_MS,
+        };
+        match (self.factory)(&self.settings) {
+            Ok(sampler) => match Monitor::start(sampler, Duration::from_millis(every), wake) {
+                Ok(m) => {
+                    self.monitor = Some(m);
+                    self.problem = None;
                 }
-            }
+                Err(e) => self.problem = Some(format!("could not start the sampling thread: {e}")),
+            },
             Err(e) => self.problem = Some(e.to_string()),
         }
     }
@@ -80,15 +124,119 @@ impl Live {
         self.monitor = None;
     }
 
-    /// Takes what the thread sent since the last frame.
+    /// Reads the source's last `settings.range` on the "vramscope-prometheus-range" thread; the
+    /// history takes it when it arrives ([`Live::drain`]).
+    pub fn load_range(&mut self, wake: impl Fn() + Send + 'static) {
+        let span = match crate::monitor::prometheus::parse_duration(&self.settings.range) {
+            Ok(s) => s,
+            Err(e) => {
+                self.problem = Some(e.replacen("--range ", "range ", 1));
+                return;
+            }
+        };
+        let mut sampler = match (self.factory)(&self.settings) {
+            Ok(s) => s,
+            Err(e) => {
+                self.problem = Some(e.to_string());
+                return;
+            }
+        };
+        let (tx, rx) = mpsc::channel();
+        let spawned =
+            std::thread::Builder::new().name("vramscope-prometheus-range".into()).spawn(move || {
+                let _ = tx.send(sampler.history(span));
+                wake();
+            });
+        match spawned {
+            Ok(_) => {
+                self.range_rx = Some(rx);
+                self.problem = None;
+            }
+            Err(e) => self.problem = Some(format!("could not start the range thread: {e}")),
+        }
+    }
+
+    /// Replaces the history by a recording (`monitor --prometheus --range --json` output or the
+    /// Live tab's CSV); sampling stops. On failure the history stays and `problem` says why.
+    pub fn open_recording(&mut self, path: &std::path::Path) {
+        use std::io::Read;
+        let shown =
+            path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let read = std::fs::File::open(path).and_then(|f| {
+            let mut text = String::new();
+            f.take(crate::monitor::recording::MAX_BYTES + 1).read_to_string(&mut text).map(|_| text)
+        });
+        let snaps = match read {
+            Ok(t) if t.len() as u64 > crate::monitor::recording::MAX_BYTES => {
+                Err(format!("larger than {} MiB", crate::monitor::recording::MAX_BYTES >> 20))
+            }
+            Ok(t) => crate::monitor::recording::read(&t),
+            Err(e) => Err(e.to_string()),
+        };
+        match snaps {
+            Ok(s) => {
+                self.monitor = None;
+                self.history = History::new(HISTORY_SAMPLES.max(s.len()));
+                self.take(s);
+                self.loaded = Some(shown);
+                self.problem = None;
+            }
+            Err(e) => self.problem = Some(format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// Puts `snaps` (oldest first) before the samples that came after them.
+    fn take(&mut self, snaps: Vec<Snapshot>) {
+        let last = snaps.last().map_or(f64::NEG_INFINITY, |s| s.t_s);
+        let newer: Vec<Snapshot> = self.history.samples.drain(..).filter(|s| s.t_s > last).collect();
+        self.history.capacity = self.history.capacity.max(snaps.len() + newer.len());
+        for s in snaps.into_iter().chain(newer) {
+            self.history.push(s);
+        }
+        // the GPU shown must be one of them
+        if let Some(g) = self.history.samples.back().and_then(|s| s.gpus.first())
+            && !self.latest_gpus().iter().any(|x| self.is_shown(x))
+        {
+            (self.host, self.gpu) = (g.host.clone(), g.index);
+        }
+        self.show_worst = self.is_cluster();
+        self.curves = None;
+    }
+
+    /// Takes what the threads sent since the last frame.
     pub fn drain(&mut self) {
+        if let Some(rx) = &self.range_rx {
+            match rx.try_recv() {
+                Ok(Ok(snaps)) => {
+                    self.range_rx = None;
+                    self.loaded = Some(format!("the last {} from Prometheus", self.settings.range));
+                    self.take(snaps);
+                }
+                Ok(Err(e)) => {
+                    self.range_rx = None;
+                    self.problem = Some(e.to_string());
+                }
+                Err(mpsc::TryRecvError::Empty) => {}
+                Err(mpsc::TryRecvError::Disconnected) => self.range_rx = None,
+            }
+        }
         let Some(m) = &self.monitor else { return };
         let mut stopped = None;
+        let mut got = false;
         while let Ok(r) = m.rx.try_recv() {
             match r {
-                Ok(s) if !self.paused => self.history.push(s),
+                Ok(s) if !self.paused => {
+                    self.history.push(s);
+                    got = true;
+                }
                 Ok(_) => {}
                 Err(e) => stopped = Some(e.to_string()),
+            }
+        }
+        if got {
+            let shown = self.latest_gpus().iter().any(|g| self.is_shown(g));
+            if let Some(g) = self.latest_gpus().first().filter(|_| !shown) {
+                (self.host, self.gpu) = (g.host.clone(), g.index);
             }
         }
         if let Some(e) = stopped {
@@ -97,18 +245,82 @@ impl Live {
         }
     }
 
+    /// The GPUs of the latest snapshot.
+    pub fn latest_gpus(&self) -> &[GpuSample] {
+        self.history.samples.back().map_or(&[], |s| s.gpus.as_slice())
+    }
+
+    /// Are the GPUs a cluster's (with hosts)?
+    pub fn is_cluster(&self) -> bool {
+        self.latest_gpus().iter().any(|g| g.host.is_some())
+    }
+
+    /// Is `g` the GPU shown?
+    pub fn is_shown(&self, g: &GpuSample) -> bool {
+        g.index == self.gpu && g.host == self.host
+    }
+
     /// Latest used bytes of the chosen GPU (or of the chosen process on it).
     pub fn latest_used(&self) -> Option<u64> {
-        let g = self.history.samples.back()?.gpus.iter().find(|g| g.index == self.gpu)?;
+        let g = self.latest_gpus().iter().find(|g| self.is_shown(g))?;
         match self.process {
             None => Some(g.used),
             Some(pid) => g.processes.iter().find(|p| p.pid == pid).and_then(|p| p.used),
         }
+    }
+
+    /// Every GPU's curve diagnosis over the history (recomputed when samples arrive).
+    pub fn curves(&mut self) -> &[GpuCurve] {
+        let key = (self.history.samples.len(), self.history.samples.back().map_or(0.0, |s| s.t_s));
+        if self.curves.as_ref().is_none_or(|(n, t, _)| (*n, *t) != key) {
+            let gpus: Vec<GpuKey> = self.latest_gpus().iter().map(|g| (g.host.clone(), g.index)).collect();
+            let t0 = self.history.samples.front().map_or(0.0, |s| s.t_s);
+            let out = gpus
+                .into_iter()
+                .map(|k| {
+                    let samples: Vec<trace::Sample> = self
+                        .history
+                        .samples
+                        .iter()
+                        .filter_map(|s| {
+                            let g = s.gpus.iter().find(|g| g.index == k.1 && g.host == k.0)?;
+                            Some(trace::Sample { t_s: s.t_s - t0, gpu: 0, used: g.used, total: g.total })
+                        })
+                        .collect();
+                    let report = trace::classify(&samples, Some(0)).map_err(|e| e.to_string());
+                    let peak = samples.iter().map(|s| s.used).max().unwrap_or(0);
+                    GpuCurve { key: k, peak, report }
+                })
+                .collect();
+            self.curves = Some((key.0, key.1, out));
+        }
+        self.curves.as_ref().map_or(&[], |c| c.2.as_slice())
     }
 }
 
 impl Default for Live {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The app's samplers: NVML, or the Prometheus the settings name.
+fn real_sampler(s: &LiveSettings) -> Result<Box<dyn Sampler>, MonitorError> {
+    match s.source {
+        LiveSource::Nvml => crate::monitor::NvmlSampler::new().map(|s| Box::new(s) as Box<dyn Sampler>),
+        LiveSource::Prometheus => {
+            let mut cfg = crate::monitor::prometheus::PromConfig::new(s.prometheus_url.trim());
+            cfg.selector = s.selector.trim().to_owned();
+            crate::monitor::prometheus::PrometheusSource::new(cfg)
+                .map(|p| Box::new(p) as Box<dyn Sampler>)
+                .map_err(|e| {
+                    // the app's fields, not the command line's flags
+                    MonitorError::Source(e.replacen("--prometheus ", "URL ", 1).replacen(
+                        "--selector ",
+                        "selector ",
+                        1,
+                    ))
+                })
+        }
     }
 }

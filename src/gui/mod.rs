@@ -28,6 +28,10 @@ pub struct Launch {
     pub tab: Option<state::Tab>,
     /// Open in Serve mode (a vLLM-style server's KV budget).
     pub serve: bool,
+    /// A scenario or model file to open first.
+    pub open: Option<PathBuf>,
+    /// A recorded cluster to open in the Live tab.
+    pub recording: Option<PathBuf>,
 }
 
 /// Writes an egui image as PNG, atomically (temp file + rename).
@@ -63,6 +67,7 @@ pub fn run(launch: Launch) -> Result<()> {
     let chart_only = launch.chart_only;
     let tab = launch.tab;
     let serve = launch.serve;
+    let (open, recording) = (launch.open.clone(), launch.recording.clone());
     // winit panics (rather than erring) when e.g. libxkbcommon-x11 is missing: turn that into a
     // readable message too
     let hook = std::panic::take_hook();
@@ -94,6 +99,13 @@ pub fn run(launch: Launch) -> Result<()> {
                         app
                     }
                 };
+                let mut app = app;
+                if let Some(p) = open {
+                    app.pending_open = Some(p.display().to_string());
+                }
+                if let Some(p) = recording {
+                    app.open_recording(&p);
+                }
                 Ok(Box::new(app))
             }),
         )

@@ -353,11 +353,57 @@ pub struct View {
     pub run_tokens_b: f64,
     /// Model FLOPs utilisation assumed for run costs.
     pub mfu: f64,
+    /// Where the Live tab reads GPU memory from.
+    pub live: LiveSettings,
 }
 
 impl Default for View {
     fn default() -> Self {
-        Self { dark: true, presentation: false, tab: Tab::Batch, run_tokens_b: 1.0, mfu: 0.4 }
+        Self {
+            dark: true,
+            presentation: false,
+            tab: Tab::Batch,
+            run_tokens_b: 1.0,
+            mfu: 0.4,
+            live: LiveSettings::default(),
+        }
+    }
+}
+
+/// Where the Live tab's GPU memory comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LiveSource {
+    /// This machine's GPUs through the NVIDIA driver.
+    #[default]
+    Nvml,
+    /// A cluster's GPUs from the Prometheus server that scrapes NVIDIA's DCGM exporter.
+    Prometheus,
+}
+
+/// The Live tab's source and how a cluster is read against the plan (persisted).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LiveSettings {
+    pub source: LiveSource,
+    /// The Prometheus server's URL.
+    pub prometheus_url: String,
+    /// A PromQL label selector for the DCGM series (`{job="train-42"}`), or empty.
+    pub selector: String,
+    /// Hosts in node-rank order (node 0 first), commas or spaces between; empty: by name.
+    pub host_order: String,
+    /// The range "Load range" reads back (15m, 1h, 6h, 1d).
+    pub range: String,
+}
+
+impl Default for LiveSettings {
+    fn default() -> Self {
+        Self {
+            source: LiveSource::Nvml,
+            prometheus_url: "http://localhost:9090".into(),
+            selector: String::new(),
+            host_order: String::new(),
+            range: "1h".into(),
+        }
     }
 }
 

@@ -572,3 +572,104 @@ const SERVE_EN: ServeStrings = ServeStrings {
 pub fn tr_serve() -> &'static ServeStrings {
     &SERVE_EN
 }
+
+/// The Live tab's source controls and a cluster read against the plan.
+#[derive(Clone, Copy, Debug)]
+pub struct ClusterStrings {
+    pub source: &'static str,
+    pub source_tip: &'static str,
+    pub source_nvml: &'static str,
+    pub source_prometheus: &'static str,
+    pub url: &'static str,
+    pub url_tip: &'static str,
+    pub selector: &'static str,
+    pub selector_tip: &'static str,
+    pub start_tip: &'static str,
+    pub range: &'static str,
+    pub load_range: &'static str,
+    pub load_range_tip: &'static str,
+    pub loading: &'static str,
+    pub open_recording: &'static str,
+    pub open_recording_tip: &'static str,
+    /// "{what}": a path or "the last 1h from Prometheus".
+    pub showing: &'static str,
+    pub host_order: &'static str,
+    pub host_order_tip: &'static str,
+    pub host_order_hint: &'static str,
+    pub col_host: &'static str,
+    pub col_gpu: &'static str,
+    pub col_rank: &'static str,
+    pub col_stage: &'static str,
+    pub col_used: &'static str,
+    pub used_tip: &'static str,
+    pub now: &'static str,
+    pub col_predicted: &'static str,
+    pub col_error: &'static str,
+    pub col_curve: &'static str,
+    pub predicted_tip: &'static str,
+    pub not_in_job: &'static str,
+    /// "{gpu}", "{rank}", "{stage}", "{used}", "{total}", "{predicted}", "{error}".
+    pub worst: &'static str,
+    /// "{stage}", "{predicted}".
+    pub plan_worst_same: &'static str,
+    /// "{stage}", "{predicted}", "{measured}".
+    pub plan_worst_other: &'static str,
+    /// "{hosts}".
+    pub unknown_hosts: &'static str,
+    /// "{n}", "{world}".
+    pub missing_ranks: &'static str,
+    /// "{n}", "{m}", "{list}".
+    pub fails: &'static str,
+    /// "{m}".
+    pub healthy: &'static str,
+    pub too_few: &'static str,
+    pub click_to_show: &'static str,
+}
+
+const CLUSTER_EN: ClusterStrings = ClusterStrings {
+    source: "Source",
+    source_tip: "This machine's GPUs through the NVIDIA driver (NVML), or every GPU of a cluster from the Prometheus server that scrapes NVIDIA's DCGM exporter.",
+    source_nvml: "This machine (NVML)",
+    source_prometheus: "Cluster (Prometheus)",
+    url: "URL",
+    url_tip: "The Prometheus server that scrapes the DCGM exporter, e.g. http://prometheus:9090 (its HTTP API: /api/v1/query and /api/v1/query_range).",
+    selector: "Selector",
+    selector_tip: "A PromQL label selector for the DCGM series, e.g. {job=\"train-42\"} or {Hostname=~\"gpu-0[1-4]\"}; empty: every GPU Prometheus has.",
+    start_tip: "Query Prometheus every 5 s for every GPU's DCGM_FI_DEV_FB_USED / FREE / RESERVED and read them against the plan's ranks.",
+    range: "Range",
+    load_range: "Load range",
+    load_range_tip: "Read this range back from Prometheus (query_range, 240 points) and diagnose every GPU's curve over it; live samples continue after it.",
+    loading: "reading the range…",
+    open_recording: "Open recording…",
+    open_recording_tip: "A cluster recorded on any machine that reaches Prometheus (vramscope monitor --prometheus URL --range 1h --json > run.json), or this tab's CSV.",
+    showing: "Showing {what}",
+    host_order: "Host order",
+    host_order_tip: "The hosts in node-rank order (node 0 first), as torchrun's --node-rank or Slurm assign them; empty: by name. Node n holds the next GPUs-per-node ranks, local rank i on GPU i; the pipeline is the outermost dimension of the rank grid (Megatron-LM, torchtitan, DeepSpeed), so the first world/pp ranks run stage 0.",
+    host_order_hint: "node 0, node 1, … (empty: by name)",
+    col_host: "Host",
+    col_gpu: "GPU",
+    col_rank: "Rank",
+    col_stage: "Stage",
+    col_used: "Peak used",
+    used_tip: "The most each GPU used over the samples shown (the range or recording, then live), as nvidia-smi counts it: what the plan's per-rank total predicts.",
+    now: "now:",
+    col_predicted: "Predicted",
+    col_error: "Δ",
+    col_curve: "Curve",
+    predicted_tip: "The total predicted for the pipeline stage the rank runs (what nvidia-smi would show); each stage's is what this command prints:",
+    not_in_job: "not in the job",
+    worst: "Most loaded GPU: {gpu} (rank {rank}, stage {stage}): {used} of {total} at its peak; {predicted} predicted for its stage ({error}).",
+    plan_worst_same: "The plan's most loaded stage is the same: stage {stage}, {predicted}.",
+    plan_worst_other: "The plan's most loaded stage is stage {stage} ({predicted}); measured, stage {measured} is the most loaded.",
+    unknown_hosts: "No GPU seen on: {hosts}.",
+    missing_ranks: "{n} of the job's {world} ranks have no GPU in the source.",
+    fails: "Curves: {n} of {m} GPUs fail ({list}).",
+    healthy: "Curves: all {m} GPUs healthy.",
+    too_few: "too few samples",
+    click_to_show: "Show this GPU's curve",
+};
+
+/// The cluster texts in the current language.
+pub fn tr_cluster() -> &'static ClusterStrings {
+    &CLUSTER_EN
+}

@@ -5,6 +5,7 @@
 //! This is the driver room: the estimator core does not depend on it; the GUI and the CLI do.
 
 pub mod prometheus;
+pub mod recording;
 
 use serde::Serialize;
 use std::sync::Arc;
@@ -50,7 +51,7 @@ pub struct GpuSample {
 /// All GPUs at one moment.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Snapshot {
-    /// Seconds since sampling started.
+    /// Seconds since sampling started (NVML), or since the Unix epoch (Prometheus, recordings).
     pub t_s: f64,
     /// The GPUs.
     pub gpus: Vec<GpuSample>,
@@ -83,18 +84,32 @@ pub enum MonitorError {
 pub trait Sampler: Send {
     /// Takes one snapshot.
     fn sample(&mut self) -> Result<Snapshot, MonitorError>;
+
+    /// The snapshots of the last `span_s` seconds, oldest first, where the source keeps a history
+    /// (Prometheus does; the driver does not).
+    fn history(&mut self, span_s: f64) -> Result<Vec<Snapshot>, MonitorError> {
+        let _ = span_s;
+        Err(MonitorError::Source("this source keeps no history: only Prometheus can load a range".into()))
+    }
 }
 
 /// A scripted sampler: plays back the given results with fixed timestamps, then repeats the last.
 pub struct FakeSampler {
     script: Vec<Result<Snapshot, MonitorError>>,
     next: usize,
+    past: Option<Vec<Snapshot>>,
 }
 
 impl FakeSampler {
     /// Plays back `script`.
     pub fn new(script: Vec<Result<Snapshot, MonitorError>>) -> Self {
-        Self { script, next: 0 }
+        Self { script, next: 0, past: None }
+    }
+
+    /// A source whose [`Sampler::history`] answers `past` (those within the span of its last).
+    pub fn with_history(mut self, past: Vec<Snapshot>) -> Self {
+        self.past = Some(past);
+        self
     }
 
     /// One GPU whose used memory follows `used` (bytes), a sample every `dt_s` seconds.
@@ -132,6 +147,12 @@ impl Sampler for FakeSampler {
         let i = self.next.min(self.script.len().saturating_sub(1));
         self.next += 1;
         self.script.get(i).cloned().unwrap_or_else(|| Err(MonitorError::Other("empty script".into())))
+    }
+
+    fn history(&mut self, span_s: f64) -> Result<Vec<Snapshot>, MonitorError> {
+        let past = self.past.as_ref().ok_or_else(|| MonitorError::Source("no history".into()))?;
+        let end = past.last().map_or(0.0, |s| s.t_s);
+        Ok(past.iter().filter(|s| s.t_s >= end - span_s).cloned().collect())
     }
 }
 
@@ -274,12 +295,22 @@ impl History {
         self.samples.push_back(s);
     }
 
-    /// The history as `t_s,gpu,used_bytes,total_bytes` CSV (what `diagnose --trace` reads).
+    /// The history as `t_s,gpu,used_bytes,total_bytes` CSV (what `diagnose --trace` reads), with
+    /// a `host` column after them when the GPUs are a cluster's (the app opens it again).
     pub fn to_csv(&self) -> String {
-        let mut out = String::from("t_s,gpu,used_bytes,total_bytes\n");
+        let hosts = self.samples.iter().any(|s| s.gpus.iter().any(|g| g.host.is_some()));
+        let mut out = String::from(if hosts {
+            "t_s,gpu,used_bytes,total_bytes,host\n"
+        } else {
+            "t_s,gpu,used_bytes,total_bytes\n"
+        });
         for s in &self.samples {
             for g in &s.gpus {
-                out += &format!("{:.3},{},{},{}\n", s.t_s, g.index, g.used, g.total);
+                out += &format!("{:.3},{},{},{}", s.t_s, g.index, g.used, g.total);
+                if hosts {
+                    out += &format!(",{}", g.host.as_deref().unwrap_or(""));
+                }
+                out.push('\n');
             }
         }
         out

@@ -9,7 +9,7 @@
 
 use super::{GpuSample, MonitorError, Sampler, Snapshot};
 use serde_json::Value;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Where and what to query.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,7 +113,6 @@ pub struct Series {
 pub struct PrometheusSource {
     cfg: PromConfig,
     agent: ureq::Agent,
-    start: Instant,
 }
 
 const MIB: f64 = 1_048_576.0;
@@ -127,7 +126,7 @@ impl PrometheusSource {
             .http_status_as_error(false)
             .build()
             .into();
-        Ok(Self { cfg, agent, start: Instant::now() })
+        Ok(Self { cfg, agent })
     }
 
     /// The configuration.
@@ -271,7 +270,15 @@ impl PrometheusSource {
 impl Sampler for PrometheusSource {
     fn sample(&mut self) -> Result<Snapshot, MonitorError> {
         let gpus = self.instant().map_err(|e| MonitorError::Source(e.to_string()))?;
-        Ok(Snapshot { t_s: self.start.elapsed().as_secs_f64(), gpus })
+        Ok(Snapshot { t_s: unix_now(), gpus })
+    }
+
+    /// The last `span_s` seconds at 240 points (a point every second at least).
+    fn history(&mut self, span_s: f64) -> Result<Vec<Snapshot>, MonitorError> {
+        let end = unix_now();
+        let step = (span_s / 240.0).max(1.0);
+        let series = self.range(end - span_s, end, step).map_err(|e| MonitorError::Source(e.to_string()))?;
+        Ok(super::recording::snapshots(&series))
     }
 }
 

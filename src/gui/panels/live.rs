@@ -1,11 +1,13 @@
-//! The Live tab: GPU memory from NVML over time against the prediction, the processes on the GPU,
-//! the diagnosis of the curve, and an OOM-message explainer.
+//! The Live tab: GPU memory over time against the prediction — this machine's GPUs from NVML
+//! (with the processes on them), or a cluster's from Prometheus (every GPU against its rank's
+//! stage, [`super::cluster`]) — the diagnosis of the curve, and an OOM-message explainer.
 
 use super::gib;
-use crate::diagnose::{explain_oom, trace};
+use crate::diagnose::explain_oom;
 use crate::gui::derived::Computed;
 use crate::gui::live::Live;
-use crate::gui::strings::tr;
+use crate::gui::state::LiveSource;
+use crate::gui::strings::{tr, tr_cluster};
 use crate::units::GIB;
 use eframe::egui::{self, RichText};
 use egui_plot::{HLine, Legend, Line, LineStyle, Plot, PlotPoints};
@@ -19,13 +21,46 @@ pub enum LiveAction {
     Stop,
     /// Write the history as CSV.
     Record,
+    /// Read the source's last range into the history.
+    LoadRange,
+    /// Ask for a recording and open it.
+    OpenRecording,
 }
 
 /// Draws the tab.
 pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
     let t = tr();
+    let k = tr_cluster();
     let mut out = Vec::new();
-    ui.horizontal(|ui| {
+    ui.horizontal_wrapped(|ui| {
+        let before = live.settings.source;
+        egui::ComboBox::from_label(k.source)
+            .selected_text(match live.settings.source {
+                LiveSource::Nvml => k.source_nvml,
+                LiveSource::Prometheus => k.source_prometheus,
+            })
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut live.settings.source, LiveSource::Nvml, k.source_nvml);
+                ui.selectable_value(&mut live.settings.source, LiveSource::Prometheus, k.source_prometheus);
+            })
+            .response
+            .on_hover_text(k.source_tip);
+        if live.settings.source != before && live.running() {
+            out.push(LiveAction::Stop);
+        }
+        let prom = live.settings.source == LiveSource::Prometheus;
+        if prom {
+            ui.label(k.url);
+            ui.add(egui::TextEdit::singleline(&mut live.settings.prometheus_url).desired_width(190.0))
+                .on_hover_text(k.url_tip);
+            ui.label(k.selector);
+            ui.add(
+                egui::TextEdit::singleline(&mut live.settings.selector)
+                    .hint_text("{job=\"train-42\"}")
+                    .desired_width(130.0),
+            )
+            .on_hover_text(k.selector_tip);
+        }
         if live.running() {
             if ui.button(t.live_stop).clicked() {
                 out.push(LiveAction::Stop);
@@ -34,25 +69,48 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
             if ui.button(label).clicked() {
                 live.paused = !live.paused;
             }
-        } else if ui.button(t.live_start).on_hover_text(t.live_start_tip).clicked() {
+        } else if ui
+            .button(t.live_start)
+            .on_hover_text(if prom { k.start_tip } else { t.live_start_tip })
+            .clicked()
+        {
             out.push(LiveAction::Start);
         }
-        let gpus: Vec<(u32, String)> = live
-            .history
-            .samples
-            .back()
-            .map(|s| s.gpus.iter().map(|g| (g.index, format!("{} {}", g.index, g.name))).collect())
-            .unwrap_or_default();
-        if !gpus.is_empty() {
-            egui::ComboBox::from_label(t.live_gpu)
-                .selected_text(
-                    gpus.iter().find(|(i, _)| *i == live.gpu).map_or("?".into(), |(_, n)| n.clone()),
-                )
+        if prom {
+            egui::ComboBox::from_id_salt("live-range")
+                .width(56.0)
+                .selected_text(live.settings.range.as_str())
                 .show_ui(ui, |ui| {
-                    for (i, n) in gpus {
-                        ui.selectable_value(&mut live.gpu, i, n);
+                    for r in ["15m", "1h", "6h", "1d", "7d"] {
+                        ui.selectable_value(&mut live.settings.range, r.to_owned(), r);
                     }
-                });
+                })
+                .response
+                .on_hover_text(k.range);
+            if live.loading() {
+                ui.spinner();
+                ui.label(k.loading);
+            } else if ui.button(k.load_range).on_hover_text(k.load_range_tip).clicked() {
+                out.push(LiveAction::LoadRange);
+            }
+        }
+        if ui.button(k.open_recording).on_hover_text(k.open_recording_tip).clicked() {
+            out.push(LiveAction::OpenRecording);
+        }
+        if !live.is_cluster() {
+            let gpus: Vec<(u32, String)> =
+                live.latest_gpus().iter().map(|g| (g.index, format!("{} {}", g.index, g.name))).collect();
+            if !gpus.is_empty() {
+                egui::ComboBox::from_label(t.live_gpu)
+                    .selected_text(
+                        gpus.iter().find(|(i, _)| *i == live.gpu).map_or("?".into(), |(_, n)| n.clone()),
+                    )
+                    .show_ui(ui, |ui| {
+                        for (i, n) in gpus {
+                            ui.selectable_value(&mut live.gpu, i, n);
+                        }
+                    });
+            }
         }
         if !live.history.samples.is_empty()
             && ui.button(t.live_record).on_hover_text(t.live_record_tip).clicked()
@@ -60,45 +118,45 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
             out.push(LiveAction::Record);
         }
     });
+    if let Some(what) = &live.loaded {
+        ui.label(RichText::new(k.showing.replace("{what}", what)).weak());
+    }
     if let Some(p) = &live.problem {
         ui.label(RichText::new(p).color(ui.visuals().warn_fg_color));
     }
-    let gpu = live.gpu;
-    let process = live.process;
+    let layout = if live.is_cluster() { Some(super::cluster::layout(c, live)) } else { None };
+    if let Some(w) = layout.as_ref().filter(|_| live.show_worst).and_then(|l| l.rows.get(l.worst?)) {
+        (live.host, live.gpu) = (Some(w.gpu.host.clone()), w.gpu.gpu);
+        live.show_worst = false;
+    }
+    let process = live.process.filter(|_| layout.is_none());
+    let t0 = live.history.samples.front().map_or(0.0, |s| s.t_s);
     let pts: Vec<[f64; 2]> = live
         .history
         .samples
         .iter()
         .filter_map(|s| {
-            let g = s.gpus.iter().find(|g| g.index == gpu)?;
+            let g = s.gpus.iter().find(|g| live.is_shown(g))?;
             let used = match process {
                 None => Some(g.used),
                 Some(pid) => g.processes.iter().find(|p| p.pid == pid).and_then(|p| p.used),
             }?;
-            Some([s.t_s, used as f64 / GIB])
+            Some([s.t_s - t0, used as f64 / GIB])
         })
         .collect();
-    let capacity = live
-        .history
-        .samples
-        .back()
-        .and_then(|s| s.gpus.iter().find(|g| g.index == gpu))
-        .map_or(c.capacity(), |g| g.total);
+    let shown = live.latest_gpus().iter().find(|g| live.is_shown(g)).cloned();
+    let capacity = shown.as_ref().map_or(c.capacity(), |g| g.total);
+    // a cluster's GPU against its rank's stage; this machine's against the estimate
+    let predicted = layout
+        .as_ref()
+        .and_then(|l| {
+            l.rows.iter().find(|r| Some(&r.gpu.host) == live.host.as_ref() && r.gpu.gpu == live.gpu)
+        })
+        .and_then(|r| r.predicted)
+        .unwrap_or(c.estimate.total);
     // the verdict and the samples that show it, highlighted on the curve
-    let samples: Vec<trace::Sample> = live
-        .history
-        .samples
-        .iter()
-        .flat_map(|s| {
-            s.gpus.iter().map(move |g| trace::Sample {
-                t_s: s.t_s,
-                gpu: g.index,
-                used: g.used,
-                total: g.total,
-            })
-        })
-        .collect();
-    let report = trace::classify(&samples, Some(gpu)).ok();
+    let key = (live.host.clone(), live.gpu);
+    let report = live.curves().iter().find(|x| x.key == key).and_then(|x| x.report.as_ref().ok()).cloned();
     let evidence: Vec<Vec<[f64; 2]>> = report
         .as_ref()
         .map(|r| {
@@ -108,6 +166,10 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
                 .collect()
         })
         .unwrap_or_default();
+    let curve_name = match &live.host {
+        Some(h) => format!("{} {h} GPU {}", t.live_measured, live.gpu),
+        None => t.live_measured.to_owned(),
+    };
     ui.columns(2, |cols| {
         let ui = &mut cols[0];
         let ui_warn = ui.visuals().warn_fg_color.gamma_multiply(0.6);
@@ -119,23 +181,23 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
             .include_y(0.0)
             .include_y(capacity as f64 / GIB * 1.05)
             .show(ui, |p| {
-                p.line(Line::new(t.live_measured, PlotPoints::from(pts.clone())).width(2.0));
+                p.line(Line::new(curve_name.as_str(), PlotPoints::from(pts.clone())).width(2.0));
                 for seg in &evidence {
                     p.line(
                         Line::new(t.live_evidence, PlotPoints::from(seg.clone())).width(5.0).color(ui_warn),
                     );
                 }
-                p.hline(HLine::new(t.live_predicted, c.estimate.total as f64 / GIB).width(1.5));
+                p.hline(HLine::new(t.live_predicted, predicted as f64 / GIB).width(1.5));
                 p.hline(
                     HLine::new(t.capacity, capacity as f64 / GIB).style(LineStyle::dashed_loose()).width(1.5),
                 );
             });
         let ui = &mut cols[1];
         egui::ScrollArea::vertical().id_salt("live-side").show(ui, |ui| {
-            if let Some(g) = live.history.samples.back().and_then(|s| s.gpus.iter().find(|g| g.index == gpu))
-            {
+            if let Some(l) = &layout {
+                super::cluster::ui(ui, c, live, l);
+            } else if let Some(g) = &shown {
                 ui.label(RichText::new(format!("{}: {} of {}", g.name, gib(g.used), gib(g.total))).strong());
-                let procs = g.processes.clone();
                 egui::Grid::new("procs").striped(true).show(ui, |ui| {
                     ui.label("pid");
                     ui.label(t.live_process);
@@ -145,7 +207,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
                     ui.radio_value(&mut live.process, None, t.live_whole_gpu);
                     ui.label(gib(g.used));
                     ui.end_row();
-                    for p in &procs {
+                    for p in &g.processes {
                         ui.label(p.pid.to_string());
                         ui.radio_value(&mut live.process, Some(p.pid), format!("{} ({})", p.name, p.kind));
                         ui.label(p.used.map_or("?".into(), gib));
@@ -153,9 +215,9 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
                     }
                 });
             }
-            if let Some(r) = &report {
+            if let Some(r) = report.as_ref().filter(|_| layout.is_none()) {
                 ui.add_space(6.0);
-                ui.label(RichText::new(format!("{}: {:?}", t.live_verdict, r.verdict)).strong());
+                ui.label(RichText::new(format!("{}: {}", t.live_verdict, r.verdict.label())).strong());
                 for a in &r.advice {
                     ui.add(egui::Label::new(a.as_str()).wrap());
                 }

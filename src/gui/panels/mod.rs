@@ -2,6 +2,7 @@
 //! computes memory itself.
 
 pub mod breakdown;
+pub mod cluster;
 pub mod compare;
 pub mod controls;
 pub mod curves;

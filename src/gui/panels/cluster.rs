@@ -1,0 +1,180 @@
+//! The Live tab's cluster view: every GPU of the cluster by host, the rank that runs on it and its
+//! pipeline stage, measured against that stage's prediction, its curve's diagnosis; the most
+//! loaded GPU against the plan's most loaded stage. The mapping is `crate::cluster`'s.
+
+use super::gib;
+use crate::cluster::{Layout, Measured};
+use crate::gui::derived::Computed;
+use crate::gui::live::Live;
+use crate::gui::strings::tr_cluster;
+use eframe::egui::{self, RichText};
+
+/// The cluster's latest snapshot mapped to the plan's ranks.
+pub fn layout(c: &Computed, live: &mut Live) -> Layout {
+    let peaks: Vec<(crate::gui::live::GpuKey, u64)> =
+        live.curves().iter().map(|x| (x.key.clone(), x.peak)).collect();
+    let measured: Vec<Measured> = live
+        .latest_gpus()
+        .iter()
+        .map(|g| {
+            let peak = peaks.iter().find(|(k, _)| k.0 == g.host && k.1 == g.index).map_or(g.used, |p| p.1);
+            Measured {
+                host: g.host.clone().unwrap_or_default(),
+                gpu: g.index,
+                used: g.used,
+                peak: peak.max(g.used),
+                total: g.total,
+            }
+        })
+        .collect();
+    crate::cluster::map(&measured, &live.settings.host_order, &c.scenario.parallel, c.stage_totals())
+}
+
+/// "+4.2 %".
+fn percent(e: f64) -> String {
+    format!("{:+.1} %", 100.0 * e)
+}
+
+/// The command that prints every stage's prediction.
+fn command(c: &Computed) -> String {
+    format!(
+        "vramscope estimate --model {} {} --stages",
+        crate::flags::model_arg(&c.scenario.model),
+        crate::flags::line(&crate::flags::flags(&c.scenario, &c.gpu))
+    )
+}
+
+/// Draws the cluster's rows into the Live tab's side column.
+pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
+    let k = tr_cluster();
+    ui.horizontal(|ui| {
+        ui.label(k.host_order).on_hover_text(k.host_order_tip);
+        ui.add(
+            egui::TextEdit::singleline(&mut live.settings.host_order)
+                .hint_text(k.host_order_hint)
+                .desired_width(ui.available_width().min(260.0)),
+        )
+        .on_hover_text(k.host_order_tip);
+    });
+    let warn = ui.visuals().warn_fg_color;
+    let err = ui.visuals().error_fg_color;
+    // the most loaded GPU against the plan's most loaded stage
+    if let Some(w) = l.worst.and_then(|i| l.rows.get(i)) {
+        let stage = w.stage.unwrap_or(0);
+        let line = k
+            .worst
+            .replace("{gpu}", &format!("{} GPU {}", w.gpu.host, w.gpu.gpu))
+            .replace("{rank}", &w.rank.unwrap_or(0).to_string())
+            .replace("{stage}", &stage.to_string())
+            .replace("{used}", &gib(w.gpu.peak))
+            .replace("{total}", &gib(w.gpu.total))
+            .replace("{predicted}", &w.predicted.map_or("?".into(), gib))
+            .replace("{error}", &w.error().map_or("?".into(), percent));
+        ui.add(egui::Label::new(RichText::new(line).strong()).wrap());
+        if let Some(ws) = l.worst_stage {
+            let pred = c.stage_totals().get(ws as usize).copied().map_or("?".into(), gib);
+            let line = if ws == stage {
+                k.plan_worst_same.replace("{stage}", &ws.to_string()).replace("{predicted}", &pred)
+            } else {
+                k.plan_worst_other
+                    .replace("{stage}", &ws.to_string())
+                    .replace("{predicted}", &pred)
+                    .replace("{measured}", &stage.to_string())
+            };
+            let text = RichText::new(line);
+            ui.add(egui::Label::new(if ws == stage { text } else { text.color(warn) }).wrap());
+        }
+    }
+    if !l.unknown_hosts.is_empty() {
+        ui.label(RichText::new(k.unknown_hosts.replace("{hosts}", &l.unknown_hosts.join(", "))).color(warn));
+    }
+    if l.missing_ranks > 0 {
+        let line = k
+            .missing_ranks
+            .replace("{n}", &l.missing_ranks.to_string())
+            .replace("{world}", &c.scenario.parallel.world().to_string());
+        ui.label(RichText::new(line).color(warn));
+    }
+    let curves = live.curves().to_vec();
+    let verdict_of = |host: &str, gpu: u32| {
+        curves.iter().find(|x| x.key.0.as_deref() == Some(host) && x.key.1 == gpu).map(|x| &x.report)
+    };
+    let failing: Vec<String> = l
+        .rows
+        .iter()
+        .filter(|r| {
+            verdict_of(&r.gpu.host, r.gpu.gpu).is_some_and(|v| v.as_ref().is_ok_and(|t| t.verdict.fails()))
+        })
+        .map(|r| format!("{} GPU {}", r.gpu.host, r.gpu.gpu))
+        .collect();
+    let judged =
+        l.rows.iter().filter(|r| verdict_of(&r.gpu.host, r.gpu.gpu).is_some_and(Result::is_ok)).count();
+    if judged > 0 {
+        let line = if failing.is_empty() {
+            k.healthy.replace("{m}", &judged.to_string())
+        } else {
+            k.fails
+                .replace("{n}", &failing.len().to_string())
+                .replace("{m}", &judged.to_string())
+                .replace("{list}", &failing.join(", "))
+        };
+        let text = RichText::new(line);
+        ui.add(egui::Label::new(if failing.is_empty() { text } else { text.color(err) }).wrap());
+    }
+    ui.add_space(4.0);
+    let predicted_tip = format!("{}\n{}", k.predicted_tip, command(c));
+    egui::Grid::new("cluster").striped(true).spacing([10.0, 3.0]).show(ui, |ui| {
+        for h in [k.col_host, k.col_gpu, k.col_rank, k.col_stage] {
+            ui.label(RichText::new(h).strong());
+        }
+        ui.label(RichText::new(k.col_used).strong()).on_hover_text(k.used_tip);
+        ui.label(RichText::new(k.col_predicted).strong()).on_hover_text(&predicted_tip);
+        ui.label(RichText::new(k.col_error).strong());
+        ui.label(RichText::new(k.col_curve).strong());
+        ui.end_row();
+        let mut last_host = "";
+        for (i, r) in l.rows.iter().enumerate() {
+            let worst = l.worst == Some(i);
+            let paint = |t: String| {
+                let t = RichText::new(t);
+                if worst { t.color(warn).strong() } else { t }
+            };
+            ui.label(if r.gpu.host != last_host { paint(r.gpu.host.clone()) } else { RichText::new("") });
+            last_host = &r.gpu.host;
+            let shown = live.host.as_deref() == Some(r.gpu.host.as_str()) && live.gpu == r.gpu.gpu;
+            if ui
+                .selectable_label(shown, paint(r.gpu.gpu.to_string()))
+                .on_hover_text(k.click_to_show)
+                .clicked()
+            {
+                (live.host, live.gpu) = (Some(r.gpu.host.clone()), r.gpu.gpu);
+            }
+            match (r.rank, r.stage) {
+                (Some(rank), Some(stage)) => {
+                    ui.label(paint(rank.to_string()));
+                    ui.label(paint(stage.to_string()));
+                }
+                _ => {
+                    ui.label(RichText::new(k.not_in_job).weak());
+                    ui.label("");
+                }
+            }
+            ui.label(paint(gib(r.gpu.peak))).on_hover_text(format!("{} {}", k.now, gib(r.gpu.used)));
+            ui.label(paint(r.predicted.map_or(String::new(), gib))).on_hover_text(&predicted_tip);
+            ui.label(paint(r.error().map_or(String::new(), percent)));
+            match verdict_of(&r.gpu.host, r.gpu.gpu) {
+                Some(Ok(t)) => {
+                    let text = RichText::new(t.verdict.label());
+                    let resp = ui.label(if t.verdict.fails() { text.color(err) } else { text });
+                    if !t.advice.is_empty() {
+                        resp.on_hover_text(t.advice.join("\n"));
+                    }
+                }
+                _ => {
+                    ui.label(RichText::new(k.too_few).weak());
+                }
+            }
+            ui.end_row();
+        }
+    });
+}
