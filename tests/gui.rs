@@ -309,6 +309,67 @@ fn snapshots_of_a_recorded_cluster() {
     h.snapshot("live_cluster");
 }
 
+#[test]
+fn the_chart_labels_never_meet_at_any_scenario_or_window() {
+    use vramscope::gui::panels::breakdown::{Labels, labels_id};
+    let tiny = {
+        let mut s = Settings::default();
+        s.model = ModelChoice::Preset("gpt2".into());
+        s.seq = 128;
+        s
+    };
+    let huge = {
+        let mut s = Settings::default();
+        s.model = ModelChoice::Preset("llama-3.1-70b".into());
+        s.batch = 16;
+        s
+    };
+    let zero3 = {
+        let mut s = Settings::default();
+        s.model = ModelChoice::Preset("llama-3.1-70b".into());
+        s.dp = 1024;
+        s.zero = 3;
+        s
+    };
+    // the total a hair under the card: the "79.0 GiB" label beside the capacity and the top tick
+    let full = {
+        let mut s = Settings::default();
+        let c = vramscope::gui::derived::Computed::new(&s).unwrap();
+        s.batch = c.max_batch.unwrap();
+        s
+    };
+    for (name, settings) in
+        [("tiny", tiny), ("above capacity", huge), ("ZeRO-3 x 1024", zero3), ("full", full)]
+    {
+        // the presentation zoom (1.5) of 1280x720, 1280x800 and 1920x1080 screens, in points (the
+        // test harness draws at one pixel per point), and the screens themselves
+        let sizes = [(853.0, 480.0), (853.0, 533.0), (1280.0, 720.0), (1280.0, 800.0), (1920.0, 1080.0)];
+        for (w, h) in sizes {
+            for presentation in [false, true] {
+                let mut state = AppState::default();
+                state.settings = settings.clone();
+                state.view.presentation = presentation;
+                let mut harness = test_harness(egui::vec2(w, h), VramApp::new(state));
+                harness.run_steps(3);
+                let what = format!("{name} at {w}x{h}, presentation {presentation}");
+                let (rect, labels): (egui::Rect, Labels) = harness
+                    .ctx
+                    .data(|d| d.get_temp(labels_id()))
+                    .unwrap_or_else(|| panic!("{what}: no chart"));
+                let all = labels.all();
+                for (i, a) in all.iter().enumerate() {
+                    assert!(rect.contains_rect(*a), "{what}: {a:?} leaves the chart {rect:?}");
+                    for b in &all[i + 1..] {
+                        assert!(!a.intersects(*b), "{what}: {a:?} meets {b:?}\n{labels:#?}");
+                    }
+                }
+                let kept = labels.ticks.iter().filter(|t| t.label.is_some()).count();
+                assert!(kept >= 3, "{what}: only {kept} tick labels\n{labels:#?}");
+            }
+        }
+    }
+}
+
 /// A cluster of 8 GPUs on 2 hosts, as a Prometheus range gives it: a training loop on every GPU
 /// (activations every other point), node-b's GPU 3 keeping 300 MiB more at each point.
 fn cluster_snapshots(points: u64) -> Vec<vramscope::monitor::Snapshot> {

@@ -6,7 +6,7 @@ use crate::explain::Component;
 use crate::gui::derived::Computed;
 use crate::gui::palette;
 use crate::gui::strings::tr;
-use eframe::egui::{self, Align2, FontId, Pos2, Rect, Sense, Stroke, pos2, vec2};
+use eframe::egui::{self, Align2, FontId, Rect, Sense, Stroke, pos2, vec2};
 
 /// Display name of a component.
 pub fn name(c: Component) -> &'static str {
@@ -40,7 +40,17 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
         pos2(rect.right() - 10.0, rect.bottom() - 24.0),
     );
     let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
-    gib_ticks(&painter, plot, top, text_color);
+    // the grid under the bars; the tick labels go where no other label is (below)
+    let step = nice_step(top / crate::units::GIB / 5.0);
+    let mut k = 0u32;
+    while f64::from(k) * step <= top / crate::units::GIB * (1.0 + 1e-9) && k < 1000 {
+        let y = y_of(f64::from(k) * step * crate::units::GIB);
+        painter.line_segment(
+            [pos2(plot.left() - 4.0, y), pos2(plot.right(), y)],
+            Stroke::new(0.5, text_color.gamma_multiply(0.2)),
+        );
+        k += 1;
+    }
     painter.text(
         pos2(rect.left() + 2.0, rect.top() + 4.0),
         Align2::LEFT_TOP,
@@ -52,6 +62,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
     let slot = plot.width() / n.max(1.0);
     let bar_w = (slot * 0.5).min(230.0);
     let mut totals = Vec::with_capacity(bars.len());
+    let mut bar_tops = Vec::with_capacity(bars.len());
     for (i, (label, b)) in bars.iter().enumerate() {
         let cx = plot.left() + slot * (i as f32 + 0.5);
         let mut acc = 0u64;
@@ -115,11 +126,15 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
                 }
             });
         }
-        // total left of the bar top (the capacity label sits at the right end of its line), on a
-        // background so the line never cuts through it
+        // the total beside the bar top, on a background so the line never cuts through it
         let galley = painter.layout_no_wrap(gib(acc), FontId::proportional(15.0), text_color);
-        let at = pos2(cx - bar_w / 2.0 - 8.0 - galley.size().x, y_of(acc as f64) - galley.size().y / 2.0);
-        totals.push((egui::Rect::from_min_size(at, galley.size()).expand(2.0), galley));
+        bar_tops.push(BarTop {
+            cx,
+            width: bar_w,
+            y: y_of(acc as f64),
+            label: galley.size() + vec2(4.0, 4.0),
+        });
+        totals.push(galley);
         painter.text(
             pos2(cx, plot.bottom() + 4.0),
             Align2::CENTER_TOP,
@@ -137,30 +152,170 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
         8.0,
         5.0,
     ));
-    if let Some(m) = measured {
+    let font = |size: f32| FontId::proportional(size);
+    let cap_text = format!("{} {}: {}", c.gpu.id, t.capacity, gib(cap));
+    let cap_galley = painter.layout_no_wrap(cap_text, font(13.0), dash);
+    let measured_galley = measured.map(|m| {
+        let galley = painter.layout_no_wrap(format!("{} {}", t.measured_on_bar, gib(m)), font(13.0), dash);
+        (m, galley)
+    });
+    let measured_at = measured_galley.as_ref().map(|(m, g)| (y_of(*m as f64), g.size()));
+    let labels = place_labels(rect, plot, top, &bar_tops, (y, cap_galley.size()), measured_at, |text| {
+        painter.layout_no_wrap(text.to_owned(), font(13.0), text_color).size()
+    });
+    // the placed labels, for the tests that check no two meet
+    ui.ctx().data_mut(|d| d.insert_temp(labels_id(), (rect, labels.clone())));
+    for tick in &labels.ticks {
+        if let Some(r) = tick.label {
+            painter.text(r.right_center(), Align2::RIGHT_CENTER, &tick.text, font(13.0), text_color);
+        }
+    }
+    if let (Some((m, galley)), Some(r)) = (measured_galley, labels.measured) {
         let cx = plot.left() + slot * 0.5;
-        let y = y_of(m as f64);
+        let ym = y_of(m as f64);
         let stroke = Stroke::new(3.0, ui.visuals().strong_text_color());
-        painter.line_segment([pos2(cx - bar_w / 2.0 - 12.0, y), pos2(cx + bar_w / 2.0 + 12.0, y)], stroke);
-        painter.text(
-            pos2(cx - bar_w / 2.0 - 14.0, y),
-            Align2::RIGHT_CENTER,
-            format!("{} {}", t.measured_on_bar, gib(m)),
-            FontId::proportional(13.0),
-            ui.visuals().strong_text_color(),
-        );
+        painter.line_segment([pos2(cx - bar_w / 2.0 - 12.0, ym), pos2(cx + bar_w / 2.0 + 12.0, ym)], stroke);
+        painter.galley(r.min, galley, ui.visuals().strong_text_color());
     }
-    for (bg, galley) in totals {
-        painter.rect_filled(bg, 3.0, ui.visuals().panel_fill);
-        painter.galley(bg.min + vec2(2.0, 2.0), galley, text_color);
+    for (r, galley) in labels.totals.iter().zip(totals) {
+        painter.rect_filled(*r, 3.0, ui.visuals().panel_fill);
+        painter.galley(r.min + vec2(2.0, 2.0), galley, text_color);
     }
-    painter.text(
-        Pos2::new(plot.right() - 2.0, y - 3.0),
-        Align2::RIGHT_BOTTOM,
-        format!("{} {}: {}", c.gpu.id, t.capacity, gib(cap)),
-        FontId::proportional(13.0),
-        dash,
-    );
+    painter.galley(labels.capacity.min, cap_galley, dash);
+}
+
+/// Where the last frame's chart rect and [`Labels`] are kept in the context's temporary data.
+pub fn labels_id() -> egui::Id {
+    egui::Id::NULL.with("vramscope-breakdown-labels")
+}
+
+/// A bar's top for [`place_labels`]: centre, width, y of its total, the total's label size.
+#[derive(Clone, Copy, Debug)]
+pub struct BarTop {
+    pub cx: f32,
+    pub width: f32,
+    pub y: f32,
+    pub label: egui::Vec2,
+}
+
+/// One GiB tick: its value's text, height, and where its label goes (`None`: dropped, it would
+/// meet another label).
+#[derive(Clone, Debug)]
+pub struct Tick {
+    pub text: String,
+    pub y: f32,
+    pub label: Option<Rect>,
+}
+
+/// Where the chart's texts go.
+#[derive(Clone, Debug)]
+pub struct Labels {
+    pub ticks: Vec<Tick>,
+    /// Each bar's total.
+    pub totals: Vec<Rect>,
+    /// The capacity line's label.
+    pub capacity: Rect,
+    /// The measured line's label.
+    pub measured: Option<Rect>,
+}
+
+impl Labels {
+    /// Every label placed, ticks included.
+    pub fn all(&self) -> Vec<Rect> {
+        let mut v: Vec<Rect> = self.ticks.iter().filter_map(|t| t.label).collect();
+        v.extend(&self.totals);
+        v.push(self.capacity);
+        v.extend(self.measured);
+        v
+    }
+}
+
+/// Places the chart's labels so that none meets another and none leaves `rect`: each total left
+/// of its bar top, else above the bar, else right of it; the capacity label at the right end of
+/// its line (above it, else below, else at the line's left end); the measured label left of
+/// the bar, else right of it; then the GiB ticks, a label dropped (its grid line kept) where it
+/// would meet one of those or the tick below it. `cap`: the capacity line's y and label size;
+/// `measured`: the measured line's y and label size; `tick_size`: a tick text's size.
+pub fn place_labels(
+    rect: Rect,
+    plot: Rect,
+    top: f64,
+    bars: &[BarTop],
+    cap: (f32, egui::Vec2),
+    measured: Option<(f32, egui::Vec2)>,
+    tick_size: impl Fn(&str) -> egui::Vec2,
+) -> Labels {
+    let inside = |r: &Rect| rect.contains_rect(*r);
+    let clear = |r: &Rect, taken: &[Rect]| inside(r) && !taken.iter().any(|t| t.intersects(*r));
+    let mut taken = Vec::new();
+    let mut totals = Vec::with_capacity(bars.len());
+    for b in bars {
+        let s = b.label;
+        let left = Rect::from_min_size(pos2(b.cx - b.width / 2.0 - 8.0 - s.x, b.y - s.y / 2.0), s);
+        let over = Rect::from_min_size(pos2(b.cx - s.x / 2.0, b.y - 4.0 - s.y), s);
+        let right = Rect::from_min_size(pos2(b.cx + b.width / 2.0 + 8.0, b.y - s.y / 2.0), s);
+        // left of the bar it must also leave the tick column free
+        let left_ok = left.left() >= plot.left() + 2.0 && clear(&left, &taken);
+        let r = if left_ok {
+            left
+        } else if clear(&over, &taken) {
+            over
+        } else if clear(&right, &taken) {
+            right
+        } else {
+            // over the bar's own top, inside the chart: legible, if on the bar
+            over.translate(vec2(0.0, (rect.top() - over.top()).max(0.0)))
+        };
+        taken.push(r);
+        totals.push(r);
+    }
+    // the capacity label at the right end of its line, above it, else below it, else at its
+    // left end
+    let (cap_y, cap_size) = cap;
+    let above =
+        Rect::from_min_size(pos2(plot.right() - 2.0 - cap_size.x, cap_y - 3.0 - cap_size.y), cap_size);
+    let below = above.translate(vec2(0.0, cap_size.y + 6.0));
+    let shift = vec2(plot.left() + 4.0 - above.left(), 0.0);
+    let capacity = [above, below, above.translate(shift), below.translate(shift)]
+        .into_iter()
+        .find(|r| clear(r, &taken))
+        .unwrap_or(above);
+    taken.push(capacity);
+    let measured = measured.map(|(y, s)| {
+        let b = bars.first().copied().unwrap_or(BarTop { cx: plot.center().x, width: 0.0, y, label: s });
+        let left = Rect::from_min_size(pos2(b.cx - b.width / 2.0 - 14.0 - s.x, y - s.y / 2.0), s);
+        let right = Rect::from_min_size(pos2(b.cx + b.width / 2.0 + 14.0, y - s.y / 2.0), s);
+        let r = if clear(&left, &taken) {
+            left
+        } else if clear(&right, &taken) {
+            right
+        } else {
+            left.translate(vec2(0.0, s.y + 2.0))
+        };
+        taken.push(r);
+        r
+    });
+    let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
+    let gib_top = top / crate::units::GIB;
+    let step = nice_step(gib_top / 5.0);
+    let decimals = if step >= 1.0 { 0 } else { (-step.log10()).ceil() as usize };
+    let mut ticks = Vec::new();
+    let mut below: Option<Rect> = None;
+    let mut k = 0u32;
+    while f64::from(k) * step <= gib_top * (1.0 + 1e-9) && k < 1000 {
+        let v = f64::from(k) * step;
+        k += 1;
+        let y = y_of(v * crate::units::GIB);
+        let text = format!("{v:.decimals$}");
+        let s = tick_size(&text);
+        let r = Rect::from_min_size(pos2(plot.left() - 8.0 - s.x, y - s.y / 2.0), s);
+        let ok = clear(&r, &taken) && below.is_none_or(|b| !b.intersects(r));
+        if ok {
+            below = Some(r);
+        }
+        ticks.push(Tick { text, y, label: ok.then_some(r) });
+    }
+    Labels { ticks, totals, capacity, measured }
 }
 
 /// A segment filled with diagonal stripes of `color` on `bg` (the allocator's cache: memory
@@ -186,8 +341,9 @@ pub fn gib_ticks(painter: &egui::Painter, plot: Rect, top: f64, text_color: egui
     let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
     let gib_top = top / crate::units::GIB;
     let step = nice_step(gib_top / 5.0);
+    let decimals = if step >= 1.0 { 0 } else { (-step.log10()).ceil() as usize };
     let mut v = 0.0;
-    while v <= gib_top {
+    while v <= gib_top * (1.0 + 1e-9) {
         let y = y_of(v * crate::units::GIB);
         painter.line_segment(
             [pos2(plot.left() - 4.0, y), pos2(plot.right(), y)],
@@ -196,7 +352,7 @@ pub fn gib_ticks(painter: &egui::Painter, plot: Rect, top: f64, text_color: egui
         painter.text(
             pos2(plot.left() - 8.0, y),
             Align2::RIGHT_CENTER,
-            format!("{v:.0}"),
+            format!("{v:.decimals$}"),
             FontId::proportional(13.0),
             text_color,
         );
@@ -204,7 +360,7 @@ pub fn gib_ticks(painter: &egui::Painter, plot: Rect, top: f64, text_color: egui
     }
 }
 
-/// A round axis step (1, 2 or 5 times a power of ten) near `raw`, at least 1.
+/// A round axis step (1, 2 or 5 times a power of ten) near `raw`.
 pub fn nice_step(raw: f64) -> f64 {
     let raw = raw.max(1e-9);
     let mag = 10f64.powf(raw.log10().floor());
@@ -218,5 +374,5 @@ pub fn nice_step(raw: f64) -> f64 {
     } else {
         10.0
     };
-    (nice * mag).max(1.0)
+    nice * mag
 }
