@@ -312,24 +312,14 @@ fn snapshots_of_a_recorded_cluster() {
 #[test]
 fn the_chart_labels_never_meet_at_any_scenario_or_window() {
     use vramscope::gui::panels::breakdown::{Labels, labels_id};
-    let tiny = {
-        let mut s = Settings::default();
-        s.model = ModelChoice::Preset("gpt2".into());
-        s.seq = 128;
-        s
-    };
-    let huge = {
-        let mut s = Settings::default();
-        s.model = ModelChoice::Preset("llama-3.1-70b".into());
-        s.batch = 16;
-        s
-    };
-    let zero3 = {
-        let mut s = Settings::default();
-        s.model = ModelChoice::Preset("llama-3.1-70b".into());
-        s.dp = 1024;
-        s.zero = 3;
-        s
+    let tiny = Settings { model: ModelChoice::Preset("gpt2".into()), seq: 128, ..Default::default() };
+    let huge =
+        Settings { model: ModelChoice::Preset("llama-3.1-70b".into()), batch: 16, ..Default::default() };
+    let zero3 = Settings {
+        model: ModelChoice::Preset("llama-3.1-70b".into()),
+        dp: 1024,
+        zero: 3,
+        ..Default::default()
     };
     // the total a hair under the card: the "79.0 GiB" label beside the capacity and the top tick
     let full = {
@@ -346,8 +336,7 @@ fn the_chart_labels_never_meet_at_any_scenario_or_window() {
         let sizes = [(853.0, 480.0), (853.0, 533.0), (1280.0, 720.0), (1280.0, 800.0), (1920.0, 1080.0)];
         for (w, h) in sizes {
             for presentation in [false, true] {
-                let mut state = AppState::default();
-                state.settings = settings.clone();
+                let mut state = AppState { settings: settings.clone(), ..Default::default() };
                 state.view.presentation = presentation;
                 let mut harness = test_harness(egui::vec2(w, h), VramApp::new(state));
                 harness.run_steps(3);
