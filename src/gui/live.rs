@@ -193,12 +193,7 @@ impl Live {
         for s in snaps.into_iter().chain(newer) {
             self.history.push(s);
         }
-        // the GPU shown must be one of them
-        if let Some(g) = self.history.samples.back().and_then(|s| s.gpus.first())
-            && !self.latest_gpus().iter().any(|x| self.is_shown(x))
-        {
-            (self.host, self.gpu) = (g.host.clone(), g.index);
-        }
+        self.keep_shown();
         self.show_worst = self.is_cluster();
         self.curves = None;
     }
@@ -234,14 +229,20 @@ impl Live {
             }
         }
         if got {
-            let shown = self.latest_gpus().iter().any(|g| self.is_shown(g));
-            if let Some(g) = self.latest_gpus().first().filter(|_| !shown) {
-                (self.host, self.gpu) = (g.host.clone(), g.index);
-            }
+            self.keep_shown();
         }
         if let Some(e) = stopped {
             self.problem = Some(e);
             self.monitor = None;
+        }
+    }
+
+    /// Shows the first GPU of the latest snapshot when the one shown is not in it.
+    fn keep_shown(&mut self) {
+        if let Some(g) = self.latest_gpus().first()
+            && !self.latest_gpus().iter().any(|x| self.is_shown(x))
+        {
+            (self.host, self.gpu) = (g.host.clone(), g.index);
         }
     }
 

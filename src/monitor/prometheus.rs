@@ -94,14 +94,15 @@ pub enum PromError {
     NoSeries { query: String },
 }
 
-/// One GPU's used memory over a range.
-#[derive(Clone, Debug, PartialEq)]
+/// One GPU's used memory over a range (also the series of a `monitor --range --json` recording).
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 pub struct Series {
     /// Host label.
     pub host: String,
     /// GPU label (its index on the host when numeric).
     pub gpu: String,
     /// Model name (`modelName` label), if any.
+    #[serde(default)]
     pub name: String,
     /// Total memory, bytes (used + free + reserved at the last point).
     pub total: u64,

@@ -35,17 +35,7 @@ pub fn snapshots(series: &[Series]) -> Vec<Snapshot> {
 #[derive(Deserialize)]
 struct RangeFile {
     source: Option<String>,
-    series: Vec<RangeSeries>,
-}
-
-#[derive(Deserialize)]
-struct RangeSeries {
-    host: String,
-    gpu: String,
-    #[serde(default)]
-    name: String,
-    total: u64,
-    points: Vec<(f64, u64)>,
+    series: Vec<Series>,
 }
 
 /// A recording's snapshots: `monitor --prometheus --range --json` output, or the Live tab's
@@ -62,12 +52,7 @@ pub fn read(text: &str) -> Result<Vec<Snapshot>, String> {
         if f.source.as_deref().is_some_and(|s| s != "prometheus") {
             return Err("a recording's \"source\" must be \"prometheus\"".into());
         }
-        let series: Vec<Series> = f
-            .series
-            .into_iter()
-            .map(|s| Series { host: s.host, gpu: s.gpu, name: s.name, total: s.total, points: s.points })
-            .collect();
-        let out = snapshots(&series);
+        let out = snapshots(&f.series);
         if out.is_empty() {
             return Err("the recording holds no points".into());
         }

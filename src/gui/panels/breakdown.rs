@@ -41,15 +41,8 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
     );
     let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
     // the grid under the bars; the tick labels go where no other label is (below)
-    let step = nice_step(top / crate::units::GIB / 5.0);
-    let mut k = 0u32;
-    while f64::from(k) * step <= top / crate::units::GIB * (1.0 + 1e-9) && k < 1000 {
-        let y = y_of(f64::from(k) * step * crate::units::GIB);
-        painter.line_segment(
-            [pos2(plot.left() - 4.0, y), pos2(plot.right(), y)],
-            Stroke::new(0.5, text_color.gamma_multiply(0.2)),
-        );
-        k += 1;
+    for (bytes, _) in tick_values(top) {
+        grid_line(&painter, plot, y_of(bytes), text_color);
     }
     painter.text(
         pos2(rect.left() + 2.0, rect.top() + 4.0),
@@ -296,17 +289,10 @@ pub fn place_labels(
         r
     });
     let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
-    let gib_top = top / crate::units::GIB;
-    let step = nice_step(gib_top / 5.0);
-    let decimals = if step >= 1.0 { 0 } else { (-step.log10()).ceil() as usize };
     let mut ticks = Vec::new();
     let mut below: Option<Rect> = None;
-    let mut k = 0u32;
-    while f64::from(k) * step <= gib_top * (1.0 + 1e-9) && k < 1000 {
-        let v = f64::from(k) * step;
-        k += 1;
-        let y = y_of(v * crate::units::GIB);
-        let text = format!("{v:.decimals$}");
+    for (bytes, text) in tick_values(top) {
+        let y = y_of(bytes);
         let s = tick_size(&text);
         let r = Rect::from_min_size(pos2(plot.left() - 8.0 - s.x, y - s.y / 2.0), s);
         let ok = clear(&r, &taken) && below.is_none_or(|b| !b.intersects(r));
@@ -336,27 +322,40 @@ fn hatched(painter: &egui::Painter, seg: Rect, color: egui::Color32, bg: egui::C
     painter.rect_stroke(seg, 0.0, Stroke::new(1.0, color), egui::StrokeKind::Inside);
 }
 
-/// GiB ticks and grid lines on the left of `plot`, whose top is `top` bytes.
-pub fn gib_ticks(painter: &egui::Painter, plot: Rect, top: f64, text_color: egui::Color32) {
-    let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
+/// The GiB ticks of an axis whose top is `top` bytes: (bytes, label), a round step apart from 0
+/// (decimals where the step is under 1 GiB).
+pub fn tick_values(top: f64) -> Vec<(f64, String)> {
     let gib_top = top / crate::units::GIB;
     let step = nice_step(gib_top / 5.0);
     let decimals = if step >= 1.0 { 0 } else { (-step.log10()).ceil() as usize };
-    let mut v = 0.0;
-    while v <= gib_top * (1.0 + 1e-9) {
-        let y = y_of(v * crate::units::GIB);
-        painter.line_segment(
-            [pos2(plot.left() - 4.0, y), pos2(plot.right(), y)],
-            Stroke::new(0.5, text_color.gamma_multiply(0.2)),
-        );
+    (0u32..1000)
+        .map(|k| f64::from(k) * step)
+        .take_while(|v| *v <= gib_top * (1.0 + 1e-9))
+        .map(|v| (v * crate::units::GIB, format!("{v:.decimals$}")))
+        .collect()
+}
+
+/// A faint horizontal grid line at `y` across `plot` (and the tick mark left of it).
+fn grid_line(painter: &egui::Painter, plot: Rect, y: f32, text_color: egui::Color32) {
+    painter.line_segment(
+        [pos2(plot.left() - 4.0, y), pos2(plot.right(), y)],
+        Stroke::new(0.5, text_color.gamma_multiply(0.2)),
+    );
+}
+
+/// GiB ticks and grid lines on the left of `plot`, whose top is `top` bytes.
+pub fn gib_ticks(painter: &egui::Painter, plot: Rect, top: f64, text_color: egui::Color32) {
+    let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
+    for (bytes, text) in tick_values(top) {
+        let y = y_of(bytes);
+        grid_line(painter, plot, y, text_color);
         painter.text(
             pos2(plot.left() - 8.0, y),
             Align2::RIGHT_CENTER,
-            format!("{v:.decimals$}"),
+            text,
             FontId::proportional(13.0),
             text_color,
         );
-        v += step;
     }
 }
 
