@@ -95,10 +95,29 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
         if dp > 1 && zero >= stage { format!(" / {dp} GPUs (ZeRO-{zero})") } else { String::new() }
     };
     let mut out = Vec::with_capacity(7);
+    // a split model: the rank holds its stage's blocks and its tensor / expert slice
+    let this_rank = {
+        let q = &sc.parallel;
+        let mut parts = Vec::new();
+        if q.pp > 1 {
+            parts.push(format!("stage {} of {}", e.stage.index, q.pp));
+        }
+        if q.tp > 1 {
+            parts.push(format!("1/{} tensor slice", q.tp));
+        }
+        if q.ep > 1 && sc.model.transformer().is_some_and(|t| t.moe.is_some()) {
+            parts.push(format!("1/{} of the experts", q.ep));
+        }
+        if parts.is_empty() || e.rank_params == e.n_params {
+            String::new()
+        } else {
+            format!(" (this rank: {}, of the model's {})", parts.join(", "), human_count(e.n_params))
+        }
+    };
     let params_sub = match (sc.lora, p.is_quantized()) {
         (Some(l), _) => format!(
-            "{} frozen base params ({} base) + LoRA r={} on {} in fp32{}",
-            human_count(e.n_params),
+            "{} frozen base params{this_rank} ({} base) + LoRA r={} on {} in fp32{}",
+            human_count(e.rank_params),
             match sc.base_quant {
                 crate::estimate::BaseQuant::None => sc.precision.weight_dtype().name(),
                 crate::estimate::BaseQuant::Nf4 => "NF4",
@@ -110,13 +129,13 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
             shard(3)
         ),
         (None, true) => format!(
-            "{} params, {} weights (+ scales), embeddings and norms in bf16",
-            human_count(e.n_params),
+            "{} params{this_rank}, {} weights (+ scales), embeddings and norms in bf16",
+            human_count(e.rank_params),
             p
         ),
         (None, false) => format!(
-            "{} params × {wb} B ({}){}",
-            human_count(e.n_params),
+            "{} params{this_rank} × {wb} B ({}){}",
+            human_count(e.rank_params),
             p.weight_dtype().torch_name(),
             shard(3)
         ),
@@ -171,11 +190,19 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
             ),
             bytes: Component::OptimizerStates.at_peak(e),
         });
-        let layers = sc.model.transformer().map_or(0, |t| t.num_layers);
+        // the blocks of this rank's pipeline stage
+        let layers = sc.model.transformer().map_or(0, |_| e.stage.blocks);
+        let of_stage = if e.stage.stages > 1 {
+            let n = e.stage.in_flight;
+            let mb = if n == 1.0 { "micro-batch" } else { "micro-batches" };
+            format!(" (stage {} of {}, {n} {mb} in flight)", e.stage.index, e.stage.stages)
+        } else {
+            String::new()
+        };
         let ckpt = match sc.checkpointing {
-            Checkpointing::None => format!("{layers} blocks keep what backward needs"),
-            Checkpointing::Full => format!("{layers} checkpointed blocks keep only their input"),
-            other => format!("checkpointing {other}"),
+            Checkpointing::None => format!("{layers} blocks{of_stage} keep what backward needs"),
+            Checkpointing::Full => format!("{layers} checkpointed blocks{of_stage} keep only their input"),
+            other => format!("checkpointing {other}{of_stage}"),
         };
         out.push(Explanation {
             component: Component::Activations,
@@ -195,6 +222,9 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
         && e.kv_cache > 0
     {
         let kvb = sc.kv_cache_dtype.unwrap_or(p.compute_dtype()).bytes(8) as f64 / 8.0;
+        // this rank's layers (its pipeline stage) and KV heads (its tensor-parallel share)
+        let t = &crate::estimate::shard_spec(t, &sc.parallel);
+        let kv_layers = e.stage.blocks;
         // HF generate: the cache ends with prompt + new - 1 tokens (sliding layers: their window)
         let (tokens, formula) = match e.generate {
             Some(g) => (
@@ -212,7 +242,7 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
             formula: formula.into(),
             substituted: format!(
                 "2 × {} × {} × {} × {} × {} × {kvb} B = {}",
-                t.num_layers,
+                kv_layers,
                 sc.batch,
                 tokens,
                 t.num_kv_heads,
@@ -311,5 +341,32 @@ pub fn category_help(c: Cat) -> &'static str {
         Cat::HeadLoss => "LM-head input, log-softmax over the vocabulary (fp32), labels",
         Cat::CheckpointInputs => "checkpointed blocks keep only their input",
         Cat::Adapters => "LoRA adapters' fp32 input copies and A outputs",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pipeline_rank_is_explained_with_its_own_params_and_blocks() {
+        let mut sc = Scenario::new(crate::model::preset::builtin("llama-3.1-8b").expect("preset"));
+        sc.parallel.pp = 2;
+        sc.checkpointing = Checkpointing::Full;
+        let e = crate::estimate::estimate(&sc).expect("estimate");
+        let x = explain(&sc, &e);
+        let params = &x.iter().find(|x| x.component == Component::Parameters).expect("params").substituted;
+        assert!(e.rank_params < e.n_params / 2 + e.n_params / 10, "{} of {}", e.rank_params, e.n_params);
+        assert!(params.starts_with(&human_count(e.rank_params)), "{params}");
+        assert!(params.contains(&format!("stage {} of 2", e.stage.index)), "{params}");
+        assert!(params.contains(&format!("of the model's {}", human_count(e.n_params))), "{params}");
+        let acts = &x.iter().find(|x| x.component == Component::Activations).expect("acts").substituted;
+        assert!(acts.contains("16 checkpointed blocks (stage"), "{acts}");
+        // unsplit: no rank wording
+        sc.parallel.pp = 1;
+        let e = crate::estimate::estimate(&sc).expect("estimate");
+        let x = explain(&sc, &e);
+        assert!(!x[0].substituted.contains("this rank"), "{}", x[0].substituted);
+        assert!(x[3].substituted.contains("32 checkpointed blocks keep"), "{}", x[3].substituted);
     }
 }

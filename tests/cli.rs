@@ -725,3 +725,90 @@ fn stages_give_every_pipeline_stage_and_the_most_loaded_is_the_estimate() {
     assert!(text.contains("stage  2 (ranks 4-5):"), "{text}");
     assert!(text.contains("<- most loaded"), "{text}");
 }
+
+#[test]
+fn the_headline_is_the_most_loaded_stage_and_inference_charges_the_logits_to_the_last() {
+    // the default micro-batches: the flat estimate and the replayed one pick different stages
+    let v = json(&[
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--pp",
+        "4",
+        "--dp",
+        "2",
+        "--gpu",
+        "h100-80gb",
+        "--stages",
+        "--json",
+    ]);
+    let totals: Vec<u64> =
+        v["stages"].as_array().unwrap().iter().map(|s| s["total"].as_u64().unwrap()).collect();
+    assert_eq!(totals.iter().max(), v["bytes"]["total"].as_u64().as_ref(), "{totals:?}");
+    // inference through a pipeline: only the last stage runs the LM head
+    let v = json(&[
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--mode",
+        "infer",
+        "--seq",
+        "4096",
+        "--pp",
+        "2",
+        "--stages",
+        "--json",
+    ]);
+    let s = v["stages"].as_array().unwrap();
+    let peak = |i: usize| s[i]["peak_allocated"].as_u64().unwrap();
+    let params = |i: usize| s[i]["parameters"].as_u64().unwrap();
+    // the last stage holds the bf16 logits (4096 x 128,256) at its peak; the first never does
+    let logits = 4096 * 128_256 * 2;
+    assert!(peak(1) - params(1) >= logits, "{:?}", (peak(0), peak(1)));
+    assert!(peak(0) - params(0) < logits, "{:?}", (peak(0), peak(1)));
+}
+
+#[test]
+fn a_cluster_csv_trace_is_diagnosed_gpu_by_gpu_per_host() {
+    // the Live tab's CSV of two hosts, both with a GPU 0: node-b's leaks
+    let g = 1u64 << 30;
+    let mut csv = String::from("t_s,gpu,used_bytes,total_bytes,host\n");
+    for i in 0..30u64 {
+        csv += &format!("{},0,{},{},node-a\n", 1000 + i, 40 * g + (i % 2) * 10 * g, 80 * g);
+        csv += &format!("{},0,{},{},node-b\n", 1000 + i, 30 * g + i * g / 2, 80 * g);
+    }
+    let path = std::env::temp_dir().join(format!("vramscope-cluster-{}.csv", std::process::id()));
+    std::fs::write(&path, csv).unwrap();
+    let p = path.to_str().unwrap();
+    let v = json(&["diagnose", "--trace", p, "--json"]);
+    let gpus: Vec<(String, String)> = v["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["host"].as_str().unwrap().to_owned(), x["verdict"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(gpus, [("node-a".into(), "healthy".into()), ("node-b".into(), "leak".into())], "{v:#}");
+    let text = String::from_utf8(run(&["diagnose", "--trace", p]).stdout).unwrap();
+    assert!(text.contains("fails: 1 of 2 GPUs (node-b GPU 0)"), "{text}");
+    // one GPU index would mix the hosts: refused in one line
+    let out = run(&["diagnose", "--trace", p, "--gpu-index", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("GPUs by host") && err.trim().lines().count() == 1, "{err}");
+    let _ = std::fs::remove_file(&path);
+    // a recording of `monitor --prometheus --range --json` reads the same way
+    let rec = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/prometheus/cluster-recording.json");
+    let text = String::from_utf8(run(&["diagnose", "--trace", rec]).stdout).unwrap();
+    assert!(text.contains("fails: 1 of 8 GPUs (node-b GPU 3)"), "{text}");
+}
+
+#[test]
+fn virtual_stages_must_divide_the_blocks() {
+    let out = run(&["estimate", "--model", "llama-3.1-8b", "--pp", "4", "--virtual-stages", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--virtual-stages 3") && err.trim().lines().count() == 1, "{err}");
+    assert!(
+        run(&["estimate", "--model", "llama-3.1-8b", "--pp", "4", "--virtual-stages", "2"]).status.success()
+    );
+}

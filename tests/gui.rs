@@ -459,6 +459,21 @@ fn a_cluster_from_prometheus_is_read_rank_by_rank_against_the_plan() {
     // the plot shows the most loaded GPU once the range arrived
     assert_eq!((h.state().live.host.as_deref(), h.state().live.gpu), (Some("node-b"), 3));
     assert!(h.query_by_label_contains("measured used node-b GPU 3").is_some());
+    // the bar's measured line is that GPU's peak, read against the per-rank prediction
+    let peak = h.state_mut().live.curves().iter().find(|x| x.key == (Some("node-b".into()), 3)).unwrap().peak;
+    assert_eq!(h.state_mut().live.bar_measure(), Some((peak, true)));
+    // node-a's GPU 2 stops reporting for the last 10 samples (150 s): it keeps its row, named
+    for snap in h.state_mut().live.history.samples.iter_mut().rev().take(10) {
+        snap.gpus.retain(|g| !(g.host.as_deref() == Some("node-a") && g.index == 2));
+    }
+    h.state_mut().live.history.samples.back_mut().unwrap().t_s += 0.001;
+    h.run_steps(3);
+    assert!(
+        h.query_by_label_contains("1 GPU(s) stopped reporting (node or DCGM exporter down?): node-a GPU 2.")
+            .is_some()
+    );
+    assert!(h.query_by_label_contains("no sample for the last 150 s").is_some());
+    assert_eq!(h.state_mut().live.curves().len(), 8, "no GPU dropped");
 }
 
 #[test]

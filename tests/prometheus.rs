@@ -363,3 +363,78 @@ fn bad_responses_are_named_and_bounded() {
         assert!(err.contains(want) && err.trim().lines().count() == 1, "{args:?}: {err}");
     }
 }
+
+/// A Prometheus answer of `kind` ("matrix" / "vector") with `rows` (labels JSON, values JSON).
+fn api(kind: &str, rows: &[(&str, String)]) -> Vec<u8> {
+    let key = if kind == "matrix" { "values" } else { "value" };
+    let result: Vec<String> =
+        rows.iter().map(|(labels, values)| format!(r#"{{"metric":{labels},"{key}":{values}}}"#)).collect();
+    let body =
+        format!(r#"{{"status":"success","data":{{"resultType":"{kind}","result":[{}]}}}}"#, result.join(","));
+    http("200 OK", "application/json", body.as_bytes())
+}
+
+#[test]
+fn a_gpu_whose_node_stopped_reporting_keeps_its_total_and_is_named() {
+    // node-b's GPU 0 stopped reporting after 10 of the 20 points: it has no current sample, so its
+    // total comes from the range (used + free at its last point), and the diagnosis says so
+    let a = r#"{"__name__":"x","Hostname":"node-a","gpu":"0","modelName":"H100"}"#;
+    let b = r#"{"__name__":"x","Hostname":"node-b","gpu":"0","modelName":"H100"}"#;
+    // node-b's GPU 1 came up at the very end: too few points for a curve
+    let c = r#"{"__name__":"x","Hostname":"node-b","gpu":"1","modelName":"H100"}"#;
+    let pts = |n: u64, mib: u64| {
+        let v: Vec<String> = (0..n).map(|i| format!(r#"[{},"{mib}"]"#, 1000 + 10 * i)).collect();
+        format!("[{}]", v.join(","))
+    };
+    let server = Server::start(Duration::from_secs(30), move |req, _| {
+        let range = req.contains("/api/v1/query_range");
+        let metric = if req.contains("FB_FREE") {
+            "free"
+        } else if req.contains("FB_RESERVED") {
+            "reserved"
+        } else if req.contains("FB_USED") {
+            "used"
+        } else {
+            "other"
+        };
+        match (range, metric) {
+            (true, "used") => {
+                api("matrix", &[(a, pts(20, 40_000)), (b, pts(10, 60_000)), (c, pts(3, 1_000))])
+            }
+            (true, "free") => {
+                api("matrix", &[(a, pts(20, 41_000)), (b, pts(10, 21_000)), (c, pts(3, 80_000))])
+            }
+            (true, _) => api("matrix", &[]),
+            (false, "used") => api("vector", &[(a, r#"[1100,"40000"]"#.into())]),
+            (false, "free") => api("vector", &[(a, r#"[1100,"41000"]"#.into())]),
+            _ => api("vector", &[]),
+        }
+    });
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let src = PrometheusSource::new(PromConfig::new(&url)).unwrap();
+    let series = src.range(900.0, 1100.0, 10.0).unwrap();
+    let totals: Vec<(String, u64)> = series.iter().map(|s| (s.host.clone(), s.total)).collect();
+    let want = |h: &str| (h.to_owned(), 81_000u64 << 20);
+    assert_eq!(totals, [want("node-a"), want("node-b"), want("node-b")]);
+
+    let out = cli(&["diagnose", "--prometheus", &url, "--range", "1h", "--step-s", "10", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gpus = v["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 2, "{v:#}");
+    assert_eq!(gpus[1]["host"], "node-b");
+    assert_eq!(gpus[1]["stopped_reporting_s"], 100.0, "{v:#}");
+    let skipped = v["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{v:#}");
+    assert_eq!((skipped[0]["host"].as_str(), skipped[0]["gpu_label"].as_str()), (Some("node-b"), Some("1")));
+    assert!(skipped[0]["reason"].as_str().unwrap().contains("3 points in the range"), "{v:#}");
+    assert!(gpus[0].get("stopped_reporting_s").is_none());
+    // 60,000 of 81,000 MiB held flat: not a model that is too large
+    assert_ne!(gpus[1]["verdict"], "model_too_large", "{v:#}");
+    let text =
+        String::from_utf8(cli(&["diagnose", "--prometheus", &url, "--range", "1h", "--step-s", "10"]).stdout)
+            .unwrap();
+    assert!(text.contains("stopped reporting 100 s before the others"), "{text}");
+    assert!(text.contains("node-b GPU 1: not diagnosed: 3 points"), "{text}");
+    assert!(text.contains("; 1 stopped reporting, 1 not diagnosed"), "{text}");
+}

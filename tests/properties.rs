@@ -278,3 +278,26 @@ fn segment_checkpointing_keeps_one_input_per_segment_in_the_timeline() {
     assert!(fwd.windows(2).all(|w| w[0] <= w[1]), "{fwd:?}");
     assert_eq!(fwd.last().copied(), Some(e.activations));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The figure `vramscope estimate` gives (its most loaded stage, the allocator replayed) is
+    /// the largest of `--stages`' per-stage figures, whatever the stage that holds it.
+    #[test]
+    fn the_headline_is_the_most_loaded_of_the_stages(
+        sc in arb_scenario(),
+        p in arb_parallel(),
+        pp in 2u64..=6,
+        gpu in prop::sample::select(vec![None, Some(80u64 << 30), Some(24u64 << 30)]),
+    ) {
+        let mut sc = sc;
+        sc.parallel = vramscope::estimate::Parallel { pp, ..p };
+        let Ok((e, _)) = vramscope::estimate::estimate_reserved(&sc, gpu) else { return Ok(()) };
+        let stages = vramscope::estimate::per_stage(&sc, gpu).expect("a scenario that estimates has stages");
+        prop_assert_eq!(stages.len() as u64, pp);
+        let most = stages.iter().map(|s| s.total).max();
+        prop_assert_eq!(most, Some(e.total), "stage {} reported; stages {:?}", e.stage.index,
+            stages.iter().map(|s| s.total).collect::<Vec<_>>());
+    }
+}

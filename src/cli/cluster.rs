@@ -4,25 +4,27 @@
 
 use anyhow::{Result, bail};
 use clap::Args;
-use vramscope::diagnose::trace::{Sample, TraceReport, classify};
+use vramscope::diagnose::trace::{Sample, TraceError, TraceReport, classify};
 use vramscope::monitor::MonitorError;
 use vramscope::monitor::prometheus::{PromConfig, PrometheusSource, Series, parse_duration, unix_now};
 
 /// Where a cluster's GPU memory is read from.
 #[derive(Args, Debug, Clone, Default)]
 pub struct PromArgs {
-    /// A Prometheus server scraping NVIDIA's DCGM exporter (`http://prometheus:9090`): the
-    /// cluster's GPUs (`DCGM_FI_DEV_FB_USED` / `_FREE` by host and GPU) instead of this machine's.
+    /// A Prometheus server scraping NVIDIA's DCGM exporter (`http://prometheus:9090`): read a
+    /// cluster's GPUs (`DCGM_FI_DEV_FB_USED` / `_FREE` / `_RESERVED` by host and GPU) from it
+    /// (monitor: instead of this machine's NVML; diagnose: every GPU's curve over --range).
     #[arg(long, value_name = "URL")]
     pub prometheus: Option<String>,
     /// A PromQL label selector for the DCGM series, e.g. '{job="train-42"}'.
     #[arg(long, value_name = "{LABEL=\"VALUE\",…}", requires = "prometheus")]
     pub selector: Option<String>,
-    /// The label naming the host (the DCGM exporter's `Hostname`).
-    #[arg(long, requires = "prometheus")]
+    /// The label naming the host (default: the DCGM exporter's `Hostname`; the scrape's
+    /// `instance` where a series has none).
+    #[arg(long, value_name = "LABEL", requires = "prometheus")]
     pub host_label: Option<String>,
-    /// The label naming the GPU on its host (the DCGM exporter's `gpu`).
-    #[arg(long, requires = "prometheus")]
+    /// The label naming the GPU on its host (default: the DCGM exporter's `gpu`).
+    #[arg(long, value_name = "LABEL", requires = "prometheus")]
     pub gpu_label: Option<String>,
     /// With --prometheus: read back this range, ending now (90s, 15m, 1h, 2d; diagnose: 1h).
     #[arg(long, requires = "prometheus")]
@@ -162,35 +164,77 @@ fn range_text(series: &[Series]) -> String {
 struct ClusterReport<'a> {
     host: &'a str,
     gpu_label: &'a str,
+    /// Seconds between this GPU's last point and the newest point of any GPU, where it stopped
+    /// reporting (its node or exporter down) more than two steps before the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_reporting_s: Option<f64>,
     #[serde(flatten)]
     report: TraceReport,
 }
 
+/// A GPU of the range that could not be diagnosed, and why.
+#[derive(serde::Serialize)]
+struct Skipped<'a> {
+    host: &'a str,
+    gpu_label: &'a str,
+    reason: String,
+}
+
 /// `diagnose --prometheus`: the curve diagnosis (leak / batch too large / model too large) of
-/// every GPU of the cluster over --range (default 1 h).
+/// every GPU of the cluster over --range (default 1 h). A GPU that cannot be diagnosed is named
+/// with the reason, never dropped.
 pub fn diagnose(src: &PrometheusSource, p: &PromArgs, json: bool) -> Result<String> {
     let Some((start, end, step)) = p.window(Some("1h"))? else { bail!("no range") };
     let series = src.range(start, end, step).map_err(failed)?;
+    diagnose_series(&series, step, json)
+}
+
+/// The curve diagnosis of every GPU of `series` (points `step` seconds apart): a Prometheus
+/// range, or a cluster's recording.
+pub fn diagnose_series(series: &[Series], step: f64, json: bool) -> Result<String> {
+    let newest = series.iter().filter_map(|s| s.points.last().map(|p| p.0)).fold(f64::MIN, f64::max);
     let mut reports = Vec::new();
+    let mut skipped = Vec::new();
     for (i, s) in series.iter().enumerate() {
         let gpu = u32::try_from(i).unwrap_or(u32::MAX);
-        let t0 = s.points.first().map_or(start, |p| p.0);
+        let t0 = s.points.first().map_or(0.0, |p| p.0);
         let samples: Vec<Sample> =
             s.points.iter().map(|&(t, used)| Sample { t_s: t - t0, gpu, used, total: s.total }).collect();
-        if samples.len() < 2 || s.total == 0 {
-            continue;
-        }
-        let r =
-            classify(&samples, Some(gpu)).map_err(|e| anyhow::anyhow!("{} GPU {}: {e}", s.host, s.gpu))?;
-        reports.push(ClusterReport { host: &s.host, gpu_label: &s.gpu, report: r });
+        let r = if s.total == 0 {
+            Err("its total memory is unknown (no DCGM_FI_DEV_FB_FREE series for it)".to_owned())
+        } else {
+            classify(&samples, Some(gpu)).map_err(|e| match e {
+                TraceError::TooShort(n, _) => {
+                    format!("{n} points in the range, at least 8 are needed: widen --range or lower --step-s")
+                }
+                e => e.to_string(),
+            })
+        };
+        let r = match r {
+            Ok(r) => r,
+            Err(reason) => {
+                skipped.push(Skipped { host: &s.host, gpu_label: &s.gpu, reason });
+                continue;
+            }
+        };
+        let last = s.points.last().map_or(newest, |p| p.0);
+        let stopped = (newest - last > 2.0 * step + 1e-6).then_some(newest - last);
+        reports.push(ClusterReport {
+            host: &s.host,
+            gpu_label: &s.gpu,
+            stopped_reporting_s: stopped,
+            report: r,
+        });
     }
     if reports.is_empty() {
-        bail!("no GPU had two or more points in the range: widen --range");
+        let why: Vec<String> =
+            skipped.iter().map(|k| format!("{} GPU {}: {}", k.host, k.gpu_label, k.reason)).collect();
+        bail!("no GPU could be diagnosed ({})", why.join("; "));
     }
     let worst = reports.iter().find(|r| r.report.verdict.fails()).or(reports.first());
     if json {
         return Ok(serde_json::to_string_pretty(&serde_json::json!({
-            "schema": 1, "source": "prometheus", "trace": worst, "gpus": reports,
+            "schema": 1, "source": "prometheus", "trace": worst, "gpus": reports, "skipped": skipped,
         }))? + "\n");
     }
     let mut s = String::new();
@@ -210,16 +254,35 @@ pub fn diagnose(src: &PrometheusSource, p: &PromArgs, json: bool) -> Result<Stri
         if let Some(x) = t.seconds_to_oom {
             s += &format!("  at this rate the card is full in {x:.0} s\n");
         }
+        if let Some(x) = r.stopped_reporting_s {
+            s += &format!(
+                "  stopped reporting {x:.0} s before the others (its node or DCGM exporter is down?)\n"
+            );
+        }
+    }
+    for k in &skipped {
+        s += &format!("{} GPU {}: not diagnosed: {}\n", k.host, k.gpu_label, k.reason);
     }
     let failing: Vec<String> = reports
         .iter()
         .filter(|r| r.report.verdict.fails())
         .map(|r| format!("{} GPU {}", r.host, r.gpu_label))
         .collect();
-    s += &if failing.is_empty() {
+    let stopped = reports.iter().filter(|r| r.stopped_reporting_s.is_some()).count();
+    let mut tail = Vec::new();
+    if stopped > 0 {
+        tail.push(format!("{stopped} stopped reporting"));
+    }
+    if !skipped.is_empty() {
+        tail.push(format!("{} not diagnosed", skipped.len()));
+    }
+    let tail = if tail.is_empty() { String::new() } else { format!("; {}", tail.join(", ")) };
+    s += &if failing.is_empty() && tail.is_empty() {
         format!("all {} GPUs healthy\n", reports.len())
+    } else if failing.is_empty() {
+        format!("no curve fails on the {} GPUs diagnosed{tail}\n", reports.len())
     } else {
-        format!("fails: {} of {} GPUs ({})\n", failing.len(), reports.len(), failing.join(", "))
+        format!("fails: {} of {} GPUs ({}){tail}\n", failing.len(), reports.len(), failing.join(", "))
     };
     Ok(s)
 }

@@ -68,7 +68,7 @@ pub struct DiagnoseArgs {
     #[arg(long)]
     pub oom: Option<String>,
     /// A memory-usage CSV: `nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total
-    /// --format=csv -lms 100` output, or `t_s,gpu,used_bytes,total_bytes`.
+    /// --format=csv -lms 100` output, or `t_s,gpu,used_bytes,total_bytes[,host]` (the Live tab's Record; with a host column each GPU is read by host).
     #[arg(long)]
     pub trace: Option<String>,
     /// `torch.cuda.memory_summary()` text, `memory_stats()` JSON or TensorFlow memory info.
@@ -153,6 +153,22 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
     }
     if let Some(path) = &a.trace {
         let text = read_capped(path, 16 * vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
+        // a cluster's recording (`monitor --prometheus --range --json`, or the Live tab's CSV
+        // with a host column): each GPU by host and index
+        let recording = text.trim_start().starts_with('{');
+        if recording || vramscope::monitor::recording::csv_has_host(&text) {
+            if let Some(g) = a.gpu_index {
+                bail!(
+                    "{path}: a cluster's recording (GPUs by host): --gpu-index {g} would mix every host's GPU {g}; drop --gpu-index to diagnose each GPU by host"
+                );
+            }
+            let snaps =
+                vramscope::monitor::recording::read(&text).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+            let span = snaps.last().map_or(0.0, |s| s.t_s) - snaps.first().map_or(0.0, |s| s.t_s);
+            let step = span / snaps.len().saturating_sub(1).max(1) as f64;
+            let series = vramscope::monitor::recording::series_of(&snaps);
+            return super::cluster::diagnose_series(&series, step, a.json);
+        }
         let mut samples = vramscope::diagnose::trace::parse(&text).with_context(|| path.clone())?;
         if let Some(t) = a.total_mib {
             if t == 0 {

@@ -78,7 +78,8 @@ pub enum Command {
     Default,
     /// Explain an out-of-memory message (PyTorch or TensorFlow) or classify a memory-usage trace.
     Diagnose(DiagnoseArgs),
-    /// Sample GPU memory through NVML (exit code 3 when NVML is unavailable).
+    /// Sample GPU memory: this machine's through NVML, or a cluster's from Prometheus
+    /// (--prometheus URL); exit code 3 when the source is unavailable.
     Monitor(MonitorArgs),
     /// Plan a multi-GPU job: per-rank memory of a layout, step time and speed-up, or (with
     /// --search) the feasible layouts ranked by step time and headroom.

@@ -39,7 +39,13 @@ fn pass_key(p: Pass) -> &'static str {
 /// Runs `timeline`.
 pub fn run_timeline(a: &TimelineArgs) -> Result<String> {
     let inp = inputs(&a.estimate)?;
-    let t = timeline(&inp.sc)?;
+    // the stage `vramscope estimate` reports: picked by its replayed total, or by the flat
+    // estimate where --reserve-frac asks for the flat reserve
+    let t = if inp.sc.overhead.flat_reserve {
+        timeline(&inp.sc)?
+    } else {
+        vramscope::estimate::replayed(&inp.sc, None)?.0
+    };
     let keep = |e: &&Event| !a.blocks_only || e.pass == Pass::Step;
     if a.csv {
         let mut s = String::from("index,phase,block,op,pass,");

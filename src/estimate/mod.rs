@@ -110,6 +110,10 @@ impl Moment {
 pub struct Estimate {
     /// Distinct parameters of the model.
     pub n_params: u64,
+    /// Parameters this rank holds: its pipeline stage's blocks (with the embeddings on the first
+    /// and the head on the last), its tensor- and expert-parallel slice; before ZeRO / FSDP
+    /// sharding, which `parameters` reflects. Equal to `n_params` on an unsplit model.
+    pub rank_params: u64,
     /// Parameters that train.
     pub trainable_params: u64,
     /// Parameter bytes (exact).
@@ -405,7 +409,8 @@ pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {
 }
 
 /// The predicted memory of one steady-state step, event by event, on the rank [`estimate`]
-/// reports (the most loaded pipeline stage): its maximum is that estimate's `peak_allocated`.
+/// reports (the most loaded pipeline stage by the flat reserve): its maximum is that estimate's
+/// `peak_allocated`. [`replayed`] picks the stage by its replayed total instead.
 pub fn timeline(sc: &Scenario) -> Result<step::Timeline, ScenarioError> {
     sc.validate()?;
     let layers = sc.model.transformer().map_or(0, |t| t.num_layers);
@@ -446,8 +451,18 @@ pub fn replayed(
     sc: &Scenario,
     capacity: Option<u64>,
 ) -> Result<(step::Timeline, reserved::Reserved), ScenarioError> {
-    let tl = timeline(sc)?;
-    Ok(replay_timeline(sc, tl, capacity))
+    sc.validate()?;
+    let layers = sc.model.transformer().map_or(0, |t| t.num_layers);
+    // the most loaded stage by its replayed total (the allocator's cache differs between stages),
+    // so that the headline is the largest of `per_stage`'s figures
+    let mut worst: Option<(step::Timeline, reserved::Reserved)> = None;
+    for stage in stages_of(sc, layers) {
+        let r = replay_timeline(sc, stage_timeline(sc, &stage), capacity);
+        if worst.as_ref().is_none_or(|w| r.0.estimate.total > w.0.estimate.total) {
+            worst = Some(r);
+        }
+    }
+    worst.ok_or_else(|| ScenarioError::Invalid("no pipeline stage to estimate".into()))
 }
 
 /// Every pipeline stage's rank, stage 0 first (one element without pipeline parallelism), each
@@ -658,6 +673,7 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
     Estimate {
         // the model's parameter count (the rank's own share shows in `parameters`)
         n_params: if sharded { sc.model.n_params() } else { st.n_params },
+        rank_params: st.n_params,
         trainable_params: st.trainable_params,
         parameters: st.param_bytes,
         gradients: st.grad_bytes,

@@ -713,6 +713,13 @@ impl Scenario {
                     p.pp, p.virtual_stages, t.num_layers
                 ));
             }
+            // Megatron-LM's interleaved schedule gives every virtual stage the same blocks
+            if p.virtual_stages > 1 && !t.num_layers.is_multiple_of(p.pp * p.virtual_stages) {
+                return bad(format!(
+                    "--virtual-stages {}: the {} blocks must divide into {} pipeline stages x {} virtual stages (Megatron-LM's interleaved schedule)",
+                    p.virtual_stages, t.num_layers, p.pp, p.virtual_stages
+                ));
+            }
             match t.moe.map(|m| m.experts) {
                 None if p.ep > 1 => {
                     return bad(format!(

@@ -658,7 +658,10 @@ fn infer(p: &Parts, sink: &mut impl Sink) {
     // the last block (a layer table's whole forward), with every block's KV cache
     let alive = at(p.kv_cache, am.infer_persistent, am.infer_layer_peak);
     sink.push(ev(fwd, None, "last block forward", Pass::Step, true, alive));
-    sink.push(ev(fwd, None, "LM head (logits)", Pass::Step, true, at(p.kv_cache, 0, am.infer_head_peak)));
+    // only the last pipeline stage runs the head; the others send their last block's output on
+    if p.stage.last() {
+        sink.push(ev(fwd, None, "LM head (logits)", Pass::Step, true, at(p.kv_cache, 0, am.infer_head_peak)));
+    }
 }
 
 /// HF `generate`: the prompt's forward block by block (as [`infer`]) with only the last token's

@@ -329,7 +329,9 @@ impl VramApp {
             (Some(Ok(sv)), _) if serving => {
                 panels::serve::headline(ui, sv);
                 ui.add_space(6.0);
-                let top_h = (ui.available_height() * 0.5).max(250.0);
+                // a cluster's table needs the room of its rows: the chart gives up some height
+                let cluster = self.state.view.tab == Tab::Live && self.live.is_cluster();
+                let top_h = (ui.available_height() * if cluster { 0.4 } else { 0.5 }).max(250.0);
                 ui.horizontal_top(|ui| {
                     let w = ui.available_width();
                     let down = egui::Layout::top_down(egui::Align::Min);
@@ -367,11 +369,13 @@ impl VramApp {
                     .iter()
                     .filter_map(|(l, r)| r.as_ref().ok().map(|c| (l.as_str(), c)))
                     .collect();
-                let top_h = (ui.available_height() * 0.5).max(250.0);
+                // a cluster's table needs the room of its rows: the chart gives up some height
+                let cluster = self.state.view.tab == Tab::Live && self.live.is_cluster();
+                let top_h = (ui.available_height() * if cluster { 0.4 } else { 0.5 }).max(250.0);
                 ui.horizontal_top(|ui| {
                     let w = ui.available_width();
                     let down = egui::Layout::top_down(egui::Align::Min);
-                    let measured = self.live.latest_used();
+                    let measured = self.live.bar_measure();
                     let chart = ui.allocate_ui_with_layout(egui::vec2(w * 0.52, top_h), down, |ui| {
                         panels::breakdown::ui(ui, c, &pinned, top_h, measured);
                     });

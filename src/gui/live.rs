@@ -26,10 +26,24 @@ pub type GpuKey = (Option<String>, u32);
 #[derive(Clone, Debug)]
 pub struct GpuCurve {
     pub key: GpuKey,
+    /// Its last sample (a GPU that stopped reporting keeps its last one).
+    pub last: GpuSample,
     /// The most it used over the history, bytes.
     pub peak: u64,
-    /// Its report, or why there is none yet (too few samples).
-    pub report: Result<TraceReport, String>,
+    /// Seconds between its last sample and the newest of any GPU, where it stopped reporting
+    /// (its node or exporter down): more than two sampling intervals.
+    pub stopped_s: Option<f64>,
+    /// Its report, or why there is none.
+    pub report: Result<TraceReport, CurveGap>,
+}
+
+/// Why a GPU's curve has no diagnosis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CurveGap {
+    /// Fewer samples than the diagnosis needs.
+    TooFew,
+    /// Its total memory is unknown (a source without free memory): no fraction of the card.
+    NoTotal,
 }
 
 /// What the Live tab works with.
@@ -178,6 +192,10 @@ impl Live {
                 self.monitor = None;
                 self.history = History::new(HISTORY_SAMPLES.max(s.len()));
                 self.take(s);
+                // a cluster's recording is Prometheus data: the source box says so
+                if self.is_cluster() {
+                    self.settings.source = LiveSource::Prometheus;
+                }
                 self.loaded = Some(shown);
                 self.problem = None;
             }
@@ -204,7 +222,11 @@ impl Live {
             match rx.try_recv() {
                 Ok(Ok(snaps)) => {
                     self.range_rx = None;
-                    self.loaded = Some(format!("the last {} from Prometheus", self.settings.range));
+                    self.loaded = Some(
+                        crate::gui::strings::tr_cluster()
+                            .loaded_range
+                            .replace("{range}", &self.settings.range),
+                    );
                     self.take(snaps);
                 }
                 Ok(Err(e)) => {
@@ -270,32 +292,56 @@ impl Live {
         }
     }
 
-    /// Every GPU's curve diagnosis over the history (recomputed when samples arrive).
+    /// Every GPU seen over the history (host, then index), each with its curve's diagnosis;
+    /// recomputed when samples arrive. A GPU missing from the latest samples stays, marked as
+    /// stopped.
     pub fn curves(&mut self) -> &[GpuCurve] {
         let key = (self.history.samples.len(), self.history.samples.back().map_or(0.0, |s| s.t_s));
         if self.curves.as_ref().is_none_or(|(n, t, _)| (*n, *t) != key) {
-            let gpus: Vec<GpuKey> = self.latest_gpus().iter().map(|g| (g.host.clone(), g.index)).collect();
-            let t0 = self.history.samples.front().map_or(0.0, |s| s.t_s);
-            let out = gpus
+            let samples = &self.history.samples;
+            let t0 = samples.front().map_or(0.0, |s| s.t_s);
+            let newest = samples.back().map_or(0.0, |s| s.t_s);
+            // the sampling interval: the history's span over its samples
+            let interval = if samples.len() > 1 { (newest - t0) / (samples.len() - 1) as f64 } else { 0.0 };
+            let mut by_gpu: std::collections::BTreeMap<GpuKey, (Vec<trace::Sample>, GpuSample, f64)> =
+                std::collections::BTreeMap::new();
+            for s in samples {
+                for g in &s.gpus {
+                    let sample = trace::Sample { t_s: s.t_s - t0, gpu: 0, used: g.used, total: g.total };
+                    let e = by_gpu
+                        .entry((g.host.clone(), g.index))
+                        .or_insert_with(|| (Vec::new(), g.clone(), s.t_s));
+                    e.0.push(sample);
+                    (e.1, e.2) = (g.clone(), s.t_s);
+                }
+            }
+            let out = by_gpu
                 .into_iter()
-                .map(|k| {
-                    let samples: Vec<trace::Sample> = self
-                        .history
-                        .samples
-                        .iter()
-                        .filter_map(|s| {
-                            let g = s.gpus.iter().find(|g| g.index == k.1 && g.host == k.0)?;
-                            Some(trace::Sample { t_s: s.t_s - t0, gpu: 0, used: g.used, total: g.total })
-                        })
-                        .collect();
-                    let report = trace::classify(&samples, Some(0)).map_err(|e| e.to_string());
+                .map(|(key, (samples, last, last_t))| {
+                    let report = if samples.iter().all(|s| s.total == 0) {
+                        Err(CurveGap::NoTotal)
+                    } else {
+                        trace::classify(&samples, Some(0)).map_err(|_| CurveGap::TooFew)
+                    };
                     let peak = samples.iter().map(|s| s.used).max().unwrap_or(0);
-                    GpuCurve { key: k, peak, report }
+                    let gap = newest - last_t;
+                    let stopped_s = (interval > 0.0 && gap > 2.0 * interval + 1e-6).then_some(gap);
+                    GpuCurve { key, last, peak, stopped_s, report }
                 })
                 .collect();
             self.curves = Some((key.0, key.1, out));
         }
         self.curves.as_ref().map_or(&[], |c| c.2.as_slice())
+    }
+
+    /// What the breakdown's "measured" line shows: the GPU shown's latest use on one machine; its
+    /// peak over the samples in a cluster, read against the per-rank prediction (`true`).
+    pub fn bar_measure(&mut self) -> Option<(u64, bool)> {
+        if !self.is_cluster() {
+            return self.latest_used().map(|u| (u, false));
+        }
+        let key = (self.host.clone(), self.gpu);
+        self.curves().iter().find(|c| c.key == key).map(|c| (c.peak, true))
     }
 }
 

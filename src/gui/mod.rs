@@ -10,6 +10,7 @@ pub mod panels;
 pub mod snapshots;
 pub mod state;
 pub mod strings;
+pub mod strings_zh;
 
 use anyhow::{Context, Result, anyhow};
 use eframe::egui;

@@ -191,6 +191,8 @@ pub struct Strings {
     pub oom_title: &'static str,
     pub oom_hint: &'static str,
     pub measured_on_bar: &'static str,
+    /// "{model}", "{gpu}" (the card, "× n" for a job of n GPUs).
+    pub model_on_gpu: &'static str,
 }
 
 /// English.
@@ -382,6 +384,7 @@ pub const EN: Strings = Strings {
     oom_title: "Explain an out-of-memory message",
     oom_hint: "Paste PyTorch's or TensorFlow's OOM error here",
     measured_on_bar: "measured",
+    model_on_gpu: "{model} on {gpu}",
 };
 
 /// The active language.
@@ -623,7 +626,19 @@ pub struct ClusterStrings {
     /// "{m}".
     pub healthy: &'static str,
     pub too_few: &'static str,
+    /// A GPU whose total memory the source does not give.
+    pub no_total: &'static str,
+    /// "{s}": seconds since its last sample.
+    pub stopped: &'static str,
+    /// "{n}", "{list}".
+    pub stopped_line: &'static str,
     pub click_to_show: &'static str,
+    /// The breakdown's measured line in a cluster: the GPU shown's peak.
+    pub measured_peak_on_bar: &'static str,
+    /// What a loaded range is ("{range}": 1h, 7d…), after `showing`.
+    pub loaded_range: &'static str,
+    /// "{n}", "{world}", "{list}": GPUs of the source beyond the job's ranks.
+    pub outside_job: &'static str,
 }
 
 const CLUSTER_EN: ClusterStrings = ClusterStrings {
@@ -666,7 +681,13 @@ const CLUSTER_EN: ClusterStrings = ClusterStrings {
     fails: "Curves: {n} of {m} GPUs fail ({list}).",
     healthy: "Curves: all {m} GPUs healthy.",
     too_few: "too few samples",
+    no_total: "total memory unknown",
+    stopped: "no sample for the last {s} s",
+    stopped_line: "{n} GPU(s) stopped reporting (node or DCGM exporter down?): {list}.",
     click_to_show: "Show this GPU's curve",
+    measured_peak_on_bar: "measured peak",
+    loaded_range: "the last {range} from Prometheus",
+    outside_job: "{n} GPU(s) beyond the job's {world} ranks, not read against the plan: {list}.",
 };
 
 /// The cluster texts in the current language.

@@ -212,37 +212,38 @@ impl PrometheusSource {
         Ok(out)
     }
 
-    /// Every GPU's used memory from `start` to `end` (unix seconds) every `step` seconds.
+    /// Every GPU's used memory from `start` to `end` (unix seconds) every `step` seconds. A GPU's
+    /// total is used + free (+ reserved) at its last point in the range that has both, so a GPU
+    /// that stopped reporting (its node down) keeps its total; the instant query stands in only
+    /// where the range has no free-memory series.
     pub fn range(&self, start: f64, end: f64, step: f64) -> Result<Vec<Series>, PromError> {
         let query = self.cfg.metric("DCGM_FI_DEV_FB_USED");
-        let data = self.get(
-            "/api/v1/query_range",
-            &[
-                ("query", query.clone()),
-                ("start", format!("{start:.3}")),
-                ("end", format!("{end:.3}")),
-                ("step", format!("{}", step.max(0.001))),
-            ],
-        )?;
-        let rows = result_rows(&self.cfg.url, &data, "matrix")?;
-        if rows.is_empty() {
+        let used = self.matrix(&query, start, end, step)?;
+        if used.is_empty() {
             return Err(PromError::NoSeries { query });
         }
-        // the total each GPU has: used + free (+ reserved) now
-        let now = self.instant()?;
+        let free = self.matrix(&self.cfg.metric("DCGM_FI_DEV_FB_FREE"), start, end, step)?;
+        let reserved = self.matrix(&self.cfg.metric("DCGM_FI_DEV_FB_RESERVED"), start, end, step)?;
+        let mut now: Option<Vec<GpuSample>> = None;
         let mut out = Vec::new();
-        for r in rows {
-            let l = labels(&self.cfg, &r);
-            let mut points = Vec::new();
-            for p in r.get("values").and_then(Value::as_array).into_iter().flatten() {
-                if let Some((t, v)) = point(p) {
-                    points.push((t, (v * MIB) as u64));
+        for (l, pts) in used {
+            let of =
+                |m: &[(Labels, Vec<(f64, f64)>)]| m.iter().find(|x| x.0.key == l.key).map(|x| x.1.clone());
+            let (free, reserved) = (of(&free).unwrap_or_default(), of(&reserved).unwrap_or_default());
+            let at = |v: &[(f64, f64)], t: f64| v.iter().find(|p| (p.0 - t).abs() < 1e-3).map(|p| p.1);
+            let points: Vec<(f64, u64)> = pts.iter().map(|&(t, v)| (t, (v * MIB) as u64)).collect();
+            let from_range = pts.iter().rev().find_map(|&(t, u)| {
+                at(&free, t).map(|f| ((u + f + at(&reserved, t).unwrap_or(0.0)) * MIB) as u64)
+            });
+            let total = match from_range {
+                Some(t) => t,
+                None => {
+                    let now = now.get_or_insert_with(|| self.instant().unwrap_or_default());
+                    now.iter()
+                        .find(|g| g.host.as_deref() == Some(l.key.0.as_str()) && g.index == l.index())
+                        .map_or(0, |g| g.total)
                 }
-            }
-            let total = now
-                .iter()
-                .find(|g| g.host.as_deref() == Some(l.key.0.as_str()) && g.index == l.index())
-                .map_or(0, |g| g.total);
+            };
             out.push(Series {
                 host: l.key.0.clone(),
                 gpu: l.key.1.clone(),
@@ -253,6 +254,33 @@ impl PrometheusSource {
         }
         out.sort_by(|a, b| (&a.host, gpu_order(&a.gpu)).cmp(&(&b.host, gpu_order(&b.gpu))));
         Ok(out)
+    }
+
+    /// A range query's series: labels and (unix seconds, value) points.
+    fn matrix(&self, query: &str, start: f64, end: f64, step: f64) -> Result<Vec<Matrix>, PromError> {
+        let data = self.get(
+            "/api/v1/query_range",
+            &[
+                ("query", query.to_owned()),
+                ("start", format!("{start:.3}")),
+                ("end", format!("{end:.3}")),
+                ("step", format!("{}", step.max(0.001))),
+            ],
+        )?;
+        let rows = result_rows(&self.cfg.url, &data, "matrix")?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let pts = r
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(point)
+                    .collect();
+                (labels(&self.cfg, r), pts)
+            })
+            .collect())
     }
 
     fn vector(&self, query: &str) -> Result<Vec<(Labels, f64)>, PromError> {
@@ -303,6 +331,9 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
         _ => Err(format!("--range {s}: a duration such as 90s, 15m, 1h or 2d (at most 90d)")),
     }
 }
+
+/// A range query's series: its labels and (unix seconds, value) points.
+type Matrix = (Labels, Vec<(f64, f64)>);
 
 struct Labels {
     /// (host, gpu)

@@ -32,6 +32,34 @@ pub fn snapshots(series: &[Series]) -> Vec<Snapshot> {
     at.into_iter().map(|(ms, gpus)| Snapshot { t_s: ms as f64 / 1000.0, gpus }).collect()
 }
 
+/// The inverse of [`snapshots`]: every GPU's series (host, then GPU order), its total from its
+/// last sample.
+pub fn series_of(snaps: &[Snapshot]) -> Vec<Series> {
+    let mut by: std::collections::BTreeMap<(String, u32), Series> = std::collections::BTreeMap::new();
+    for s in snaps {
+        for g in &s.gpus {
+            let host = g.host.clone().unwrap_or_default();
+            let e = by.entry((host.clone(), g.index)).or_insert_with(|| Series {
+                host,
+                gpu: g.index.to_string(),
+                name: g.name.clone(),
+                total: 0,
+                points: Vec::new(),
+            });
+            e.points.push((s.t_s, g.used));
+            e.total = g.total;
+        }
+    }
+    by.into_values().collect()
+}
+
+/// Does this CSV header name a host column (a cluster's recording)?
+pub fn csv_has_host(text: &str) -> bool {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|h| h.split(',').any(|c| c.trim() == "host") && h.split(',').any(|c| c.trim() == "t_s"))
+}
+
 #[derive(Deserialize)]
 struct RangeFile {
     source: Option<String>,

@@ -23,8 +23,15 @@ pub fn name(c: Component) -> &'static str {
 }
 
 /// Draws the bars. `pinned` are (label, results) of pinned scenarios.
-/// `measured` is the live used memory of the GPU, drawn across the current bar.
-pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height: f32, measured: Option<u64>) {
+/// `measured`: the Live tab's GPU shown, bytes, and whether that is its peak (a cluster's GPU,
+/// read against the per-rank prediction) rather than its latest sample.
+pub fn ui(
+    ui: &mut egui::Ui,
+    c: &Computed,
+    pinned: &[(&str, &Computed)],
+    height: f32,
+    measured: Option<(u64, bool)>,
+) {
     let t = tr();
     let size = vec2(ui.available_width(), height);
     let (rect, _) = ui.allocate_exact_size(size, Sense::hover());
@@ -148,8 +155,10 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], height:
     let font = |size: f32| FontId::proportional(size);
     let cap_text = format!("{} {}: {}", c.gpu.id, t.capacity, gib(cap));
     let cap_galley = painter.layout_no_wrap(cap_text, font(13.0), dash);
-    let measured_galley = measured.map(|m| {
-        let galley = painter.layout_no_wrap(format!("{} {}", t.measured_on_bar, gib(m)), font(13.0), dash);
+    let measured_galley = measured.map(|(m, peak)| {
+        let what =
+            if peak { crate::gui::strings::tr_cluster().measured_peak_on_bar } else { t.measured_on_bar };
+        let galley = painter.layout_no_wrap(format!("{what} {}", gib(m)), font(13.0), dash);
         (m, galley)
     });
     let measured_at = measured_galley.as_ref().map(|(m, g)| (y_of(*m as f64), g.size()));
@@ -226,7 +235,7 @@ impl Labels {
 /// Places the chart's labels so that none meets another and none leaves `rect`: each total left
 /// of its bar top, else above the bar, else right of it; the capacity label at the right end of
 /// its line (above it, else below, else at the line's left end); the measured label left of
-/// the bar, else right of it; then the GiB ticks, a label dropped (its grid line kept) where it
+/// the bar, else right of it, else just above or below its line; then the GiB ticks, a label dropped (its grid line kept) where it
 /// would meet one of those or the tick below it. `cap`: the capacity line's y and label size;
 /// `measured`: the measured line's y and label size; `tick_size`: a tick text's size.
 pub fn place_labels(
@@ -278,13 +287,24 @@ pub fn place_labels(
         let b = bars.first().copied().unwrap_or(BarTop { cx: plot.center().x, width: 0.0, y, label: s });
         let left = Rect::from_min_size(pos2(b.cx - b.width / 2.0 - 14.0 - s.x, y - s.y / 2.0), s);
         let right = Rect::from_min_size(pos2(b.cx + b.width / 2.0 + 14.0, y - s.y / 2.0), s);
-        let r = if clear(&left, &taken) {
-            left
-        } else if clear(&right, &taken) {
-            right
-        } else {
-            left.translate(vec2(0.0, s.y + 2.0))
-        };
+        // beside the bar on the line, else just above or below the line (left, then right of
+        // the bar, then against the chart's right edge), else above it on the left
+        let up = vec2(0.0, -(s.y / 2.0 + 3.0));
+        let down = vec2(0.0, s.y / 2.0 + 3.0);
+        let edge = Rect::from_min_size(pos2(rect.right() - 2.0 - s.x, y - s.y / 2.0), s);
+        let r = [
+            left,
+            right,
+            left.translate(up),
+            left.translate(down),
+            right.translate(up),
+            right.translate(down),
+            edge.translate(up),
+            edge.translate(down),
+        ]
+        .into_iter()
+        .find(|r| clear(r, &taken))
+        .unwrap_or(left.translate(up));
         taken.push(r);
         r
     });
@@ -374,4 +394,34 @@ pub fn nice_step(raw: f64) -> f64 {
         10.0
     };
     nice * mag
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_measured_line_just_above_the_total_keeps_clear_of_it() {
+        // the Live tab's cluster at 1280x800: a peak 5.6 GiB over a 49.8 GiB bar, 14 px apart,
+        // a label too wide for the right of the bar
+        let rect = Rect::from_min_max(pos2(303.0, 95.0), pos2(815.0, 360.0));
+        let plot = Rect::from_min_max(pos2(340.0, 110.0), pos2(800.0, 340.0));
+        let bar = BarTop { cx: 581.0, width: 214.0, y: 212.0, label: vec2(60.0, 16.0) };
+        let l = place_labels(
+            rect,
+            plot,
+            90.0 * 1073741824.0,
+            &[bar],
+            (128.0, vec2(170.0, 16.0)),
+            Some((198.0, vec2(150.0, 16.0))),
+            |t| vec2(8.0 * t.len() as f32, 16.0),
+        );
+        let all = l.all();
+        for (i, a) in all.iter().enumerate() {
+            assert!(rect.contains_rect(*a), "{a:?} outside {rect:?}");
+            for b in &all[i + 1..] {
+                assert!(!a.intersects(*b), "{a:?} meets {b:?}");
+            }
+        }
+    }
 }

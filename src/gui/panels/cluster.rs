@@ -5,26 +5,22 @@
 use super::gib;
 use crate::cluster::{Layout, Measured};
 use crate::gui::derived::Computed;
-use crate::gui::live::Live;
+use crate::gui::live::{CurveGap, Live};
 use crate::gui::strings::tr_cluster;
 use eframe::egui::{self, RichText};
 
 /// The cluster's latest snapshot mapped to the plan's ranks.
 pub fn layout(c: &Computed, live: &mut Live) -> Layout {
-    let peaks: Vec<(crate::gui::live::GpuKey, u64)> =
-        live.curves().iter().map(|x| (x.key.clone(), x.peak)).collect();
+    // every GPU seen over the samples, a stopped one with its last sample
     let measured: Vec<Measured> = live
-        .latest_gpus()
+        .curves()
         .iter()
-        .map(|g| {
-            let peak = peaks.iter().find(|(k, _)| k.0 == g.host && k.1 == g.index).map_or(g.used, |p| p.1);
-            Measured {
-                host: g.host.clone().unwrap_or_default(),
-                gpu: g.index,
-                used: g.used,
-                peak: peak.max(g.used),
-                total: g.total,
-            }
+        .map(|x| Measured {
+            host: x.last.host.clone().unwrap_or_default(),
+            gpu: x.last.index,
+            used: x.last.used,
+            peak: x.peak.max(x.last.used),
+            total: x.last.total,
         })
         .collect();
     crate::cluster::map(&measured, &live.settings.host_order, &c.scenario.parallel, c.stage_totals())
@@ -45,17 +41,20 @@ fn command(c: &Computed) -> String {
 }
 
 /// Draws the cluster's rows into the Live tab's side column.
+/// The host-order field (in the Live tab's source bar).
+pub fn host_order(ui: &mut egui::Ui, live: &mut Live) {
+    let k = tr_cluster();
+    ui.label(k.host_order).on_hover_text(k.host_order_tip);
+    ui.add(
+        egui::TextEdit::singleline(&mut live.settings.host_order)
+            .hint_text(k.host_order_hint)
+            .desired_width(220.0),
+    )
+    .on_hover_text(k.host_order_tip);
+}
+
 pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
     let k = tr_cluster();
-    ui.horizontal(|ui| {
-        ui.label(k.host_order).on_hover_text(k.host_order_tip);
-        ui.add(
-            egui::TextEdit::singleline(&mut live.settings.host_order)
-                .hint_text(k.host_order_hint)
-                .desired_width(ui.available_width().min(260.0)),
-        )
-        .on_hover_text(k.host_order_tip);
-    });
     let warn = ui.visuals().warn_fg_color;
     let err = ui.visuals().error_fg_color;
     // the most loaded GPU against the plan's most loaded stage
@@ -95,10 +94,24 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
             .replace("{world}", &c.scenario.parallel.world().to_string());
         ui.label(RichText::new(line).color(warn));
     }
+    let outside: Vec<String> = l
+        .rows
+        .iter()
+        .filter(|r| r.rank.is_none())
+        .map(|r| format!("{} GPU {}", r.gpu.host, r.gpu.gpu))
+        .collect();
+    if !outside.is_empty() {
+        let line = k
+            .outside_job
+            .replace("{n}", &outside.len().to_string())
+            .replace("{world}", &c.scenario.parallel.world().to_string())
+            .replace("{list}", &outside.join(", "));
+        ui.add(egui::Label::new(RichText::new(line).weak()).wrap());
+    }
     let curves = live.curves().to_vec();
-    let verdict_of = |host: &str, gpu: u32| {
-        curves.iter().find(|x| x.key.0.as_deref() == Some(host) && x.key.1 == gpu).map(|x| &x.report)
-    };
+    let curve_of =
+        |host: &str, gpu: u32| curves.iter().find(|x| x.key.0.as_deref() == Some(host) && x.key.1 == gpu);
+    let verdict_of = |host: &str, gpu: u32| curve_of(host, gpu).map(|x| &x.report);
     let failing: Vec<String> = l
         .rows
         .iter()
@@ -121,9 +134,19 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
         let text = RichText::new(line);
         ui.add(egui::Label::new(if failing.is_empty() { text } else { text.color(err) }).wrap());
     }
+    let stopped: Vec<String> = curves
+        .iter()
+        .filter(|x| x.stopped_s.is_some())
+        .map(|x| format!("{} GPU {}", x.key.0.as_deref().unwrap_or(""), x.key.1))
+        .collect();
+    if !stopped.is_empty() {
+        let line =
+            k.stopped_line.replace("{n}", &stopped.len().to_string()).replace("{list}", &stopped.join(", "));
+        ui.add(egui::Label::new(RichText::new(line).color(warn)).wrap());
+    }
     ui.add_space(4.0);
     let predicted_tip = format!("{}\n{}", k.predicted_tip, command(c));
-    egui::Grid::new("cluster").striped(true).spacing([10.0, 3.0]).show(ui, |ui| {
+    egui::Grid::new("cluster").striped(true).spacing([10.0, 1.0]).show(ui, |ui| {
         for h in [k.col_host, k.col_gpu, k.col_rank, k.col_stage] {
             ui.label(RichText::new(h).strong());
         }
@@ -162,15 +185,37 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
             ui.label(paint(gib(r.gpu.peak))).on_hover_text(format!("{} {}", k.now, gib(r.gpu.used)));
             ui.label(paint(r.predicted.map_or(String::new(), gib))).on_hover_text(&predicted_tip);
             ui.label(paint(r.error().map_or(String::new(), percent)));
-            match verdict_of(&r.gpu.host, r.gpu.gpu) {
+            let curve = curve_of(&r.gpu.host, r.gpu.gpu);
+            let stopped = curve
+                .and_then(|x| x.stopped_s)
+                .map(|s| format!(" · {}", k.stopped.replace("{s}", &format!("{s:.0}"))));
+            match curve.map(|x| &x.report) {
                 Some(Ok(t)) => {
-                    let text = RichText::new(t.verdict.label());
-                    let resp = ui.label(if t.verdict.fails() { text.color(err) } else { text });
+                    let text = RichText::new(format!(
+                        "{}{}",
+                        t.verdict.label(),
+                        stopped.clone().unwrap_or_default()
+                    ));
+                    let text = if t.verdict.fails() {
+                        text.color(err)
+                    } else if stopped.is_some() {
+                        text.color(warn)
+                    } else {
+                        text
+                    };
+                    let resp = ui.label(text);
                     if !t.advice.is_empty() {
                         resp.on_hover_text(t.advice.join("\n"));
                     }
                 }
-                _ => {
+                Some(Err(gap)) => {
+                    let why = match gap {
+                        CurveGap::TooFew => k.too_few,
+                        CurveGap::NoTotal => k.no_total,
+                    };
+                    ui.label(RichText::new(format!("{why}{}", stopped.unwrap_or_default())).weak());
+                }
+                None => {
                     ui.label(RichText::new(k.too_few).weak());
                 }
             }

@@ -42,10 +42,15 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings) {
     };
     ui.label(
         RichText::new(format!(
-            "{mb}   ·   {} on {}{}   ·   {}",
-            settings.model_name(),
-            c.gpu.name,
-            if settings.dp > 1 { format!(" × {}", settings.dp) } else { String::new() },
+            "{mb}   ·   {}   ·   {}",
+            t.model_on_gpu.replace("{model}", &settings.model_name()).replace(
+                "{gpu}",
+                &match c.scenario.parallel.world() {
+                    // every GPU of the job (data × tensor × pipeline × context)
+                    n if n > 1 => format!("{} × {n}", c.gpu.name),
+                    _ => c.gpu.name.clone(),
+                }
+            ),
             t.gib_note
         ))
         .size(14.0),

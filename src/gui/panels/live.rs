@@ -117,6 +117,9 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
         {
             out.push(LiveAction::Record);
         }
+        if live.is_cluster() {
+            super::cluster::host_order(ui, live);
+        }
     });
     if let Some(what) = &live.loaded {
         ui.label(RichText::new(k.showing.replace("{what}", what)).weak());
