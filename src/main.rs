@@ -51,6 +51,7 @@ fn main() -> ExitCode {
             serve: args.serve,
             open: args.open.clone(),
             recording: args.recording.clone(),
+            lang: args.lang,
         }) {
             Ok(()) => Ok(String::new()),
             Err(e) => Err(e),

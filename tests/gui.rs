@@ -220,6 +220,83 @@ fn snapshots_of_the_main_view_and_curves() {
     h.snapshot("serve_options");
 }
 
+/// The main view, the Options tab and the Timeline tab in Chinese (the workshop's language).
+#[cfg(feature = "snapshots")]
+#[test]
+fn snapshots_in_chinese() {
+    let mut state = AppState::default();
+    state.view.lang = Some(vramscope::gui::lang::Lang::ZhCn);
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1280.0, 800.0))
+        .with_theme(egui::Theme::Dark)
+        .wgpu()
+        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), VramApp::new(state));
+    h.run();
+    h.remove_cursor();
+    h.run();
+    h.snapshot("main_view_zh");
+    h.get_by_label("方案与成本").click();
+    h.run();
+    h.remove_cursor();
+    h.run();
+    h.snapshot("options_tab_zh");
+    h.state_mut().state.settings.batch = 4;
+    h.get_by_label("时间线").click();
+    h.run();
+    h.remove_cursor();
+    h.run();
+    h.snapshot("timeline_tab_zh");
+}
+
+#[test]
+fn the_language_switches_at_run_time_and_is_kept() {
+    use vramscope::gui::lang::Lang;
+    let mut state = AppState::default();
+    state.view.lang = Some(Lang::ZhCn);
+    let mut h = test_harness(egui::vec2(1280.0, 800.0), VramApp::new(state));
+    h.run();
+    for zh in ["文件", "视图", "帮助", "模型", "精度", "优化器", "微批次", "梯度检查点", "数据并行"]
+    {
+        assert!(h.query_all_by_label_contains(zh).next().is_some(), "{zh} shown");
+    }
+    assert!(h.query_by_label("File").is_none() && h.query_by_label("Micro-batch").is_none());
+    // View -> 语言 -> English: every panel answers in English from the next frame, and the
+    // choice is in the saved view
+    h.get_by_label("视图").click();
+    h.run();
+    h.get_by_label("语言").hover();
+    h.run();
+    h.get_by_label("English").click();
+    h.run();
+    h.run();
+    assert_eq!(h.state().state.view.lang, Some(Lang::En));
+    assert!(h.query_by_label("File").is_some() && h.query_by_label("文件").is_none());
+    let saved = ron::to_string(&h.state().state).unwrap();
+    let back: AppState = ron::from_str(&saved).unwrap();
+    assert_eq!(back.view.lang, Some(Lang::En));
+    assert_eq!(Lang::parse("zh-CN"), Ok(Lang::ZhCn));
+}
+
+#[test]
+fn every_character_of_the_translation_has_a_glyph_in_the_shipped_fonts() {
+    let ctx = egui::Context::default();
+    ctx.set_fonts(vramscope::gui::fonts::definitions());
+    let _ = ctx.run_ui(egui::RawInput::default(), |_| {});
+    // every translated text: the zh-CN tables of the GUI
+    let text = include_str!("../src/gui/strings_zh.rs");
+    let chars: std::collections::BTreeSet<char> = text.chars().filter(|c| !c.is_control()).collect();
+    assert!(chars.iter().filter(|c| !c.is_ascii()).count() > 400, "the tables hold the translation");
+    let font = egui::FontId::proportional(14.0);
+    let missing: Vec<char> =
+        ctx.fonts_mut(|f| chars.iter().copied().filter(|c| !f.has_glyph(&font, *c)).collect());
+    assert!(missing.is_empty(), "no glyph for {missing:?}");
+    // and the subset is the CJK face, not egui's own fonts answering
+    let without = egui::Context::default();
+    let _ = without.run_ui(egui::RawInput::default(), |_| {});
+    assert!(!without.fonts_mut(|f| f.has_glyph(&font, '显')), "egui's default fonts have no CJK");
+    assert!(ctx.fonts_mut(|f| f.has_glyph(&font, '显')));
+}
+
 #[test]
 fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
     use vramscope::gui::live::Live;

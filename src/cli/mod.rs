@@ -63,6 +63,10 @@ pub struct Cli {
     /// --json > run.json`, or the Live tab's CSV.
     #[arg(long, value_name = "FILE")]
     pub recording: Option<std::path::PathBuf>,
+    /// The app's language, kept for the next start: en or zh-CN (简体中文); default: the saved
+    /// choice, else the system locale (LC_ALL, LC_MESSAGES, LANG).
+    #[arg(long, value_name = "en|zh-CN")]
+    pub lang: Option<vramscope::gui::lang::Lang>,
 }
 
 /// Subcommands.

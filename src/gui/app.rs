@@ -81,6 +81,7 @@ pub struct VramApp {
 impl VramApp {
     /// A new app with the given state.
     pub fn new(state: AppState) -> Self {
+        super::lang::set(state.view.lang.unwrap_or_else(super::lang::Lang::system));
         let mut live = super::live::Live::new();
         live.settings = state.view.live.clone();
         Self {
@@ -184,6 +185,7 @@ impl VramApp {
             }
             Intent::SetDark(d) => self.state.view.dark = d,
             Intent::SetPresentation(p) => self.state.view.presentation = p,
+            Intent::SetLang(l) => self.set_lang(l),
             Intent::Quit => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
             Intent::Export(format) => self.export(format),
             Intent::ExportServe { json } => self.export_serve(json),
@@ -288,9 +290,23 @@ impl VramApp {
         !self.redo.is_empty()
     }
 
+    /// Switches the interface language (kept in the view, so it is saved).
+    pub fn set_lang(&mut self, l: super::lang::Lang) {
+        self.state.view.lang = Some(l);
+        super::lang::set(l);
+        if self.status.0 == StatusKind::Info && self.frame == 0 {
+            self.status.1 = tr().ready.to_owned();
+        }
+    }
+
     /// Draws the whole window into `ui` and applies the resulting intents.
     pub fn show(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
+        if self.frame == 0 {
+            // the CJK font as every family's fallback, before the first frame's text
+            ctx.set_fonts(super::fonts::definitions());
+        }
+        super::lang::set(self.state.view.lang.unwrap_or_else(super::lang::Lang::system));
         self.frame += 1;
         ctx.set_theme(if self.state.view.dark { egui::Theme::Dark } else { egui::Theme::Light });
         let zoom = if self.state.view.presentation { 1.5 } else { 1.0 };

@@ -47,5 +47,7 @@ pub enum Intent {
     ClearSnapshots,
     SetDark(bool),
     SetPresentation(bool),
+    /// The interface language.
+    SetLang(crate::gui::lang::Lang),
     Quit,
 }

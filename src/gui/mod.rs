@@ -3,7 +3,9 @@
 
 pub mod app;
 pub mod derived;
+pub mod fonts;
 pub mod intent;
+pub mod lang;
 pub mod live;
 pub mod palette;
 pub mod panels;
@@ -33,6 +35,9 @@ pub struct Launch {
     pub open: Option<PathBuf>,
     /// A recorded cluster to open in the Live tab.
     pub recording: Option<PathBuf>,
+    /// The interface language (`--lang`), kept as the view's choice; `None`: the saved one, else
+    /// the system locale's.
+    pub lang: Option<lang::Lang>,
 }
 
 /// Writes an egui image as PNG, atomically (temp file + rename).
@@ -68,7 +73,7 @@ pub fn run(launch: Launch) -> Result<()> {
     let chart_only = launch.chart_only;
     let tab = launch.tab;
     let serve = launch.serve;
-    let (open, recording) = (launch.open.clone(), launch.recording.clone());
+    let (open, recording, lang) = (launch.open.clone(), launch.recording.clone(), launch.lang);
     // winit panics (rather than erring) when e.g. libxkbcommon-x11 is missing: turn that into a
     // readable message too
     let hook = std::panic::take_hook();
@@ -101,6 +106,9 @@ pub fn run(launch: Launch) -> Result<()> {
                     }
                 };
                 let mut app = app;
+                if let Some(l) = lang {
+                    app.set_lang(l);
+                }
                 if let Some(p) = open {
                     app.pending_open = Some(p.display().to_string());
                 }

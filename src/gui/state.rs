@@ -355,6 +355,8 @@ pub struct View {
     pub mfu: f64,
     /// Where the Live tab reads GPU memory from.
     pub live: LiveSettings,
+    /// The interface language chosen (View → Language or `--lang`); `None`: the system's.
+    pub lang: Option<super::lang::Lang>,
 }
 
 impl Default for View {
@@ -366,6 +368,7 @@ impl Default for View {
             run_tokens_b: 1.0,
             mfu: 0.4,
             live: LiveSettings::default(),
+            lang: None,
         }
     }
 }

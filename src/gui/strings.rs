@@ -1,5 +1,8 @@
 //! Every user-facing string of the GUI, in one place, so a translation (zh-CN first) can be added
-//! as another `Strings` value without touching the panels.
+//! as another `Strings` value without touching the panels. The zh-CN tables are in
+//! [`super::strings_zh`]; [`tr`] answers in [`super::lang::current`].
+
+use super::lang::Lang;
 
 /// The GUI's texts.
 #[derive(Clone, Copy, Debug)]
@@ -17,6 +20,7 @@ pub struct Strings {
     pub menu_dark: &'static str,
     pub menu_light: &'static str,
     pub menu_presentation: &'static str,
+    pub menu_language: &'static str,
     pub menu_help: &'static str,
     pub help_text: &'static str,
     pub section_model: &'static str,
@@ -210,6 +214,7 @@ pub const EN: Strings = Strings {
     menu_dark: "Dark theme",
     menu_light: "Light theme",
     menu_presentation: "Presentation zoom (projectors)",
+    menu_language: "Language",
     menu_help: "Help",
     help_text: "Move any control: every number is recomputed at once by the estimator core.\nHover a bar segment for its formula with your numbers. Click a curve to set that value.\nCtrl+Z / Ctrl+Shift+Z undo and redo. Drop a config.json, .ron or .safetensors file on the window to load it.",
     section_model: "MODEL",
@@ -389,12 +394,18 @@ pub const EN: Strings = Strings {
 
 /// The active language.
 pub fn tr() -> &'static Strings {
-    &EN
+    match super::lang::current() {
+        Lang::En => &EN,
+        Lang::ZhCn => &super::strings_zh::ZH,
+    }
 }
 
 /// The menu label of an export format.
 pub fn export_label(f: crate::export::Format) -> &'static str {
     use crate::export::Format;
+    if super::lang::current() == Lang::ZhCn {
+        return super::strings_zh::export_label_zh(f);
+    }
     match f {
         Format::Ron => "Scenario (.ron)…",
         Format::Markdown => "Plan report (Markdown)…",
@@ -573,7 +584,10 @@ const SERVE_EN: ServeStrings = ServeStrings {
 
 /// The Serve mode's texts in the current language.
 pub fn tr_serve() -> &'static ServeStrings {
-    &SERVE_EN
+    match super::lang::current() {
+        Lang::En => &SERVE_EN,
+        Lang::ZhCn => &super::strings_zh::ZH_SERVE,
+    }
 }
 
 /// The Live tab's source controls and a cluster read against the plan.
@@ -692,5 +706,8 @@ const CLUSTER_EN: ClusterStrings = ClusterStrings {
 
 /// The cluster texts in the current language.
 pub fn tr_cluster() -> &'static ClusterStrings {
-    &CLUSTER_EN
+    match super::lang::current() {
+        Lang::En => &CLUSTER_EN,
+        Lang::ZhCn => &super::strings_zh::ZH_CLUSTER,
+    }
 }

@@ -62,6 +62,16 @@ pub fn ui(ui: &mut egui::Ui, state: &AppState) -> Vec<Intent> {
             if ui.checkbox(&mut pres, t.menu_presentation).changed() {
                 out.push(Intent::SetPresentation(pres));
             }
+            ui.separator();
+            ui.menu_button(t.menu_language, |ui| {
+                let now = crate::gui::lang::current();
+                for l in crate::gui::lang::Lang::ALL {
+                    if ui.radio(now == l, l.native_name()).clicked() {
+                        out.push(Intent::SetLang(l));
+                        ui.close();
+                    }
+                }
+            });
         });
         ui.menu_button(t.menu_help, |ui| {
             ui.label(t.help_text);
