@@ -453,12 +453,14 @@ pub fn replayed(
 ) -> Result<(step::Timeline, reserved::Reserved), ScenarioError> {
     sc.validate()?;
     let layers = sc.model.transformer().map_or(0, |t| t.num_layers);
-    // the most loaded stage by its replayed total (the allocator's cache differs between stages),
-    // so that the headline is the largest of `per_stage`'s figures
+    // the most loaded stage: one whose replay runs out of the card (the job then does not fit),
+    // else the largest replayed total (the allocator's cache differs between stages), so that
+    // the headline is the largest of `per_stage`'s figures on a card the job fits
+    let key = |r: &(step::Timeline, reserved::Reserved)| (r.1.ooms > 0, r.0.estimate.total);
     let mut worst: Option<(step::Timeline, reserved::Reserved)> = None;
     for stage in stages_of(sc, layers) {
         let r = replay_timeline(sc, stage_timeline(sc, &stage), capacity);
-        if worst.as_ref().is_none_or(|w| r.0.estimate.total > w.0.estimate.total) {
+        if worst.as_ref().is_none_or(|w| key(&r) > key(w)) {
             worst = Some(r);
         }
     }
