@@ -14,6 +14,7 @@
 //! * [`probe`] — the PyTorch script that measures a scenario on a GPU; [`calibrate`] compares its
 //!   result with the estimate and turns it into a GPU's calibration profile.
 //! * [`cluster`] — a cluster's GPUs mapped to the job's ranks, each against its pipeline stage.
+//! * [`i18n`] — the language of the texts (English, zh-CN) and [`text!`] that writes a sentence in both.
 //! * [`gui`] — the eframe explorer (the only module that uses egui).
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
@@ -31,6 +32,7 @@ pub mod fit;
 pub mod flags;
 pub mod gpu;
 pub mod gui;
+pub mod i18n;
 pub mod model;
 pub mod monitor;
 pub mod options;

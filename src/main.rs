@@ -52,6 +52,8 @@ fn main() -> ExitCode {
             open: args.open.clone(),
             recording: args.recording.clone(),
             lang: args.lang,
+            presentation: args.presentation,
+            light: args.light,
         }) {
             Ok(()) => Ok(String::new()),
             Err(e) => Err(e),

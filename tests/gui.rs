@@ -174,50 +174,47 @@ fn state_survives_a_restart_and_corrupt_state_falls_back() {
     assert_eq!(VramApp::from_storage(Some(&old)).state, AppState::default(), "unknown preset falls back");
 }
 
+/// A 1280x800 dark window rendered through wgpu, for image snapshots.
 #[cfg(feature = "snapshots")]
-#[test]
-fn snapshots_of_the_main_view_and_curves() {
-    let mut h = Harness::builder()
+fn wgpu_harness(app: VramApp) -> Harness<'static, VramApp> {
+    Harness::builder()
         .with_size(egui::vec2(1280.0, 800.0))
         .with_theme(egui::Theme::Dark)
         .wgpu()
-        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), VramApp::new(AppState::default()));
+        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), app)
+}
+
+/// Settles the window (no cursor, hover gone) and compares it with `name`'s snapshot.
+#[cfg(feature = "snapshots")]
+fn shoot(h: &mut Harness<'static, VramApp>, name: &str) {
     h.run();
     h.remove_cursor();
     h.run();
-    h.snapshot("main_view");
+    h.snapshot(name);
+}
+
+#[cfg(feature = "snapshots")]
+#[test]
+fn snapshots_of_the_main_view_and_curves() {
+    let mut h = wgpu_harness(VramApp::new(AppState::default()));
+    shoot(&mut h, "main_view");
     // a scenario where activations dominate, so the segment curve shows its U
     h.state_mut().state.settings.batch = 8;
     h.state_mut().state.settings.optimizer = vramscope::estimate::Optimizer::AdamwFused;
     h.get_by_label("vs checkpoint segments").click();
-    h.run();
-    h.remove_cursor();
-    h.run();
-    h.snapshot("curves_segments");
+    shoot(&mut h, "curves_segments");
     h.get_by_label("Options & cost").click();
-    h.run();
-    h.remove_cursor();
-    h.run();
-    h.snapshot("options_tab");
+    shoot(&mut h, "options_tab");
     h.state_mut().state.settings.batch = 4;
     h.get_by_label("Timeline").click();
-    h.run();
-    h.remove_cursor();
-    h.run();
-    h.snapshot("timeline_tab");
+    shoot(&mut h, "timeline_tab");
     // Serve mode: the KV pool against the budget, the concurrency curve, the serving options
     h.get_by_label("Serve").click();
     h.run();
     h.get_by_label("Concurrency vs context").click();
-    h.run();
-    h.remove_cursor();
-    h.run();
-    h.snapshot("serve_concurrency");
+    shoot(&mut h, "serve_concurrency");
     h.get_by_label("Options & cost").click();
-    h.run();
-    h.remove_cursor();
-    h.run();
-    h.snapshot("serve_options");
+    shoot(&mut h, "serve_options");
 }
 
 /// The main view, the Options tab and the Timeline tab in Chinese (the workshop's language).
@@ -226,26 +223,13 @@ fn snapshots_of_the_main_view_and_curves() {
 fn snapshots_in_chinese() {
     let mut state = AppState::default();
     state.view.lang = Some(vramscope::gui::lang::Lang::ZhCn);
-    let mut h = Harness::builder()
-        .with_size(egui::vec2(1280.0, 800.0))
-        .with_theme(egui::Theme::Dark)
-        .wgpu()
-        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), VramApp::new(state));
-    h.run();
-    h.remove_cursor();
-    h.run();
-    h.snapshot("main_view_zh");
+    let mut h = wgpu_harness(VramApp::new(state));
+    shoot(&mut h, "main_view_zh");
     h.get_by_label("方案与成本").click();
-    h.run();
-    h.remove_cursor();
-    h.run();
-    h.snapshot("options_tab_zh");
+    shoot(&mut h, "options_tab_zh");
     h.state_mut().state.settings.batch = 4;
     h.get_by_label("时间线").click();
-    h.run();
-    h.remove_cursor();
-    h.run();
-    h.snapshot("timeline_tab_zh");
+    shoot(&mut h, "timeline_tab_zh");
 }
 
 #[test]
@@ -374,11 +358,7 @@ fn snapshots_of_a_recorded_cluster() {
     app.pending_open = Some(format!("{dir}/cluster-plan.ron"));
     app.open_recording(std::path::Path::new(&format!("{dir}/cluster-recording.json")));
     app.state.view.tab = Tab::Live;
-    let mut h = Harness::builder()
-        .with_size(egui::vec2(1280.0, 800.0))
-        .with_theme(egui::Theme::Dark)
-        .wgpu()
-        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), app);
+    let mut h = wgpu_harness(app);
     h.run();
     h.remove_cursor();
     h.run();

@@ -218,7 +218,7 @@ pub fn diagnose_series(series: &[Series], step: f64, json: bool) -> Result<Strin
             }
         };
         let last = s.points.last().map_or(newest, |p| p.0);
-        let stopped = (newest - last > 2.0 * step + 1e-6).then_some(newest - last);
+        let stopped = vramscope::monitor::recording::stopped_for(last, newest, step);
         reports.push(ClusterReport {
             host: &s.host,
             gpu_label: &s.gpu,

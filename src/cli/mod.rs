@@ -67,6 +67,13 @@ pub struct Cli {
     /// choice, else the system locale (LC_ALL, LC_MESSAGES, LANG).
     #[arg(long, value_name = "en|zh-CN")]
     pub lang: Option<vramscope::gui::lang::Lang>,
+    /// With --screenshot: the presentation layout (View > Presentation: large type, the chart in
+    /// the centre, the controls as a slim strip), as on a projector.
+    #[arg(long, requires = "screenshot")]
+    pub presentation: bool,
+    /// With --screenshot: the light theme (the default is dark).
+    #[arg(long, requires = "screenshot")]
+    pub light: bool,
 }
 
 /// Subcommands.

@@ -303,16 +303,15 @@ impl Live {
             let newest = samples.back().map_or(0.0, |s| s.t_s);
             // the sampling interval: the history's span over its samples
             let interval = if samples.len() > 1 { (newest - t0) / (samples.len() - 1) as f64 } else { 0.0 };
-            let mut by_gpu: std::collections::BTreeMap<GpuKey, (Vec<trace::Sample>, GpuSample, f64)> =
+            // each GPU's samples, its last sample and when it was taken
+            let mut by_gpu: std::collections::BTreeMap<GpuKey, (Vec<trace::Sample>, &GpuSample, f64)> =
                 std::collections::BTreeMap::new();
             for s in samples {
                 for g in &s.gpus {
                     let sample = trace::Sample { t_s: s.t_s - t0, gpu: 0, used: g.used, total: g.total };
-                    let e = by_gpu
-                        .entry((g.host.clone(), g.index))
-                        .or_insert_with(|| (Vec::new(), g.clone(), s.t_s));
+                    let e = by_gpu.entry((g.host.clone(), g.index)).or_insert_with(|| (Vec::new(), g, s.t_s));
                     e.0.push(sample);
-                    (e.1, e.2) = (g.clone(), s.t_s);
+                    (e.1, e.2) = (g, s.t_s);
                 }
             }
             let out = by_gpu
@@ -324,9 +323,8 @@ impl Live {
                         trace::classify(&samples, Some(0)).map_err(|_| CurveGap::TooFew)
                     };
                     let peak = samples.iter().map(|s| s.used).max().unwrap_or(0);
-                    let gap = newest - last_t;
-                    let stopped_s = (interval > 0.0 && gap > 2.0 * interval + 1e-6).then_some(gap);
-                    GpuCurve { key, last, peak, stopped_s, report }
+                    let stopped_s = crate::monitor::recording::stopped_for(last_t, newest, interval);
+                    GpuCurve { key, last: last.clone(), peak, stopped_s, report }
                 })
                 .collect();
             self.curves = Some((key.0, key.1, out));

@@ -38,6 +38,10 @@ pub struct Launch {
     /// The interface language (`--lang`), kept as the view's choice; `None`: the saved one, else
     /// the system locale's.
     pub lang: Option<lang::Lang>,
+    /// Screenshot in the presentation layout.
+    pub presentation: bool,
+    /// Screenshot in the light theme.
+    pub light: bool,
 }
 
 /// Writes an egui image as PNG, atomically (temp file + rename).
@@ -73,6 +77,7 @@ pub fn run(launch: Launch) -> Result<()> {
     let chart_only = launch.chart_only;
     let tab = launch.tab;
     let serve = launch.serve;
+    let (presentation, light) = (launch.presentation, launch.light);
     let (open, recording, lang) = (launch.open.clone(), launch.recording.clone(), launch.lang);
     // winit panics (rather than erring) when e.g. libxkbcommon-x11 is missing: turn that into a
     // readable message too
@@ -90,6 +95,8 @@ pub fn run(launch: Launch) -> Result<()> {
                             st.view.tab = t;
                         }
                         st.settings.serving = serve;
+                        st.view.presentation = presentation;
+                        st.view.dark = !light;
                         let mut app = app::VramApp::new(st);
                         app.persist = false;
                         app.exit_code = code_in;

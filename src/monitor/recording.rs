@@ -53,6 +53,13 @@ pub fn series_of(snaps: &[Snapshot]) -> Vec<Series> {
     by.into_values().collect()
 }
 
+/// Seconds a GPU has been silent, where it stopped reporting (its node or exporter down): its
+/// last point is more than two sampling intervals before the newest point of any GPU.
+pub fn stopped_for(last_t: f64, newest_t: f64, interval_s: f64) -> Option<f64> {
+    let gap = newest_t - last_t;
+    (interval_s > 0.0 && gap > 2.0 * interval_s + 1e-6).then_some(gap)
+}
+
 /// Does this CSV header name a host column (a cluster's recording)?
 pub fn csv_has_host(text: &str) -> bool {
     text.lines()
