@@ -54,6 +54,7 @@ fn main() -> ExitCode {
             lang: args.lang,
             presentation: args.presentation,
             light: args.light,
+            lesson: args.lesson,
         }) {
             Ok(()) => Ok(String::new()),
             Err(e) => Err(e),

@@ -217,6 +217,54 @@ fn snapshots_of_the_main_view_and_curves() {
     shoot(&mut h, "serve_options");
 }
 
+/// The presentation layout as a projector shows it: 1280x720, 1280x800 and 1920x1080, in English
+/// and Chinese, dark and light.
+#[cfg(feature = "snapshots")]
+#[test]
+fn snapshots_of_the_presentation_layout() {
+    use vramscope::gui::lang::Lang;
+    for (w, h) in [(1280.0, 720.0), (1280.0, 800.0), (1920.0, 1080.0)] {
+        for lang in [Lang::En, Lang::ZhCn] {
+            for (theme, name) in [(egui::Theme::Dark, "dark"), (egui::Theme::Light, "light")] {
+                let mut state = AppState::default();
+                state.view.lang = Some(lang);
+                state.view.presentation = true;
+                state.view.controls_collapsed = true;
+                state.view.dark = theme == egui::Theme::Dark;
+                let mut hs = Harness::builder()
+                    .with_size(egui::vec2(w, h))
+                    .with_theme(theme)
+                    .wgpu()
+                    .build_ui_state(|ui, app: &mut VramApp| app.show(ui), VramApp::new(state));
+                shoot(&mut hs, &format!("presentation_{w}x{h}_{}_{name}", lang.code()));
+            }
+        }
+    }
+}
+
+/// A lesson of the Learn view on a projector, in Chinese: its scenario, highlighted segments and
+/// text with the numbers.
+#[cfg(feature = "snapshots")]
+#[test]
+fn snapshot_of_a_lesson() {
+    use vramscope::gui::learn::LearnStep;
+    let mut state = AppState::default();
+    state.view.lang = Some(vramscope::gui::lang::Lang::ZhCn);
+    state.view.presentation = true;
+    state.view.controls_collapsed = true;
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1280.0, 720.0))
+        .with_theme(egui::Theme::Dark)
+        .wgpu()
+        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), VramApp::new(state));
+    h.run();
+    for step in [LearnStep::Start, LearnStep::Next, LearnStep::Next, LearnStep::Next, LearnStep::Next] {
+        let ctx = h.ctx.clone();
+        h.state_mut().apply(&ctx, vramscope::gui::intent::Intent::Learn(step));
+    }
+    shoot(&mut h, "lesson_5_zh");
+}
+
 /// The main view, the Options tab and the Timeline tab in Chinese (the workshop's language).
 #[cfg(feature = "snapshots")]
 #[test]
@@ -267,8 +315,20 @@ fn every_character_of_the_translation_has_a_glyph_in_the_shipped_fonts() {
     ctx.set_fonts(vramscope::gui::fonts::definitions());
     // the font atlas' first upload is not painted here: drop it on purpose
     ctx.run_ui(egui::RawInput::default(), |_| {}).textures_delta.clear();
-    // every translated text: the zh-CN tables of the GUI
-    let text = include_str!("../src/gui/strings_zh.rs");
+    // every translated text: the zh-CN tables of the GUI and the core's texts, which are written
+    // in both languages in the sources (every character of every source file)
+    fn sources(dir: &std::path::Path, out: &mut String) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                sources(&p, out);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                *out += &std::fs::read_to_string(&p).unwrap();
+            }
+        }
+    }
+    let mut text = String::new();
+    sources(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut text);
     let chars: std::collections::BTreeSet<char> = text.chars().filter(|c| !c.is_control()).collect();
     assert!(chars.iter().filter(|c| !c.is_ascii()).count() > 400, "the tables hold the translation");
     let font = egui::FontId::proportional(14.0);
@@ -415,6 +475,83 @@ fn the_chart_labels_never_meet_at_any_scenario_or_window() {
             }
         }
     }
+}
+
+/// The presentation layout holds on a projector: at 1280x720, 1280x800 and 1920x1080 in both
+/// languages the type grows with the screen (the layout is about 560 points high), the controls
+/// are a strip, the Why column is wide enough for a phrase a line, the chart's labels never meet,
+/// and nothing of the chart leaves the window.
+#[test]
+fn the_presentation_layout_holds_on_a_projector() {
+    use vramscope::gui::lang::Lang;
+    use vramscope::gui::panels::breakdown::{Labels, labels_id};
+    for (w, h) in [(1280.0, 720.0), (1280.0, 800.0), (1920.0, 1080.0)] {
+        for lang in [Lang::En, Lang::ZhCn] {
+            let mut state = AppState::default();
+            state.view.lang = Some(lang);
+            let mut harness = test_harness(egui::vec2(w, h), VramApp::new(state));
+            harness.run();
+            let ctx = harness.ctx.clone();
+            harness.state_mut().apply(&ctx, vramscope::gui::intent::Intent::SetPresentation(true));
+            harness.run_steps(4);
+            let what = format!("{w}x{h} {}", lang.code());
+            let zoom = harness.ctx.zoom_factor();
+            assert!((zoom - h / 560.0).abs() < 0.01, "{what}: zoom {zoom}");
+            assert!(harness.state().state.view.controls_collapsed, "{what}: the controls fold into a strip");
+            let screen = harness.ctx.content_rect();
+            let why: egui::Rect = harness
+                .ctx
+                .data(|d| d.get_temp(vramscope::gui::panels::why::column_id()))
+                .unwrap_or_else(|| panic!("{what}: no Why column"));
+            assert!(why.width() >= 300.0, "{what}: the Why column is {} points wide", why.width());
+            assert!(screen.contains_rect(why.shrink(1.0)), "{what}: {why:?} leaves {screen:?}");
+            let (rect, labels): (egui::Rect, Labels) =
+                harness.ctx.data(|d| d.get_temp(labels_id())).unwrap_or_else(|| panic!("{what}: no chart"));
+            assert!(rect.width() >= 380.0 && rect.height() >= 200.0, "{what}: chart {rect:?}");
+            let all = labels.all();
+            for (i, a) in all.iter().enumerate() {
+                assert!(rect.contains_rect(*a), "{what}: {a:?} leaves the chart {rect:?}");
+                for b in &all[i + 1..] {
+                    assert!(!a.intersects(*b), "{what}: {a:?} meets {b:?}");
+                }
+            }
+            // the strip brings the controls back
+            harness.get_by_label("»").click();
+            harness.run_steps(2);
+            assert!(!harness.state().state.view.controls_collapsed, "{what}");
+        }
+    }
+}
+
+/// The Learn view: eight lessons stepped with the arrow keys, each setting its scenario and tab;
+/// leaving with Escape brings back the user's own scenario and tab.
+#[test]
+fn lessons_step_with_the_keys_and_leaving_restores_the_user_s_scenario() {
+    use vramscope::gui::learn::Lesson;
+    let mut h = harness();
+    h.state_mut().state.settings.batch = 3;
+    h.state_mut().state.view.tab = Tab::Compare;
+    h.run();
+    let mine = h.state().state.settings.clone();
+    h.get_by_label("Learn").click();
+    h.run_steps(2);
+    assert!(h.query_by_label_contains("Lesson 1 of 8").is_some());
+    assert_eq!(h.state().state.settings, Lesson::ALL[0].settings());
+    for (i, lesson) in Lesson::ALL.iter().enumerate().skip(1) {
+        h.key_press(egui::Key::ArrowRight);
+        h.run_steps(2);
+        assert_eq!(h.state().state.settings, lesson.settings(), "lesson {}", i + 1);
+        assert_eq!(h.state().state.view.tab, lesson.tab(), "lesson {}", i + 1);
+        assert!(h.query_by_label_contains(&format!("Lesson {} of 8", i + 1)).is_some());
+    }
+    h.key_press(egui::Key::ArrowLeft);
+    h.run_steps(2);
+    assert_eq!(h.state().state.settings, Lesson::ALL[6].settings());
+    h.key_press(egui::Key::Escape);
+    h.run_steps(2);
+    assert_eq!(h.state().state.settings, mine, "the user's scenario is back");
+    assert_eq!(h.state().state.view.tab, Tab::Compare);
+    assert!(h.state().state.view.learn.is_none());
 }
 
 /// A cluster of 8 GPUs on 2 hosts, as a Prometheus range gives it: a training loop on every GPU

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates assets/fonts/NotoSansCJKsc-Regular-subset.otf: Noto Sans CJK SC Regular (Debian's
-# fonts-noto-cjk) cut down to the characters the zh-CN interface needs. Re-run it after
-# src/gui/strings_zh.rs changes. Needs root for apt-get (or the package already installed).
+# fonts-noto-cjk) cut down to the characters the zh-CN interface needs. Re-run it after a
+# translation changes (the glyph test in tests/gui.rs says when). Needs root for apt-get (or the package already installed).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -35,13 +35,14 @@ else:
 PY
 )"
 
-# 3. The character list: every character of src/gui/strings_zh.rs, the 3,755 level-1 hanzi of
+# 3. The character list: every character of the sources (src/**/*.rs: the GUI's zh-CN tables and
+#    the core's texts written with text!), the 3,755 level-1 hanzi of
 #    GB2312 (0xB0A1..0xD7FE), CJK punctuation U+3000-U+303F, full-width forms U+FF00-U+FFEF,
 #    general punctuation U+2000-U+206F and printable ASCII U+0020-U+007E.
-"$VENV/bin/python" - src/gui/strings_zh.rs "$CHARS" <<'PY'
+"$VENV/bin/python" - "$CHARS" $(find src -name '*.rs' | sort) <<'PY'
 import sys
-src, out = sys.argv[1], sys.argv[2]
-cps = {ord(c) for c in open(src, encoding="utf-8").read() if ord(c) >= 0x20}
+out, srcs = sys.argv[1], sys.argv[2:]
+cps = {ord(c) for src in srcs for c in open(src, encoding="utf-8").read() if ord(c) >= 0x20}
 level1 = set()
 for hi in range(0xB0, 0xD8):
     for lo in range(0xA1, 0xFF):

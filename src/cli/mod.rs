@@ -74,6 +74,10 @@ pub struct Cli {
     /// With --screenshot: the light theme (the default is dark).
     #[arg(long, requires = "screenshot")]
     pub light: bool,
+    /// Open the Learn view at lesson N (1-8): the lesson's scenario, tab and highlighted
+    /// segments; leaving it brings back the scenario the app opened on.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub lesson: Option<u8>,
 }
 
 /// Subcommands.

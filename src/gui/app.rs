@@ -76,6 +76,8 @@ pub struct VramApp {
     pub snapshot_path: String,
     /// A file to open on the first frame (`--open`).
     pub pending_open: Option<String>,
+    /// The Learn view's lesson text for the scenario shown.
+    learn_body: panels::learn::BodyCache,
 }
 
 impl VramApp {
@@ -103,6 +105,7 @@ impl VramApp {
             snapshots: super::snapshots::Snapshots::default(),
             snapshot_path: String::new(),
             pending_open: None,
+            learn_body: Default::default(),
         }
     }
 
@@ -184,7 +187,20 @@ impl VramApp {
                 self.selected_event = i.map(|i| (self.derived.recomputations, i));
             }
             Intent::SetDark(d) => self.state.view.dark = d,
-            Intent::SetPresentation(p) => self.state.view.presentation = p,
+            Intent::SetPresentation(p) => {
+                self.state.view.presentation = p;
+                // a projector needs the room: the chart takes the controls' place
+                self.state.view.controls_collapsed = p;
+            }
+            Intent::CollapseControls(c) => self.state.view.controls_collapsed = c,
+            Intent::Learn(step) => {
+                let v = &mut self.state.view;
+                if let Some(s) = super::learn::step(&mut v.learn, &self.state.settings, &mut v.tab, step) {
+                    // a lesson's scenario is not an edit of the user's: leaving restores theirs
+                    self.state.settings = s;
+                    self.selected_event = None;
+                }
+            }
             Intent::SetLang(l) => self.set_lang(l),
             Intent::Quit => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
             Intent::Export(format) => self.export(format),
@@ -309,7 +325,8 @@ impl VramApp {
         super::lang::set(self.state.view.lang.unwrap_or_else(super::lang::Lang::system));
         self.frame += 1;
         ctx.set_theme(if self.state.view.dark { egui::Theme::Dark } else { egui::Theme::Light });
-        let zoom = if self.state.view.presentation { 1.5 } else { 1.0 };
+        let zoom = if self.state.view.presentation { presentation_zoom(&ctx) } else { 1.0 };
+        panels::set_presentation(&ctx, self.state.view.presentation);
         if (ctx.zoom_factor() - zoom).abs() > f32::EPSILON {
             ctx.set_zoom_factor(zoom);
         }
@@ -325,15 +342,37 @@ impl VramApp {
         let mut live_actions = Vec::new();
         intents.extend(panels::shortcuts::read(&ctx));
         intents.extend(panels::drop::read(&ctx));
+        if self.state.view.learn.is_some() {
+            intents.extend(panels::learn::keys(&ctx));
+        }
         egui::Panel::top("menu").show(ui, |ui| intents.extend(panels::menu::ui(ui, &self.state)));
         egui::Panel::bottom("status").show(ui, |ui| {
             intents.extend(panels::status::ui(ui, &self.status, self.can_undo(), self.can_redo()));
         });
-        egui::Panel::left("controls").default_size(310.0).resizable(true).show(ui, |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| {
-                intents.extend(panels::controls::ui(ui, &self.state.settings, &mut self.path_input));
+        if let (Some(st), Some(Ok(c))) = (&self.state.view.learn, &self.derived.current) {
+            let body =
+                self.learn_body.get(st.index, self.derived.recomputations, c, self.derived.roadmap.as_ref());
+            egui::Panel::bottom("learn").show(ui, |ui| intents.extend(panels::learn::ui(ui, st, body)));
+        }
+        // the segments the lesson shown is about
+        let focus: &[crate::explain::Component] = match &self.state.view.learn {
+            Some(st) => super::learn::Lesson::ALL[st.index.min(7)].focus(),
+            None => &[],
+        };
+        if self.state.view.controls_collapsed {
+            // a slim strip: the chart gets the room, one click brings the controls back
+            egui::Panel::left("controls-strip").exact_size(34.0).resizable(false).show(ui, |ui| {
+                intents.extend(panels::controls::strip(ui));
             });
-        });
+        } else {
+            egui::Panel::left("controls").default_size(310.0).resizable(true).show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    intents.extend(panels::controls::fold_button(ui));
+                    intents.extend(panels::controls::ui(ui, &self.state.settings, &mut self.path_input));
+                });
+            });
+        }
+        let presentation = self.state.view.presentation;
         // the Options tab's paths need `&mut` (a lazily filled cache): fetch them before borrowing
         let option_paths = if self.state.view.tab == Tab::Options && !self.state.settings.serving {
             self.derived_options()
@@ -377,7 +416,7 @@ impl VramApp {
                 ui.heading(e.as_str());
             }
             (_, Some(Ok(c))) => {
-                panels::headline::ui(ui, c, &self.state.settings);
+                panels::headline::ui(ui, c, &self.state.settings, presentation);
                 ui.add_space(6.0);
                 let pinned: Vec<(&str, &super::derived::Computed)> = self
                     .derived
@@ -387,23 +426,34 @@ impl VramApp {
                     .collect();
                 // a cluster's table needs the room of its rows: the chart gives up some height
                 let cluster = self.state.view.tab == Tab::Live && self.live.is_cluster();
-                let top_h = (ui.available_height() * if cluster { 0.4 } else { 0.5 }).max(250.0);
+                // on a projector the chart is the centre of the screen
+                // a lesson on a table (Options, Live) leaves it the room under the lesson's text
+                let table_lesson = self.state.view.learn.is_some()
+                    && matches!(self.state.view.tab, Tab::Options | Tab::Live);
+                let share = match (cluster || table_lesson, presentation) {
+                    (true, _) => 0.4,
+                    (false, true) => 0.6,
+                    (false, false) => 0.5,
+                };
+                let top_h = (ui.available_height() * share).max(if table_lesson { 160.0 } else { 250.0 });
                 ui.horizontal_top(|ui| {
                     let w = ui.available_width();
                     let down = egui::Layout::top_down(egui::Align::Min);
                     let measured = self.live.bar_measure();
                     let chart = ui.allocate_ui_with_layout(egui::vec2(w * 0.52, top_h), down, |ui| {
-                        panels::breakdown::ui(ui, c, &pinned, top_h, measured);
+                        panels::breakdown::ui(ui, c, &pinned, top_h, measured, focus);
                     });
                     self.chart_rect = Some(chart.response.rect);
                     ui.add_space(10.0);
                     ui.allocate_ui_with_layout(egui::vec2(ui.available_width(), top_h), down, |ui| {
                         ui.set_min_height(top_h);
+                        // the Why column's room, for the tests that check it stays readable
+                        ui.ctx().data_mut(|d| d.insert_temp(panels::why::column_id(), ui.max_rect()));
                         let at = self
                             .selected_event
                             .filter(|(r, _)| *r == self.derived.recomputations)
                             .and_then(|(_, i)| c.moment_at(i));
-                        intents.extend(panels::why::ui(ui, c, at.as_ref()));
+                        intents.extend(panels::why::ui(ui, c, at.as_ref(), focus));
                     });
                 });
                 ui.separator();
@@ -690,4 +740,12 @@ impl eframe::App for VramApp {
             storage.set_string(APP_KEY, self.state.to_stored());
         }
     }
+}
+
+/// The presentation layout's zoom: the window's height over 560 points (1280x720 → 1.29,
+/// 1920x1080 → 1.93), so the layout is always about 560 points high and its type grows with the
+/// screen; never below 1.
+pub fn presentation_zoom(ctx: &egui::Context) -> f32 {
+    let native_h = ctx.viewport_rect().height() * ctx.zoom_factor();
+    (native_h / 560.0).clamp(1.0, 2.5)
 }

@@ -46,7 +46,12 @@ pub enum Intent {
     /// Remove the measured overlays.
     ClearSnapshots,
     SetDark(bool),
+    /// Presentation layout on or off (on: the controls fold into a strip).
     SetPresentation(bool),
+    /// A step of the Learn view (start, next, back, leave).
+    Learn(super::learn::LearnStep),
+    /// Fold the controls into a slim strip (`true`) or open them.
+    CollapseControls(bool),
     /// The interface language.
     SetLang(crate::gui::lang::Lang),
     Quit,

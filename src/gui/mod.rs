@@ -6,6 +6,7 @@ pub mod derived;
 pub mod fonts;
 pub mod intent;
 pub mod lang;
+pub mod learn;
 pub mod live;
 pub mod palette;
 pub mod panels;
@@ -42,6 +43,8 @@ pub struct Launch {
     pub presentation: bool,
     /// Screenshot in the light theme.
     pub light: bool,
+    /// Open the Learn view at this lesson (1-based).
+    pub lesson: Option<u8>,
 }
 
 /// Writes an egui image as PNG, atomically (temp file + rename).
@@ -77,7 +80,7 @@ pub fn run(launch: Launch) -> Result<()> {
     let chart_only = launch.chart_only;
     let tab = launch.tab;
     let serve = launch.serve;
-    let (presentation, light) = (launch.presentation, launch.light);
+    let (presentation, light, lesson) = (launch.presentation, launch.light, launch.lesson);
     let (open, recording, lang) = (launch.open.clone(), launch.recording.clone(), launch.lang);
     // winit panics (rather than erring) when e.g. libxkbcommon-x11 is missing: turn that into a
     // readable message too
@@ -96,6 +99,7 @@ pub fn run(launch: Launch) -> Result<()> {
                         }
                         st.settings.serving = serve;
                         st.view.presentation = presentation;
+                        st.view.controls_collapsed = presentation;
                         st.view.dark = !light;
                         let mut app = app::VramApp::new(st);
                         app.persist = false;
@@ -118,6 +122,14 @@ pub fn run(launch: Launch) -> Result<()> {
                 }
                 if let Some(p) = open {
                     app.pending_open = Some(p.display().to_string());
+                }
+                if let Some(n) = lesson {
+                    use learn::LearnStep::{Next, Start};
+                    for step in
+                        std::iter::once(Start).chain(std::iter::repeat_n(Next, usize::from(n.max(1)) - 1))
+                    {
+                        app.apply(&cc.egui_ctx, intent::Intent::Learn(step));
+                    }
                 }
                 if let Some(p) = recording {
                     app.open_recording(&p);

@@ -357,6 +357,10 @@ pub struct View {
     pub live: LiveSettings,
     /// The interface language chosen (View → Language or `--lang`); `None`: the system's.
     pub lang: Option<super::lang::Lang>,
+    /// The controls folded into a slim strip (the presentation layout folds them on entry).
+    pub controls_collapsed: bool,
+    /// The Learn view's lesson and the user's own scenario to go back to (`None`: not learning).
+    pub learn: Option<super::learn::LearnState>,
 }
 
 impl Default for View {
@@ -369,6 +373,8 @@ impl Default for View {
             mfu: 0.4,
             live: LiveSettings::default(),
             lang: None,
+            controls_collapsed: false,
+            learn: None,
         }
     }
 }

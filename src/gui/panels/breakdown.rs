@@ -31,6 +31,7 @@ pub fn ui(
     pinned: &[(&str, &Computed)],
     height: f32,
     measured: Option<(u64, bool)>,
+    focus: &[Component],
 ) {
     let t = tr();
     let size = vec2(ui.available_width(), height);
@@ -95,13 +96,20 @@ pub fn ui(
             acc += bytes;
             let y1 = y_of(acc as f64);
             let seg = Rect::from_min_max(pos2(cx - bar_w / 2.0, y1), pos2(cx + bar_w / 2.0, y0));
-            painter.rect_filled(seg, 0.0, palette::color(comp));
+            // a lesson's segments stand out: the others fade
+            let dim = !focus.is_empty() && !focus.contains(&comp);
+            let fill = if dim { palette::color(comp).gamma_multiply(0.3) } else { palette::color(comp) };
+            painter.rect_filled(seg, 0.0, fill);
             painter.rect_stroke(
                 seg,
                 0.0,
                 Stroke::new(1.0, ui.visuals().panel_fill),
                 egui::StrokeKind::Inside,
             );
+            if !dim && !focus.is_empty() {
+                let stroke = Stroke::new(3.0, ui.visuals().strong_text_color());
+                painter.rect_stroke(seg, 0.0, stroke, egui::StrokeKind::Inside);
+            }
             if seg.height() >= 15.0 {
                 // the longest label that fits the segment: "name 15.0 GiB", then "15.0 GiB"
                 let color = palette::text_on(comp);

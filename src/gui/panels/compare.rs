@@ -21,7 +21,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)]) -> Vec<
         }
     });
     if pinned.is_empty() {
-        ui.label(RichText::new(t.compare_empty).weak());
+        super::hint(ui, t.compare_empty);
         return out;
     }
     egui::ScrollArea::vertical().id_salt("compare").show(ui, |ui| {

@@ -338,3 +338,26 @@ fn hardware(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
         *knob = "gpu";
     }
 }
+
+/// The controls folded into a slim strip: one button opens them.
+pub fn strip(ui: &mut egui::Ui) -> Vec<Intent> {
+    let t = tr();
+    let mut out = Vec::new();
+    ui.add_space(4.0);
+    if ui.button(RichText::new("»").size(18.0)).on_hover_text(t.controls_open).clicked() {
+        out.push(Intent::CollapseControls(false));
+    }
+    out
+}
+
+/// The button that folds the controls into a strip (the chart gets their room).
+pub fn fold_button(ui: &mut egui::Ui) -> Vec<Intent> {
+    let t = tr();
+    let mut out = Vec::new();
+    ui.horizontal(|ui| {
+        if ui.small_button("«").on_hover_text(t.controls_fold).clicked() {
+            out.push(Intent::CollapseControls(true));
+        }
+    });
+    out
+}

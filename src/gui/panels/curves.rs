@@ -16,11 +16,11 @@ use egui_plot::{HLine, Legend, Line, LineStyle, Plot, PlotPoints, Points, VLine}
 pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec<Intent> {
     let t = tr();
     let (knob, label, log_x) = match tab {
-        Tab::Batch => (Knob::Batch, t.tab_batch, true),
-        Tab::Seq => (Knob::Seq, t.tab_seq, true),
-        Tab::Segments => (Knob::Segments, t.tab_segments, false),
+        Tab::Batch => (Knob::Batch, t.axis_batch, true),
+        Tab::Seq => (Knob::Seq, t.axis_seq, true),
+        Tab::Segments => (Knob::Segments, t.axis_segments, false),
         Tab::Gpus | Tab::Compare | Tab::Live | Tab::Options | Tab::Timeline | Tab::Concurrency => {
-            (Knob::Gpus, t.tab_gpus, true)
+            (Knob::Gpus, t.axis_gpus, true)
         }
     };
     let curve = c.curve(knob);
@@ -45,7 +45,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
         Knob::Gpus => curve.iter().filter(|p| p.total <= cap).map(|p| p.x).min().map(|x| (x, t.fewest_gpus)),
         Knob::Segments => curve.iter().min_by_key(|p| p.total).map(|p| (p.x, t.lowest_peak)),
     };
-    ui.label(egui::RichText::new(t.curve_hint).weak());
+    super::hint(ui, t.curve_hint);
     // show the curve up to 2.5x the capacity: beyond that the capacity line would be a sliver
     let limit = cap as f64 * 2.5;
     let mut pts: Vec<[f64; 2]> = Vec::with_capacity(curve.len());
@@ -95,7 +95,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
     let mut clicked_x = None;
     let resp = Plot::new(("curve", knob as u8))
         .legend(Legend::default())
-        .x_axis_label(label.trim_start_matches("vs "))
+        .x_axis_label(label)
         .y_axis_label("GiB")
         .allow_scroll(false)
         .allow_zoom(false)

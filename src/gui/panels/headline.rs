@@ -1,31 +1,95 @@
 //! The answer first: "71.3 GiB of 80 GiB · fits, 8.7 GiB free · peak at the optimizer step".
+//! Each phrase is one label that moves to the next line whole (never a word per line); the
+//! presentation layout puts the scenario's one-line caption above it.
 
 use super::gib;
+use crate::estimate::{Checkpointing, Mode};
 use crate::gui::derived::Computed;
+use crate::gui::lang;
 use crate::gui::palette;
 use crate::gui::state::Settings;
 use crate::gui::strings::tr;
+use crate::text;
 use eframe::egui::{self, RichText};
 
-/// Draws the headline.
-pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings) {
+/// A phrase that never wraps inside itself.
+fn phrase(ui: &mut egui::Ui, text: RichText) -> egui::Response {
+    ui.add(egui::Label::new(text).wrap_mode(egui::TextWrapMode::Extend))
+}
+
+/// "does it fit" in words: "fits, 2.9 GiB free", "does NOT fit, 4.1 GiB short".
+pub fn verdict(c: &Computed) -> String {
     let t = tr();
-    let e = &c.estimate;
-    let cap = c.capacity();
-    let fits = c.fits();
-    let verdict = if fits {
+    let (e, cap) = (&c.estimate, c.capacity());
+    if c.fits() {
         format!("{}, {} {}", t.fits, gib(cap.saturating_sub(e.total)), t.free)
     } else if e.total > cap {
         format!("{}, {} {}", t.does_not_fit, gib(e.total - cap), t.short)
     } else {
         format!("{}: {}", t.does_not_fit, t.no_free_block)
+    }
+}
+
+/// The scenario on one line, for a projector and a slide: "Llama-3.1-8B · full fine-tune,
+/// bf16 · b1 × 2048 · every block checkpointed · 1 × NVIDIA H100 80 GB".
+pub fn caption(c: &Computed, settings: &Settings) -> String {
+    let l = lang::current();
+    let sc = &c.scenario;
+    let mut parts = vec![settings.model_name()];
+    let how = match (sc.mode, sc.lora, sc.precision.is_quantized()) {
+        (Mode::Infer, ..) => l.pick("inference", "推理").to_owned(),
+        (Mode::Train, Some(lo), true) => text!(l, "QLoRA r={}", "QLoRA r={}", lo.rank),
+        (Mode::Train, Some(lo), false) => text!(l, "LoRA r={}", "LoRA r={}", lo.rank),
+        (Mode::Train, None, _) => l.pick("full fine-tune", "全参数微调").to_owned(),
     };
+    parts.push(format!("{how}, {}", sc.precision));
+    parts.push(format!("b{} × {}", sc.batch, sc.seq));
+    if sc.mode == Mode::Train {
+        parts.push(match sc.checkpointing {
+            Checkpointing::None => l.pick("no checkpointing", "不做梯度检查点").to_owned(),
+            Checkpointing::Full => l.pick("every block checkpointed", "每个块做梯度检查点").to_owned(),
+            other => text!(l, "checkpointing {other}", "梯度检查点 {other}"),
+        });
+    }
+    let q = &sc.parallel;
+    let mut layout = Vec::new();
+    if q.dp > 1 {
+        layout.push(if q.effective_zero() > 0 {
+            format!("DP {} ZeRO-{}", q.dp, q.zero)
+        } else {
+            format!("DP {}", q.dp)
+        });
+    }
+    if q.tp > 1 {
+        layout.push(format!("TP {}", q.tp));
+    }
+    if q.pp > 1 {
+        layout.push(format!("PP {}", q.pp));
+    }
+    if !layout.is_empty() {
+        parts.push(layout.join(" "));
+    }
+    parts.push(format!("{} × {}", q.world().max(1), c.gpu.name));
+    parts.join(" · ")
+}
+
+/// Draws the headline (with the scenario's caption above it in the presentation layout).
+pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings, presentation: bool) {
+    let t = tr();
+    let e = &c.estimate;
+    let cap = c.capacity();
+    let fits = c.fits();
+    if presentation {
+        ui.horizontal_wrapped(|ui| {
+            phrase(ui, RichText::new(caption(c, settings)).size(15.0).weak());
+        });
+    }
     ui.horizontal_wrapped(|ui| {
-        ui.label(RichText::new(format!("{} {} {}", gib(e.total), t.of, gib(cap))).size(26.0).strong());
-        ui.label(RichText::new("·").size(26.0));
-        ui.label(RichText::new(verdict).size(26.0).strong().color(palette::verdict(fits)));
-        ui.label(RichText::new("·").size(26.0));
-        ui.label(RichText::new(format!("{} {}", t.peak_at, e.peak.what)).size(18.0));
+        phrase(ui, RichText::new(format!("{} {} {}", gib(e.total), t.of, gib(cap))).size(26.0).strong());
+        phrase(ui, RichText::new("·").size(26.0));
+        phrase(ui, RichText::new(verdict(c)).size(26.0).strong().color(palette::verdict(fits)));
+        phrase(ui, RichText::new("·").size(26.0));
+        phrase(ui, RichText::new(format!("{} {}", t.peak_at, peak_moment(c))).size(18.0));
     });
     if let Some(kind) = crate::report::unvalidated_kind(&c.scenario) {
         ui.label(
@@ -40,19 +104,28 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings) {
         Some(b) => format!("{}: {b}", t.max_batch),
         None => t.max_batch_none.to_owned(),
     };
-    ui.label(
-        RichText::new(format!(
-            "{mb}   ·   {}   ·   {}",
-            t.model_on_gpu.replace("{model}", &settings.model_name()).replace(
-                "{gpu}",
-                &match c.scenario.parallel.world() {
-                    // every GPU of the job (data × tensor × pipeline × context)
-                    n if n > 1 => format!("{} × {n}", c.gpu.name),
-                    _ => c.gpu.name.clone(),
-                }
-            ),
-            t.gib_note
-        ))
-        .size(14.0),
+    let on = t.model_on_gpu.replace("{model}", &settings.model_name()).replace(
+        "{gpu}",
+        &match c.scenario.parallel.world() {
+            // every GPU of the job (data × tensor × pipeline × context)
+            n if n > 1 => format!("{} × {n}", c.gpu.name),
+            _ => c.gpu.name.clone(),
+        },
     );
+    ui.horizontal_wrapped(|ui| {
+        phrase(ui, RichText::new(mb).size(14.0));
+        if !presentation {
+            // the caption above says which model and GPU in the presentation layout, and the
+            // room needs no note on units
+            phrase(ui, RichText::new("·").size(14.0));
+            phrase(ui, RichText::new(on).size(14.0));
+            phrase(ui, RichText::new("·").size(14.0));
+            phrase(ui, RichText::new(t.gib_note).size(14.0));
+        }
+    });
+}
+
+/// Where the peak is, in the interface's language.
+pub fn peak_moment(c: &Computed) -> String {
+    c.estimate.peak.what.to_owned()
 }

@@ -73,6 +73,14 @@ pub fn ui(ui: &mut egui::Ui, state: &AppState) -> Vec<Intent> {
                 }
             });
         });
+        let learning = state.view.learn.is_some();
+        if ui.selectable_label(learning, t.menu_learn).on_hover_text(t.menu_learn_tip).clicked() {
+            out.push(Intent::Learn(if learning {
+                crate::gui::learn::LearnStep::Leave
+            } else {
+                crate::gui::learn::LearnStep::Start
+            }));
+        }
         ui.menu_button(t.menu_help, |ui| {
             ui.label(t.help_text);
         });

@@ -8,6 +8,7 @@ pub mod controls;
 pub mod curves;
 pub mod drop;
 pub mod headline;
+pub mod learn;
 pub mod live;
 pub mod menu;
 pub mod options;
@@ -17,6 +18,35 @@ pub mod status;
 pub mod tabs;
 pub mod timeline;
 pub mod why;
+
+fn presentation_id() -> eframe::egui::Id {
+    eframe::egui::Id::NULL.with("vramscope-presentation")
+}
+
+/// Tells the panels whether this frame is laid out for a projector (see [`hint`]).
+pub fn set_presentation(ctx: &eframe::egui::Context, on: bool) {
+    ctx.data_mut(|d| d.insert_temp(presentation_id(), on));
+}
+
+/// Is this frame laid out for a projector?
+pub fn presentation(ctx: &eframe::egui::Context) -> bool {
+    ctx.data(|d| d.get_temp(presentation_id())).unwrap_or(false)
+}
+
+/// A panel's how-to-read-it hint: a weak wrapped line, or on a projector (where every line
+/// counts and the room reads the chart, not the prose) a " ? " that shows it on hover.
+pub fn hint(ui: &mut eframe::egui::Ui, text: &str) {
+    use eframe::egui::{Label, RichText};
+    if presentation(ui.ctx()) {
+        let bg = ui.visuals().faint_bg_color;
+        ui.add(
+            Label::new(RichText::new(" ? ").weak().background_color(bg)).sense(eframe::egui::Sense::hover()),
+        )
+        .on_hover_text(text);
+    } else {
+        ui.add(Label::new(RichText::new(text).weak()).wrap());
+    }
+}
 
 /// Formats bytes as GiB for display (MiB below 0.1 GiB).
 pub fn gib(bytes: u64) -> String {

@@ -96,7 +96,7 @@ pub fn ui(
     if let Some(p) = &peak {
         ui.label(RichText::new(format!("{} {} — {}", t.tl_peak, gib(p.alive.total()), p.label())).strong());
     }
-    ui.label(RichText::new(t.tl_hint).weak());
+    super::hint(ui, t.tl_hint);
     out.extend(snapshot_row(ui, snaps, path));
     // each event holds until the next one (a step shape); the optimizer step's few events get
     // enough width to be seen next to hundreds of per-op events

@@ -7,8 +7,18 @@ use crate::gui::palette;
 use crate::gui::strings::tr;
 use eframe::egui::{self, RichText};
 
+/// Where the last frame's Why column rect is kept in the context's temporary data.
+pub fn column_id() -> egui::Id {
+    egui::Id::NULL.with("vramscope-why-column")
+}
+
 /// Draws the explanation table: of the peak, or of the timeline event `at`.
-pub fn ui(ui: &mut egui::Ui, c: &Computed, at: Option<&MomentView>) -> Vec<Intent> {
+pub fn ui(
+    ui: &mut egui::Ui,
+    c: &Computed,
+    at: Option<&MomentView>,
+    focus: &[crate::explain::Component],
+) -> Vec<Intent> {
     let t = tr();
     let mut out = Vec::new();
     ui.heading(t.why_title);
@@ -32,24 +42,52 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, at: Option<&MomentView>) -> Vec<Inten
             &m.explanations
         }
         None => {
-            ui.label(RichText::new(t.why_hint).weak());
+            super::hint(ui, t.why_hint);
             &c.explanations
         }
     };
     egui::ScrollArea::vertical().id_salt("why").show(ui, |ui| {
-        egui::Grid::new("why-grid").num_columns(3).spacing([8.0, 6.0]).striped(true).show(ui, |ui| {
-            for x in explanations {
-                let (rect, _) = ui.allocate_exact_size(egui::vec2(12.0, 12.0), egui::Sense::hover());
-                ui.painter().rect_filled(rect, 2.0, palette::color(x.component));
-                ui.label(RichText::new(super::breakdown::name(x.component)).strong()).on_hover_text(format!(
-                    "{}\n{} at the peak",
-                    x.formula,
-                    exact(x.bytes)
-                ));
-                ui.add(egui::Label::new(x.substituted.as_str()).wrap()).on_hover_text(&x.formula);
-                ui.end_row();
+        // one row a component: its colour, name and size on a line, the formula with the
+        // numbers under it at the column's full width (it wraps by phrase, never a word a line)
+        for (i, x) in explanations.iter().enumerate() {
+            let focused = focus.contains(&x.component);
+            let row = egui::Frame::NONE
+                .fill(if i % 2 == 0 { ui.visuals().faint_bg_color } else { egui::Color32::TRANSPARENT })
+                .stroke(if focused {
+                    egui::Stroke::new(2.0, ui.visuals().strong_text_color())
+                } else {
+                    egui::Stroke::NONE
+                })
+                .inner_margin(egui::Margin::symmetric(4, 3))
+                .show(ui, |ui| {
+                    ui.set_width(ui.available_width());
+                    ui.horizontal(|ui| {
+                        let (rect, _) = ui.allocate_exact_size(egui::vec2(12.0, 12.0), egui::Sense::hover());
+                        ui.painter().rect_filled(rect, 2.0, palette::color(x.component));
+                        ui.label(RichText::new(super::breakdown::name(x.component)).strong());
+                        ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                            ui.label(RichText::new(gib(x.bytes)).strong());
+                        });
+                    });
+                    egui::Frame::NONE.inner_margin(egui::Margin { left: 18, ..Default::default() }).show(
+                        ui,
+                        |ui| {
+                            ui.add(egui::Label::new(x.substituted.as_str()).wrap());
+                        },
+                    );
+                });
+            if focused && focus.first() == Some(&x.component) {
+                // the lesson's first segment in view, once a lesson (the room may scroll after)
+                let id = egui::Id::NULL.with("why-lesson-scrolled");
+                if ui.ctx().data(|d| d.get_temp::<Vec<crate::explain::Component>>(id)).as_deref()
+                    != Some(focus)
+                {
+                    row.response.scroll_to_me(Some(egui::Align::TOP));
+                    ui.ctx().data_mut(|d| d.insert_temp(id, focus.to_vec()));
+                }
             }
-        });
+            row.response.on_hover_text(format!("{}\n{} {}", x.formula, exact(x.bytes), t.at_the_peak));
+        }
         if c.estimate.activations > 0 && !c.block_ops.is_empty() {
             ui.add_space(6.0);
             egui::CollapsingHeader::new(RichText::new(t.ops_title).strong()).id_salt("why-ops").show(
