@@ -112,7 +112,7 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
         let q = &sc.parallel;
         let mut parts = Vec::new();
         if q.pp > 1 {
-            parts.push(text!(lang, "stage {} of {}", "阶段 {}（共 {} 个）", e.stage.index, q.pp));
+            parts.push(text!(lang, "stage {} of {}", "共 {1} 个阶段中的阶段 {0}", e.stage.index, q.pp));
         }
         if q.tp > 1 {
             parts.push(text!(lang, "1/{} tensor slice", "1/{} 张量切片", q.tp));
@@ -247,7 +247,7 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
             text!(
                 lang,
                 " (stage {} of {}, {n} {mb} in flight)",
-                "（阶段 {}，共 {} 个；{n} 个微批次同时在途）",
+                "（共 {1} 个阶段中的阶段 {0}；{n} 个微批次同时在途）",
                 e.stage.index,
                 e.stage.stages
             )
