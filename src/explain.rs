@@ -2,7 +2,9 @@
 //! substituted, for the GUI's hover texts, the "Why" panel and reports.
 
 use crate::estimate::{Cat, Checkpointing, Estimate, Mode, Optimizer, Phase, Scenario};
+use crate::i18n::Lang;
 use crate::report::human_count;
+use crate::text;
 use crate::units::{GIB, MIB};
 
 /// A component of the per-GPU memory, in the order the stacked bar draws them.
@@ -85,14 +87,24 @@ fn g(b: u64) -> String {
     }
 }
 
-/// Explains every component of `e`.
+/// Explains every component of `e` (in English: [`explain_in`] with [`Lang::En`]).
 pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
+    explain_in(sc, e, Lang::En)
+}
+
+/// Explains every component of `e`, the formulas and their substitutions written in `lang`
+/// (numbers, units, symbols, dtype, optimizer and code names as they are).
+pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
     let p = sc.precision;
     let wb = p.weight_dtype().bytes(8) as f64 / 8.0;
     let dp = sc.parallel.dp;
     let zero = sc.parallel.zero;
     let shard = |stage: u8| {
-        if dp > 1 && zero >= stage { format!(" / {dp} GPUs (ZeRO-{zero})") } else { String::new() }
+        if dp > 1 && zero >= stage {
+            text!(lang, " / {dp} GPUs (ZeRO-{zero})", " / {dp} 个 GPU（ZeRO-{zero}）")
+        } else {
+            String::new()
+        }
     };
     let mut out = Vec::with_capacity(7);
     // a split model: the rank holds its stage's blocks and its tensor / expert slice
@@ -100,41 +112,54 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
         let q = &sc.parallel;
         let mut parts = Vec::new();
         if q.pp > 1 {
-            parts.push(format!("stage {} of {}", e.stage.index, q.pp));
+            parts.push(text!(lang, "stage {} of {}", "共 {1} 个阶段中的阶段 {0}", e.stage.index, q.pp));
         }
         if q.tp > 1 {
-            parts.push(format!("1/{} tensor slice", q.tp));
+            parts.push(text!(lang, "1/{} tensor slice", "1/{} 张量切片", q.tp));
         }
         if q.ep > 1 && sc.model.transformer().is_some_and(|t| t.moe.is_some()) {
-            parts.push(format!("1/{} of the experts", q.ep));
+            parts.push(text!(lang, "1/{} of the experts", "1/{} 的专家", q.ep));
         }
         if parts.is_empty() || e.rank_params == e.n_params {
             String::new()
         } else {
-            format!(" (this rank: {}, of the model's {})", parts.join(", "), human_count(e.n_params))
+            text!(
+                lang,
+                " (this rank: {}, of the model's {})",
+                "（本 rank：{}；模型共 {}）",
+                parts.join(lang.pick(", ", "，")),
+                human_count(e.n_params)
+            )
         }
     };
     let params_sub = match (sc.lora, p.is_quantized()) {
-        (Some(l), _) => format!(
+        (Some(l), _) => text!(
+            lang,
             "{} frozen base params{this_rank} ({} base) + LoRA r={} on {} in fp32{}",
+            "{} 冻结的基座参数{this_rank}（{} 基座）+ LoRA r={}，作用于 {}，fp32{}",
             human_count(e.rank_params),
             match sc.base_quant {
                 crate::estimate::BaseQuant::None => sc.precision.weight_dtype().name(),
                 crate::estimate::BaseQuant::Nf4 => "NF4",
-                crate::estimate::BaseQuant::Nf4NoDq => "NF4, no double quantization",
+                crate::estimate::BaseQuant::Nf4NoDq =>
+                    lang.pick("NF4, no double quantization", "NF4，无双重量化"),
                 crate::estimate::BaseQuant::Int8 => "int8",
             },
             l.rank,
             l.targets.names(),
             shard(3)
         ),
-        (None, true) => format!(
+        (None, true) => text!(
+            lang,
             "{} params{this_rank}, {} weights (+ scales), embeddings and norms in bf16",
+            "{} 参数{this_rank}，{} 权重（+ 缩放因子），嵌入层和归一化层为 bf16",
             human_count(e.rank_params),
             p
         ),
-        (None, false) => format!(
+        (None, false) => text!(
+            lang,
             "{} params{this_rank} × {wb} B ({}){}",
+            "{} 参数{this_rank} × {wb} B（{}）{}",
             human_count(e.rank_params),
             p.weight_dtype().torch_name(),
             shard(3)
@@ -142,7 +167,7 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
     };
     out.push(Explanation {
         component: Component::Parameters,
-        formula: "N × bytes per weight".into(),
+        formula: lang.pick("N × bytes per weight", "N × 每个权重的字节数").into(),
         substituted: format!("{params_sub} = {}", g(e.parameters)),
         bytes: Component::Parameters.at_peak(e),
     });
@@ -150,33 +175,57 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
         let gb = if sc.lora.is_some() { 4.0 } else { wb };
         out.push(Explanation {
             component: Component::Gradients,
-            formula: "trainable params × bytes per gradient".into(),
-            substituted: format!(
+            formula: lang
+                .pick("trainable params × bytes per gradient", "可训练参数 × 每个梯度的字节数")
+                .into(),
+            substituted: text!(
+                lang,
                 "{} × {gb} B{}{} = {} (alive at the peak: {})",
+                "{} × {gb} B{}{} = {}（峰值时驻留：{}）",
                 human_count(e.trainable_params),
                 shard(2),
-                if dp > 1 && zero == 0 { " + DDP bucket copy" } else { "" },
+                if dp > 1 && zero == 0 {
+                    lang.pick(" + DDP bucket copy", " + DDP 梯度桶副本")
+                } else {
+                    ""
+                },
                 g(e.gradients),
                 g(Component::Gradients.at_peak(e))
             ),
             bytes: Component::Gradients.at_peak(e),
         });
         let (formula, per) = match sc.optimizer {
-            Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused | Optimizer::AdamwLoop => {
-                ("2 moments × trainable × bytes", format!("2 × {gb} B"))
-            }
-            Optimizer::Adamw8bit => ("2 × (1 B + 4 B / 2048) per trainable param", "≈2 B".into()),
+            Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused | Optimizer::AdamwLoop => (
+                lang.pick("2 moments × trainable × bytes", "2 个矩估计 × 可训练参数 × 字节数"),
+                format!("2 × {gb} B"),
+            ),
+            Optimizer::Adamw8bit => (
+                lang.pick("2 × (1 B + 4 B / 2048) per trainable param", "每个可训练参数 2 × (1 B + 4 B / 2048)"),
+                "≈2 B".into(),
+            ),
             Optimizer::PagedAdamw8bit => (
-                "2 × (1 B + 4 B / 2048) per trainable param, in unified memory (not in the allocator's peak)",
+                lang.pick(
+                    "2 × (1 B + 4 B / 2048) per trainable param, in unified memory (not in the allocator's peak)",
+                    "每个可训练参数 2 × (1 B + 4 B / 2048)，位于统一内存（不计入分配器的峰值）",
+                ),
                 "≈2 B".into(),
             ),
             Optimizer::PagedAdamw32bit => (
-                "2 fp32 moments per trainable param, in unified memory (not in the allocator's peak)",
+                lang.pick(
+                    "2 fp32 moments per trainable param, in unified memory (not in the allocator's peak)",
+                    "每个可训练参数 2 个 fp32 矩估计，位于统一内存（不计入分配器的峰值）",
+                ),
                 "8 B".into(),
             ),
-            Optimizer::Adafactor => ("rows + cols per matrix (factored second moment)", "≈0".into()),
-            Optimizer::SgdMomentum => ("1 momentum buffer × trainable × bytes", format!("{gb} B")),
-            Optimizer::Sgd | Optimizer::None => ("no state", "0 B".into()),
+            Optimizer::Adafactor => (
+                lang.pick("rows + cols per matrix (factored second moment)", "每个矩阵 行 + 列（分解的二阶矩）"),
+                "≈0".into(),
+            ),
+            Optimizer::SgdMomentum => (
+                lang.pick("1 momentum buffer × trainable × bytes", "1 个动量缓冲区 × 可训练参数 × 字节数"),
+                format!("{gb} B"),
+            ),
+            Optimizer::Sgd | Optimizer::None => (lang.pick("no state", "无状态"), "0 B".into()),
         };
         out.push(Explanation {
             component: Component::OptimizerStates,
@@ -195,20 +244,43 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
         let of_stage = if e.stage.stages > 1 {
             let n = e.stage.in_flight;
             let mb = if n == 1.0 { "micro-batch" } else { "micro-batches" };
-            format!(" (stage {} of {}, {n} {mb} in flight)", e.stage.index, e.stage.stages)
+            text!(
+                lang,
+                " (stage {} of {}, {n} {mb} in flight)",
+                "（共 {1} 个阶段中的阶段 {0}；{n} 个微批次同时在途）",
+                e.stage.index,
+                e.stage.stages
+            )
         } else {
             String::new()
         };
         let ckpt = match sc.checkpointing {
-            Checkpointing::None => format!("{layers} blocks{of_stage} keep what backward needs"),
-            Checkpointing::Full => format!("{layers} checkpointed blocks{of_stage} keep only their input"),
-            other => format!("checkpointing {other}{of_stage}"),
+            Checkpointing::None => {
+                text!(
+                    lang,
+                    "{layers} blocks{of_stage} keep what backward needs",
+                    "{layers} 个块{of_stage}保留反向所需的张量"
+                )
+            }
+            Checkpointing::Full => text!(
+                lang,
+                "{layers} checkpointed blocks{of_stage} keep only their input",
+                "{layers} 个梯度检查点块{of_stage}只保留各自的输入"
+            ),
+            other => text!(lang, "checkpointing {other}{of_stage}", "梯度检查点 {other}{of_stage}"),
         };
         out.push(Explanation {
             component: Component::Activations,
-            formula: "sum over ops of the tensors each backward needs (per block × L + head/loss)".into(),
-            substituted: format!(
+            formula: lang
+                .pick(
+                    "sum over ops of the tensors each backward needs (per block × L + head/loss)",
+                    "各算子反向所需张量之和（每块 × L + head/损失）",
+                )
+                .into(),
+            substituted: text!(
+                lang,
                 "b={} × s={}: {ckpt} = {} ({} still alive at the peak)",
+                "b={} × s={}：{ckpt} = {}（峰值时仍驻留 {}）",
                 sc.batch,
                 sc.seq,
                 g(e.activations),
@@ -230,12 +302,24 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
             Some(g) => (
                 g.cached_tokens,
                 if t.sliding_window.is_some() {
-                    "2 (K,V) × L × b × (prompt + new − 1) × kv_heads × head_dim × bytes (sliding layers: their window)"
+                    lang.pick(
+                        "2 (K,V) × L × b × (prompt + new − 1) × kv_heads × head_dim × bytes (sliding layers: their window)",
+                        "2 (K,V) × L × b × (prompt + new − 1) × kv_heads × head_dim × 字节数（滑动窗口层：按其窗口）",
+                    )
                 } else {
-                    "2 (K,V) × L × b × (prompt + new − 1) × kv_heads × head_dim × bytes"
+                    lang.pick(
+                        "2 (K,V) × L × b × (prompt + new − 1) × kv_heads × head_dim × bytes",
+                        "2 (K,V) × L × b × (prompt + new − 1) × kv_heads × head_dim × 字节数",
+                    )
                 },
             ),
-            None => (sc.seq, "2 (K,V) × L × b × s × kv_heads × head_dim × bytes"),
+            None => (
+                sc.seq,
+                lang.pick(
+                    "2 (K,V) × L × b × s × kv_heads × head_dim × bytes",
+                    "2 (K,V) × L × b × s × kv_heads × head_dim × 字节数",
+                ),
+            ),
         };
         out.push(Explanation {
             component: Component::KvCache,
@@ -252,37 +336,55 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
             bytes: e.kv_cache,
         });
     }
+    let what = crate::estimate::moment_in(e.peak.what, lang);
     let temp = match (e.peak.phase, sc.optimizer) {
-        (Phase::OptimizerStep, Optimizer::Adamw | Optimizer::Adam) => {
-            "foreach AdamW: sqrt(exp_avg_sq) is one parameter-sized temporary (adamw-fused avoids it)"
-                .to_string()
+        (Phase::OptimizerStep, Optimizer::Adamw | Optimizer::Adam) => lang
+            .pick(
+                "foreach AdamW: sqrt(exp_avg_sq) is one parameter-sized temporary (adamw-fused avoids it)",
+                "foreach AdamW：sqrt(exp_avg_sq) 是一个与参数同样大小的临时张量（adamw-fused 可避免）",
+            )
+            .to_string(),
+        (Phase::OptimizerStep, _) => {
+            lang.pick("the optimizer's per-step temporaries", "优化器每步的临时张量").to_string()
         }
-        (Phase::OptimizerStep, _) => "the optimizer's per-step temporaries".to_string(),
         (Phase::Backward, _) if e.peak.what.contains("loss") => {
             use crate::estimate::Loss;
             match sc.stack.loss {
-                Loss::FusedLinearCe => {
-                    "fused linear cross-entropy: the input's gradient was computed in the forward"
-                }
-                _ if sc.stack.compiled_loss => {
-                    "compiled cross-entropy backward: one piece's logits gradient in the compute dtype"
-                }
-                Loss::Hf => "log-softmax backward: two (b·s × vocab) fp32 gradients",
-                Loss::Chunked { .. } => {
-                    "chunk by chunk: one chunk's fp32 nll and log-softmax gradients and the cast back"
-                }
-                Loss::ChunkedNative { .. } => {
-                    "chunk by chunk: one chunk's two gradients in the compute dtype"
-                }
+                Loss::FusedLinearCe => lang.pick(
+                    "fused linear cross-entropy: the input's gradient was computed in the forward",
+                    "融合线性交叉熵：输入的梯度已在前向中算出",
+                ),
+                _ if sc.stack.compiled_loss => lang.pick(
+                    "compiled cross-entropy backward: one piece's logits gradient in the compute dtype",
+                    "编译的交叉熵反向：一个分片的 logits 梯度（计算 dtype）",
+                ),
+                Loss::Hf => lang.pick(
+                    "log-softmax backward: two (b·s × vocab) fp32 gradients",
+                    "log-softmax 反向：两个 (b·s × vocab) 的 fp32 梯度",
+                ),
+                Loss::Chunked { .. } => lang.pick(
+                    "chunk by chunk: one chunk's fp32 nll and log-softmax gradients and the cast back",
+                    "逐块计算：一个分块的 fp32 nll 与 log-softmax 梯度，以及转换回计算 dtype 的副本",
+                ),
+                Loss::ChunkedNative { .. } => lang.pick(
+                    "chunk by chunk: one chunk's two gradients in the compute dtype",
+                    "逐块计算：一个分块的两个梯度（计算 dtype）",
+                ),
             }
             .to_string()
         }
-        (Phase::Backward, _) => format!("{}: gradients of the block's widest tensors", e.peak.what),
-        (Phase::Forward, _) => format!("{}: the largest short-lived tensors", e.peak.what),
+        (Phase::Backward, _) => {
+            text!(lang, "{what}: gradients of the block's widest tensors", "{what}：该块最宽张量的梯度")
+        }
+        (Phase::Forward, _) => {
+            text!(lang, "{what}: the largest short-lived tensors", "{what}：最大的临时张量")
+        }
     };
     out.push(Explanation {
         component: Component::Temporaries,
-        formula: "short-lived tensors of the op running at the peak".into(),
+        formula: lang
+            .pick("short-lived tensors of the op running at the peak", "峰值时正在运行的算子的临时张量")
+            .into(),
         substituted: format!("{temp} = {}", g(e.peak.alive.temporaries)),
         bytes: e.peak.alive.temporaries,
     });
@@ -291,8 +393,10 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
         let x = crate::estimate::context::outside(sc);
         out.push(Explanation {
             component: Component::Overhead,
-            formula: format!(
+            formula: text!(
+                lang,
                 "CUDA context ({} module loading) + NCCL buffers + allocator cache (replayed max_memory_reserved − peak allocated, at least the cuBLAS workspace)",
+                "CUDA 上下文（{} 模块加载）+ NCCL 缓冲区 + 分配器缓存（重放得到的 max_memory_reserved − 已分配峰值，至少为 cuBLAS 工作区）",
                 o.module_loading
             ),
             substituted: format!(
@@ -310,7 +414,12 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
     }
     out.push(Explanation {
         component: Component::Overhead,
-        formula: "CUDA context + cuBLAS workspace + allocator reserve × peak".into(),
+        formula: lang
+            .pick(
+                "CUDA context + cuBLAS workspace + allocator reserve × peak",
+                "CUDA 上下文 + cuBLAS 工作区 + 分配器预留比例 × 峰值",
+            )
+            .into(),
         substituted: format!(
             "{} + {} + {:.0} % × {} = {}",
             g(o.cuda_context_bytes),
@@ -324,23 +433,57 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
     out
 }
 
-/// One-sentence description of an activation category, for hover texts.
+/// One-sentence description of an activation category, for hover texts (in English:
+/// [`category_help_in`] with [`Lang::En`]).
 pub fn category_help(c: Cat) -> &'static str {
+    category_help_in(c, Lang::En)
+}
+
+/// One-sentence description of an activation category in `lang`.
+pub fn category_help_in(c: Cat, lang: Lang) -> &'static str {
     match c {
-        Cat::AttentionScores => {
-            "eager attention keeps b·a·s² scores: the softmax output (fp32 in Llama), its half cast, dropout"
+        Cat::AttentionScores => lang.pick(
+            "eager attention keeps b·a·s² scores: the softmax output (fp32 in Llama), its half cast, dropout",
+            "eager 注意力保留 b·a·s² 的分数：softmax 输出（Llama 中为 fp32）、其半精度副本、dropout",
+        ),
+        Cat::AttentionIo => lang.pick(
+            "q, k, v copies and the attention output the kernels keep for backward",
+            "内核为反向保留的 q、k、v 副本和注意力输出",
+        ),
+        Cat::Mlp => lang.pick(
+            "MLP intermediates b·s·I: activation inputs/outputs, gate × up products, MoE routing",
+            "MLP 中间结果 b·s·I：激活函数的输入/输出、gate × up 乘积、MoE 路由",
+        ),
+        Cat::Norms => lang.pick(
+            "norm outputs kept by the next Linear, mean/rstd, RMSNorm's fp32 upcast",
+            "下一个 Linear 保留的归一化输出、mean/rstd、RMSNorm 的 fp32 上转换",
+        ),
+        Cat::Residual => {
+            lang.pick("residual-stream sums kept by the following norm", "后续归一化层保留的残差流之和")
         }
-        Cat::AttentionIo => "q, k, v copies and the attention output the kernels keep for backward",
-        Cat::Mlp => "MLP intermediates b·s·I: activation inputs/outputs, gate × up products, MoE routing",
-        Cat::Norms => "norm outputs kept by the next Linear, mean/rstd, RMSNorm's fp32 upcast",
-        Cat::Residual => "residual-stream sums kept by the following norm",
-        Cat::DropoutMasks => "one byte per element for every dropout",
-        Cat::InputCasts => "autocast: each matmul keeps its own half copy of its input",
-        Cat::WeightCasts => "autocast: each matmul keeps a half copy of its weight",
-        Cat::Embeddings => "token/position ids and rotary tables",
-        Cat::HeadLoss => "LM-head input, log-softmax over the vocabulary (fp32), labels",
-        Cat::CheckpointInputs => "checkpointed blocks keep only their input",
-        Cat::Adapters => "LoRA adapters' fp32 input copies and A outputs",
+        Cat::DropoutMasks => {
+            lang.pick("one byte per element for every dropout", "每个 dropout 每个元素 1 字节")
+        }
+        Cat::InputCasts => lang.pick(
+            "autocast: each matmul keeps its own half copy of its input",
+            "autocast：每次矩阵乘法各自保留其输入的半精度副本",
+        ),
+        Cat::WeightCasts => lang.pick(
+            "autocast: each matmul keeps a half copy of its weight",
+            "autocast：每次矩阵乘法保留其权重的半精度副本",
+        ),
+        Cat::Embeddings => {
+            lang.pick("token/position ids and rotary tables", "token/位置 id 与旋转位置编码（rotary）表")
+        }
+        Cat::HeadLoss => lang.pick(
+            "LM-head input, log-softmax over the vocabulary (fp32), labels",
+            "LM head 的输入、词表上的 log-softmax（fp32）、标签",
+        ),
+        Cat::CheckpointInputs => {
+            lang.pick("checkpointed blocks keep only their input", "设了检查点的块只保留其输入")
+        }
+        Cat::Adapters => lang
+            .pick("LoRA adapters' fp32 input copies and A outputs", "LoRA 适配器的 fp32 输入副本和 A 的输出"),
     }
 }
 
@@ -368,5 +511,83 @@ mod tests {
         let x = explain(&sc, &e);
         assert!(!x[0].substituted.contains("this rank"), "{}", x[0].substituted);
         assert!(x[3].substituted.contains("32 checkpointed blocks keep"), "{}", x[3].substituted);
+    }
+
+    fn cjk(s: &str) -> bool {
+        s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+    }
+
+    /// Every "12.34 GiB" / "5.6 MiB" figure of a text.
+    fn sizes(s: &str) -> Vec<String> {
+        let w: Vec<&str> = s.split(|c: char| c.is_whitespace() || "()（）：:，,=+×".contains(c)).collect();
+        w.windows(2)
+            .filter(|p| (p[1] == "GiB" || p[1] == "MiB") && p[0].contains('.') && p[0].parse::<f64>().is_ok())
+            .map(|p| format!("{} {}", p[0], p[1]))
+            .collect()
+    }
+
+    #[test]
+    fn chinese_explanations_carry_the_same_numbers() {
+        use crate::estimate::{Lora, Loss};
+        let llama = || Scenario::new(crate::model::preset::builtin("llama-3.1-8b").expect("preset"));
+        let mut cases = vec![llama()];
+        let mut s = llama();
+        s.parallel.pp = 2;
+        s.parallel.dp = 4;
+        s.parallel.zero = 1;
+        s.checkpointing = Checkpointing::Full;
+        cases.push(s);
+        let mut s = llama();
+        s.lora = Some("16".parse::<Lora>().expect("lora"));
+        s.base_quant = crate::estimate::BaseQuant::Nf4NoDq;
+        s.stack.loss = Loss::Chunked { chunks: 8 };
+        s.checkpointing = Checkpointing::Every(2);
+        cases.push(s);
+        let mut s = llama();
+        s.mode = Mode::Infer;
+        s.new_tokens = 128;
+        cases.push(s);
+        let mut s = llama();
+        s.optimizer = Optimizer::Adam;
+        s.parallel.dp = 2;
+        cases.push(s);
+        for (i, sc) in cases.iter().enumerate() {
+            // the flat reserve and the replayed allocator word the overhead differently
+            let flat = crate::estimate::estimate(sc).expect("estimate");
+            let (replayed, _) = crate::estimate::estimate_reserved(sc, None).expect("estimate");
+            for e in [flat, replayed] {
+                let en = explain(sc, &e);
+                assert_eq!(en, explain_in(sc, &e, Lang::En));
+                let zh = explain_in(sc, &e, Lang::ZhCn);
+                assert_eq!(en.len(), zh.len());
+                for (a, b) in en.iter().zip(&zh) {
+                    assert_eq!((a.component, a.bytes), (b.component, b.bytes));
+                    assert!(cjk(&b.formula), "case {i}: {}", b.formula);
+                    // the substitutions with words (the others are numbers and symbols only)
+                    let worded = [
+                        Component::Parameters,
+                        Component::Gradients,
+                        Component::Activations,
+                        Component::Temporaries,
+                    ];
+                    if worded.contains(&b.component) {
+                        assert!(cjk(&b.substituted), "case {i}: {}", b.substituted);
+                    }
+                    let want = sizes(&a.substituted);
+                    assert!(!want.is_empty(), "case {i}: {}", a.substituted);
+                    assert_eq!(
+                        want,
+                        sizes(&b.substituted),
+                        "case {i}: {} / {}",
+                        a.substituted,
+                        b.substituted
+                    );
+                }
+            }
+        }
+        for c in Cat::ALL {
+            assert_eq!(category_help(c), category_help_in(c, Lang::En));
+            assert!(cjk(category_help_in(c, Lang::ZhCn)), "{c:?}");
+        }
     }
 }

@@ -263,3 +263,73 @@ fn a_framework_export_states_its_recipe_and_both_totals_re_estimate() {
     assert!(err.contains("training setup") && err.lines().count() == 1, "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The numbers of a text, in order ("6.74", "4096", "1.57", …).
+fn numbers(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .map(|w| w.trim_matches(|c: char| c == '.' || c == '-'))
+        .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_markdown_report_speaks_chinese_with_the_same_numbers() {
+    let d = tmp("lang");
+    let flags = ["--model", "llama-2-7b", "--gpu", "a100-80gb", "--batch", "2", "--seq", "4096"];
+    let export_to = |name: &str, lang: Option<&str>| {
+        let path = d.join(name);
+        let mut args = vec!["export"];
+        args.extend(flags);
+        args.extend(["--format", "md", "-o", path.to_str().unwrap()]);
+        if let Some(l) = lang {
+            args.extend(["--lang", l]);
+        }
+        let out = run(&args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read_to_string(&path).unwrap()
+    };
+    let en = export_to("en.md", None);
+    assert_eq!(en, export_to("en-explicit.md", Some("en")), "--lang en is the default");
+    let zh = export_to("zh.md", Some("zh-CN"));
+    for heading in [
+        "# 显存规划：Llama-2-7B",
+        "## 输入",
+        "## 每 GPU 显存（负载最重的 rank）",
+        "| 组成项 | 字节 | GiB |",
+        "## 假设分析",
+        "## 硬件方案（相同布局）",
+        "峰值出现在：",
+    ] {
+        assert!(zh.contains(heading), "{heading} missing in:\n{zh}");
+    }
+    assert!(!zh.contains("## Per-GPU memory") && !zh.contains("Peak at:"), "{zh}");
+    assert_eq!(numbers(&en), numbers(&zh), "the same figures in both languages");
+    assert_eq!(en.lines().count(), zh.lines().count());
+    // the chart link finds the Chinese heading too
+    let linked = export::with_chart_link(&zh, "plan.chart.png");
+    assert!(
+        linked.contains("## 每 GPU 显存（负载最重的 rank）\n\n![每 GPU 显存分解](plan.chart.png)\n"),
+        "{linked}"
+    );
+    // other formats ignore the language
+    let csv = |lang: &str| {
+        let mut args = vec!["export"];
+        args.extend(flags);
+        args.extend(["--format", "csv", "--lang", lang]);
+        run(&args).stdout
+    };
+    assert_eq!(csv("zh-CN"), csv("en"));
+    // an unknown language: one line, exit 2, nothing written
+    let bad = d.join("fr.md");
+    let mut args = vec!["export"];
+    args.extend(flags);
+    args.extend(["--format", "md", "--lang", "fr", "-o", bad.to_str().unwrap()]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("--lang") && err.contains("fr") && err.contains("zh-CN"), "{err}");
+    assert!(!bad.exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}

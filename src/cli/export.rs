@@ -4,6 +4,7 @@ use super::{EstimateArgs, inputs};
 use anyhow::{Context, Result};
 use clap::Args;
 use vramscope::export::{self, Format, ScenarioFile};
+use vramscope::i18n::Lang;
 
 /// Flags of `export`.
 #[derive(Args, Debug, Clone)]
@@ -24,13 +25,17 @@ pub struct ExportArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
+    /// The language of the Markdown report (--format md): en or zh-CN (简体中文). The other
+    /// formats are the same in every language.
+    #[arg(long, value_name = "en|zh-CN", default_value = "en")]
+    pub lang: Lang,
 }
 
 /// Runs `export`: renders, then writes atomically (or prints).
 pub fn run_export(a: &ExportArgs) -> Result<String> {
     let i = inputs(&a.estimate)?;
     let f = ScenarioFile::new(i.sc, i.gpu.as_ref(), a.global_batch.or(i.global_batch));
-    let text = export::render(&f, a.format)?;
+    let text = export::render_in(&f, a.format, a.lang)?;
     // the recipe a framework export implies; the Python and shell exports carry it as comments
     let notes = export::notes(&f, a.format)?;
     match &a.output {

@@ -23,6 +23,7 @@ pub use scenario::{
     Scenario, ScenarioError, Targets,
 };
 pub use stack::{AdapterDtype, Framework, Loss, Stack};
+pub use step::moment_in;
 
 use crate::model::{Architecture, LayerTable};
 use activations::ActivationModel;
@@ -48,6 +49,16 @@ impl Phase {
             Self::Forward => "forward",
             Self::Backward => "backward",
             Self::OptimizerStep => "optimizer step",
+        }
+    }
+
+    /// [`Self::label`] in `lang`.
+    pub const fn label_in(self, lang: crate::i18n::Lang) -> &'static str {
+        match (lang, self) {
+            (crate::i18n::Lang::En, _) => self.label(),
+            (crate::i18n::Lang::ZhCn, Self::Forward) => "前向",
+            (crate::i18n::Lang::ZhCn, Self::Backward) => "反向",
+            (crate::i18n::Lang::ZhCn, Self::OptimizerStep) => "优化器步",
         }
     }
 }
@@ -102,6 +113,19 @@ impl Moment {
             None => self.what.to_owned(),
         };
         if what == self.phase.label() { what } else { format!("{}: {what}", self.phase.label()) }
+    }
+
+    /// [`Self::describe`] in `lang` ("反向：第 3 块 MLP 反向"); English is [`Self::describe`].
+    pub fn describe_in(&self, lang: crate::i18n::Lang) -> String {
+        if lang == crate::i18n::Lang::En {
+            return self.describe();
+        }
+        let what = match self.block {
+            Some(b) => step::in_block(b, &step::moment_in(self.what, lang), lang),
+            None => step::moment_in(self.what, lang).into_owned(),
+        };
+        let phase = self.phase.label_in(lang);
+        if what == phase { what } else { format!("{phase}：{what}") }
     }
 }
 

@@ -74,6 +74,27 @@ impl Cat {
         }
     }
 
+    /// [`Self::label`] in `lang`.
+    pub const fn label_in(self, lang: crate::i18n::Lang) -> &'static str {
+        match lang {
+            crate::i18n::Lang::En => self.label(),
+            crate::i18n::Lang::ZhCn => match self {
+                Self::AttentionScores => "注意力分数",
+                Self::AttentionIo => "注意力 q/k/v/输出",
+                Self::Mlp => "MLP 中间结果",
+                Self::Norms => "归一化输出与统计量",
+                Self::Residual => "残差流",
+                Self::DropoutMasks => "dropout 掩码",
+                Self::InputCasts => "autocast 输入副本",
+                Self::WeightCasts => "autocast 权重副本",
+                Self::Embeddings => "嵌入与 id",
+                Self::HeadLoss => "LM head 与损失",
+                Self::CheckpointInputs => "检查点输入",
+                Self::Adapters => "LoRA 适配器",
+            },
+        }
+    }
+
     /// Snake-case key used in JSON.
     pub const fn key(self) -> &'static str {
         match self {

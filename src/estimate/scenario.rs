@@ -487,12 +487,20 @@ impl Scenario {
     /// "training step", "inference (prefill)" (one scoring forward) or
     /// "inference (HF generate, 128 new tokens)".
     pub fn mode_label(&self) -> String {
+        self.mode_label_in(crate::i18n::Lang::En)
+    }
+
+    /// [`Self::mode_label`] in `lang`.
+    pub fn mode_label_in(&self, lang: crate::i18n::Lang) -> String {
         match self.mode {
-            Mode::Train => "training step".into(),
-            Mode::Infer if self.new_tokens > 0 => {
-                format!("inference (HF generate, {} new tokens)", self.new_tokens)
-            }
-            Mode::Infer => "inference (prefill)".into(),
+            Mode::Train => lang.pick("training step", "训练步").into(),
+            Mode::Infer if self.new_tokens > 0 => crate::text!(
+                lang,
+                "inference (HF generate, {} new tokens)",
+                "推理（HF generate，{} 个新 token）",
+                self.new_tokens
+            ),
+            Mode::Infer => lang.pick("inference (prefill)", "推理（预填充）").into(),
         }
     }
 

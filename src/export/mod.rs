@@ -17,7 +17,9 @@ pub use frameworks::{
     deepspeed_inference_config, fsdp_snippet, hf_inference, hf_training_args, megatron_args,
 };
 pub use recipe::{Recipe, recipe};
-pub use report::{HwOption, curves_csv, options, report_json, report_markdown, with_chart_link};
+pub use report::{
+    HwOption, curves_csv, options, report_json, report_markdown, report_markdown_in, with_chart_link,
+};
 
 use crate::estimate::{Scenario, estimate};
 use crate::gpu::{self, Gpu};
@@ -284,14 +286,20 @@ pub(crate) fn estimate_on(
     e.map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: e.to_string() })
 }
 
-/// Renders one format.
+/// Renders one format (in English: [`render_in`] with [`Lang::En`](crate::i18n::Lang::En)).
 pub fn render(f: &ScenarioFile, format: Format) -> Result<String, ExportError> {
+    render_in(f, format, crate::i18n::Lang::En)
+}
+
+/// Renders one format, the Markdown plan report in `lang`; the other formats (machine-read files,
+/// framework settings, the roadmap) are the same in every language.
+pub fn render_in(f: &ScenarioFile, format: Format, lang: crate::i18n::Lang) -> Result<String, ExportError> {
     let ser = |e: serde_json::Error| ExportError::Serialise(e.to_string());
     // the estimate `vramscope estimate` prints: with the file's card, the allocator replayed on it
     let est = || estimate_on(&f.scenario, f.gpu().as_ref());
     Ok(match format {
         Format::Ron => f.to_ron()?,
-        Format::Markdown => report_markdown(f, &est()?),
+        Format::Markdown => report_markdown_in(f, &est()?, lang),
         Format::Json => serde_json::to_string_pretty(&report_json(f, &est()?)).map_err(ser)? + "\n",
         Format::Csv => curves_csv(f),
         Format::Roadmap | Format::RoadmapJson => {

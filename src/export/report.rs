@@ -2,11 +2,14 @@
 
 use super::ScenarioFile;
 use crate::cost;
+use crate::estimate::moment_in;
 use crate::estimate::{Estimate, Mode, Scenario};
 use crate::fit::{self, Knob};
 use crate::gpu;
+use crate::i18n::Lang;
 use crate::report::{self, FitInfo};
 use crate::roadmap;
+use crate::text;
 use crate::units::GIB;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -121,23 +124,62 @@ pub fn options(f: &ScenarioFile) -> Vec<HwOption> {
         .collect()
 }
 
-/// The plan report in Markdown: inputs, breakdown, what-if tables, options with prices, roadmap.
+/// The plan report in Markdown: inputs, breakdown, what-if tables, options with prices, roadmap
+/// (in English: [`report_markdown_in`] with [`Lang::En`]).
 pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
+    report_markdown_in(f, e, Lang::En)
+}
+
+/// The heading of the report's breakdown, under which [`with_chart_link`] puts the chart.
+fn breakdown_heading(lang: Lang) -> &'static str {
+    lang.pick("## Per-GPU memory (most loaded rank)\n", "## 每 GPU 显存（负载最重的 rank）\n")
+}
+
+/// A what-if table's first column in `lang`.
+fn knob_label(k: Knob, lang: Lang) -> &'static str {
+    match k {
+        Knob::Batch => lang.pick("batch", "微批次"),
+        Knob::Seq => lang.pick("seq", "序列长度"),
+        Knob::Segments => lang.pick("segments", "检查点段数"),
+        Knob::Gpus => lang.pick("gpus", "GPU 数"),
+    }
+}
+
+/// [`report_markdown`] with its headings, table headers and sentences in `lang`; the figures, the
+/// settings' values (as the flags spell them) and the embedded roadmap are the same in every
+/// language.
+pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String {
     let sc = &f.scenario;
     let p = &sc.parallel;
     let mut s = String::new();
-    let _ = writeln!(s, "# Memory plan: {}\n", sc.model.name);
-    let _ = writeln!(s, "## Inputs\n\n| setting | value |\n|---|---|");
+    let _ = writeln!(s, "{}", text!(lang, "# Memory plan: {}\n", "# 显存规划：{}\n", sc.model.name));
+    let _ = writeln!(
+        s,
+        "{}",
+        lang.pick("## Inputs\n\n| setting | value |\n|---|---|", "## 输入\n\n| 设置 | 值 |\n|---|---|")
+    );
     let rows: Vec<(&str, String)> = vec![
-        ("model", format!("{} ({} parameters)", sc.model.name, report::human_count(e.n_params))),
-        ("mode", sc.mode_label()),
-        ("micro-batch x sequence", format!("{} x {}", sc.batch, sc.seq)),
-        ("global batch / accumulation", format!("{} / {}", f.global_batch(), f.grad_accum())),
-        ("precision", sc.precision.to_string()),
-        ("optimizer", format!("{:?}", sc.optimizer).to_lowercase()),
-        ("checkpointing", sc.checkpointing.to_string()),
         (
-            "parallel",
+            lang.pick("model", "模型"),
+            text!(
+                lang,
+                "{} ({} parameters)",
+                "{}（{} 参数）",
+                sc.model.name,
+                report::human_count(e.n_params)
+            ),
+        ),
+        (lang.pick("mode", "模式"), sc.mode_label_in(lang)),
+        (lang.pick("micro-batch x sequence", "微批次 x 序列长度"), format!("{} x {}", sc.batch, sc.seq)),
+        (
+            lang.pick("global batch / accumulation", "全局批次 / 梯度累积"),
+            format!("{} / {}", f.global_batch(), f.grad_accum()),
+        ),
+        (lang.pick("precision", "精度"), sc.precision.to_string()),
+        (lang.pick("optimizer", "优化器"), format!("{:?}", sc.optimizer).to_lowercase()),
+        (lang.pick("checkpointing", "梯度检查点"), sc.checkpointing.to_string()),
+        (
+            lang.pick("parallel", "并行"),
             format!(
                 "dp {} (ZeRO {}{}), tp {}{}, pp {}, cp {}, ep {}, offload {:?}",
                 p.dp,
@@ -151,48 +193,73 @@ pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
                 p.offload
             ),
         ),
-        ("GPU", f.gpu().map_or_else(|| "(none chosen)".into(), |g| g.name)),
+        ("GPU", f.gpu().map_or_else(|| lang.pick("(none chosen)", "（未选择）").into(), |g| g.name)),
     ];
     for (k, v) in rows {
         let _ = writeln!(s, "| {k} | {v} |");
     }
-    let _ =
-        writeln!(s, "\n## Per-GPU memory (most loaded rank)\n\n| component | bytes | GiB |\n|---|---:|---:|");
+    let _ = writeln!(
+        s,
+        "\n{}\n{}\n|---|---:|---:|",
+        breakdown_heading(lang),
+        lang.pick("| component | bytes | GiB |", "| 组成项 | 字节 | GiB |")
+    );
     for (k, b) in [
-        ("parameters", e.parameters),
-        ("gradients", e.gradients),
-        ("optimizer states", e.optimizer_states),
-        ("activations (saved)", e.activations),
-        ("KV cache", e.kv_cache),
-        ("peak allocated", e.peak_allocated),
-        ("CUDA context + allocator", e.overhead),
-        ("total (nvidia-smi)", e.total),
+        (lang.pick("parameters", "参数"), e.parameters),
+        (lang.pick("gradients", "梯度"), e.gradients),
+        (lang.pick("optimizer states", "优化器状态"), e.optimizer_states),
+        (lang.pick("activations (saved)", "激活值（为反向保存）"), e.activations),
+        (lang.pick("KV cache", "KV 缓存"), e.kv_cache),
+        (lang.pick("peak allocated", "已分配峰值"), e.peak_allocated),
+        (lang.pick("CUDA context + allocator", "CUDA 上下文 + 分配器"), e.overhead),
+        (lang.pick("total (nvidia-smi)", "总量（nvidia-smi）"), e.total),
     ] {
         let _ = writeln!(s, "| {k} | {b} | {:.2} |", b as f64 / GIB);
     }
-    let _ = writeln!(
-        s,
-        "\nPeak at: {} ({:?}); temporaries then {}.",
-        e.peak.what,
-        e.peak.phase,
-        g(e.peak.alive.temporaries)
-    );
+    let _ = match lang {
+        Lang::En => writeln!(
+            s,
+            "\nPeak at: {} ({:?}); temporaries then {}.",
+            e.peak.what,
+            e.peak.phase,
+            g(e.peak.alive.temporaries)
+        ),
+        Lang::ZhCn => writeln!(
+            s,
+            "\n峰值出现在：{}（{}）；此时临时张量 {}。",
+            moment_in(e.peak.what, lang),
+            e.peak.phase.label_in(lang),
+            g(e.peak.alive.temporaries)
+        ),
+    };
     if let Some(gpu) = f.gpu() {
         let cap = gpu.memory_bytes();
         let verdict = if fit::fits(sc, cap) {
-            format!("fits, {} free", g(cap.saturating_sub(e.total)))
+            text!(lang, "fits, {} free", "可容纳，空闲 {}", g(cap.saturating_sub(e.total)))
         } else if e.total > cap {
-            format!("does NOT fit, short by {}", g(e.total - cap))
+            text!(lang, "does NOT fit, short by {}", "无法容纳，缺口 {}", g(e.total - cap))
         } else {
-            format!(
+            text!(
+                lang,
                 "does NOT fit: {} below the card, but the allocator replay finds no free block for one request (fragmentation)",
+                "无法容纳：总量比显卡容量低 {}，但分配器重放找不到能满足某次申请的空闲块（碎片化）",
                 g(cap - e.total)
             )
         };
-        let mb = fit::max_batch(sc, cap).map_or_else(|| "none".into(), |b| b.to_string());
-        let _ = writeln!(s, "\n{} ({}): {verdict}; largest micro-batch that fits: {mb}.", gpu.name, g(cap));
+        let mb = fit::max_batch(sc, cap).map_or_else(|| lang.pick("none", "无").into(), |b| b.to_string());
+        let _ = writeln!(
+            s,
+            "{}",
+            text!(
+                lang,
+                "\n{} ({}): {verdict}; largest micro-batch that fits: {mb}.",
+                "\n{}（{}）：{verdict}；可容纳的最大微批次：{mb}。",
+                gpu.name,
+                g(cap)
+            )
+        );
     }
-    let _ = writeln!(s, "\n## What if\n");
+    let _ = writeln!(s, "\n{}\n", lang.pick("## What if", "## 假设分析"));
     for k in Knob::ALL {
         if k == Knob::Segments && sc.mode != Mode::Train {
             continue;
@@ -201,7 +268,12 @@ pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
         if pts.is_empty() {
             continue;
         }
-        let _ = writeln!(s, "| {} | peak allocated | total |\n|---:|---:|---:|", knob_name(k));
+        let _ = writeln!(
+            s,
+            "| {} | {} |\n|---:|---:|---:|",
+            knob_label(k, lang),
+            lang.pick("peak allocated | total", "已分配峰值 | 总量")
+        );
         for pt in pts {
             let _ = writeln!(s, "| {} | {} | {} |", pt.x, g(pt.peak), g(pt.total));
         }
@@ -209,11 +281,15 @@ pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
     }
     let _ = writeln!(
         s,
-        "## Hardware options (same layout)\n\n| GPU | memory | fits | headroom | largest micro-batch | cheapest on-demand |\n|---|---:|---|---:|---:|---|"
+        "{}",
+        lang.pick(
+            "## Hardware options (same layout)\n\n| GPU | memory | fits | headroom | largest micro-batch | cheapest on-demand |\n|---|---:|---|---:|---:|---|",
+            "## 硬件方案（相同布局）\n\n| GPU | 显存 | 可容纳 | 余量 | 可容纳的最大微批次 | 最便宜的按需价格 |\n|---|---:|---|---:|---:|---|"
+        )
     );
     for o in options(f) {
         let price = match (&o.instance, o.price_per_gpu_hour) {
-            (Some(i), Some(p)) => format!("${p:.2}/GPU-h ({i})"),
+            (Some(i), Some(p)) => text!(lang, "${p:.2}/GPU-h ({i})", "${p:.2}/GPU·小时（{i}）"),
             _ => "-".into(),
         };
         let _ = writeln!(
@@ -221,7 +297,7 @@ pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
             "| {} | {} | {} | {:+.2} GiB | {} | {price} |",
             o.name,
             g(o.capacity),
-            if o.fits { "yes" } else { "no" },
+            if o.fits { lang.pick("yes", "是") } else { lang.pick("no", "否") },
             o.headroom as f64 / GIB,
             o.max_batch.map_or_else(|| "-".into(), |b| b.to_string())
         );
@@ -238,24 +314,31 @@ pub fn report_markdown(f: &ScenarioFile, e: &Estimate) -> String {
             s.push('\n');
         }
     }
-    let _ = writeln!(s, "\n---\nvramscope {}; prices from presets/clouds.ron.", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(
+        s,
+        "{}",
+        text!(
+            lang,
+            "\n---\nvramscope {}; prices from presets/clouds.ron.",
+            "\n---\nvramscope {}；价格取自 presets/clouds.ron。",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
     s
 }
 
-/// Inserts a link to the chart picture under the report's breakdown heading.
+/// Inserts a link to the chart picture under the report's breakdown heading (a report in any
+/// language; the link's text in the report's).
 pub fn with_chart_link(report_md: &str, png_file_name: &str) -> String {
-    let heading = "## Per-GPU memory (most loaded rank)\n";
-    match report_md.find(heading) {
-        Some(i) => {
+    let alt = |lang: Lang| lang.pick("per-GPU memory breakdown", "每 GPU 显存分解");
+    for lang in Lang::ALL {
+        let heading = breakdown_heading(lang);
+        if let Some(i) = report_md.find(heading) {
             let at = i + heading.len();
-            format!(
-                "{}\n![per-GPU memory breakdown]({png_file_name})\n{}",
-                &report_md[..at],
-                &report_md[at..]
-            )
+            return format!("{}\n![{}]({png_file_name})\n{}", &report_md[..at], alt(lang), &report_md[at..]);
         }
-        None => format!("{report_md}\n![per-GPU memory breakdown]({png_file_name})\n"),
     }
+    format!("{report_md}\n![{}]({png_file_name})\n", alt(Lang::En))
 }
 
 /// The what-if curves: every knob's full sweep, one row per point.
