@@ -223,6 +223,8 @@ fn snapshots_of_the_main_view_and_curves() {
 #[test]
 fn snapshots_of_the_presentation_layout() {
     use vramscope::gui::lang::Lang;
+    // one result for the twelve harnesses, so that every snapshot is written (or checked)
+    let mut results = egui_kittest::SnapshotResults::default();
     for (w, h) in [(1280.0, 720.0), (1280.0, 800.0), (1920.0, 1080.0)] {
         for lang in [Lang::En, Lang::ZhCn] {
             for (theme, name) in [(egui::Theme::Dark, "dark"), (egui::Theme::Light, "light")] {
@@ -237,6 +239,7 @@ fn snapshots_of_the_presentation_layout() {
                     .wgpu()
                     .build_ui_state(|ui, app: &mut VramApp| app.show(ui), VramApp::new(state));
                 shoot(&mut hs, &format!("presentation_{w}x{h}_{}_{name}", lang.code()));
+                results.extend(hs.take_snapshot_results());
             }
         }
     }

@@ -552,7 +552,7 @@ impl VramApp {
         };
         let gpu = crate::gpu::find(&self.state.settings.gpu_id).ok();
         let file = ScenarioFile::new(sc, gpu.as_ref(), None);
-        let text = match export::render(&file, format) {
+        let text = match export::render_in(&file, format, super::lang::current()) {
             Ok(t) => t,
             Err(e) => return self.set_status(StatusKind::Error, e.to_string()),
         };

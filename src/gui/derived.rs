@@ -3,7 +3,7 @@
 
 use super::state::{AppState, Settings};
 use crate::estimate::{Estimate, Scenario, estimate};
-use crate::explain::{Explanation, explain};
+use crate::explain::{Explanation, explain_in};
 use crate::fit::{Knob, SweepPoint, anchor, exact_point, insert_point, max_batch, sweep};
 use crate::gpu::{self, Gpu};
 
@@ -53,7 +53,7 @@ impl Computed {
             Ok((tl, r)) => (tl.estimate.clone(), Some(tl), Some(r)),
             Err(_) => (estimate(&scenario).map_err(|e| e.to_string())?, None, None),
         };
-        let explanations = explain(&scenario, &estimate);
+        let explanations = explain_in(&scenario, &estimate, super::lang::current());
         let mut curves: Vec<(Knob, Vec<SweepPoint>)> =
             Knob::ALL.into_iter().map(|k| (k, sweep(&scenario, k, k.values(&scenario)))).collect();
         let max_batch = max_batch(&scenario, cap);
@@ -148,7 +148,11 @@ impl Computed {
         let mut e = self.estimate.clone();
         e.peak = event.moment();
         e.peak_allocated = event.alive.total();
-        Some(MomentView { index: i, event, explanations: explain(&self.scenario, &e) })
+        Some(MomentView {
+            index: i,
+            event,
+            explanations: explain_in(&self.scenario, &e, super::lang::current()),
+        })
     }
 
     /// Capacity of the chosen GPU in bytes.
@@ -221,7 +225,8 @@ impl ServeComputed {
 /// Cache keyed by the state it was computed from.
 #[derive(Default)]
 pub struct Derived {
-    key: Option<(Settings, Vec<Settings>)>,
+    /// What the results were computed for: the settings, the pins and the language of their texts.
+    key: Option<(Settings, Vec<Settings>, super::lang::Lang)>,
     /// The current scenario.
     pub current: Option<Result<Computed, String>>,
     /// Pinned scenarios (label, result).
@@ -241,14 +246,15 @@ impl Derived {
     /// Recomputes if the settings or pins changed since last time.
     pub fn update(&mut self, state: &AppState) {
         let pins: Vec<Settings> = state.pinned.iter().map(|p| p.settings.clone()).collect();
-        if self.key.as_ref().is_some_and(|(s, p)| *s == state.settings && *p == pins) {
+        let lang = super::lang::current();
+        if self.key.as_ref().is_some_and(|(s, p, l)| *s == state.settings && *p == pins && *l == lang) {
             return;
         }
         self.recomputations += 1;
         self.serve = state.settings.serving.then(|| ServeComputed::new(&state.settings));
         self.current = Some(Computed::new(&state.settings));
         self.pinned = state.pinned.iter().map(|p| (p.label.clone(), Computed::new(&p.settings))).collect();
-        self.key = Some((state.settings.clone(), pins));
+        self.key = Some((state.settings.clone(), pins, lang));
     }
 
     /// The hardware paths of the current scenario (computed on first use after a change).

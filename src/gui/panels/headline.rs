@@ -127,5 +127,5 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings, presentation: bo
 
 /// Where the peak is, in the interface's language.
 pub fn peak_moment(c: &Computed) -> String {
-    c.estimate.peak.what.to_owned()
+    crate::estimate::moment_in(c.estimate.peak.what, lang::current()).into_owned()
 }

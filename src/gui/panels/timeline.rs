@@ -94,7 +94,15 @@ pub fn ui(
 
     let peak = tl.peak().copied();
     if let Some(p) = &peak {
-        ui.label(RichText::new(format!("{} {} — {}", t.tl_peak, gib(p.alive.total()), p.label())).strong());
+        ui.label(
+            RichText::new(format!(
+                "{} {} — {}",
+                t.tl_peak,
+                gib(p.alive.total()),
+                p.label_in(crate::gui::lang::current())
+            ))
+            .strong(),
+        );
     }
     super::hint(ui, t.tl_hint);
     out.extend(snapshot_row(ui, snaps, path));
@@ -211,7 +219,7 @@ pub fn ui(
             Some(format!(
                 "#{i} {}: {}\n{} {}{reserved}{}",
                 phase_name(e.phase),
-                e.label(),
+                e.label_in(crate::gui::lang::current()),
                 gib(e.alive.total()),
                 t.tl_alive,
                 if delta.is_empty() { String::new() } else { format!("\n{delta}") }
@@ -325,5 +333,7 @@ fn measured_vs_predicted(o: &Overlay, tl: &Timeline) -> String {
 
 /// The peak of the timeline as text (for the tab's accessibility label and tests).
 pub fn peak_text(tl: &Timeline) -> String {
-    tl.peak().map_or_else(String::new, |p| format!("{} {}", gib(p.alive.total()), p.label()))
+    tl.peak().map_or_else(String::new, |p| {
+        format!("{} {}", gib(p.alive.total()), p.label_in(crate::gui::lang::current()))
+    })
 }

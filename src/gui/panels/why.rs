@@ -30,7 +30,7 @@ pub fn ui(
                         "{} #{}: {} ({})",
                         t.why_at,
                         m.index,
-                        m.event.label(),
+                        m.event.label_in(crate::gui::lang::current()),
                         gib(m.event.alive.total())
                     ))
                     .strong(),
@@ -108,11 +108,12 @@ pub fn ui(
             ui.add_space(6.0);
             ui.label(RichText::new(t.activations_detail).strong());
             for (cat, bytes) in c.estimate.activation_breakdown.nonzero() {
-                ui.label(format!("  · {:<24} {}", cat.label(), gib(bytes))).on_hover_text(format!(
-                    "{}\n{}",
-                    crate::explain::category_help(cat),
-                    exact(bytes)
-                ));
+                ui.label(format!("  · {:<24} {}", cat.label_in(crate::gui::lang::current()), gib(bytes)))
+                    .on_hover_text(format!(
+                        "{}\n{}",
+                        crate::explain::category_help_in(cat, crate::gui::lang::current()),
+                        exact(bytes)
+                    ));
             }
         }
     });
