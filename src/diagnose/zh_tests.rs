@@ -88,6 +88,11 @@ fn every_oom_fixture_reads_the_same_in_chinese() {
     let zh = explain_oom_in("Tried to allocate lots of memory", Lang::ZhCn).unwrap();
     assert!(zh.not_understood.iter().all(|l| has_cjk(l)) && !zh.not_understood.is_empty());
     assert_eq!(Source::Vllm.label_in(Lang::En), Source::Vllm.label());
+    // a size of nothing is written in the language
+    let m = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.21 GiB is free. Including non-PyTorch memory, this process has 77.93 GiB memory in use. Of the allocated memory 77.02 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.";
+    let (en, zh) = (explain_oom(m).unwrap(), explain_oom_in(m, Lang::ZhCn).unwrap());
+    assert!(en.explanation.iter().any(|l| l.contains("holds 0 bytes reserved")), "{en:?}");
+    assert!(zh.explanation.iter().any(|l| l.contains("持有 0 字节")), "{zh:?}");
 }
 
 #[test]

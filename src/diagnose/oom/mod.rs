@@ -382,6 +382,8 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 fn interpret(source: Source, n: &OomNumbers, lang: Lang) -> (Vec<Finding>, Vec<String>, Vec<String>) {
+    // a size in the language: only "0 bytes" has a word in it
+    let gib = |b: u64| if b == 0 { lang.pick("0 bytes", "0 字节").to_owned() } else { gib(b) };
     let mut f = Vec::new();
     let mut e = Vec::new();
     let mut x = Vec::new();
