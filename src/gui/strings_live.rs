@@ -10,6 +10,8 @@ use super::lang::Lang;
 pub struct LiveStrings {
     /// The GPU shown and its use: "{name}", "{used}", "{total}".
     pub gpu_usage: &'static str,
+    /// The curve's verdict under the plot: "{label}" ("Curve"), "{verdict}".
+    pub verdict_line: &'static str,
     /// The process table's PID column.
     pub col_pid: &'static str,
     /// One ranked fix: "{change}", "{saves}", "{total}".
@@ -28,6 +30,7 @@ pub struct LiveStrings {
 
 const LIVE_EN: LiveStrings = LiveStrings {
     gpu_usage: "{name}: {used} of {total}",
+    verdict_line: "{label}: {verdict}",
     col_pid: "pid",
     fix_line: "• {change}: saves {saves}, total {total}",
     gpu_on_host: "{host} GPU {gpu}",
@@ -39,6 +42,7 @@ const LIVE_EN: LiveStrings = LiveStrings {
 
 const LIVE_ZH: LiveStrings = LiveStrings {
     gpu_usage: "{name}：已用 {used} / {total}",
+    verdict_line: "{label}：{verdict}",
     col_pid: "PID",
     fix_line: "• {change}：节省 {saves}，总量 {total}",
     gpu_on_host: "{host} GPU {gpu}",
@@ -77,6 +81,7 @@ mod tests {
         let fields = |s: &LiveStrings| {
             [
                 s.gpu_usage,
+                s.verdict_line,
                 s.fix_line,
                 s.gpu_on_host,
                 s.sampling_thread_failed,

@@ -228,7 +228,11 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
             }
             if let Some(r) = report.as_ref().filter(|_| layout.is_none()) {
                 ui.add_space(6.0);
-                ui.label(RichText::new(format!("{}: {}", t.live_verdict, r.verdict.label_in(lang))).strong());
+                let line = v
+                    .verdict_line
+                    .replace("{label}", t.live_verdict)
+                    .replace("{verdict}", r.verdict.label_in(lang));
+                ui.label(RichText::new(line).strong());
                 for a in &r.advice {
                     ui.add(egui::Label::new(a.as_str()).wrap());
                 }
