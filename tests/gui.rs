@@ -411,6 +411,70 @@ fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
     assert!(h.query_by_label("Start monitoring").is_some(), "retry is offered");
 }
 
+/// The Live tab in Chinese: the curve's diagnosis, the OOM explanation and the ranked fixes come
+/// from the core in Chinese, and follow the language when it is switched.
+#[test]
+fn live_tab_in_chinese_shows_the_translated_diagnosis() {
+    use vramscope::gui::lang::Lang;
+    use vramscope::gui::live::Live;
+    use vramscope::monitor::{FakeSampler, Sampler};
+    let gib = 1u64 << 30;
+    // the leaking run of live_tab_overlays_measured_usage_and_reports_a_missing_driver
+    let curve: Vec<u64> = (0..200u64)
+        .map(|i| 20 * gib + (i / 10) * (200 << 20) + 10 * gib * (i % 10).min(10 - i % 10) / 5)
+        .collect();
+    let mut state = AppState::default();
+    state.view.lang = Some(Lang::ZhCn);
+    let mut app = VramApp::new(state);
+    app.live = Live::with_factory(Box::new(move |_| {
+        Ok(Box::new(FakeSampler::from_curve(80 * gib, &curve, 0.25)) as Box<dyn Sampler>)
+    }));
+    app.live.interval_ms = 1;
+    let mut h = test_harness(egui::vec2(1280.0, 800.0), app);
+    h.run();
+    h.get_by_label("实时 GPU").click();
+    h.run();
+    h.get_by_label("开始监控").click();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while h.state().live.history.samples.len() < 150 && std::time::Instant::now() < deadline {
+        h.step();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(h.state().live.history.samples.len() >= 150, "{:?}", h.state().live.problem);
+    h.get_by_label("暂停").click();
+    h.run_steps(2);
+    assert!(h.query_all_by_label_contains("内存泄漏").next().is_some(), "the verdict in Chinese");
+    assert!(h.query_all_by_label_contains("每次迭代增长约").next().is_some(), "the advice in Chinese");
+    assert!(h.query_all_by_label_contains("memory leak").next().is_none());
+    assert!(h.query_all_by_label_contains("Memory grows").next().is_none());
+    // the OOM explainer and the fixes ranked for the scenario
+    h.state_mut().live.oom_text =
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total \
+        capacity of 79.15 GiB of which 1.21 GiB is free."
+            .into();
+    h.run_steps(2);
+    assert!(
+        h.query_all_by_label_contains("一次 2.00 GiB 的分配失败了").next().is_some(),
+        "the explanation in Chinese"
+    );
+    assert!(h.query_all_by_label_contains("改用 fused AdamW").next().is_some(), "the ranked fix in Chinese");
+    assert!(h.query_all_by_label_contains("节省").next().is_some());
+    assert!(
+        h.query_all_by_label_contains("saves").next().is_none()
+            && h.query_all_by_label_contains("failed").next().is_none()
+    );
+    // not an OOM message: why, in Chinese
+    h.state_mut().live.oom_text = "hello".into();
+    h.run_steps(2);
+    assert!(h.query_all_by_label_contains("未找到显存不足报错").next().is_some());
+    // back to English: the cached diagnosis follows the language
+    h.state_mut().set_lang(Lang::En);
+    h.run_steps(2);
+    assert!(h.query_all_by_label_contains("memory leak").next().is_some(), "the verdict in English again");
+    assert!(h.query_all_by_label_contains("Memory grows by about").next().is_some());
+    assert!(h.query_all_by_label_contains("内存泄漏").next().is_none());
+}
+
 #[cfg(feature = "snapshots")]
 #[test]
 fn snapshots_of_a_recorded_cluster() {
@@ -672,6 +736,52 @@ fn a_cluster_from_prometheus_is_read_rank_by_rank_against_the_plan() {
     );
     assert!(h.query_by_label_contains("no sample for the last 150 s").is_some());
     assert_eq!(h.state_mut().live.curves().len(), 8, "no GPU dropped");
+}
+
+/// The cluster view in Chinese: each GPU's verdict and the lists of GPUs follow the language.
+#[test]
+fn a_cluster_in_chinese_names_each_verdict_in_chinese() {
+    use vramscope::gui::lang::Lang;
+    use vramscope::gui::live::Live;
+    use vramscope::gui::state::LiveSource;
+    use vramscope::monitor::{FakeSampler, Sampler};
+    let past = cluster_snapshots(40);
+    let mut state = AppState::default();
+    state.settings.dp = 4;
+    state.settings.pp = 2;
+    state.view.live.source = LiveSource::Prometheus;
+    state.view.lang = Some(Lang::ZhCn);
+    let mut app = VramApp::new(state);
+    let script = past.clone();
+    app.live = Live::with_factory(Box::new(move |_| {
+        let now = script.last().cloned().map(Ok).into_iter().collect();
+        Ok(Box::new(FakeSampler::new(now).with_history(script.clone())) as Box<dyn Sampler>)
+    }));
+    app.live.settings = app.state.view.live.clone();
+    let mut h = test_harness(egui::vec2(1280.0, 800.0), app);
+    h.run();
+    h.get_by_label("实时 GPU").click();
+    h.run();
+    h.get_by_label("加载范围").click();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while h.state().live.history.samples.len() < 40 && std::time::Instant::now() < deadline {
+        h.step();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(h.state().live.history.samples.len(), 40, "{:?}", h.state().live.problem);
+    h.run_steps(3);
+    assert!(h.query_all_by_label_contains("曲线：8 块 GPU 中有 1 块异常（node-b GPU 3）").next().is_some());
+    assert_eq!(h.query_all_by_label("内存泄漏").count(), 1, "node-b GPU 3's verdict");
+    assert_eq!(h.query_all_by_label("正常").count(), 7, "the other GPUs'");
+    assert!(h.query_all_by_label_contains("memory leak").next().is_none());
+    assert!(h.query_all_by_label("healthy").next().is_none());
+    // two GPUs stop reporting: listed the Chinese way
+    for snap in h.state_mut().live.history.samples.iter_mut().rev().take(10) {
+        snap.gpus.retain(|g| g.host.as_deref() != Some("node-a") || g.index > 1);
+    }
+    h.state_mut().live.history.samples.back_mut().unwrap().t_s += 0.001;
+    h.run_steps(3);
+    assert!(h.query_all_by_label_contains("node-a GPU 0、node-a GPU 1").next().is_some());
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! so an OOM explanation can say "halving the micro-batch saves 9.2 GiB, 8-bit AdamW 11.0 GiB".
 
 use crate::estimate::{Checkpointing, Mode, Optimizer, Scenario, estimate};
+use crate::i18n::Lang;
+use crate::text;
 use crate::units::Precision;
 use serde::Serialize;
 
@@ -19,6 +21,11 @@ pub struct Fix {
 /// The usual fixes that apply to `sc`, each applied alone, ranked by what they save (largest
 /// first); changes that save nothing are left out.
 pub fn rank_fixes(sc: &Scenario) -> Vec<Fix> {
+    rank_fixes_in(sc, Lang::En)
+}
+
+/// [`rank_fixes`] with each change written in `lang` (the figures are the same).
+pub fn rank_fixes_in(sc: &Scenario, lang: Lang) -> Vec<Fix> {
     let Ok(base) = estimate(sc) else { return Vec::new() };
     let mut candidates: Vec<(String, Scenario)> = Vec::new();
     let mut with = |name: &str, f: &dyn Fn(&mut Scenario)| {
@@ -29,24 +36,42 @@ pub fn rank_fixes(sc: &Scenario) -> Vec<Fix> {
         }
     };
     if sc.batch > 1 {
-        with(&format!("halve the micro-batch to {} (double gradient accumulation)", sc.batch / 2), &|s| {
-            s.batch /= 2
-        });
+        let name = text!(
+            lang,
+            "halve the micro-batch to {} (double gradient accumulation)",
+            "微批次减半到 {}（梯度累积步数翻倍）",
+            sc.batch / 2
+        );
+        with(&name, &|s| s.batch /= 2);
     }
     if sc.mode == Mode::Train {
         if sc.checkpointing != Checkpointing::Full {
-            with("gradient checkpointing on every block", &|s| s.checkpointing = Checkpointing::Full);
+            with(
+                lang.pick("gradient checkpointing on every block", "在每个块上启用梯度检查点"),
+                &|s| s.checkpointing = Checkpointing::Full,
+            );
         }
         if matches!(sc.optimizer, Optimizer::Adamw | Optimizer::Adam) {
-            with("fused AdamW (no step temporary)", &|s| s.optimizer = Optimizer::AdamwFused);
-            with("8-bit AdamW (bitsandbytes)", &|s| s.optimizer = Optimizer::Adamw8bit);
+            with(
+                lang.pick("fused AdamW (no step temporary)", "改用 fused AdamW（优化器步不再需要临时张量）"),
+                &|s| s.optimizer = Optimizer::AdamwFused,
+            );
+            with(lang.pick("8-bit AdamW (bitsandbytes)", "改用 8-bit AdamW（bitsandbytes）"), &|s| {
+                s.optimizer = Optimizer::Adamw8bit
+            });
         }
         if sc.precision == Precision::Fp32 {
-            with("bf16 autocast (bf16-amp)", &|s| s.precision = Precision::Bf16Amp);
-            with("pure bf16", &|s| s.precision = Precision::Bf16);
+            with(lang.pick("bf16 autocast (bf16-amp)", "bf16 自动混合精度（bf16-amp）"), &|s| {
+                s.precision = Precision::Bf16Amp
+            });
+            with(lang.pick("pure bf16", "纯 bf16 训练"), &|s| s.precision = Precision::Bf16);
         }
         if sc.lora.is_none() && sc.model.transformer().is_some() {
-            with("LoRA r=16 on all projections instead of full fine-tuning", &|s| {
+            let name = lang.pick(
+                "LoRA r=16 on all projections instead of full fine-tuning",
+                "在所有投影层上用 LoRA r=16 代替全量微调",
+            );
+            with(name, &|s| {
                 s.lora = Some(crate::estimate::Lora {
                     rank: 16,
                     targets: crate::estimate::Targets::ALL,
@@ -56,19 +81,27 @@ pub fn rank_fixes(sc: &Scenario) -> Vec<Fix> {
         }
         if sc.parallel.dp > 1 && sc.parallel.effective_zero() < 3 {
             let z = sc.parallel.effective_zero() + 1;
-            with(&format!("ZeRO stage {z} across the {} data-parallel GPUs", sc.parallel.dp), &|s| {
+            let name = text!(
+                lang,
+                "ZeRO stage {z} across the {} data-parallel GPUs",
+                "在 {} 块数据并行 GPU 上使用 ZeRO 阶段 {z}",
+                sc.parallel.dp
+            );
+            with(&name, &|s| {
                 s.parallel.zero = z;
                 s.parallel.fsdp = None;
             });
         }
     }
     if sc.attention == crate::estimate::AttentionImpl::Eager {
-        with("SDPA / flash attention instead of eager", &|s| {
-            s.attention = crate::estimate::AttentionImpl::Sdpa
-        });
+        with(
+            lang.pick("SDPA / flash attention instead of eager", "用 SDPA / flash attention 代替 eager"),
+            &|s| s.attention = crate::estimate::AttentionImpl::Sdpa,
+        );
     }
     if sc.seq > 256 {
-        with(&format!("halve the sequence length to {}", sc.seq / 2), &|s| s.seq /= 2);
+        let name = text!(lang, "halve the sequence length to {}", "序列长度减半到 {}", sc.seq / 2);
+        with(&name, &|s| s.seq /= 2);
     }
     let mut fixes: Vec<Fix> = candidates
         .into_iter()

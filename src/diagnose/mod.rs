@@ -10,4 +10,9 @@ pub mod oom;
 pub mod snapshot;
 pub mod trace;
 
-pub use oom::{Finding, MAX_INPUT_BYTES, OomError, OomNumbers, OomReport, Source, explain_oom};
+pub use oom::{
+    Finding, MAX_INPUT_BYTES, OomError, OomNumbers, OomReport, Source, explain_oom, explain_oom_in,
+};
+
+#[cfg(test)]
+mod zh_tests;

@@ -3,7 +3,9 @@
 //! the last problem the source reported, and each GPU's curve diagnosis. Runtime only; the source
 //! settings are persisted in `View::live`.
 
+use super::lang::Lang;
 use super::state::{LiveSettings, LiveSource};
+use super::strings_live::tr_live;
 use crate::diagnose::trace::{self, TraceReport};
 use crate::monitor::{GpuSample, History, Monitor, MonitorError, Sampler, Snapshot};
 use std::sync::mpsc;
@@ -74,7 +76,8 @@ pub struct Live {
     /// Show the most loaded GPU once the cluster view has mapped the ranks (set when a range or a
     /// recording arrives).
     pub show_worst: bool,
-    curves: Option<(usize, f64, Vec<GpuCurve>)>,
+    /// The diagnoses of the history of (samples, newest time) in a language.
+    curves: Option<(usize, f64, Lang, Vec<GpuCurve>)>,
 }
 
 impl Live {
@@ -127,7 +130,9 @@ impl Live {
                     self.monitor = Some(m);
                     self.problem = None;
                 }
-                Err(e) => self.problem = Some(format!("could not start the sampling thread: {e}")),
+                Err(e) => {
+                    self.problem = Some(tr_live().sampling_thread_failed.replace("{e}", &e.to_string()))
+                }
             },
             Err(e) => self.problem = Some(e.to_string()),
         }
@@ -166,7 +171,7 @@ impl Live {
                 self.range_rx = Some(rx);
                 self.problem = None;
             }
-            Err(e) => self.problem = Some(format!("could not start the range thread: {e}")),
+            Err(e) => self.problem = Some(tr_live().range_thread_failed.replace("{e}", &e.to_string())),
         }
     }
 
@@ -181,9 +186,9 @@ impl Live {
             f.take(crate::monitor::recording::MAX_BYTES + 1).read_to_string(&mut text).map(|_| text)
         });
         let snaps = match read {
-            Ok(t) if t.len() as u64 > crate::monitor::recording::MAX_BYTES => {
-                Err(format!("larger than {} MiB", crate::monitor::recording::MAX_BYTES >> 20))
-            }
+            Ok(t) if t.len() as u64 > crate::monitor::recording::MAX_BYTES => Err(tr_live()
+                .recording_too_large
+                .replace("{mib}", &(crate::monitor::recording::MAX_BYTES >> 20).to_string())),
             Ok(t) => crate::monitor::recording::read(&t),
             Err(e) => Err(e.to_string()),
         };
@@ -292,12 +297,13 @@ impl Live {
         }
     }
 
-    /// Every GPU seen over the history (host, then index), each with its curve's diagnosis;
-    /// recomputed when samples arrive. A GPU missing from the latest samples stays, marked as
-    /// stopped.
+    /// Every GPU seen over the history (host, then index), each with its curve's diagnosis in the
+    /// interface's language; recomputed when samples arrive or the language changes. A GPU
+    /// missing from the latest samples stays, marked as stopped.
     pub fn curves(&mut self) -> &[GpuCurve] {
+        let lang = crate::gui::lang::current();
         let key = (self.history.samples.len(), self.history.samples.back().map_or(0.0, |s| s.t_s));
-        if self.curves.as_ref().is_none_or(|(n, t, _)| (*n, *t) != key) {
+        if self.curves.as_ref().is_none_or(|(n, t, l, _)| (*n, *t, *l) != (key.0, key.1, lang)) {
             let samples = &self.history.samples;
             let t0 = samples.front().map_or(0.0, |s| s.t_s);
             let newest = samples.back().map_or(0.0, |s| s.t_s);
@@ -320,16 +326,16 @@ impl Live {
                     let report = if samples.iter().all(|s| s.total == 0) {
                         Err(CurveGap::NoTotal)
                     } else {
-                        trace::classify(&samples, Some(0)).map_err(|_| CurveGap::TooFew)
+                        trace::classify_in(&samples, Some(0), lang).map_err(|_| CurveGap::TooFew)
                     };
                     let peak = samples.iter().map(|s| s.used).max().unwrap_or(0);
                     let stopped_s = crate::monitor::recording::stopped_for(last_t, newest, interval);
                     GpuCurve { key, last: last.clone(), peak, stopped_s, report }
                 })
                 .collect();
-            self.curves = Some((key.0, key.1, out));
+            self.curves = Some((key.0, key.1, lang, out));
         }
-        self.curves.as_ref().map_or(&[], |c| c.2.as_slice())
+        self.curves.as_ref().map_or(&[], |c| c.3.as_slice())
     }
 
     /// What the breakdown's "measured" line shows: the GPU shown's latest use on one machine; its

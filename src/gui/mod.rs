@@ -13,6 +13,7 @@ pub mod panels;
 pub mod snapshots;
 pub mod state;
 pub mod strings;
+pub mod strings_live;
 pub mod strings_zh;
 
 use anyhow::{Context, Result, anyhow};

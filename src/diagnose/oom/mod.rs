@@ -9,6 +9,8 @@
 //! anywhere loses nothing. Input is untrusted: it is size-capped, never panics, and says what it
 //! did not understand.
 
+use crate::i18n::Lang;
+use crate::text;
 use serde::Serialize;
 
 /// Longest message read (larger input is cut, with a note).
@@ -43,6 +45,21 @@ impl Source {
             Self::CudaRuntime => "CUDA runtime (outside PyTorch's allocator)",
             Self::Cublas => "cuBLAS",
             Self::Vllm => "vLLM (KV cache at start-up)",
+        }
+    }
+
+    /// Name for display in `lang` ([`Source::label`] in English).
+    pub const fn label_in(self, lang: Lang) -> &'static str {
+        match lang {
+            Lang::En => self.label(),
+            Lang::ZhCn => match self {
+                Self::PytorchCurrent => "PyTorch（2.1 及以后版本的措辞）",
+                Self::PytorchLegacy => "PyTorch（旧版措辞）",
+                Self::Tensorflow => "TensorFlow",
+                Self::CudaRuntime => "CUDA runtime（PyTorch 分配器之外）",
+                Self::Cublas => "cuBLAS",
+                Self::Vllm => "vLLM（启动时的 KV 缓存）",
+            },
         }
     }
 }
@@ -151,6 +168,16 @@ pub enum OomError {
     NotAnOom,
 }
 
+impl OomError {
+    /// The error's message in `lang` (its `Display` in English).
+    pub fn message_in(&self, lang: Lang) -> String {
+        match (self, lang) {
+            (_, Lang::En) => self.to_string(),
+            (Self::NotAnOom, Lang::ZhCn) => "未找到显存不足报错（查找了 PyTorch 的 \"out of memory\" / \"Tried to allocate\"、TensorFlow 的 \"OOM when allocating\"、\"CUDA error: out of memory\"、CUBLAS_STATUS_ALLOC_FAILED 以及 vLLM 的 KV 缓存报错）".to_owned(),
+        }
+    }
+}
+
 mod read;
 #[cfg(test)]
 mod tests;
@@ -162,11 +189,21 @@ use read::{
 /// Starts of an out-of-memory message, compacted, in the order they are tried.
 const STARTS: [&str; 3] = ["outofmemory.Triedtoallocate", "outofmemory.", "OutOfMemoryError"];
 
-/// Explains an out-of-memory message.
+/// Explains an out-of-memory message, in English.
 pub fn explain_oom(input: &str) -> Result<OomReport, OomError> {
+    explain_oom_in(input, Lang::En)
+}
+
+/// Explains an out-of-memory message, its explanation, fixes and what it did not understand
+/// written in `lang` (the numbers, findings and flags are the same in every language).
+pub fn explain_oom_in(input: &str, lang: Lang) -> Result<OomReport, OomError> {
     let mut not_understood = Vec::new();
     let text = if input.len() > MAX_INPUT_BYTES {
-        not_understood.push(format!("input cut to the first {MAX_INPUT_BYTES} bytes"));
+        not_understood.push(text!(
+            lang,
+            "input cut to the first {MAX_INPUT_BYTES} bytes",
+            "输入被截断为前 {MAX_INPUT_BYTES} 字节"
+        ));
         let mut end = MAX_INPUT_BYTES;
         while !input.is_char_boundary(end) {
             end -= 1;
@@ -212,8 +249,11 @@ pub fn explain_oom(input: &str) -> Result<OomReport, OomError> {
             n.process_in_use = size_after(c, "thisprocesshas").filter(|&b| b > 0);
             if size_after(c, "thisprocesshas") == Some(0) {
                 not_understood.push(
-                    "\"this process has 0 bytes memory in use\": NVML does not see the process (a container); left out"
-                        .into(),
+                    lang.pick(
+                        "\"this process has 0 bytes memory in use\": NVML does not see the process (a container); left out",
+                        "\"this process has 0 bytes memory in use\"：NVML 看不到该进程（在容器中）；已忽略",
+                    )
+                    .into(),
                 );
             }
             n.processes = processes(c);
@@ -225,9 +265,12 @@ pub fn explain_oom(input: &str) -> Result<OomReport, OomError> {
             n.allocated = size_after(c, "Oftheallocatedmemory");
             n.reserved_unallocated = size_before(c, "isreservedbyPyTorchbutunallocated");
             for (name, v) in [
-                ("the free memory", n.free),
-                ("the memory allocated by PyTorch", n.allocated),
-                ("the memory reserved but unallocated", n.reserved_unallocated),
+                (lang.pick("the free memory", "空闲显存"), n.free),
+                (lang.pick("the memory allocated by PyTorch", "PyTorch 已分配的显存"), n.allocated),
+                (
+                    lang.pick("the memory reserved but unallocated", "已保留但未分配的显存"),
+                    n.reserved_unallocated,
+                ),
             ] {
                 if v.is_none() {
                     not_understood.push(name.into());
@@ -254,7 +297,7 @@ pub fn explain_oom(input: &str) -> Result<OomReport, OomError> {
             n.shape = tail[a + 6..b].split(',').map(|d| d.trim().parse().ok()).collect::<Option<Vec<u64>>>();
         }
         if n.shape.is_none() {
-            not_understood.push("the tensor shape".into());
+            not_understood.push(lang.pick("the tensor shape", "张量形状").into());
         }
         n.dtype = tail
             .find("type ")
@@ -294,20 +337,23 @@ pub fn explain_oom(input: &str) -> Result<OomReport, OomError> {
         Source::CudaRuntime
     } else if STARTS.iter().any(|k| all.contains(k)) {
         // an out-of-memory message without the numbers PyTorch prints: say so
-        not_understood.push("the requested size".into());
+        not_understood.push(lang.pick("the requested size", "请求的大小").into());
         Source::CudaRuntime
     } else {
         return Err(OomError::NotAnOom);
     };
     if matches!(source, Source::PytorchCurrent | Source::PytorchLegacy) {
-        for (name, v) in [("the requested size", n.requested), ("the GPU's total capacity", n.total)] {
+        for (name, v) in [
+            (lang.pick("the requested size", "请求的大小"), n.requested),
+            (lang.pick("the GPU's total capacity", "GPU 的总容量"), n.total),
+        ] {
             if v.is_none() {
                 not_understood.insert(0, name.into());
             }
         }
     }
     mark_this_process(&mut n);
-    let (findings, explanation, fixes) = interpret(source, &n);
+    let (findings, explanation, fixes) = interpret(source, &n, lang);
     Ok(OomReport { source, numbers: n, findings, explanation, fixes, not_understood })
 }
 
@@ -335,7 +381,9 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 { one.to_owned() } else { many.to_owned() }
 }
 
-fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<String>) {
+fn interpret(source: Source, n: &OomNumbers, lang: Lang) -> (Vec<Finding>, Vec<String>, Vec<String>) {
+    // a size in the language: only "0 bytes" has a word in it
+    let gib = |b: u64| if b == 0 { lang.pick("0 bytes", "0 字节").to_owned() } else { gib(b) };
     let mut f = Vec::new();
     let mut e = Vec::new();
     let mut x = Vec::new();
@@ -348,61 +396,122 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
         Source::Vllm => {
             f.push(Finding::KvCacheTooSmall);
             if let (Some(m), Some(k)) = (n.max_model_len, n.kv_tokens) {
-                e.push(format!(
-                    "The server's max_model_len ({m} tokens) is more than its KV cache holds ({k} tokens): one full-length request would not fit."
+                e.push(text!(
+                    lang,
+                    "The server's max_model_len ({m} tokens) is more than its KV cache holds ({k} tokens): one full-length request would not fit.",
+                    "服务的 max_model_len（{m} 个 token）超过了其 KV 缓存能容纳的量（{k} 个 token）：一个满长度的请求放不下。"
                 ));
             }
             if let (Some(need), Some(have)) = (n.kv_needed, n.kv_available) {
-                e.push(format!(
+                e.push(text!(
+                    lang,
                     "One request of max_model_len needs {} of KV cache; {} is left after the weights and the profiling peak.",
+                    "一个 max_model_len 长度的请求需要 {} 的 KV 缓存；扣除权重和 profiling 峰值后只剩 {}。",
                     gib(need),
                     gib(have)
                 ));
             }
-            if !e.iter().any(|l| l.contains("KV cache")) {
-                e.push("vLLM found no memory left for KV cache blocks: the weights and the profiling forward already take gpu_memory_utilization of the card.".into());
+            // the lines above name the KV cache; without them, say that none was left
+            if e.is_empty() {
+                e.push(lang.pick(
+                    "vLLM found no memory left for KV cache blocks: the weights and the profiling forward already take gpu_memory_utilization of the card.",
+                    "vLLM 找不到可用于 KV 缓存块的显存：权重和 profiling 前向已经用满了 gpu_memory_utilization 允许的显存。",
+                ).into());
             }
             let fit = n.estimated_max_model_len.or(n.kv_tokens);
             if let Some(m) = fit {
-                x.push(format!("--max-model-len {m} (or less): the longest context this KV cache holds"));
+                x.push(text!(
+                    lang,
+                    "--max-model-len {m} (or less): the longest context this KV cache holds",
+                    "--max-model-len {m}（或更小）：该 KV 缓存能容纳的最长上下文"
+                ));
             } else {
-                x.push("a smaller --max-model-len".into());
+                x.push(lang.pick("a smaller --max-model-len", "更小的 --max-model-len").into());
             }
-            x.push("--gpu-memory-utilization 0.95 (if nothing else uses the card)".into());
-            x.push("--kv-cache-dtype fp8 (halves the KV cache per token), or a quantized checkpoint (fp8 / AWQ / GPTQ) to free weight memory".into());
-            x.push("--tensor-parallel-size 2 (weights and KV heads split over two GPUs)".into());
-            x.push("a smaller --max-num-batched-tokens (a smaller profiling forward)".into());
-            x.push("`vramscope serve --model M --gpu G --max-model-len N` shows the budget term by term (weights, profiling peak, KV) and the max_model_len that fits".into());
+            x.push(
+                lang.pick(
+                    "--gpu-memory-utilization 0.95 (if nothing else uses the card)",
+                    "--gpu-memory-utilization 0.95（如果没有其他程序使用这张卡）",
+                )
+                .into(),
+            );
+            x.push(lang.pick(
+                "--kv-cache-dtype fp8 (halves the KV cache per token), or a quantized checkpoint (fp8 / AWQ / GPTQ) to free weight memory",
+                "--kv-cache-dtype fp8（每个 token 的 KV 缓存减半），或使用量化 checkpoint（fp8 / AWQ / GPTQ）以腾出权重占用的显存",
+            ).into());
+            x.push(
+                lang.pick(
+                    "--tensor-parallel-size 2 (weights and KV heads split over two GPUs)",
+                    "--tensor-parallel-size 2（权重和 KV 头拆分到两块 GPU 上）",
+                )
+                .into(),
+            );
+            x.push(
+                lang.pick(
+                    "a smaller --max-num-batched-tokens (a smaller profiling forward)",
+                    "更小的 --max-num-batched-tokens（profiling 前向更小）",
+                )
+                .into(),
+            );
+            x.push(lang.pick(
+                "`vramscope serve --model M --gpu G --max-model-len N` shows the budget term by term (weights, profiling peak, KV) and the max_model_len that fits",
+                "`vramscope serve --model M --gpu G --max-model-len N` 逐项列出显存预算（权重、profiling 峰值、KV）以及放得下的 max_model_len",
+            ).into());
             return (f, e, x);
         }
         Source::CudaRuntime | Source::Cublas => {
             f.push(Finding::OutsideAllocator);
             e.push(if source == Source::Cublas {
-                "cuBLAS could not allocate its handle or workspace: the card was already full when a matmul first ran on this stream or device.".to_owned()
+                lang.pick(
+                    "cuBLAS could not allocate its handle or workspace: the card was already full when a matmul first ran on this stream or device.",
+                    "cuBLAS 无法分配其句柄或工作区：在该流或设备上首次执行矩阵乘法时，显卡已经满了。",
+                )
+                .to_owned()
             } else {
-                "An allocation outside PyTorch's caching allocator failed (the CUDA runtime, cuDNN / cuBLAS workspaces, NCCL buffers or a kernel launch). The message carries no sizes.".to_owned()
+                lang.pick(
+                    "An allocation outside PyTorch's caching allocator failed (the CUDA runtime, cuDNN / cuBLAS workspaces, NCCL buffers or a kernel launch). The message carries no sizes.",
+                    "PyTorch 缓存分配器之外的一次分配失败了（CUDA runtime、cuDNN / cuBLAS 工作区、NCCL 缓冲区或 kernel 启动）。报错中没有任何大小。",
+                )
+                .to_owned()
             });
-            e.push("Usually the caching allocator has taken the card (PyTorch's tensors and cache) and left a library no room; sometimes another process holds it.".into());
-            x.push("run once with CUDA_LAUNCH_BLOCKING=1 to see the op that failed, and `nvidia-smi` for other processes".into());
-            x.push("leave room for libraries: torch.cuda.set_per_process_memory_fraction(0.9) caps PyTorch's cache below the card".into());
-            x.push("lower the micro-batch or sequence, or enable gradient checkpointing — `vramscope estimate` gives the step's peak against the card".into());
+            e.push(lang.pick(
+                "Usually the caching allocator has taken the card (PyTorch's tensors and cache) and left a library no room; sometimes another process holds it.",
+                "通常是缓存分配器占满了显卡（PyTorch 的张量和缓存），没给库留下空间；有时是另一个进程占着显存。",
+            ).into());
+            x.push(lang.pick(
+                "run once with CUDA_LAUNCH_BLOCKING=1 to see the op that failed, and `nvidia-smi` for other processes",
+                "设置 CUDA_LAUNCH_BLOCKING=1 运行一次，找出失败的算子；用 `nvidia-smi` 查看其他进程",
+            ).into());
+            x.push(lang.pick(
+                "leave room for libraries: torch.cuda.set_per_process_memory_fraction(0.9) caps PyTorch's cache below the card",
+                "给库留出空间：torch.cuda.set_per_process_memory_fraction(0.9) 把 PyTorch 的缓存限制在整卡容量以下",
+            ).into());
+            x.push(lang.pick(
+                "lower the micro-batch or sequence, or enable gradient checkpointing — `vramscope estimate` gives the step's peak against the card",
+                "减小微批次或序列长度，或启用梯度检查点 —— `vramscope estimate` 给出每步峰值与显卡容量的对比",
+            ).into());
             return (f, e, x);
         }
         _ => {}
     }
     if let Some(r) = n.requested {
-        e.push(format!("One allocation of {} failed.", gib(r)));
+        e.push(text!(lang, "One allocation of {} failed.", "一次 {} 的分配失败了。", gib(r)));
     }
     let (t, r) = (n.total, n.requested);
     if let (Some(r), Some(t)) = (r, t)
         && r > t
     {
         f.push(Finding::RequestExceedsCard);
-        e.push(format!(
+        e.push(text!(
+            lang,
             "The request alone is larger than the whole card ({}): no setting of the allocator helps.",
+            "仅这一次请求就超过了整张卡的容量（{}）：分配器怎么设置都无济于事。",
             gib(t)
         ));
-        x.push("shrink the tensor behind it: smaller micro-batch or sequence, chunked loss / logits, or split it across GPUs (tensor or sequence parallelism)".into());
+        x.push(lang.pick(
+            "shrink the tensor behind it: smaller micro-batch or sequence, chunked loss / logits, or split it across GPUs (tensor or sequence parallelism)",
+            "缩小这次请求对应的张量：更小的微批次或序列长度、分块计算 loss / logits，或把它拆分到多块 GPU 上（张量并行或序列并行）",
+        ).into());
     }
     let ru = n.reserved_unallocated.or_else(|| match (n.reserved, n.allocated) {
         (Some(res), Some(a)) => Some(res.saturating_sub(a)),
@@ -411,7 +520,12 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
     let mut frag = false;
     if let (Some(ru), Some(r)) = (ru, r) {
         if !f.contains(&Finding::RequestExceedsCard) {
-            e.push(format!("PyTorch holds {} reserved but unallocated (cached blocks).", gib(ru)));
+            e.push(text!(
+                lang,
+                "PyTorch holds {} reserved but unallocated (cached blocks).",
+                "PyTorch 持有 {} 已保留但未分配的显存（缓存块）。",
+                gib(ru)
+            ));
         }
         // fragmentation: the cache alone could have served the request yet did not, and it is a
         // real share of the card — a few cached MiB on a full card are not the problem
@@ -419,9 +533,14 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
         if ru >= r && share && !f.contains(&Finding::RequestExceedsCard) {
             frag = true;
             f.push(Finding::Fragmentation);
-            e.push("More memory is cached than was requested, yet no cached block was large enough: the cache is fragmented.".into());
-            x.push(format!(
-                "export {conf}=expandable_segments:True  (lets segments grow instead of fragmenting)"
+            e.push(lang.pick(
+                "More memory is cached than was requested, yet no cached block was large enough: the cache is fragmented.",
+                "缓存的显存比请求的多，却没有一个缓存块足够大：缓存已碎片化。",
+            ).into());
+            x.push(text!(
+                lang,
+                "export {conf}=expandable_segments:True  (lets segments grow instead of fragmenting)",
+                "export {conf}=expandable_segments:True  （让段按需扩展，而不是碎片化）"
             ));
         }
     }
@@ -441,19 +560,27 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
         0
     };
     if let Some(me) = n.processes.iter().find(|p| p.likely_this_process) {
-        e.push(format!(
+        e.push(text!(
+            lang,
             "Process {} has {}: about what PyTorch reserved plus its context, so most likely this process itself (containers hide its own PID).",
-            me.pid, me.as_written
+            "进程 {} 占用 {}：约等于 PyTorch 保留的显存加上其 CUDA 上下文，因此很可能就是本进程（容器会隐藏它自己的 PID）。",
+            me.pid,
+            me.as_written
         ));
     }
     if !others.is_empty() {
-        let list: Vec<String> =
-            others.iter().map(|p| format!("process {} has {}", p.pid, p.as_written)).collect();
-        e.push(format!(
-            "The message names {} on the card: {}.",
-            plural(others.len(), "another process", "other processes"),
-            list.join(", ")
-        ));
+        let list: Vec<String> = others
+            .iter()
+            .map(|p| text!(lang, "process {} has {}", "进程 {} 占用 {}", p.pid, p.as_written))
+            .collect();
+        e.push(match lang {
+            Lang::En => format!(
+                "The message names {} on the card: {}.",
+                plural(others.len(), "another process", "other processes"),
+                list.join(", ")
+            ),
+            Lang::ZhCn => format!("报错中列出了卡上的其他进程：{}。", list.join("，")),
+        });
     }
     // named processes count from a tenth of the card; an unnamed remainder also holds the CUDA
     // context (0.3-1.3 GiB), so it must be more than that as well
@@ -461,26 +588,48 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
     if t.is_some_and(|t| outside > t / 10 && (!unnamed || outside > 3 << 29)) {
         f.push(Finding::OtherProcesses);
         if others.is_empty() {
-            e.push(format!(
+            e.push(text!(
+                lang,
                 "About {} of the card is used outside this PyTorch (other processes, or on a unified-memory APU the host's share).",
+                "卡上约有 {} 被本 PyTorch 之外的部分占用（其他进程；在统一内存的 APU 上则是主机占用的份额）。",
                 gib(outside)
             ));
-            x.push("check `nvidia-smi` for other processes (a second job, a notebook kernel, a leftover worker) and stop them".into());
+            x.push(lang.pick(
+                "check `nvidia-smi` for other processes (a second job, a notebook kernel, a leftover worker) and stop them",
+                "用 `nvidia-smi` 检查其他进程（另一个作业、notebook 内核、残留的 worker）并停止它们",
+            ).into());
         } else {
-            x.push(format!(
-                "check `nvidia-smi` for {} (a second job, a notebook kernel, a leftover worker) and stop {}",
-                others.iter().map(|p| format!("PID {}", p.pid)).collect::<Vec<_>>().join(", "),
-                plural(others.len(), "it", "them")
-            ));
+            let pids = others
+                .iter()
+                .map(|p| format!("PID {}", p.pid))
+                .collect::<Vec<_>>()
+                .join(lang.pick(", ", "、"));
+            x.push(match lang {
+                Lang::En => format!(
+                    "check `nvidia-smi` for {pids} (a second job, a notebook kernel, a leftover worker) and stop {}",
+                    plural(others.len(), "it", "them")
+                ),
+                Lang::ZhCn => format!(
+                    "用 `nvidia-smi` 检查 {pids}（另一个作业、notebook 内核、残留的 worker）并停止{}",
+                    plural(others.len(), "它", "它们")
+                ),
+            });
         }
     } else if !others.is_empty() {
-        e.push(format!("Together they hold {}: not what fills the card.", gib(named)));
+        e.push(text!(
+            lang,
+            "Together they hold {}: not what fills the card.",
+            "它们合计占用 {}：并不是它们占满了显卡。",
+            gib(named)
+        ));
     }
     if let (Some(t), Some(p), Some(own)) = (t, n.process_in_use, own) {
         let non_torch = p.saturating_sub(own);
         if non_torch * 20 > t {
-            e.push(format!(
+            e.push(text!(
+                lang,
                 "This process holds {} outside PyTorch's allocator (CUDA context, cuBLAS / cuDNN workspaces, NCCL, other libraries).",
+                "本进程在 PyTorch 分配器之外占用了 {}（CUDA 上下文、cuBLAS / cuDNN 工作区、NCCL、其他库）。",
                 gib(non_torch)
             ));
         }
@@ -496,19 +645,26 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
             + if f.contains(&Finding::OtherProcesses) { outside } else { 0 };
         if (a + r) as f64 > 0.95 * reachable as f64 {
             f.push(Finding::JobTooLarge);
-            e.push(format!(
+            e.push(text!(
+                lang,
                 "PyTorch tensors take {} of {} and need {} more: the job itself is too large for this card.",
+                "PyTorch 张量已占用 {1} 中的 {0}，还需要 {2}：作业本身对这张卡来说太大了。",
                 gib(a),
                 gib(t),
                 gib(r)
             ));
             if r * 2 > t {
-                e.push(format!(
+                e.push(text!(
+                    lang,
                     "The single request is {:.0} % of the card: shrink or chunk the tensor behind it.",
+                    "单次请求就占了整卡的 {:.0} %：缩小这次请求对应的张量，或分块处理。",
                     r as f64 * 100.0 / t as f64
                 ));
             }
-            x.push("lower the micro-batch (keep the global batch with gradient accumulation), enable gradient checkpointing, use bf16 / an 8-bit optimizer, LoRA, or ZeRO/FSDP across GPUs — `vramscope estimate` ranks what each saves".into());
+            x.push(lang.pick(
+                "lower the micro-batch (keep the global batch with gradient accumulation), enable gradient checkpointing, use bf16 / an 8-bit optimizer, LoRA, or ZeRO/FSDP across GPUs — `vramscope estimate` ranks what each saves",
+                "减小微批次（用梯度累积保持全局批次大小）、启用梯度检查点、使用 bf16 / 8-bit 优化器、LoRA，或跨 GPU 使用 ZeRO/FSDP —— `vramscope estimate` 会按节省的显存排序",
+            ).into());
         }
     }
     // plenty free on the card, yet the request failed: the process was capped below the card
@@ -516,12 +672,17 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
         && free >= 2 * r
         && !f.contains(&Finding::RequestExceedsCard)
     {
-        e.push(format!(
+        e.push(text!(
+            lang,
             "The driver reports {} free, more than the {} requested: this process was capped below the card (torch.cuda.set_per_process_memory_fraction, a MIG slice or an MPS memory limit).",
+            "驱动报告空闲 {}，多于请求的 {}：本进程可用的显存被限制在整卡容量以下（torch.cuda.set_per_process_memory_fraction、MIG 切片或 MPS 显存上限）。",
             gib(free),
             gib(r)
         ));
-        x.push("check torch.cuda.set_per_process_memory_fraction(...), CUDA_MPS_PINNED_DEVICE_MEM_LIMIT and the MIG slice (`nvidia-smi -L`) the job runs in".into());
+        x.push(lang.pick(
+            "check torch.cuda.set_per_process_memory_fraction(...), CUDA_MPS_PINNED_DEVICE_MEM_LIMIT and the MIG slice (`nvidia-smi -L`) the job runs in",
+            "检查 torch.cuda.set_per_process_memory_fraction(...)、CUDA_MPS_PINNED_DEVICE_MEM_LIMIT 以及作业所在的 MIG 切片（`nvidia-smi -L`）",
+        ).into());
     }
     if !n.more_messages.is_empty() {
         let gpus: Vec<String> = n
@@ -529,15 +690,28 @@ fn interpret(source: Source, n: &OomNumbers) -> (Vec<Finding>, Vec<String>, Vec<
             .iter()
             .map(|g| g.map_or_else(|| "GPU ?".into(), |g| format!("GPU {g}")))
             .collect();
-        e.push(format!(
-            "{} more out-of-memory {} in the input ({}); this explains the first.",
-            n.more_messages.len(),
-            plural(n.more_messages.len(), "message", "messages"),
-            gpus.join(", ")
-        ));
+        e.push(match lang {
+            Lang::En => format!(
+                "{} more out-of-memory {} in the input ({}); this explains the first.",
+                n.more_messages.len(),
+                plural(n.more_messages.len(), "message", "messages"),
+                gpus.join(", ")
+            ),
+            Lang::ZhCn => format!(
+                "输入中还有 {} 条显存不足报错（{}）；这里解释的是第一条。",
+                n.more_messages.len(),
+                gpus.join("，")
+            ),
+        });
     }
     if f.is_empty() {
-        e.push("The numbers do not single out one cause; compare the job with `vramscope estimate`.".into());
+        e.push(
+            lang.pick(
+                "The numbers do not single out one cause; compare the job with `vramscope estimate`.",
+                "这些数字无法锁定单一原因；请用 `vramscope estimate` 对照该作业。",
+            )
+            .into(),
+        );
     }
     (f, e, x)
 }

@@ -2,6 +2,8 @@
 //! --format=csv` logs (or vramscope's own `t_s,gpu,used_bytes,total_bytes` CSV) and telling apart
 //! a model too large for the card, a batch too large, a leak, and a healthy run.
 
+use crate::i18n::Lang;
+use crate::text;
 use serde::Serialize;
 
 /// One sample.
@@ -71,6 +73,20 @@ impl Verdict {
         }
     }
 
+    /// Name for display in `lang` ([`Verdict::label`] in English).
+    pub const fn label_in(self, lang: Lang) -> &'static str {
+        match lang {
+            Lang::En => self.label(),
+            Lang::ZhCn => match self {
+                Self::ModelTooLarge => "模型对这张卡来说太大",
+                Self::BatchTooLarge => "批次太大（每步的峰值触及显卡容量）",
+                Self::Leak => "内存泄漏",
+                Self::Healthy => "正常",
+                Self::StoppedWithJob => "随作业一起停止（另一块 GPU 显存不足）",
+            },
+        }
+    }
+
     /// Does the verdict say the job fails (or will)?
     pub const fn fails(self) -> bool {
         !matches!(self, Self::Healthy | Self::StoppedWithJob)
@@ -104,6 +120,14 @@ pub struct TraceReport {
     pub ended_at_s: Option<f64>,
 }
 
+/// What to do when the step's peaks reach the card.
+fn batch_advice(lang: Lang) -> &'static str {
+    lang.pick(
+        "lower the micro-batch or sequence length (keep the global batch with gradient accumulation), enable gradient checkpointing, or use SDPA/flash attention — `vramscope estimate` shows what each saves",
+        "减小微批次或序列长度（用梯度累积保持全局批次大小）、启用梯度检查点，或使用 SDPA/flash attention —— `vramscope estimate` 会列出每项能省多少",
+    )
+}
+
 /// Median of a slice (sorted copy).
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -133,6 +157,11 @@ pub fn theil_sen(points: &[(f64, f64)]) -> f64 {
 /// Classifies every GPU of the trace, in the order they first appear (a GPU with too few samples
 /// is left out; an error only when none has enough).
 pub fn classify_all(samples: &[Sample]) -> Result<Vec<TraceReport>, TraceError> {
+    classify_all_in(samples, Lang::En)
+}
+
+/// [`classify_all`] with the advice written in `lang`.
+pub fn classify_all_in(samples: &[Sample], lang: Lang) -> Result<Vec<TraceReport>, TraceError> {
     let mut gpus: Vec<u32> = Vec::new();
     for x in samples {
         if !gpus.contains(&x.gpu) {
@@ -142,7 +171,7 @@ pub fn classify_all(samples: &[Sample]) -> Result<Vec<TraceReport>, TraceError> 
     let mut out = Vec::new();
     let mut first_err = None;
     for g in gpus {
-        match classify(samples, Some(g)) {
+        match classify_in(samples, Some(g), lang) {
             Ok(r) => out.push(r),
             Err(e) => {
                 first_err.get_or_insert(e);
@@ -161,7 +190,11 @@ pub fn classify_all(samples: &[Sample]) -> Result<Vec<TraceReport>, TraceError> 
             r.verdict = Verdict::StoppedWithJob;
             r.advice.insert(
                 0,
-                format!("Its process ended at {t:.1} s, when GPU {g} ran out of memory ({at:.1} s): the job stopped on every rank."),
+                text!(
+                    lang,
+                    "Its process ended at {t:.1} s, when GPU {g} ran out of memory ({at:.1} s): the job stopped on every rank.",
+                    "其进程在 {t:.1} s 时结束，正是 GPU {g} 显存不足的时候（{at:.1} s）：作业在所有 rank 上都停止了。"
+                ),
             );
         }
     }
@@ -174,6 +207,12 @@ pub fn classify_all(samples: &[Sample]) -> Result<Vec<TraceReport>, TraceError> 
 
 /// Classifies the curve of one GPU (the first one in the trace when `gpu` is `None`).
 pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, TraceError> {
+    classify_in(samples, gpu, Lang::En)
+}
+
+/// [`classify`] with the advice written in `lang` (the verdict and the numbers are the same in
+/// every language).
+pub fn classify_in(samples: &[Sample], gpu: Option<u32>, lang: Lang) -> Result<TraceReport, TraceError> {
     let gpu = gpu.or_else(|| samples.first().map(|s| s.gpu)).unwrap_or(0);
     let s: Vec<&Sample> = samples.iter().filter(|x| x.gpu == gpu).collect();
     if s.is_empty() && !samples.is_empty() {
@@ -255,38 +294,57 @@ pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, Tra
     {
         let left = (cap - last).max(0.0);
         let tto = if slope_b_per_s > 0.0 { Some(left / slope_b_per_s) } else { None };
-        advice.push(format!(
-            "Memory grows by about {growth_mib_per_iteration:.1} MiB per iteration ({growth_mib_per_s:.2} MiB/s) and does not come back: something keeps tensors alive across steps."
+        advice.push(text!(
+            lang,
+            "Memory grows by about {growth_mib_per_iteration:.1} MiB per iteration ({growth_mib_per_s:.2} MiB/s) and does not come back: something keeps tensors alive across steps.",
+            "显存每次迭代增长约 {growth_mib_per_iteration:.1} MiB（{growth_mib_per_s:.2} MiB/s），且不再回落：有东西让张量在各步之间一直存活。"
         ));
-        advice.push("usual causes: accumulating `loss` (not `loss.item()`) for logging, keeping outputs or hidden states in a list, a growing cache (KV cache, `torch.compile` recompiles, dataloader pinning); `torch.cuda.memory._record_memory_history()` then `_dump_snapshot()` shows which allocations stay".into());
+        advice.push(lang.pick(
+            "usual causes: accumulating `loss` (not `loss.item()`) for logging, keeping outputs or hidden states in a list, a growing cache (KV cache, `torch.compile` recompiles, dataloader pinning); `torch.cuda.memory._record_memory_history()` then `_dump_snapshot()` shows which allocations stay",
+            "常见原因：为记录日志累加 `loss`（而不是 `loss.item()`）、把输出或隐藏状态存进列表、不断增长的缓存（KV 缓存、`torch.compile` 反复重新编译、dataloader 的 pinning）；先调用 `torch.cuda.memory._record_memory_history()`，再调用 `_dump_snapshot()`，即可看出哪些分配一直没有释放",
+        ).into());
         (Verdict::Leak, vec![(0, s.len() - 1)], tto)
     } else if died {
-        advice.push(format!(
+        advice.push(text!(
+            lang,
             "Usage reached {:.0} % of the card at sample {} and then dropped to nothing: the process ended there, the way a step that runs out of memory ends it.",
+            "占用在第 {1} 个样本处达到整卡的 {0:.0} %，随后降到零：进程在那里结束了，正如某一步显存不足时那样。",
             100.0 * top.1,
             top.0
         ));
-        advice.push("lower the micro-batch or sequence length (keep the global batch with gradient accumulation), enable gradient checkpointing, or use SDPA/flash attention — `vramscope estimate` shows what each saves".into());
+        advice.push(batch_advice(lang).into());
         (Verdict::BatchTooLarge, vec![(top.0.saturating_sub(1), frac.len() - 1)], None)
     } else if early_min >= 0.90 || pinned {
         // the level it sits at: the median once the load ramp is over
         let mut after: Vec<f64> = frac[settled..].to_vec();
         let level = if after.is_empty() { early_min } else { median(&mut after) };
-        advice.push(format!(
+        advice.push(text!(
+            lang,
             "Usage is pinned at about {:.0} % of the card from the start, with no room for a step to breathe: the model states (weights, gradients, optimizer) nearly fill it before any batch runs.",
+            "占用从一开始就停在整卡的约 {:.0} %，每一步都没有回旋余地：还没跑任何批次，模型状态（权重、梯度、优化器状态）就几乎占满了显卡。",
             100.0 * level
         ));
-        advice.push("shrink the states: bf16 or 8-bit optimizer, LoRA/QLoRA, ZeRO-2/3 or FSDP across GPUs, or a larger card — `vramscope plan --search` lists layouts that fit".into());
+        advice.push(lang.pick(
+            "shrink the states: bf16 or 8-bit optimizer, LoRA/QLoRA, ZeRO-2/3 or FSDP across GPUs, or a larger card — `vramscope plan --search` lists layouts that fit",
+            "缩减这些状态：bf16 或 8-bit 优化器、LoRA/QLoRA、跨 GPU 的 ZeRO-2/3 或 FSDP，或换一张更大的卡 —— `vramscope plan --search` 会列出放得下的布局",
+        ).into());
         (Verdict::ModelTooLarge, vec![(settled.min(early.len() - 1), s.len() - 1)], None)
     } else if near_cap_peaks.len() >= 2 {
-        advice.push(format!(
+        advice.push(text!(
+            lang,
             "{} of {iterations} iterations peak at 95 % of the card or more and fall back between steps: activations of each step are what fills it.",
+            "{iterations} 次迭代中有 {} 次的峰值达到整卡的 95 % 或以上，并在步与步之间回落：占满显卡的是每一步的激活值。",
             near_cap_peaks.len()
         ));
-        advice.push("lower the micro-batch or sequence length (keep the global batch with gradient accumulation), enable gradient checkpointing, or use SDPA/flash attention — `vramscope estimate` shows what each saves".into());
+        advice.push(batch_advice(lang).into());
         (Verdict::BatchTooLarge, near_cap_peaks, None)
     } else {
-        advice.push(format!("Peak {:.0} % of the card, no growth across iterations.", 100.0 * peak_fraction));
+        advice.push(text!(
+            lang,
+            "Peak {:.0} % of the card, no growth across iterations.",
+            "峰值为整卡的 {:.0} %，各次迭代之间没有增长。",
+            100.0 * peak_fraction
+        ));
         (Verdict::Healthy, Vec::new(), None)
     };
     // when the process ended: usage above 30 % of the card, then under 10 % to the end

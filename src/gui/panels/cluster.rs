@@ -7,6 +7,7 @@ use crate::cluster::{Layout, Measured};
 use crate::gui::derived::Computed;
 use crate::gui::live::{CurveGap, Live};
 use crate::gui::strings::tr_cluster;
+use crate::gui::strings_live::tr_live;
 use eframe::egui::{self, RichText};
 
 /// The cluster's latest snapshot mapped to the plan's ranks.
@@ -55,6 +56,8 @@ pub fn host_order(ui: &mut egui::Ui, live: &mut Live) {
 
 pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
     let k = tr_cluster();
+    let v = tr_live();
+    let lang = crate::gui::lang::current();
     let warn = ui.visuals().warn_fg_color;
     let err = ui.visuals().error_fg_color;
     // the most loaded GPU against the plan's most loaded stage
@@ -62,7 +65,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
         let stage = w.stage.unwrap_or(0);
         let line = k
             .worst
-            .replace("{gpu}", &format!("{} GPU {}", w.gpu.host, w.gpu.gpu))
+            .replace("{gpu}", &v.host_gpu(&w.gpu.host, w.gpu.gpu))
             .replace("{rank}", &w.rank.unwrap_or(0).to_string())
             .replace("{stage}", &stage.to_string())
             .replace("{used}", &gib(w.gpu.peak))
@@ -85,7 +88,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
         }
     }
     if !l.unknown_hosts.is_empty() {
-        ui.label(RichText::new(k.unknown_hosts.replace("{hosts}", &l.unknown_hosts.join(", "))).color(warn));
+        ui.label(RichText::new(k.unknown_hosts.replace("{hosts}", &v.list(&l.unknown_hosts))).color(warn));
     }
     if l.missing_ranks > 0 {
         let line = k
@@ -94,18 +97,14 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
             .replace("{world}", &c.scenario.parallel.world().to_string());
         ui.label(RichText::new(line).color(warn));
     }
-    let outside: Vec<String> = l
-        .rows
-        .iter()
-        .filter(|r| r.rank.is_none())
-        .map(|r| format!("{} GPU {}", r.gpu.host, r.gpu.gpu))
-        .collect();
+    let outside: Vec<String> =
+        l.rows.iter().filter(|r| r.rank.is_none()).map(|r| v.host_gpu(&r.gpu.host, r.gpu.gpu)).collect();
     if !outside.is_empty() {
         let line = k
             .outside_job
             .replace("{n}", &outside.len().to_string())
             .replace("{world}", &c.scenario.parallel.world().to_string())
-            .replace("{list}", &outside.join(", "));
+            .replace("{list}", &v.list(&outside));
         ui.add(egui::Label::new(RichText::new(line).weak()).wrap());
     }
     let curves = live.curves().to_vec();
@@ -118,7 +117,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
         .filter(|r| {
             verdict_of(&r.gpu.host, r.gpu.gpu).is_some_and(|v| v.as_ref().is_ok_and(|t| t.verdict.fails()))
         })
-        .map(|r| format!("{} GPU {}", r.gpu.host, r.gpu.gpu))
+        .map(|r| v.host_gpu(&r.gpu.host, r.gpu.gpu))
         .collect();
     let judged =
         l.rows.iter().filter(|r| verdict_of(&r.gpu.host, r.gpu.gpu).is_some_and(Result::is_ok)).count();
@@ -129,7 +128,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
             k.fails
                 .replace("{n}", &failing.len().to_string())
                 .replace("{m}", &judged.to_string())
-                .replace("{list}", &failing.join(", "))
+                .replace("{list}", &v.list(&failing))
         };
         let text = RichText::new(line);
         ui.add(egui::Label::new(if failing.is_empty() { text } else { text.color(err) }).wrap());
@@ -137,11 +136,11 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
     let stopped: Vec<String> = curves
         .iter()
         .filter(|x| x.stopped_s.is_some())
-        .map(|x| format!("{} GPU {}", x.key.0.as_deref().unwrap_or(""), x.key.1))
+        .map(|x| v.host_gpu(x.key.0.as_deref().unwrap_or(""), x.key.1))
         .collect();
     if !stopped.is_empty() {
         let line =
-            k.stopped_line.replace("{n}", &stopped.len().to_string()).replace("{list}", &stopped.join(", "));
+            k.stopped_line.replace("{n}", &stopped.len().to_string()).replace("{list}", &v.list(&stopped));
         ui.add(egui::Label::new(RichText::new(line).color(warn)).wrap());
     }
     ui.add_space(4.0);
@@ -193,7 +192,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
                 Some(Ok(t)) => {
                     let text = RichText::new(format!(
                         "{}{}",
-                        t.verdict.label(),
+                        t.verdict.label_in(lang),
                         stopped.clone().unwrap_or_default()
                     ));
                     let text = if t.verdict.fails() {

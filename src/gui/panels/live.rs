@@ -3,11 +3,12 @@
 //! stage, [`super::cluster`]) — the diagnosis of the curve, and an OOM-message explainer.
 
 use super::gib;
-use crate::diagnose::explain_oom;
+use crate::diagnose::oom::explain_oom_in;
 use crate::gui::derived::Computed;
 use crate::gui::live::Live;
 use crate::gui::state::LiveSource;
 use crate::gui::strings::{tr, tr_cluster};
+use crate::gui::strings_live::tr_live;
 use crate::units::GIB;
 use eframe::egui::{self, RichText};
 use egui_plot::{HLine, Legend, Line, LineStyle, Plot, PlotPoints};
@@ -31,6 +32,8 @@ pub enum LiveAction {
 pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
     let t = tr();
     let k = tr_cluster();
+    let v = tr_live();
+    let lang = crate::gui::lang::current();
     let mut out = Vec::new();
     ui.horizontal_wrapped(|ui| {
         let before = live.settings.source;
@@ -170,7 +173,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
         })
         .unwrap_or_default();
     let curve_name = match &live.host {
-        Some(h) => format!("{} {h} GPU {}", t.live_measured, live.gpu),
+        Some(h) => format!("{} {}", t.live_measured, v.host_gpu(h, live.gpu)),
         None => t.live_measured.to_owned(),
     };
     ui.columns(2, |cols| {
@@ -200,9 +203,14 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
             if let Some(l) = &layout {
                 super::cluster::ui(ui, c, live, l);
             } else if let Some(g) = &shown {
-                ui.label(RichText::new(format!("{}: {} of {}", g.name, gib(g.used), gib(g.total))).strong());
+                let usage = v
+                    .gpu_usage
+                    .replace("{name}", &g.name)
+                    .replace("{used}", &gib(g.used))
+                    .replace("{total}", &gib(g.total));
+                ui.label(RichText::new(usage).strong());
                 egui::Grid::new("procs").striped(true).show(ui, |ui| {
-                    ui.label("pid");
+                    ui.label(v.col_pid);
                     ui.label(t.live_process);
                     ui.label(t.live_memory);
                     ui.end_row();
@@ -220,7 +228,11 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
             }
             if let Some(r) = report.as_ref().filter(|_| layout.is_none()) {
                 ui.add_space(6.0);
-                ui.label(RichText::new(format!("{}: {}", t.live_verdict, r.verdict.label())).strong());
+                let line = v
+                    .verdict_line
+                    .replace("{label}", t.live_verdict)
+                    .replace("{verdict}", r.verdict.label_in(lang));
+                ui.label(RichText::new(line).strong());
                 for a in &r.advice {
                     ui.add(egui::Label::new(a.as_str()).wrap());
                 }
@@ -230,26 +242,23 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
             ui.add(egui::TextEdit::multiline(&mut live.oom_text).hint_text(t.oom_hint).desired_rows(3))
                 .on_hover_text(t.oom_hint);
             if !live.oom_text.trim().is_empty() {
-                match explain_oom(&live.oom_text) {
+                match explain_oom_in(&live.oom_text, lang) {
                     Ok(r) => {
                         for line in r.explanation.iter().chain(r.fixes.iter()) {
                             ui.add(egui::Label::new(format!("• {line}")).wrap());
                         }
                         ui.label(RichText::new(t.oom_ranked).strong());
-                        for f in crate::diagnose::fixes::rank_fixes(&c.scenario).iter().take(6) {
-                            ui.add(
-                                egui::Label::new(format!(
-                                    "• {}: saves {}, total {}",
-                                    f.change,
-                                    gib(f.saves),
-                                    gib(f.total_after)
-                                ))
-                                .wrap(),
-                            );
+                        for f in crate::diagnose::fixes::rank_fixes_in(&c.scenario, lang).iter().take(6) {
+                            let line = v
+                                .fix_line
+                                .replace("{change}", &f.change)
+                                .replace("{saves}", &gib(f.saves))
+                                .replace("{total}", &gib(f.total_after));
+                            ui.add(egui::Label::new(line).wrap());
                         }
                     }
                     Err(e) => {
-                        ui.label(e.to_string());
+                        ui.label(e.message_in(lang));
                     }
                 }
             }
