@@ -12,6 +12,7 @@ pub mod panels;
 pub mod snapshots;
 pub mod state;
 pub mod strings;
+pub mod strings_options;
 pub mod strings_zh;
 
 use anyhow::{Context, Result, anyhow};
