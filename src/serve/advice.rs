@@ -732,6 +732,24 @@ mod tests {
                 assert!(cjk(&v), "{v}");
                 assert_eq!(verdict(&e.serve), verdict_in(&e.serve, Lang::En));
             }
+            // the text: the same commands, no English frame left
+            for options in [false, true] {
+                let t_en = crate::serve::text::advice(&en, model, options);
+                assert_eq!(crate::serve::text::advice_in(&en, model, options, Lang::En), t_en);
+                let t_zh = crate::serve::text::advice_in(&zh, model, options, Lang::ZhCn);
+                let commands = |t: &str| -> Vec<String> {
+                    t.lines()
+                        .filter(|l| l.trim_start().starts_with("vramscope serve"))
+                        .map(str::to_owned)
+                        .collect()
+                };
+                assert_eq!(commands(&t_zh), commands(&t_en));
+                for english in
+                    ["effort)", "trade-off:", "changes:", "GPU(s)", "each change alone", "the path (", "now:"]
+                {
+                    assert!(!t_zh.contains(english), "{english} left in:\n{t_zh}");
+                }
+            }
         }
     }
 
