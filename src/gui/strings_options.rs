@@ -255,4 +255,41 @@ mod tests {
         crate::gui::lang::set(Lang::En);
         assert_eq!(tr_options().yes, "yes");
     }
+
+    /// The GUI's cache answers in the language of the moment: switching it rewrites the hardware
+    /// paths, the roadmap and the serving advice (the estimate is not recomputed).
+    #[test]
+    fn the_cache_follows_the_language() {
+        use crate::gui::derived::Derived;
+        use crate::gui::state::AppState;
+        let cjk = |s: &str| s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+        let mut state = AppState::default();
+        state.settings.serving = true;
+        let mut d = Derived::default();
+        crate::gui::lang::set(Lang::En);
+        d.update(&state);
+        let headline = |d: &Derived| {
+            d.serve
+                .as_ref()
+                .and_then(|s| s.as_ref().ok())
+                .and_then(|s| s.advice.as_ref().ok())
+                .map(|a| a.headline.clone())
+        };
+        let en = headline(&d).unwrap_or_default();
+        assert!(!en.is_empty() && !cjk(&en), "{en}");
+        let en_paths = d.options(&state.settings).to_vec();
+        let n = d.recomputations;
+        crate::gui::lang::set(Lang::ZhCn);
+        d.update(&state);
+        let zh = headline(&d).unwrap_or_default();
+        assert!(cjk(&zh), "{zh}");
+        assert_eq!(d.recomputations, n, "the estimate is the same in every language");
+        let zh_paths = d.options(&state.settings).to_vec();
+        assert_eq!(zh_paths.len(), en_paths.len());
+        assert!(zh_paths.iter().all(|p| cjk(&p.kind)));
+        let totals = |v: &[crate::options::HardwarePath]| v.iter().map(|p| p.total_bytes).collect::<Vec<_>>();
+        assert_eq!(totals(&zh_paths), totals(&en_paths));
+        assert!(d.roadmap.as_ref().is_none_or(|r| cjk(&r.headline)));
+        crate::gui::lang::set(Lang::En);
+    }
 }
