@@ -7,6 +7,7 @@ use crate::estimate::{Parallel, Scenario};
 use crate::fit::max_batch;
 use crate::flags;
 use crate::gpu::{self, Gpu};
+use crate::i18n::Lang;
 use crate::plan::{self, SpeedModel};
 use serde::Serialize;
 
@@ -28,20 +29,30 @@ pub fn generation(g: &Gpu) -> Option<(u8, &'static str)> {
 
 /// Which market a card is sold in: a path stays in it, or says that it leaves it.
 pub fn product_line(g: &Gpu) -> &'static str {
-    if g.id.starts_with("rtx-") { "consumer / workstation" } else { "data centre" }
+    product_line_in(g, Lang::En)
+}
+
+/// [`product_line`]'s name in `lang`.
+pub fn product_line_in(g: &Gpu, lang: Lang) -> &'static str {
+    if g.id.starts_with("rtx-") {
+        lang.pick("consumer / workstation", "消费级 / 工作站")
+    } else {
+        lang.pick("data centre", "数据中心")
+    }
 }
 
 /// One way to run the scenario on other hardware.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HardwarePath {
     /// "current", "bigger card, same generation", "newer generation", "more GPUs", each with the
-    /// product line when it is not the current card's.
+    /// product line when it is not the current card's (in the language asked for:
+    /// [`hardware_paths_in`]).
     pub kind: String,
     /// The card.
     pub gpu: String,
     /// Its name.
     pub gpu_name: String,
-    /// Its product line ([`product_line`]).
+    /// Its product line ([`product_line`], English in every language).
     pub product_line: &'static str,
     /// GPUs in the job.
     pub gpus: u64,
@@ -101,11 +112,23 @@ pub(crate) fn on_card(sc: &Scenario, from: &Gpu, g: &Gpu) -> Scenario {
 /// card of the same generation, a newer generation (in the current card's product line, and in
 /// the other line when it has one, named so), and the fewest GPUs of the current card that some
 /// layout fits. Every row's total and fit are [`crate::fit::verdict`]'s for the flags it lists.
+/// The rows' kinds are in English.
 pub fn hardware_paths(
     sc: &Scenario,
     current: &Gpu,
     global_batch: u64,
     speed: &SpeedModel,
+) -> Vec<HardwarePath> {
+    hardware_paths_in(sc, current, global_batch, speed, Lang::En)
+}
+
+/// [`hardware_paths`] with the rows' kinds in `lang` (the figures and flags are the same).
+pub fn hardware_paths_in(
+    sc: &Scenario,
+    current: &Gpu,
+    global_batch: u64,
+    speed: &SpeedModel,
+    lang: Lang,
 ) -> Vec<HardwarePath> {
     let mut out = Vec::new();
     let Ok(base) = crate::fit::verdict(sc, current.memory_bytes()) else { return out };
@@ -115,7 +138,12 @@ pub fn hardware_paths(
     let per_m = |usd_h: f64, tps: f64| if tps > 0.0 { usd_h / (tps * 3600.0) * 1e6 } else { f64::INFINITY };
     let line = product_line(current);
     let named = |kind: &str, g: &Gpu| {
-        if product_line(g) == line { kind.to_owned() } else { format!("{kind} ({})", product_line(g)) }
+        if product_line(g) == line {
+            kind.to_owned()
+        } else {
+            let other = product_line_in(g, lang);
+            crate::text!(lang, "{kind} ({other})", "{kind}（{other}）")
+        }
     };
     let row = |kind: String, g: &Gpu, s: Scenario, accum: u64, global_batch: u64| -> Option<HardwarePath> {
         let v = crate::fit::verdict(&s, g.memory_bytes()).ok()?;
@@ -152,7 +180,7 @@ pub fn hardware_paths(
     };
     let accum = sc.micro_batches_per_step();
     let same_layout = |kind: String, g: &Gpu| row(kind, g, on_card(sc, current, g), accum, global_batch);
-    if let Some(p) = same_layout("current".into(), current) {
+    if let Some(p) = same_layout(lang.pick("current", "当前").into(), current) {
         out.push(p);
     }
     let catalog = gpu::catalog();
@@ -169,7 +197,9 @@ pub fn hardware_paths(
         .collect();
     let bigger_same_line: Vec<&Gpu> = bigger.iter().copied().filter(|g| product_line(g) == line).collect();
     let big = if bigger_same_line.is_empty() { pick(bigger) } else { pick(bigger_same_line) };
-    if let Some(g) = big.and_then(|g| same_layout(named("bigger card, same generation", g), g)) {
+    if let Some(g) =
+        big.and_then(|g| same_layout(named(lang.pick("bigger card, same generation", "同代更大的卡"), g), g))
+    {
         out.push(g);
     }
     // newer generation: in this product line, and in the other one, each named
@@ -190,7 +220,7 @@ pub fn hardware_paths(
             break;
         }
         if let Some(g) = pick(set)
-            && let Some(p) = same_layout(named("newer generation", g), g)
+            && let Some(p) = same_layout(named(lang.pick("newer generation", "新一代"), g), g)
         {
             fits_in_line = p.fits;
             out.push(p);
@@ -202,7 +232,13 @@ pub fn hardware_paths(
         let global = global_batch.max(n);
         let plans = plan::search(&on_card(sc, current, current), current, n, global, speed);
         if let Some(best) = plans.into_iter().next()
-            && let Some(p) = row("more GPUs".into(), current, best.scenario, best.grad_accum, global)
+            && let Some(p) = row(
+                lang.pick("more GPUs", "更多 GPU").into(),
+                current,
+                best.scenario,
+                best.grad_accum,
+                global,
+            )
         {
             out.push(p);
             break;
@@ -244,6 +280,46 @@ mod tests {
         assert!(more.changes.iter().any(|w| w == "--dp"), "{:?}", more.changes);
         if more.parallel.offload != crate::estimate::Offload::None {
             assert!(more.changes.iter().any(|w| w == "--offload"), "{:?}", more.changes);
+        }
+    }
+
+    /// The paths in Chinese: the same rows and figures, each kind in Chinese (with the other
+    /// product line named in Chinese).
+    #[test]
+    fn the_paths_in_chinese_have_the_same_figures() {
+        let cjk = |s: &str| s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+        let mut sc = Scenario::new(builtin("llama-2-13b").unwrap());
+        sc.seq = 2048;
+        sc.checkpointing = Checkpointing::Full;
+        for card in ["a100-40gb", "rtx-4090"] {
+            let g = gpu::find(card).unwrap();
+            let speed = SpeedModel::default();
+            let en = hardware_paths(&sc, &g, 8, &speed);
+            let zh = hardware_paths_in(&sc, &g, 8, &speed, Lang::ZhCn);
+            assert_eq!(en.len(), zh.len());
+            for (e, z) in en.iter().zip(&zh) {
+                assert!(cjk(&z.kind), "{}", z.kind);
+                assert_eq!(
+                    (&e.gpu, e.gpus, e.total_bytes, e.fits, e.headroom),
+                    (&z.gpu, z.gpus, z.total_bytes, z.fits, z.headroom)
+                );
+                assert_eq!(
+                    (&e.estimate_args, &e.changes, e.product_line),
+                    (&z.estimate_args, &z.changes, z.product_line)
+                );
+                assert_eq!(e.kind.contains('('), z.kind.contains('（'), "{} / {}", e.kind, z.kind);
+                if z.product_line != product_line(&g) {
+                    assert!(
+                        z.kind.contains(product_line_in(&gpu::find(&z.gpu).unwrap(), Lang::ZhCn)),
+                        "{}",
+                        z.kind
+                    );
+                }
+            }
+            if card == "a100-40gb" {
+                let kinds: Vec<_> = zh.iter().map(|p| p.kind.as_str()).collect();
+                assert_eq!(kinds, ["当前", "同代更大的卡", "新一代", "更多 GPU"]);
+            }
         }
     }
 

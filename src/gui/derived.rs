@@ -201,14 +201,15 @@ pub struct ServeComputed {
 }
 
 impl ServeComputed {
-    /// Computes the server of `settings`.
+    /// Computes the server of `settings`, its advice in the interface's language.
     pub fn new(settings: &Settings) -> Result<Self, String> {
         let setup = settings.to_serve_setup()?;
         let serve =
             crate::serve::serve(&setup.model, &setup.gpu, &setup.cfg, setup.checkpoint_dtype.as_deref())
                 .map_err(|e| e.to_string())?;
         let target = Some(settings.serve.target_concurrency).filter(|t| *t > 0.0);
-        let advice = crate::serve::advice::advise(&setup, target).map_err(|e| e.to_string());
+        let advice = crate::serve::advice::advise_in(&setup, target, super::lang::current())
+            .map_err(|e| e.to_string());
         let model_arg = match &settings.model {
             super::state::ModelChoice::Custom { path, .. } => path.clone(),
             _ => crate::flags::model_arg(&setup.model),
@@ -240,16 +241,36 @@ pub struct Derived {
     pub roadmap: Option<crate::roadmap::Roadmap>,
     /// The server, in Serve mode.
     pub serve: Option<Result<ServeComputed, String>>,
+    /// The language the server's advice was written in.
+    serve_lang: super::lang::Lang,
+    /// The language the hardware paths and the roadmap were written in.
+    options_lang: super::lang::Lang,
 }
 
 impl Derived {
-    /// Recomputes if the settings or pins changed since last time.
+    /// Recomputes if the settings or pins changed since last time; a change of the interface
+    /// language alone rewrites the texts (explanations, the server's advice), which is not
+    /// counted as a recomputation.
     pub fn update(&mut self, state: &AppState) {
         let pins: Vec<Settings> = state.pinned.iter().map(|p| p.settings.clone()).collect();
         let lang = super::lang::current();
-        if self.key.as_ref().is_some_and(|(s, p, l)| *s == state.settings && *p == pins && *l == lang) {
+        if let Some((s, p, l)) = &mut self.key
+            && *s == state.settings
+            && *p == pins
+        {
+            if *l != lang {
+                // the same numbers in another language: the texts are rewritten, nothing is
+                // recomputed (a selected timeline event stays selected)
+                *l = lang;
+                self.serve_lang = lang;
+                self.serve = state.settings.serving.then(|| ServeComputed::new(&state.settings));
+                for c in self.current.iter_mut().chain(self.pinned.iter_mut().map(|(_, c)| c)).flatten() {
+                    c.explanations = explain_in(&c.scenario, &c.estimate, lang);
+                }
+            }
             return;
         }
+        self.serve_lang = lang;
         self.recomputations += 1;
         self.serve = state.settings.serving.then(|| ServeComputed::new(&state.settings));
         self.current = Some(Computed::new(&state.settings));
@@ -257,22 +278,25 @@ impl Derived {
         self.key = Some((state.settings.clone(), pins, lang));
     }
 
-    /// The hardware paths of the current scenario (computed on first use after a change).
+    /// The hardware paths of the current scenario (computed on first use after a change of the
+    /// settings or of the interface language).
     pub fn options(&mut self, settings: &Settings) -> &[crate::options::HardwarePath] {
-        if self.options.as_ref().is_none_or(|(s, _)| s != settings) {
+        let lang = super::lang::current();
+        if self.options.as_ref().is_none_or(|(s, _)| s != settings) || self.options_lang != lang {
             let (paths, roadmap) = match &self.current {
                 Some(Ok(c)) => {
                     let global = c.scenario.batch * c.scenario.parallel.dp;
                     let speed = crate::plan::SpeedModel::default();
                     (
-                        crate::options::hardware_paths(&c.scenario, &c.gpu, global, &speed),
-                        crate::roadmap::roadmap(&c.scenario, &c.gpu),
+                        crate::options::hardware_paths_in(&c.scenario, &c.gpu, global, &speed, lang),
+                        crate::roadmap::roadmap_in(&c.scenario, &c.gpu, 0.0, lang),
                     )
                 }
                 _ => (Vec::new(), None),
             };
             self.roadmap = roadmap;
             self.options = Some((settings.clone(), paths));
+            self.options_lang = lang;
         }
         self.options.as_ref().map_or(&[], |(_, p)| p.as_slice())
     }

@@ -14,6 +14,7 @@ pub mod snapshots;
 pub mod state;
 pub mod strings;
 pub mod strings_live;
+pub mod strings_options;
 pub mod strings_zh;
 
 use anyhow::{Context, Result, anyhow};

@@ -15,7 +15,10 @@ pub(super) type Apply = Box<dyn Fn(&mut Scenario, &mut Gpu) -> bool>;
 pub(super) struct Change {
     pub(super) horizon: Horizon,
     pub(super) kind: StepKind,
-    pub(super) title: String,
+    /// The title in English (also the change's name for [`super::titled`]).
+    pub(super) title: &'static str,
+    /// The title in Simplified Chinese.
+    pub(super) zh: &'static str,
     pub(super) effort: &'static str,
     pub(super) how: Vec<String>,
     pub(super) apply: Apply,
@@ -25,7 +28,7 @@ impl Change {
     pub(super) fn new(
         horizon: Horizon,
         kind: StepKind,
-        title: impl Into<String>,
+        (title, zh): (&'static str, &'static str),
         effort: &'static str,
         how: &[&str],
         apply: impl Fn(&mut Scenario, &mut Gpu) -> bool + 'static,
@@ -33,7 +36,8 @@ impl Change {
         Self {
             horizon,
             kind,
-            title: title.into(),
+            title,
+            zh,
             effort,
             how: how.iter().map(|s| (*s).to_owned()).collect(),
             apply: Box::new(apply),
@@ -66,7 +70,7 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
         v.push(Change::new(
             Short,
             Setting,
-            "Mixed precision: bf16 autocast over fp32 weights",
+            ("Mixed precision: bf16 autocast over fp32 weights", "混合精度：在 fp32 权重上用 bf16 autocast"),
             "low",
             &[
                 "PyTorch: with torch.autocast(\"cuda\", dtype=torch.bfloat16): ...",
@@ -80,14 +84,14 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
                 was == Precision::Fp32
             },
         ));
-        v.push(Change::new(Short, Setting, "Gradient checkpointing on every block", "low", &[
+        v.push(Change::new(Short, Setting, ("Gradient checkpointing on every block", "每个块都开启梯度检查点"), "low", &[
             "HF: model.gradient_checkpointing_enable()  or  TrainingArguments(gradient_checkpointing=True)",
         ], |s, _| {
             let apply = s.checkpointing != Checkpointing::Full;
             s.checkpointing = Checkpointing::Full;
             apply
         }));
-        v.push(Change::new(Short, Setting, "Fused linear cross-entropy (Liger kernel): no full logits", "low", &[
+        v.push(Change::new(Short, Setting, ("Fused linear cross-entropy (Liger kernel): no full logits", "融合线性层与交叉熵（Liger kernel）：不生成完整的 logits"), "low", &[
             "pip install liger-kernel; from liger_kernel.transformers import apply_liger_kernel_to_llama; apply_liger_kernel_to_llama()",
         ], |s, _| {
             let apply = s.stack.loss != crate::estimate::Loss::FusedLinearCe && !s.stack.compiled_loss
@@ -95,7 +99,7 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
             if apply { s.stack.loss = crate::estimate::Loss::FusedLinearCe; }
             apply
         }));
-        v.push(Change::new(Short, Setting, "Micro-batch with gradient accumulation (same global batch)", "low", &[
+        v.push(Change::new(Short, Setting, ("Micro-batch with gradient accumulation (same global batch)", "减小微批次，配合梯度累积（全局批次不变）"), "low", &[
             "HF Trainer: per_device_train_batch_size=MB, gradient_accumulation_steps=N (MB x N = the batch before)",
         ], move |s, g| {
             if s.batch <= 1 || s.stack.optimizer_in_backward || s.parallel.pp > 1 {
@@ -118,7 +122,10 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
         v.push(Change::new(
             Short,
             Setting,
-            "8-bit AdamW (bitsandbytes): optimizer states in 8 bits",
+            (
+                "8-bit AdamW (bitsandbytes): optimizer states in 8 bits",
+                "8-bit AdamW（bitsandbytes）：优化器状态以 8 位存储",
+            ),
             "low",
             &["pip install bitsandbytes; TrainingArguments(optim=\"adamw_bnb_8bit\")"],
             |s, _| {
@@ -136,7 +143,10 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
     v.push(Change::new(
         Short,
         Setting,
-        "Allocator: expandable segments (less fragmentation)",
+        (
+            "Allocator: expandable segments (less fragmentation)",
+            "分配器：启用 expandable segments（减少碎片）",
+        ),
         "low",
         &["export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"],
         |s, _| {
@@ -145,7 +155,7 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
             apply
         },
     ));
-    v.push(Change::new(Short, NotMemory, "Measure it: memory monitoring in the job (not a memory change)", "low", &[
+    v.push(Change::new(Short, NotMemory, ("Measure it: memory monitoring in the job (not a memory change)", "先测量：在任务中监控显存（不改变显存占用）"), "low", &[
         "vramscope monitor --interval-ms 250 --count 100000 --json > trace.jsonl",
         "torch.cuda.memory._record_memory_history(); ...; torch.cuda.memory._dump_snapshot(\"snap.pickle\")",
     ], |_, _| false));
@@ -155,7 +165,10 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
             Mid,
             Hardware,
             // named with its GPU count once applied ([`titled`])
-            "Shard model states over GPUs of this card (ZeRO-3 / FSDP full_shard)",
+            (
+                "Shard model states over GPUs of this card (ZeRO-3 / FSDP full_shard)",
+                "在多张同型号 GPU 上切分模型状态（ZeRO-3 / FSDP full_shard）",
+            ),
             "medium",
             &[
                 "DeepSpeed: \"zero_optimization\": {\"stage\": 3}",
@@ -173,7 +186,10 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
         v.push(Change::new(
             Mid,
             Hardware,
-            "ZeRO-Offload: optimizer states and step on the CPU",
+            (
+                "ZeRO-Offload: optimizer states and step on the CPU",
+                "ZeRO-Offload：优化器状态和优化器步放到 CPU 上",
+            ),
             "medium",
             &["DeepSpeed: \"offload_optimizer\": {\"device\": \"cpu\"}"],
             |s, _| {
@@ -187,22 +203,30 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
         ));
     }
     // a larger card: the smallest that fits, in this product line first
-    v.push(Change::new(Mid, Hardware, "A larger card", "medium", &[], move |s, g| {
-        let line = product_line(g);
-        let mut cards: Vec<&Gpu> =
-            gpu::catalog().iter().filter(|c| c.memory_bytes() > g.memory_bytes()).collect();
-        cards.sort_by_key(|c| (product_line(c) != line, c.memory_mib));
-        let fitting = cards.into_iter().find(|c| {
-            verdict(&on_card(s, g, c), c.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= limit(c))
-        });
-        let Some(c) = fitting else { return false };
-        *s = on_card(s, g, c);
-        *g = c.clone();
-        true
-    }));
+    v.push(Change::new(
+        Mid,
+        Hardware,
+        ("A larger card", "换显存更大的卡"),
+        "medium",
+        &[],
+        move |s, g| {
+            let line = product_line(g);
+            let mut cards: Vec<&Gpu> =
+                gpu::catalog().iter().filter(|c| c.memory_bytes() > g.memory_bytes()).collect();
+            cards.sort_by_key(|c| (product_line(c) != line, c.memory_mib));
+            let fitting = cards.into_iter().find(|c| {
+                verdict(&on_card(s, g, c), c.memory_bytes())
+                    .is_ok_and(|v| v.fits && v.estimate.total <= limit(c))
+            });
+            let Some(c) = fitting else { return false };
+            *s = on_card(s, g, c);
+            *g = c.clone();
+            true
+        },
+    ));
     if train {
         // more nodes: the fastest layout the plan search finds on the fewest GPUs that fit
-        v.push(Change::new(Long, Hardware, "More nodes: a layout with tensor / pipeline parallelism", "high", &[
+        v.push(Change::new(Long, Hardware, ("More nodes: a layout with tensor / pipeline parallelism", "更多节点：采用张量并行 / 流水线并行的布局"), "high", &[
             "Megatron-LM / DeepSpeed: the layout's --tensor-model-parallel-size and --pipeline-model-parallel-size",
         ], move |s, g| {
             let world = s.parallel.world().max(1);
@@ -225,7 +249,10 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
     v.push(Change::new(
         Long,
         NotMemory,
-        "A custom allocator for this workload (not a memory change the estimator measures)",
+        (
+            "A custom allocator for this workload (not a memory change the estimator measures)",
+            "为该负载定制显存分配器（不是估算器能衡量的显存变化）",
+        ),
         "high",
         &["torch.cuda.memory.change_current_allocator(torch.cuda.memory.CUDAPluggableAllocator(...))"],
         |_, _| false,
@@ -242,7 +269,10 @@ pub(super) fn method_changes() -> Vec<Change> {
         Change::new(
             Mid,
             Method,
-            "Change of method: LoRA (rank 16 on every projection) instead of full fine-tuning",
+            (
+                "Change of method: LoRA (rank 16 on every projection) instead of full fine-tuning",
+                "更换方法：用 LoRA（所有投影层 rank 16）代替全量微调",
+            ),
             "medium",
             &["PEFT: get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))"],
             move |s, _| {
@@ -256,7 +286,10 @@ pub(super) fn method_changes() -> Vec<Change> {
         Change::new(
             Mid,
             Method,
-            "Change of method: QLoRA (LoRA on a 4-bit NF4 base)",
+            (
+                "Change of method: QLoRA (LoRA on a 4-bit NF4 base)",
+                "更换方法：QLoRA（在 4 位 NF4 基座模型上做 LoRA）",
+            ),
             "medium",
             &[
                 "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True)",

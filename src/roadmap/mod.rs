@@ -11,7 +11,8 @@ use crate::estimate::{Estimate, Scenario};
 use crate::fit::{max_batch, verdict};
 use crate::flags;
 use crate::gpu::Gpu;
-use crate::options::product_line;
+use crate::i18n::Lang;
+use crate::options::product_line_in;
 use serde::Serialize;
 
 mod changes;
@@ -30,13 +31,28 @@ pub enum Horizon {
 }
 
 impl Horizon {
-    /// Display name.
+    /// Display name (English).
     pub const fn label(self) -> &'static str {
+        self.label_in(Lang::En)
+    }
+
+    /// Display name in `lang`.
+    pub const fn label_in(self, lang: Lang) -> &'static str {
         match self {
-            Self::Short => "short term",
-            Self::Mid => "mid term",
-            Self::Long => "long term",
+            Self::Short => lang.pick("short term", "短期"),
+            Self::Mid => lang.pick("mid term", "中期"),
+            Self::Long => lang.pick("long term", "长期"),
         }
+    }
+}
+
+/// An effort ("low", "medium", "high") in `lang`; any other text is returned as it is.
+pub fn effort_in(effort: &'static str, lang: Lang) -> &'static str {
+    match effort {
+        "low" => lang.pick("low", "低"),
+        "medium" => lang.pick("medium", "中"),
+        "high" => lang.pick("high", "高"),
+        other => other,
     }
 }
 
@@ -61,7 +77,7 @@ pub struct Step {
     pub horizon: Horizon,
     /// Kind of change.
     pub kind: StepKind,
-    /// What to do.
+    /// What to do, in the roadmap's language.
     pub title: String,
     /// Per-GPU total after this step (and all before it), bytes: `vramscope estimate` with
     /// [`Step::estimate_args`]. `None` for a step that is not a memory change.
@@ -71,7 +87,8 @@ pub struct Step {
     pub saves: Option<u64>,
     /// Saved share of the total before it, percent.
     pub saves_pct: Option<f64>,
-    /// Where the peak is after the step ("optimizer step", "backward: block 0 …").
+    /// Where the peak is after the step ("optimizer step", "backward: block 0 …"); English in
+    /// every language for now.
     pub peak_at: String,
     /// GPUs in the job after the step.
     pub gpus: u64,
@@ -86,7 +103,7 @@ pub struct Step {
     pub cost_change: Option<f64>,
     /// Cheapest on-demand cloud price per GPU-hour of the card after the step, if the catalog has it.
     pub gpu_hour_price: Option<f64>,
-    /// low / medium / high.
+    /// low / medium / high (in the roadmap's language: 低 / 中 / 高 in zh-CN).
     pub effort: &'static str,
     /// Commands or configuration lines.
     pub how: Vec<String>,
@@ -133,6 +150,7 @@ struct State {
 
 struct Search {
     headroom: f64,
+    lang: Lang,
 }
 
 impl Search {
@@ -187,7 +205,7 @@ impl Search {
         let step = Step {
             horizon: c.horizon,
             kind: c.kind,
-            title: c.title.clone(),
+            title: self.lang.pick(c.title, c.zh).to_owned(),
             total_after: Some(to.e.total),
             saves: if card_change { None } else { saves },
             saves_pct: if card_change {
@@ -202,7 +220,7 @@ impl Search {
             max_batch_after: self.max_batch(&to),
             cost_change,
             gpu_hour_price: cost::on_demand_per_gpu_hour(&to.gpu.id),
-            effort: c.effort,
+            effort: effort_in(c.effort, self.lang),
             how: c.how.clone(),
             estimate_args: flags::words(&f_to),
             changes: flags::words(&flags::changed(&f_from, &f_to)),
@@ -215,7 +233,7 @@ impl Search {
         Step {
             horizon: c.horizon,
             kind: StepKind::NotMemory,
-            title: c.title.clone(),
+            title: self.lang.pick(c.title, c.zh).to_owned(),
             total_after: None,
             saves: None,
             saves_pct: None,
@@ -226,7 +244,7 @@ impl Search {
             max_batch_after: None,
             cost_change: None,
             gpu_hour_price: None,
-            effort: c.effort,
+            effort: effort_in(c.effort, self.lang),
             how: c.how.clone(),
             estimate_args: flags::words(&flags::flags(&at.sc, &at.gpu)),
             changes: Vec::new(),
@@ -237,33 +255,44 @@ impl Search {
 
 /// Names a step by what it did on this state: the card it moved to, the micro-batch and
 /// accumulation it chose, the GPUs it sharded over.
-fn titled(c: &Change, step: &mut Step, to: &State) {
+fn titled(c: &Change, step: &mut Step, to: &State, lang: Lang) {
     if c.title == "A larger card" {
-        step.title = format!("A larger card: {} ({})", to.gpu.name, product_line(&to.gpu));
+        let (name, line) = (&to.gpu.name, product_line_in(&to.gpu, lang));
+        step.title = crate::text!(lang, "A larger card: {name} ({line})", "换显存更大的卡：{name}（{line}）");
         step.how = vec![format!("--gpu {}", to.gpu.id)];
     } else if c.title.starts_with("Micro-batch") {
-        step.title = format!(
-            "Micro-batch {} with gradient accumulation x{} (same batch of {})",
-            to.sc.batch,
-            to.sc.stack.grad_accum,
-            to.sc.batch * u64::from(to.sc.stack.grad_accum)
+        let (mb, accum) = (to.sc.batch, to.sc.stack.grad_accum);
+        let batch = mb * u64::from(accum);
+        step.title = crate::text!(
+            lang,
+            "Micro-batch {mb} with gradient accumulation x{accum} (same batch of {batch})",
+            "微批次 {mb}，梯度累积 x{accum}（批次仍为 {batch}）"
         );
     } else if c.title.starts_with("Shard model states") {
-        step.title = format!(
-            "Shard model states over {} GPUs of this card (ZeRO-3 / FSDP full_shard)",
-            to.sc.parallel.dp
+        let dp = to.sc.parallel.dp;
+        step.title = crate::text!(
+            lang,
+            "Shard model states over {dp} GPUs of this card (ZeRO-3 / FSDP full_shard)",
+            "在 {dp} 张同型号 GPU 上切分模型状态（ZeRO-3 / FSDP full_shard）"
         );
     }
 }
 
-/// Builds the roadmap of `sc` on `gpu`, stopping once it fits with no headroom.
+/// Builds the roadmap of `sc` on `gpu`, stopping once it fits with no headroom (in English).
 pub fn roadmap(sc: &Scenario, gpu: &Gpu) -> Option<Roadmap> {
     roadmap_with(sc, gpu, 0.0)
 }
 
-/// Builds the roadmap of `sc` on `gpu`; "fits" keeps `headroom` (a fraction of the card) free.
+/// Builds the roadmap of `sc` on `gpu`; "fits" keeps `headroom` (a fraction of the card) free
+/// (in English).
 pub fn roadmap_with(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Option<Roadmap> {
-    let search = Search { headroom: headroom.clamp(0.0, 0.9) };
+    roadmap_in(sc, gpu, headroom, Lang::En)
+}
+
+/// [`roadmap_with`] with its texts (titles, headline, effort) in `lang`; the figures, flags and
+/// commands are the same in every language.
+pub fn roadmap_in(sc: &Scenario, gpu: &Gpu, headroom: f64, lang: Lang) -> Option<Roadmap> {
+    let search = Search { headroom: headroom.clamp(0.0, 0.9), lang };
     let (start, fits_before) = search.state(sc.clone(), gpu.clone())?;
     let mut at = start.clone();
     let mut fits = fits_before;
@@ -295,7 +324,7 @@ pub fn roadmap_with(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Option<Roadmap> 
                 pending.iter().enumerate().find_map(|(k, &i)| search.try_step(&at, &all[i]).map(|r| (k, r)));
             let Some((k, (mut step, to))) = found else { break };
             let c = &all[pending.remove(k)];
-            titled(c, &mut step, &to);
+            titled(c, &mut step, &to, lang);
             // done at this stage of the path (a setting that only helps once sharding moved the
             // peak is part of that stage)
             step.horizon = horizon;
@@ -315,12 +344,12 @@ pub fn roadmap_with(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Option<Roadmap> 
                 && step.max_batch_after > mb_now
                 && to.gpu.id == at.gpu.id
             {
-                titled(c, &mut step, &to);
-                step.title = format!(
-                    "{} (largest micro-batch {} -> {})",
-                    step.title,
-                    mb_now.unwrap_or(0),
-                    step.max_batch_after.unwrap_or(0)
+                titled(c, &mut step, &to, lang);
+                let (title, from, to) = (&step.title, mb_now.unwrap_or(0), step.max_batch_after.unwrap_or(0));
+                step.title = crate::text!(
+                    lang,
+                    "{title} (largest micro-batch {from} -> {to})",
+                    "{title}（最大微批次 {from} -> {to}）"
                 );
                 raise_batch.push(step);
             }
@@ -338,14 +367,27 @@ pub fn roadmap_with(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Option<Roadmap> 
     let max_batch_before = search.max_batch(&start);
     let max_batch_after = mb_now;
     let job = |st: &State| format!("{} x {}", st.sc.parallel.world().max(1), st.gpu.name);
+    let on = job(&at);
     let headline = match (fits_before, fits, max_batch_after) {
-        (true, _, Some(b)) => format!("fits already on {}: largest micro-batch {b}; below, what raises it", job(&at)),
-        (false, true, Some(b)) => format!(
-            "fits on {} after {memory_steps} step(s), with a largest micro-batch of {b}",
-            job(&at)
+        (true, _, Some(b)) => crate::text!(
+            lang,
+            "fits already on {on}: largest micro-batch {b}; below, what raises it",
+            "在 {on} 上已可容纳：最大微批次 {b}；下面列出能提高它的改动"
         ),
-        (_, true, None) => format!("fits on {} at the batch asked", job(&at)),
-        (_, false, _) => "still does not fit after every step: a smaller model, a change of method (below) or a larger cluster".into(),
+        (false, true, Some(b)) => crate::text!(
+            lang,
+            "fits on {on} after {memory_steps} step(s), with a largest micro-batch of {b}",
+            "经过 {memory_steps} 步后可在 {on} 上容纳，最大微批次为 {b}"
+        ),
+        (_, true, None) => {
+            crate::text!(lang, "fits on {on} at the batch asked", "按所要求的批次可在 {on} 上容纳")
+        }
+        (_, false, _) => lang
+            .pick(
+                "still does not fit after every step: a smaller model, a change of method (below) or a larger cluster",
+                "所有步骤之后仍无法容纳：需要更小的模型、更换方法（见下文）或更大的集群",
+            )
+            .into(),
     };
     Some(Roadmap {
         total_before: start.e.total,
@@ -361,45 +403,62 @@ pub fn roadmap_with(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Option<Roadmap> 
     })
 }
 
-/// The roadmap as Markdown. `model` is the `--model` the flags follow (a preset name or a path;
-/// `None`: the model's name in angle brackets, for a reader to fill in).
+/// The roadmap as Markdown (in English). `model` is the `--model` the flags follow (a preset
+/// name or a path; `None`: the model's name in angle brackets, for a reader to fill in).
 pub fn to_markdown(sc: &Scenario, r: &Roadmap, model: Option<&str>) -> String {
+    to_markdown_in(sc, r, model, Lang::En)
+}
+
+/// [`to_markdown`] with its headings, table and prose in `lang` (the step texts are the
+/// roadmap's own: build it with [`roadmap_in`] in the same language); commands and flags stay
+/// as they are.
+pub fn to_markdown_in(sc: &Scenario, r: &Roadmap, model: Option<&str>, lang: Lang) -> String {
     let model = model.map_or_else(|| crate::flags::model_arg(&sc.model), str::to_owned);
     let g = |b: u64| format!("{:.1} GiB", b as f64 / crate::units::GIB);
-    let mut s = format!(
-        "# Memory roadmap: {}\n\n**{}** (per GPU now: {} of {}).\n\nEach step is applied on top of the ones before it; its total is `vramscope estimate` with the flags under \"How\".\n\n",
-        sc.model.name,
-        r.headline,
-        g(r.total_before),
-        g(r.capacity_before)
+    let (name, headline, now, cap) = (&sc.model.name, &r.headline, g(r.total_before), g(r.capacity_before));
+    let mut s = crate::text!(
+        lang,
+        "# Memory roadmap: {name}\n\n**{headline}** (per GPU now: {now} of {cap}).\n\nEach step is applied on top of the ones before it; its total is `vramscope estimate` with the flags under \"How\".\n\n",
+        "# 显存路线图：{name}\n\n**{headline}**（当前每 GPU：{now} / {cap}）。\n\n每一步都叠加在之前各步之上；其总量即用“做法”一节中的参数运行 `vramscope estimate` 的结果。\n\n"
     );
     let table = |s: &mut String, steps: &[Step]| {
-        *s += "| # | horizon | step | saves | total after | peak at | fits | largest micro-batch | cost change | effort |\n|---|---|---|---:|---:|---|---|---:|---:|---|\n";
+        *s += lang.pick(
+            "| # | horizon | step | saves | total after | peak at | fits | largest micro-batch | cost change | effort |\n",
+            "| # | 期限 | 步骤 | 节省 | 之后总量 | 峰值位置 | 可容纳 | 最大微批次 | 成本变化 | 投入 |\n",
+        );
+        *s += "|---|---|---|---:|---:|---|---|---:|---:|---|\n";
         for (i, st) in steps.iter().enumerate() {
             let saves = match (st.kind, st.saves, st.saves_pct) {
-                (StepKind::NotMemory, _, _) => "not a memory change".to_owned(),
+                (StepKind::NotMemory, _, _) => lang.pick("not a memory change", "不改变显存").to_owned(),
                 (_, Some(b), Some(p)) => format!("{} ({p:.0} %)", g(b)),
-                _ => format!("capacity {}", g(st.capacity)),
+                _ => {
+                    let c = g(st.capacity);
+                    crate::text!(lang, "capacity {c}", "容量 {c}")
+                }
             };
+            let total = st.total_after.map_or("-".into(), |t| {
+                let (t, c) = (g(t), g(st.capacity));
+                crate::text!(lang, "{t} of {c}", "{t} / {c}")
+            });
             *s += &format!(
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 i + 1,
-                st.horizon.label(),
+                st.horizon.label_in(lang),
                 st.title,
                 saves,
-                st.total_after.map_or("-".into(), |t| format!("{} of {}", g(t), g(st.capacity))),
+                total,
                 if st.peak_at.is_empty() { "-" } else { &st.peak_at },
                 if st.kind == StepKind::NotMemory {
                     "-"
                 } else if st.fits {
-                    "yes"
+                    lang.pick("yes", "是")
                 } else {
-                    "no"
+                    lang.pick("no", "否")
                 },
                 st.max_batch_after.map_or("-".into(), |b| b.to_string()),
                 match (st.cost_change, st.gpu_hour_price) {
                     (Some(c), _) => format!("{:+.0} %", 100.0 * c),
-                    (None, Some(p)) => format!("${p:.2} per GPU-hour"),
+                    (None, Some(p)) => crate::text!(lang, "${p:.2} per GPU-hour", "每 GPU 小时 ${p:.2}"),
                     (None, None) => "-".to_string(),
                 },
                 st.effort
@@ -408,22 +467,37 @@ pub fn to_markdown(sc: &Scenario, r: &Roadmap, model: Option<&str>) -> String {
     };
     table(&mut s, &r.steps);
     if !r.raise_batch.is_empty() {
-        s += "\n## What raises the micro-batch (each alone, on the job that fits)\n\n";
+        s += lang.pick(
+            "\n## What raises the micro-batch (each alone, on the job that fits)\n\n",
+            "\n## 提高微批次的改动（各自单独作用于已可容纳的任务）\n\n",
+        );
         table(&mut s, &r.raise_batch);
     }
     if !r.method.is_empty() {
-        s += "\n## Changes of method (on the short-term settings, this card)\n\n";
+        s += lang.pick(
+            "\n## Changes of method (on the short-term settings, this card)\n\n",
+            "\n## 更换方法（基于短期设置，仍用这张卡）\n\n",
+        );
         table(&mut s, &r.method);
     }
-    s += "\n## How\n\n";
+    s += lang.pick("\n## How\n\n", "\n## 做法\n\n");
     for st in r.steps.iter().chain(&r.raise_batch).chain(&r.method) {
         let mut lines = st.how.clone();
         if !st.changes.is_empty() {
-            lines.push(format!("vramscope estimate flags changed: {}", st.changes.join(" ")));
+            let changed = st.changes.join(" ");
+            lines.push(crate::text!(
+                lang,
+                "vramscope estimate flags changed: {changed}",
+                "vramscope estimate 改动的参数：{changed}"
+            ));
         }
         if st.kind != StepKind::NotMemory {
-            lines
-                .push(format!("after it: vramscope estimate --model {model} {}", st.estimate_args.join(" ")));
+            let args = st.estimate_args.join(" ");
+            lines.push(crate::text!(
+                lang,
+                "after it: vramscope estimate --model {model} {args}",
+                "执行之后：vramscope estimate --model {model} {args}"
+            ));
         }
         s += &format!("### {}\n\n```\n{}\n```\n\n", st.title, lines.join("\n"));
     }
@@ -482,6 +556,91 @@ mod tests {
         let md = to_markdown(&sc, &r, Some("llama-2-13b"));
         assert!(md.contains("| short term |") && md.contains("not a memory change"), "{md}");
         assert!(!md.contains("0.0 GiB (0 %)"), "{md}");
+    }
+
+    fn cjk(s: &str) -> bool {
+        s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+    }
+
+    /// The roadmap in Chinese is the English one's figures with every text translated: the same
+    /// steps, totals, fits and flags, each title and the headline in Chinese, the Markdown's
+    /// frame too; English stays the default.
+    #[test]
+    fn the_roadmap_in_chinese_has_the_same_figures_and_chinese_texts() {
+        let mut sc = Scenario::new(builtin("llama-2-13b").unwrap());
+        sc.seq = 2048;
+        sc.batch = 4;
+        sc.precision = Precision::Fp32;
+        sc.checkpointing = Checkpointing::None;
+        let gpu = gpu::find("rtx-4090").unwrap();
+        let en = roadmap(&sc, &gpu).unwrap();
+        assert_eq!(roadmap_in(&sc, &gpu, 0.0, Lang::En).unwrap(), en);
+        let zh = roadmap_in(&sc, &gpu, 0.0, Lang::ZhCn).unwrap();
+        assert_eq!(
+            (zh.total_before, zh.max_batch_after, zh.fits_after),
+            (en.total_before, en.max_batch_after, en.fits_after)
+        );
+        let all = |r: &Roadmap| -> Vec<Step> {
+            r.steps.iter().chain(&r.raise_batch).chain(&r.method).cloned().collect()
+        };
+        let (e, z) = (all(&en), all(&zh));
+        assert_eq!(e.len(), z.len());
+        assert!(!z.is_empty());
+        for (e, z) in e.iter().zip(&z) {
+            assert!(cjk(&z.title), "{}", z.title);
+            assert_ne!(e.title, z.title);
+            assert_eq!(
+                (e.horizon, e.kind, e.total_after, e.saves, e.fits),
+                (z.horizon, z.kind, z.total_after, z.saves, z.fits)
+            );
+            assert_eq!(
+                (&e.estimate_args, &e.changes, &e.how, &e.peak_at),
+                (&z.estimate_args, &z.changes, &z.how, &z.peak_at)
+            );
+            assert!(["低", "中", "高"].contains(&z.effort), "{}", z.effort);
+            assert_eq!(effort_in(e.effort, Lang::ZhCn), z.effort);
+        }
+        // the headline names the same job and micro-batch
+        assert!(cjk(&zh.headline), "{}", zh.headline);
+        let last = en.steps.iter().rev().find(|s| s.kind != StepKind::NotMemory).unwrap();
+        assert!(zh.headline.contains(&format!("{} x", last.gpus)), "{}", zh.headline);
+        assert!(zh.headline.contains(&en.max_batch_after.unwrap().to_string()), "{}", zh.headline);
+        // the Markdown: English is unchanged, Chinese has no English frame left
+        let md_en = to_markdown(&sc, &en, Some("llama-2-13b"));
+        assert_eq!(to_markdown_in(&sc, &en, Some("llama-2-13b"), Lang::En), md_en);
+        let md = to_markdown_in(&sc, &zh, Some("llama-2-13b"), Lang::ZhCn);
+        assert!(
+            md.contains("# 显存路线图：") && md.contains("| 短期 |") && md.contains("不改变显存"),
+            "{md}"
+        );
+        assert!(
+            md.contains("## 做法") && md.contains("执行之后：vramscope estimate --model llama-2-13b"),
+            "{md}"
+        );
+        for english in [
+            "horizon",
+            "not a memory change",
+            "per GPU-hour",
+            "## How",
+            "after it:",
+            "| yes |",
+            "| no |",
+            "capacity ",
+        ] {
+            assert!(!md.contains(english), "{english} left in: {md}");
+        }
+        // the same rows and the same flags
+        let rows = |m: &str| m.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| #")).count();
+        assert_eq!(rows(&md), rows(&md_en));
+        let flags = |m: &str| {
+            m.lines()
+                .filter(|l| l.contains("vramscope estimate --model"))
+                .map(|l| l.split_once("vramscope").unwrap().1.to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(flags(&md), flags(&md_en));
+        assert_eq!(Horizon::Long.label_in(Lang::ZhCn), "长期");
+        assert_eq!(Horizon::Long.label(), "long term");
     }
 
     /// "More nodes" keeps the job's global batch, pipeline micro-batches included: a 2-stage

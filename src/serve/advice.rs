@@ -6,9 +6,10 @@
 
 use super::{CheckpointFormat, KvDtype, Quantization, Serve, ServeConfig, ServeError, serve};
 use crate::gpu::{self, Gpu};
+use crate::i18n::Lang;
 use crate::model::ModelSpec;
-use crate::options::{generation, product_line};
-use crate::roadmap::{Horizon, StepKind};
+use crate::options::{generation, product_line, product_line_in};
+use crate::roadmap::{Horizon, StepKind, effort_in};
 use serde::Serialize;
 
 /// A server to advise on: the model, its card and the settings.
@@ -37,11 +38,11 @@ pub struct ServeStep {
     pub horizon: Horizon,
     /// A setting, hardware, or a change of what the server offers ([`StepKind::Method`]).
     pub kind: StepKind,
-    /// What to do.
+    /// What to do, in the advice's language.
     pub title: String,
-    /// low / medium / high.
+    /// low / medium / high (低 / 中 / 高 in zh-CN).
     pub effort: &'static str,
-    /// What it costs besides memory (throughput, quality, price).
+    /// What it costs besides memory (throughput, quality, price), in the advice's language.
     pub trade_off: String,
     /// The flags this step changes.
     pub changes: Vec<String>,
@@ -83,7 +84,7 @@ pub struct ServeAdvice {
     pub beside: Vec<ServeStep>,
     /// Does the roadmap reach the target?
     pub meets_target_after: bool,
-    /// What the roadmap delivers, in one line.
+    /// What the roadmap delivers, in one line, in the advice's language.
     pub headline: String,
 }
 
@@ -124,20 +125,37 @@ impl Change {
         }
     }
 
-    fn trade_off(self) -> &'static str {
+    fn trade_off(self, lang: Lang) -> &'static str {
         match self {
-            Self::Utilisation => "nothing else may use the card (another process, a second server)",
-            Self::FewerSeqs => "fewer sequences decode per step: lower throughput under heavy load",
-            Self::Eager => "no CUDA graphs: slower decoding, most at small batches",
-            Self::KvFp8 => "fp8 keys and values: check the model's quality on your prompts",
-            Self::WeightsFp8 => {
-                "fp8 weights (W8A8 on Ada / Hopper and newer, weight-only on Ampere): check quality"
-            }
-            Self::Checkpoint4Bit => {
-                "4-bit weights: a larger quality loss than fp8; needs the exported checkpoint"
-            }
-            Self::Tp(_) => "more GPUs, and an all-reduce per layer over their link",
-            Self::Card => "another card to rent or buy",
+            Self::Utilisation => lang.pick(
+                "nothing else may use the card (another process, a second server)",
+                "这张卡不能再给别的程序用（其他进程、第二个服务器）",
+            ),
+            Self::FewerSeqs => lang.pick(
+                "fewer sequences decode per step: lower throughput under heavy load",
+                "每步解码的序列更少：高负载下吞吐量降低",
+            ),
+            Self::Eager => lang.pick(
+                "no CUDA graphs: slower decoding, most at small batches",
+                "不用 CUDA graph：解码变慢，小批次时最明显",
+            ),
+            Self::KvFp8 => lang.pick(
+                "fp8 keys and values: check the model's quality on your prompts",
+                "键和值以 fp8 存储：请用自己的 prompt 检查模型质量",
+            ),
+            Self::WeightsFp8 => lang.pick(
+                "fp8 weights (W8A8 on Ada / Hopper and newer, weight-only on Ampere): check quality",
+                "fp8 权重（Ada / Hopper 及更新的卡上为 W8A8，Ampere 上仅量化权重）：需检查质量",
+            ),
+            Self::Checkpoint4Bit => lang.pick(
+                "4-bit weights: a larger quality loss than fp8; needs the exported checkpoint",
+                "4 位权重：质量损失比 fp8 大；需要导出好的检查点",
+            ),
+            Self::Tp(_) => lang.pick(
+                "more GPUs, and an all-reduce per layer over their link",
+                "需要更多 GPU，且每层都要在 GPU 间互联上做一次 all-reduce",
+            ),
+            Self::Card => lang.pick("another card to rent or buy", "需要租用或购买另一张卡"),
         }
     }
 }
@@ -186,28 +204,54 @@ fn apply(c: Change, s: &Setup, now: &Serve) -> Setup {
     n
 }
 
-fn title(c: Change, s: &Setup, before: &Setup) -> String {
+fn title(c: Change, s: &Setup, before: &Setup, lang: Lang) -> String {
     match c {
-        Change::Utilisation => "--gpu-memory-utilization 0.95".into(),
-        Change::FewerSeqs => "--max-num-seqs 256 (a smaller profiling sampler)".into(),
-        Change::Eager => "--enforce-eager (no CUDA-graph memory)".into(),
-        Change::KvFp8 => "--kv-cache-dtype fp8 (half the bytes per token)".into(),
-        Change::WeightsFp8 => "--quantization fp8 (online fp8 weights)".into(),
+        Change::Utilisation => lang
+            .pick("--gpu-memory-utilization 0.95", "--gpu-memory-utilization 0.95（提高显存利用率）")
+            .into(),
+        Change::FewerSeqs => lang
+            .pick(
+                "--max-num-seqs 256 (a smaller profiling sampler)",
+                "--max-num-seqs 256（更小的 profiling 采样器）",
+            )
+            .into(),
+        Change::Eager => lang
+            .pick("--enforce-eager (no CUDA-graph memory)", "--enforce-eager（不占用 CUDA graph 显存）")
+            .into(),
+        Change::KvFp8 => lang
+            .pick(
+                "--kv-cache-dtype fp8 (half the bytes per token)",
+                "--kv-cache-dtype fp8（每个 token 的字节数减半）",
+            )
+            .into(),
+        Change::WeightsFp8 => {
+            lang.pick("--quantization fp8 (online fp8 weights)", "--quantization fp8（在线 fp8 权重）").into()
+        }
         Change::Checkpoint4Bit => {
             if before.cfg.quantization == Quantization::Fp8 {
-                "a 4-bit AWQ checkpoint of the model instead of fp8 weights".into()
+                lang.pick(
+                    "a 4-bit AWQ checkpoint of the model instead of fp8 weights",
+                    "改用该模型的 4 位 AWQ 检查点，代替 fp8 权重",
+                )
+                .into()
             } else {
-                "a 4-bit AWQ checkpoint of the model".into()
+                lang.pick("a 4-bit AWQ checkpoint of the model", "改用该模型的 4 位 AWQ 检查点").into()
             }
         }
-        Change::Tp(t) => format!("{t} GPUs with tensor parallelism (--tensor-parallel-size {t})"),
+        Change::Tp(t) => crate::text!(
+            lang,
+            "{t} GPUs with tensor parallelism (--tensor-parallel-size {t})",
+            "{t} 张 GPU 做张量并行（--tensor-parallel-size {t}）"
+        ),
         Change::Card => {
             let line = if product_line(&s.gpu) == product_line(&before.gpu) {
                 String::new()
             } else {
-                format!(", {}", product_line(&s.gpu))
+                let l = product_line_in(&s.gpu, lang);
+                crate::text!(lang, ", {l}", "，{l}")
             };
-            format!("a card with more memory: {}{line}", s.gpu.name)
+            let name = &s.gpu.name;
+            crate::text!(lang, "a card with more memory: {name}{line}", "换显存更大的卡：{name}{line}")
         }
     }
 }
@@ -225,6 +269,13 @@ fn hourly(s: &Setup) -> Option<f64> {
     crate::cost::on_demand_per_gpu_hour(&s.gpu.id).map(|p| p * (s.cfg.tp * s.cfg.pp) as f64)
 }
 
+/// What the advice aims for and the language it speaks.
+#[derive(Clone, Copy)]
+struct Goal {
+    target: Option<f64>,
+    lang: Lang,
+}
+
 fn step(
     c: Change,
     title: String,
@@ -232,7 +283,7 @@ fn step(
     before: &Serve,
     after: &Setup,
     r: Serve,
-    target: Option<f64>,
+    goal: Goal,
 ) -> ServeStep {
     let a = before.args();
     let b = r.args();
@@ -245,8 +296,8 @@ fn step(
         horizon: c.horizon(),
         kind: c.kind(),
         title,
-        effort: c.effort(),
-        trade_off: c.trade_off().into(),
+        effort: effort_in(c.effort(), goal.lang),
+        trade_off: c.trade_off(goal.lang).into(),
         changes,
         serve_args: b,
         gpus: r.gpus(),
@@ -254,7 +305,7 @@ fn step(
         max_concurrency: r.max_concurrency,
         concurrency_at_context: r.concurrency_at_context,
         starts: r.fits,
-        meets_target: meets(&r, target),
+        meets_target: meets(&r, goal.target),
         cost_change,
         serve: r,
     }
@@ -327,8 +378,15 @@ fn tp_sizes(s: &Setup) -> Vec<u64> {
 }
 
 /// The options and the roadmap of `setup`; `target` is the concurrency to reach (at
-/// `setup.cfg.context`, else at max_model_len).
+/// `setup.cfg.context`, else at max_model_len). The texts are in English.
 pub fn advise(setup: &Setup, target: Option<f64>) -> Result<ServeAdvice, ServeError> {
+    advise_in(setup, target, Lang::En)
+}
+
+/// [`advise`] with its texts (titles, trade-offs, effort, headline) in `lang`; the figures and
+/// flags are the same in every language, the errors English.
+pub fn advise_in(setup: &Setup, target: Option<f64>, lang: Lang) -> Result<ServeAdvice, ServeError> {
+    let goal = Goal { target, lang };
     if let Some(t) = target
         && !(t.is_finite() && t > 0.0)
     {
@@ -359,23 +417,24 @@ pub fn advise(setup: &Setup, target: Option<f64>) -> Result<ServeAdvice, ServeEr
         if let Ok(r) = n.run()
             && gains(&before, &r)
         {
-            options.push(step(c, title(c, &n, &base), &base, &before, &n, r, target));
+            options.push(step(c, title(c, &n, &base, lang), &base, &before, &n, r, goal));
         }
     }
     for t in tp_sizes(&base) {
         let n = apply(Change::Tp(t), &base, &before);
         if let Ok(r) = n.run() {
-            options.push(step(Change::Tp(t), title(Change::Tp(t), &n, &base), &base, &before, &n, r, target));
+            let t = Change::Tp(t);
+            options.push(step(t, title(t, &n, &base, lang), &base, &before, &n, r, goal));
         }
     }
     if let Some((n, r)) = pick_card(&base, &before, target) {
-        options.push(step(Change::Card, title(Change::Card, &n, &base), &base, &before, &n, r, target));
+        options.push(step(Change::Card, title(Change::Card, &n, &base, lang), &base, &before, &n, r, goal));
     }
 
     // the roadmap: cumulative, in order of horizon and effort, until the target is met; more
     // GPUs (the smallest TP that meets the target, else the largest), then a 4-bit checkpoint,
     // then a larger card
-    let mut path = Path { base: &base, cur: base.clone(), now: before.clone(), steps: Vec::new(), target };
+    let mut path = Path { base: &base, cur: base.clone(), now: before.clone(), steps: Vec::new(), goal };
     for c in [Change::Utilisation, Change::FewerSeqs, Change::Eager, Change::KvFp8, Change::WeightsFp8] {
         path.try_change(c);
     }
@@ -398,20 +457,23 @@ pub fn advise(setup: &Setup, target: Option<f64>) -> Result<ServeAdvice, ServeEr
         let mut n = base.clone();
         n.cfg.max_model_len = Some(before.max_model_len_that_fits);
         if let Ok(r) = n.run() {
-            let mut st = step(Change::Utilisation, String::new(), &base, &before, &n, r, target);
+            let mut st = step(Change::Utilisation, String::new(), &base, &before, &n, r, goal);
             st.horizon = Horizon::Short;
             st.kind = StepKind::Method;
-            st.effort = "low";
-            st.title = format!(
-                "--max-model-len {} (the longest request that fits today)",
-                before.max_model_len_that_fits
+            st.effort = effort_in("low", lang);
+            let len = before.max_model_len_that_fits;
+            st.title = crate::text!(
+                lang,
+                "--max-model-len {len} (the longest request that fits today)",
+                "--max-model-len {len}（目前能容纳的最长请求）"
             );
-            st.trade_off = "requests longer than that are refused".into();
+            st.trade_off =
+                lang.pick("requests longer than that are refused", "超过这个长度的请求会被拒绝").into();
             beside.push(st);
         }
     }
     let meets_target_after = meets(&now, target);
-    let headline = headline(&before, &now, roadmap.len(), target, meets_target_after);
+    let headline = headline(&before, &now, roadmap.len(), goal, meets_target_after);
     Ok(ServeAdvice {
         schema: 1,
         before,
@@ -435,16 +497,23 @@ pub fn gains(before: &Serve, after: &Serve) -> bool {
 
 /// "starts", or "does not start" with how far the non-KV terms are over the budget.
 pub fn verdict(s: &Serve) -> String {
+    verdict_in(s, Lang::En)
+}
+
+/// [`verdict`] in `lang`.
+pub fn verdict_in(s: &Serve, lang: Lang) -> String {
     let m = margin(s);
     if s.fits {
-        "starts".into()
+        lang.pick("starts", "可启动").into()
     } else if m <= 0 {
-        format!(
-            "does not start ({} over the budget)",
-            crate::units::gib(u64::try_from(-m).unwrap_or(u64::MAX))
-        )
+        let over = crate::units::gib(u64::try_from(-m).unwrap_or(u64::MAX));
+        crate::text!(lang, "does not start ({over} over the budget)", "无法启动（超出预算 {over}）")
     } else {
-        "does not start (one request of max_model_len does not fit)".into()
+        lang.pick(
+            "does not start (one request of max_model_len does not fit)",
+            "无法启动（放不下一个 max_model_len 长度的请求）",
+        )
+        .into()
     }
 }
 
@@ -493,17 +562,18 @@ struct Path<'a> {
     cur: Setup,
     now: Serve,
     steps: Vec<ServeStep>,
-    target: Option<f64>,
+    goal: Goal,
 }
 
 impl Path<'_> {
     fn done(&self) -> bool {
-        meets(&self.now, self.target)
+        meets(&self.now, self.goal.target)
     }
 
     /// Adds the step to `n` (whose answer is `r`) and moves on from it.
     fn take(&mut self, c: Change, n: Setup, r: Serve) {
-        let st = step(c, title(c, &n, &self.cur), self.base, &self.now, &n, r.clone(), self.target);
+        let st =
+            step(c, title(c, &n, &self.cur, self.goal.lang), self.base, &self.now, &n, r.clone(), self.goal);
         self.steps.push(st);
         self.cur = n;
         self.now = r;
@@ -523,18 +593,35 @@ impl Path<'_> {
     }
 }
 
-fn headline(before: &Serve, after: &Serve, steps: usize, target: Option<f64>, met: bool) -> String {
+fn headline(before: &Serve, after: &Serve, steps: usize, goal: Goal, met: bool) -> String {
     use crate::units::digits;
+    let (target, lang) = (goal.target, goal.lang);
     let what = |s: &Serve| {
         let name = gpu::find(&s.gpu).map_or_else(|_| s.gpu.clone(), |g| g.name);
-        format!(
-            "{} tokens of KV cache, {:.1} concurrent {}-token requests on {}×{name}",
+        let (kv, n, len, gpus) = (
             digits(s.kv_tokens),
             concurrency(s),
             digits(s.context.unwrap_or(s.settings.max_model_len)),
             s.gpus(),
+        );
+        crate::text!(
+            lang,
+            "{kv} tokens of KV cache, {n:.1} concurrent {len}-token requests on {gpus}×{name}",
+            "KV 缓存 {kv} 个 token，{gpus}×{name} 上可并发 {n:.1} 个 {len} token 的请求"
         )
     };
+    if lang == Lang::ZhCn {
+        let aim = target.map_or_else(|| "启动".to_owned(), |t| format!("承载 {t} 个并发请求"));
+        return if steps == 0 && met {
+            format!("服务器现在就能{aim}：{}", what(before))
+        } else if met {
+            format!("{steps} 步之后即可{aim}：{}", what(after))
+        } else if steps > 0 {
+            format!("没有任何已建模的改动能让它{aim}：{steps} 步之后为 {}", what(after))
+        } else {
+            format!("没有任何已建模的改动能让它{aim}")
+        };
+    }
     let goal = match target {
         Some(t) => format!("holds {t} concurrent requests"),
         None => "starts".into(),
@@ -605,6 +692,65 @@ mod tests {
         let kv = a.options.iter().find(|o| o.title.contains("kv-cache-dtype")).unwrap();
         let r = kv.kv_tokens as f64 / a.before.kv_tokens as f64;
         assert!((1.9..=2.1).contains(&r), "{r}");
+    }
+
+    /// The advice in Chinese: the same rows, flags and figures as in English, every title,
+    /// trade-off and headline in Chinese, the effort 低 / 中 / 高.
+    #[test]
+    fn the_advice_in_chinese_has_the_same_figures_and_chinese_texts() {
+        let cjk = |s: &str| s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+        let cases = [
+            ("llama-3.1-70b", "h100-80gb", Some(8192), None),
+            ("llama-3.1-8b", "rtx-4090", Some(8192), Some(50.0)),
+            ("llama-3.1-8b", "rtx-4090", None, None),
+        ];
+        for (model, card, len, target) in cases {
+            let s = setup(model, card, ServeConfig { max_model_len: len, ..Default::default() });
+            let en = advise(&s, target).unwrap();
+            assert_eq!(advise_in(&s, target, Lang::En).unwrap(), en);
+            let zh = advise_in(&s, target, Lang::ZhCn).unwrap();
+            assert!(cjk(&zh.headline), "{}", zh.headline);
+            assert_eq!((&zh.before, zh.meets_target_after), (&en.before, en.meets_target_after));
+            let all = |a: &ServeAdvice| -> Vec<ServeStep> {
+                a.options.iter().chain(&a.roadmap).chain(&a.beside).cloned().collect()
+            };
+            let (e, z) = (all(&en), all(&zh));
+            assert_eq!(e.len(), z.len());
+            for (e, z) in e.iter().zip(&z) {
+                assert!(cjk(&z.title) && cjk(&z.trade_off), "{} / {}", z.title, z.trade_off);
+                assert_eq!((&e.serve_args, &e.changes, &e.serve), (&z.serve_args, &z.changes, &z.serve));
+                assert_eq!(
+                    (e.horizon, e.kind, e.starts, e.meets_target),
+                    (z.horizon, z.kind, z.starts, z.meets_target)
+                );
+                assert_eq!(effort_in(e.effort, Lang::ZhCn), z.effort);
+                // a flag named in English is named in Chinese too
+                if let Some(flag) = e.title.split_whitespace().find(|w| w.starts_with("--")) {
+                    assert!(z.title.contains(flag), "{} / {}", e.title, z.title);
+                }
+                let v = verdict_in(&z.serve, Lang::ZhCn);
+                assert!(cjk(&v), "{v}");
+                assert_eq!(verdict(&e.serve), verdict_in(&e.serve, Lang::En));
+            }
+            // the text: the same commands, no English frame left
+            for options in [false, true] {
+                let t_en = crate::serve::text::advice(&en, model, options);
+                assert_eq!(crate::serve::text::advice_in(&en, model, options, Lang::En), t_en);
+                let t_zh = crate::serve::text::advice_in(&zh, model, options, Lang::ZhCn);
+                let commands = |t: &str| -> Vec<String> {
+                    t.lines()
+                        .filter(|l| l.trim_start().starts_with("vramscope serve"))
+                        .map(str::to_owned)
+                        .collect()
+                };
+                assert_eq!(commands(&t_zh), commands(&t_en));
+                for english in
+                    ["effort)", "trade-off:", "changes:", "GPU(s)", "each change alone", "the path (", "now:"]
+                {
+                    assert!(!t_zh.contains(english), "{english} left in:\n{t_zh}");
+                }
+            }
+        }
     }
 
     #[test]

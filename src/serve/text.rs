@@ -2,6 +2,7 @@
 
 use super::Serve;
 use super::advice::{ServeAdvice, ServeStep};
+use crate::i18n::Lang;
 use crate::units::{digits as count, gib};
 
 fn per_token(b: u64) -> String {
@@ -83,58 +84,77 @@ pub fn answer(s: &Serve, gpu_name: &str) -> String {
 }
 
 /// `serve --options` (each change alone, `options`) or `--roadmap` as text: each row's figures
-/// and the command that gives them; `model` is the `--model` value.
+/// and the command that gives them; `model` is the `--model` value. In English.
 pub fn advice(a: &ServeAdvice, model: &str, options: bool) -> String {
+    advice_in(a, model, options, Lang::En)
+}
+
+/// [`advice`] with its frame in `lang` (the rows' texts are the advice's own: make it with
+/// [`super::advice::advise_in`] in the same language); commands and flags stay as they are.
+pub fn advice_in(a: &ServeAdvice, model: &str, options: bool, lang: Lang) -> String {
     let b = &a.before;
     let mut o = format!("{}\n", a.headline);
+    let at = |c: f64, n: u64| {
+        let n = count(n);
+        crate::text!(lang, ", {c:.1} at {n} tokens", "，{n} token 时为 {c:.1}")
+    };
     let ctx = match (b.concurrency_at_context, b.context) {
-        (Some(c), Some(n)) => format!(", {c:.1} at {} tokens", count(n)),
+        (Some(c), Some(n)) => at(c, n),
         _ => String::new(),
     };
-    o += &format!(
-        "  now: {} tokens of KV cache, {:.1} concurrent {}-token requests{ctx}, {}\n",
-        count(b.kv_tokens),
-        b.max_concurrency,
-        count(b.settings.max_model_len),
-        if b.fits { "starts" } else { "does not start" }
+    let (kv, conc, len) = (count(b.kv_tokens), b.max_concurrency, count(b.settings.max_model_len));
+    let starts =
+        if b.fits { lang.pick("starts", "可启动") } else { lang.pick("does not start", "无法启动") };
+    o += &crate::text!(
+        lang,
+        "  now: {kv} tokens of KV cache, {conc:.1} concurrent {len}-token requests{ctx}, {starts}\n",
+        "  当前：KV 缓存 {kv} 个 token，可并发 {conc:.1} 个 {len} token 的请求{ctx}，{starts}\n"
     );
     o += &format!("    vramscope serve --model {model} {}\n\n", b.args().join(" "));
     let row = |o: &mut String, st: &ServeStep| {
         let ctx = match (st.concurrency_at_context, st.serve.context) {
-            (Some(c), Some(n)) => format!(", {c:.1} at {} tokens", count(n)),
+            (Some(c), Some(n)) => at(c, n),
             _ => String::new(),
         };
-        let cost = st.cost_change.map(|c| format!(", price {:+.0} %", c * 100.0)).unwrap_or_default();
-        *o += &format!(
-            "  [{}] {} ({} effort)\n    {} GPU(s): {} tokens, {:.1} concurrent{ctx}, {}{cost}\n    trade-off: {}\n    changes: {}\n    vramscope serve --model {model} {}\n",
-            st.horizon.label(),
-            st.title,
-            st.effort,
-            st.gpus,
-            count(st.kv_tokens),
-            st.max_concurrency,
-            super::advice::verdict(&st.serve),
-            st.trade_off,
-            st.changes.join(" "),
-            st.serve_args.join(" ")
+        let cost = st
+            .cost_change
+            .map(|c| {
+                let p = c * 100.0;
+                crate::text!(lang, ", price {p:+.0} %", "，价格 {p:+.0} %")
+            })
+            .unwrap_or_default();
+        let (when, title, effort, gpus) = (st.horizon.label_in(lang), &st.title, st.effort, st.gpus);
+        let (tokens, conc) = (count(st.kv_tokens), st.max_concurrency);
+        let verdict = super::advice::verdict_in(&st.serve, lang);
+        let (trade_off, changes, args) = (&st.trade_off, st.changes.join(" "), st.serve_args.join(" "));
+        *o += &crate::text!(
+            lang,
+            "  [{when}] {title} ({effort} effort)\n    {gpus} GPU(s): {tokens} tokens, {conc:.1} concurrent{ctx}, {verdict}{cost}\n    trade-off: {trade_off}\n    changes: {changes}\n    vramscope serve --model {model} {args}\n",
+            "  [{when}] {title}（投入：{effort}）\n    {gpus} 张 GPU：{tokens} 个 token，可并发 {conc:.1}{ctx}，{verdict}{cost}\n    代价：{trade_off}\n    改动：{changes}\n    vramscope serve --model {model} {args}\n"
         );
     };
     if options {
-        o += "  each change alone:\n";
+        o += lang.pick("  each change alone:\n", "  单独应用每项更改：\n");
         for st in &a.options {
             row(&mut o, st);
         }
     } else {
-        o += "  the path (each step on top of the ones before):\n";
+        o += lang.pick(
+            "  the path (each step on top of the ones before):\n",
+            "  路线图（每一步叠加在之前各步之上）：\n",
+        );
         if a.roadmap.is_empty() {
-            o += "    (no step needed)\n";
+            o += lang.pick("    (no step needed)\n", "    （无需任何步骤）\n");
         }
         for st in &a.roadmap {
             row(&mut o, st);
         }
     }
     if !a.beside.is_empty() {
-        o += "\n  beside it (changes what the server accepts):\n";
+        o += lang.pick(
+            "\n  beside it (changes what the server accepts):\n",
+            "\n  路线图之外（会改变服务器接受的请求）：\n",
+        );
         for st in &a.beside {
             row(&mut o, st);
         }

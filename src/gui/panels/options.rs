@@ -7,6 +7,7 @@ use crate::gui::intent::Intent;
 use crate::gui::palette;
 use crate::gui::state::View;
 use crate::gui::strings::tr;
+use crate::gui::strings_options::tr_options;
 use crate::options::HardwarePath;
 use crate::roadmap::{Roadmap, Step, StepKind};
 use crate::units::GIB;
@@ -22,21 +23,22 @@ pub fn ui(
 ) -> Vec<Intent> {
     let mut out = Vec::new();
     let t = tr();
+    let o = tr_options();
     ui.label(egui::RichText::new(t.options_intro).weak());
     ui.add_space(4.0);
     egui::ScrollArea::both().id_salt("options").show(ui, |ui| {
         egui::Grid::new("options_grid").striped(true).spacing([14.0, 4.0]).show(ui, |ui| {
             for h in [
-                "path",
-                "GPU",
-                "GPUs",
-                "layout",
-                "batch",
-                "GiB per GPU",
-                "fits",
-                "speed",
-                "$/h",
-                "$/M tokens",
+                o.col_path,
+                o.col_gpu,
+                o.col_gpus,
+                o.col_layout,
+                o.col_batch,
+                o.col_gib_per_gpu,
+                o.col_fits,
+                o.col_speed,
+                o.col_usd_per_hour,
+                o.col_usd_per_m_tokens,
             ] {
                 ui.strong(h);
             }
@@ -48,17 +50,17 @@ pub fn ui(
                 let q = &p.parallel;
                 let offload = match q.offload {
                     crate::estimate::Offload::None => "",
-                    crate::estimate::Offload::Optimizer => ", offload optimizer",
-                    crate::estimate::Offload::Params => ", offload params",
+                    crate::estimate::Offload::Optimizer => o.offload_optimizer,
+                    crate::estimate::Offload::Params => o.offload_params,
                 };
                 let changes = if p.changes.is_empty() {
-                    "the scenario as it is".to_owned()
+                    o.as_it_is.to_owned()
                 } else {
                     format!("vramscope estimate … {}", p.changes.join(" "))
                 };
                 ui.label(format!(
-                    "dp{} tp{} pp{} Z{}, ckpt {}{offload}",
-                    q.dp, q.tp, q.pp, q.zero, p.checkpoint
+                    "dp{} tp{} pp{} Z{}, {} {}{offload}",
+                    q.dp, q.tp, q.pp, q.zero, o.ckpt, p.checkpoint
                 ))
                 .on_hover_text(changes);
                 ui.label(if p.grad_accum > 1 {
@@ -68,9 +70,9 @@ pub fn ui(
                 });
                 ui.label(format!("{:.1} / {:.1}", p.total_bytes as f64 / GIB, p.capacity as f64 / GIB));
                 let (text, color) = if p.fits {
-                    (format!("yes (+{:.1})", p.headroom as f64 / GIB), ui.visuals().text_color())
+                    (format!("{} (+{:.1})", o.yes, p.headroom as f64 / GIB), ui.visuals().text_color())
                 } else {
-                    (format!("no (-{:.1})", -p.headroom as f64 / GIB), ui.visuals().error_fg_color)
+                    (format!("{} (-{:.1})", o.no, -p.headroom as f64 / GIB), ui.visuals().error_fg_color)
                 };
                 ui.colored_label(color, text);
                 ui.label(format!("{:.2}x", p.speedup));
@@ -91,17 +93,23 @@ pub fn ui(
 
 /// The cost of a run of N tokens on each catalog instance.
 fn run_cost_ui(ui: &mut egui::Ui, c: &Computed, view: &View, out: &mut Vec<Intent>) {
+    let o = tr_options();
     ui.horizontal(|ui| {
-        ui.strong("Cost of a run:");
+        ui.strong(o.run_cost);
         let mut tokens = view.run_tokens_b;
         let mut mfu = view.mfu * 100.0;
         let a = ui
-            .add(egui::DragValue::new(&mut tokens).range(0.001..=100_000.0).speed(0.1).suffix(" B tokens"))
-            .on_hover_text("Tokens processed by the whole run, in billions (6 x active params x tokens FLOPs to train, 2 x to infer).");
-        ui.label("at MFU");
+            .add(
+                egui::DragValue::new(&mut tokens)
+                    .range(0.001..=100_000.0)
+                    .speed(0.1)
+                    .suffix(o.run_tokens_suffix),
+            )
+            .on_hover_text(o.run_tokens_tip);
+        ui.label(o.at_mfu);
         let b = ui
             .add(egui::DragValue::new(&mut mfu).range(5.0..=90.0).speed(0.5).suffix(" %"))
-            .on_hover_text("Model FLOPs utilisation: the share of the GPU's dense bf16 peak the run sustains (40 % is typical).");
+            .on_hover_text(o.mfu_tip);
         if a.changed() || b.changed() {
             out.push(Intent::SetRunCost { tokens_b: tokens, mfu: mfu / 100.0 });
         }
@@ -118,34 +126,38 @@ fn run_cost_ui(ui: &mut egui::Ui, c: &Computed, view: &View, out: &mut Vec<Inten
         &cost::Discounts::default(),
     );
     ui.label(
-        egui::RichText::new(format!(
-            "{flops:.2e} FLOPs on whole instances with at least the layout's {} GPU(s) (extra GPUs run data-parallel); spot -70 % (interruptions cost the work since the last checkpoint), committed -40 %.",
-            sc.parallel.world()
-        ))
+        egui::RichText::new(
+            o.run_cost_note
+                .replace("{flops}", &format!("{flops:.2e}"))
+                .replace("{gpus}", &sc.parallel.world().to_string()),
+        )
         .weak(),
     );
     egui::Grid::new("run_cost_grid").striped(true).spacing([14.0, 3.0]).show(ui, |ui| {
         for h in [
-            "option",
-            "GPU",
-            "fits",
-            "instances",
-            "wall hours",
-            "GPU-hours",
-            "on demand",
-            "spot",
-            "committed",
+            o.col_option,
+            o.col_gpu,
+            o.col_fits,
+            o.col_instances,
+            o.col_wall_hours,
+            o.col_gpu_hours,
+            o.col_on_demand,
+            o.col_spot,
+            o.col_committed,
         ] {
             ui.strong(h);
         }
         ui.end_row();
-        for o in opts.iter().take(8) {
-            let Some(k) = &o.cost else { continue };
-            let rented = o.instance.purchase.is_none();
-            ui.label(format!("{} {}", o.instance.provider, o.instance.name))
-                .on_hover_text(format!("price noted {} ({})", o.instance.price_date, o.instance.region));
-            ui.label(&o.instance.gpu);
-            ui.colored_label(palette::verdict(o.fits), if o.fits { "yes" } else { "no" });
+        for x in opts.iter().take(8) {
+            let Some(k) = &x.cost else { continue };
+            let rented = x.instance.purchase.is_none();
+            ui.label(format!("{} {}", x.instance.provider, x.instance.name)).on_hover_text(
+                o.price_noted
+                    .replace("{date}", &x.instance.price_date)
+                    .replace("{region}", &x.instance.region),
+            );
+            ui.label(&x.instance.gpu);
+            ui.colored_label(palette::verdict(x.fits), if x.fits { o.yes } else { o.no });
             ui.label(k.instances.to_string());
             ui.label(format!("{:.1}", k.wall_hours));
             ui.label(format!("{:.0}", k.gpu_hours));
@@ -158,10 +170,13 @@ fn run_cost_ui(ui: &mut egui::Ui, c: &Computed, view: &View, out: &mut Vec<Inten
     if sc.parallel.world() <= 1
         && let Some((slices, gib, jobs)) = cost::mig_share(c.estimate.total, &c.gpu)
     {
-        ui.label(format!(
-            "Small enough to share: a MIG {slices}g.{gib:.0}gb slice holds it; {jobs} such jobs fit one {}.",
-            c.gpu.name
-        ));
+        ui.label(
+            o.mig_share
+                .replace("{slices}", &slices.to_string())
+                .replace("{gib}", &format!("{gib:.0}"))
+                .replace("{jobs}", &jobs.to_string())
+                .replace("{gpu}", &c.gpu.name),
+        );
     }
 }
 
@@ -171,11 +186,13 @@ type RoadmapBar = (String, u64, Vec<(Component, u64)>);
 /// The roadmap: the headline, one stacked bar per cumulative step (with that step's capacity as
 /// a tick), and the steps with what they save.
 fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
-    ui.strong(format!("Roadmap: {}", r.headline));
+    let o = tr_options();
+    let lang = crate::gui::lang::current();
+    ui.strong(o.roadmap_title.replace("{headline}", &r.headline));
     let steps: Vec<_> = r.steps.iter().filter(|s| s.kind != StepKind::NotMemory).collect();
     let n = steps.len() + 1;
     let h = 170.0;
-    ui.label(egui::RichText::new("Each bar is the per-GPU total (GiB) after that step and all before it; the bar across is that step's GPU capacity. Hover a step for how to do it.").weak());
+    ui.label(egui::RichText::new(o.roadmap_hint).weak());
     let (rect, _) = ui.allocate_exact_size(vec2(ui.available_width().max(200.0), h), Sense::hover());
     let painter = ui.painter_at(rect);
     let text = ui.visuals().text_color();
@@ -196,7 +213,7 @@ fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
     let w = (slot * 0.55).min(60.0);
     let mut bars: Vec<RoadmapBar> = Vec::with_capacity(n);
     // "now": the total before the first step, one grey block (the breakdown above shows its parts)
-    bars.push(("now".into(), r.capacity_before, vec![(Component::Overhead, r.total_before)]));
+    bars.push((o.now.into(), r.capacity_before, vec![(Component::Overhead, r.total_before)]));
     for (i, s) in steps.iter().enumerate() {
         let parts = Component::ALL.iter().map(|&c| (c, c.at_peak(&s.estimate))).collect();
         bars.push((format!("{}", i + 1), s.capacity, parts));
@@ -232,27 +249,35 @@ fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
             continue;
         }
         match id {
-            "roadmap_batch" => ui.strong("What raises the micro-batch (each alone, on the job that fits)"),
-            "roadmap_method" => ui.strong("Changes of method (on the short-term settings, this card)"),
+            "roadmap_batch" => ui.strong(o.raise_batch_title),
+            "roadmap_method" => ui.strong(o.method_title),
             _ => ui.label(""),
         };
         egui::Grid::new(id).striped(true).spacing([12.0, 3.0]).show(ui, |ui| {
-            for hd in ["#", "when", "step", "saves", "total after", "fits", "effort"] {
+            for hd in [
+                o.col_number,
+                o.col_when,
+                o.col_step,
+                o.col_saves,
+                o.col_total_after,
+                o.col_fits,
+                o.col_effort,
+            ] {
                 ui.strong(hd);
             }
             ui.end_row();
             for (i, s) in list.iter().enumerate() {
                 ui.label(format!("{}", i + 1));
-                ui.label(s.horizon.label());
+                ui.label(s.horizon.label_in(lang));
                 let mut how = s.how.join("\n");
                 if !s.changes.is_empty() {
-                    how += &format!("\nflags: {}", s.changes.join(" "));
+                    how += &format!("\n{} {}", o.flags, s.changes.join(" "));
                 }
                 ui.label(&s.title).on_hover_text(how);
                 match (s.kind, s.saves, s.saves_pct) {
-                    (StepKind::NotMemory, _, _) => ui.label("not a memory change"),
+                    (StepKind::NotMemory, _, _) => ui.label(o.not_memory),
                     (_, Some(b), Some(p)) => ui.label(format!("{:.1} GiB ({p:.0} %)", b as f64 / GIB)),
-                    _ => ui.label(format!("card of {:.0} GiB", s.capacity as f64 / GIB)),
+                    _ => ui.label(o.card_of.replace("{gib}", &format!("{:.0}", s.capacity as f64 / GIB))),
                 };
                 match s.total_after {
                     Some(t) => {
@@ -263,7 +288,7 @@ fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
                 if s.kind == StepKind::NotMemory {
                     ui.label("-");
                 } else {
-                    ui.colored_label(palette::verdict(s.fits), if s.fits { "yes" } else { "no" });
+                    ui.colored_label(palette::verdict(s.fits), if s.fits { o.yes } else { o.no });
                 }
                 ui.label(s.effort);
                 ui.end_row();

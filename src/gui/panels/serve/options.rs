@@ -57,7 +57,7 @@ fn table(
         }
         ui.end_row();
         for st in steps {
-            ui.label(st.horizon.label());
+            ui.label(st.horizon.label_in(crate::gui::lang::current()));
             let cmd = format!("vramscope serve --model {} {}", c.model_arg, st.serve_args.join(" "));
             ui.add(egui::Label::new(st.title.as_str()).extend()).on_hover_text(format!(
                 "{}\n{}\n{cmd}",
