@@ -292,7 +292,8 @@ pub fn render(f: &ScenarioFile, format: Format) -> Result<String, ExportError> {
 }
 
 /// Renders one format, the Markdown plan report in `lang`; the other formats (machine-read files,
-/// framework settings, the roadmap) are the same in every language.
+/// framework settings, the roadmap's JSON) are the same in every language; the Markdown roadmap
+/// follows it too.
 pub fn render_in(f: &ScenarioFile, format: Format, lang: crate::i18n::Lang) -> Result<String, ExportError> {
     let ser = |e: serde_json::Error| ExportError::Serialise(e.to_string());
     // the estimate `vramscope estimate` prints: with the file's card, the allocator replayed on it
@@ -307,12 +308,14 @@ pub fn render_in(f: &ScenarioFile, format: Format, lang: crate::i18n::Lang) -> R
                 path: "scenario".into(),
                 msg: "a roadmap needs a GPU (--gpu)".into(),
             })?;
-            let r = roadmap::roadmap(&f.scenario, &g).ok_or_else(|| ExportError::Invalid {
+            // the Markdown roadmap in the language asked for; its JSON stays English
+            let lang = if format == Format::Roadmap { lang } else { crate::i18n::Lang::En };
+            let r = roadmap::roadmap_in(&f.scenario, &g, 0.0, lang).ok_or_else(|| ExportError::Invalid {
                 path: "scenario".into(),
                 msg: "the scenario cannot be estimated".into(),
             })?;
             if format == Format::Roadmap {
-                roadmap::to_markdown(&f.scenario, &r, None)
+                roadmap::to_markdown_in(&f.scenario, &r, None, lang)
             } else {
                 serde_json::to_string_pretty(&r).map_err(ser)? + "\n"
             }

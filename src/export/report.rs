@@ -302,8 +302,8 @@ pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String 
             o.max_batch.map_or_else(|| "-".into(), |b| b.to_string())
         );
     }
-    if let Some(r) = f.gpu().and_then(|gp| roadmap::roadmap(sc, &gp)) {
-        let md = roadmap::to_markdown(sc, &r, None);
+    if let Some(r) = f.gpu().and_then(|gp| roadmap::roadmap_in(sc, &gp, 0.0, lang)) {
+        let md = roadmap::to_markdown_in(sc, &r, None, lang);
         // demote the roadmap's headings one level under the report
         s.push('\n');
         for line in md.lines() {

@@ -517,14 +517,26 @@ impl VramApp {
         let Some(Ok(sv)) = &self.derived.serve else { return Err(ts.export_none.into()) };
         let a = sv.advice.as_ref().map_err(Clone::clone)?;
         if json {
+            // JSON values stay English (what `serve --roadmap --json` prints), whatever the window's
+            // language
+            let english;
+            let a = if super::lang::current() == super::lang::Lang::En {
+                a
+            } else {
+                let setup = self.state.settings.to_serve_setup()?;
+                let target = Some(self.state.settings.serve.target_concurrency).filter(|t| *t > 0.0);
+                english = crate::serve::advice::advise_in(&setup, target, super::lang::Lang::En)
+                    .map_err(|e| e.to_string())?;
+                &english
+            };
             return serde_json::to_string_pretty(a).map(|t| t + "\n").map_err(|e| e.to_string());
         }
         use crate::serve::text;
         Ok(format!(
             "{}\n{}\n{}",
             text::answer(&sv.serve, &sv.gpu.name),
-            text::advice(a, &sv.model_arg, false),
-            text::advice(a, &sv.model_arg, true)
+            text::advice_in(a, &sv.model_arg, false, super::lang::current()),
+            text::advice_in(a, &sv.model_arg, true, super::lang::current())
         ))
     }
 

@@ -439,9 +439,7 @@ mod tests {
 
     #[test]
     fn leaving_restores_the_user_s_scenario_and_tab() {
-        let mut mine = Settings::default();
-        mine.batch = 3;
-        mine.seq = 777;
+        let mine = Settings { batch: 3, seq: 777, ..Default::default() };
         let mut tab = Tab::Compare;
         let mut learn = None;
         let s = step(&mut learn, &mine, &mut tab, LearnStep::Start).expect("starts");

@@ -213,7 +213,7 @@ impl Search {
             } else {
                 saves.map(|s| 100.0 * s as f64 / from.e.total.max(1) as f64)
             },
-            peak_at: to.e.peak.describe(),
+            peak_at: to.e.peak.describe_in(self.lang),
             gpus: to.sc.parallel.world(),
             capacity: to.gpu.memory_bytes(),
             fits,
