@@ -43,6 +43,11 @@ fn main() -> ExitCode {
         Some(cli::Command::Timeline(a)) => cli::run_timeline(a),
         Some(cli::Command::Probe(a)) => cli::run_probe(a),
         Some(cli::Command::Calibrate(a)) => cli::run_calibrate(a),
+        None if args.slide.is_some() => {
+            let path = args.slide.as_deref().unwrap_or(std::path::Path::new("slide.png"));
+            vramscope::gui::slide::write_file(path, args.open.as_deref(), args.lang.unwrap_or_default())
+                .map(|()| format!("slide written to {}\n", path.display()))
+        }
         None => match vramscope::gui::run(vramscope::gui::Launch {
             screenshot: args.screenshot.clone(),
             frames: args.frames,

@@ -74,6 +74,11 @@ pub struct Cli {
     /// With --screenshot: the light theme (the default is dark).
     #[arg(long, requires = "screenshot")]
     pub light: bool,
+    /// Write the slide of the scenario (the default, or --open FILE) to this PNG and exit, without
+    /// a window: the chart with a title, caption, verdict and footer, 1920x1080 at 2x pixel
+    /// density, light theme, in --lang (default en).
+    #[arg(long, value_name = "PATH.png", conflicts_with = "screenshot")]
+    pub slide: Option<std::path::PathBuf>,
     /// Open the Learn view at lesson N (1-8): the lesson's scenario, tab and highlighted
     /// segments; leaving it brings back the scenario the app opened on.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=8))]

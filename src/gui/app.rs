@@ -209,6 +209,7 @@ impl VramApp {
                 self.state.view.run_tokens_b = tokens_b.clamp(1e-6, 1e6);
                 self.state.view.mfu = mfu.clamp(0.05, 0.9);
             }
+            Intent::ExportSlide => self.export_slide(),
             Intent::ExportPng { chart_only } => {
                 let name = if chart_only { "vramscope-chart.png" } else { "vramscope.png" };
                 match rfd::FileDialog::new().set_file_name(name).add_filter("PNG", &["png"]).save_file() {
@@ -663,6 +664,37 @@ impl VramApp {
                 format!("Opened {} ({} snapshots)", path.display(), self.live.history.samples.len()),
             ),
         };
+    }
+
+    /// Asks where, then renders the slide and writes it on the "vramscope-slide" thread (a few
+    /// hundred milliseconds for 3840×2160 pixels); the status bar says when it is written.
+    fn export_slide(&mut self) {
+        let Some(Ok(c)) = &self.derived.current else {
+            return self.set_status(StatusKind::Error, tr().export_none);
+        };
+        let Some(path) = rfd::FileDialog::new()
+            .set_file_name("vramscope-slide.png")
+            .add_filter("PNG", &["png"])
+            .save_file()
+        else {
+            return self.set_status(StatusKind::Info, tr().export_cancelled);
+        };
+        let (c, settings, lang) = (c.clone(), self.state.settings.clone(), super::lang::current());
+        let (tx, rx) = mpsc::channel();
+        let shown = path.display().to_string();
+        let spawned = std::thread::Builder::new().name("vramscope-slide".into()).spawn(move || {
+            let err = super::slide::write(&c, &settings, lang, &path)
+                .err()
+                .map_or_else(String::new, |e| format!("{e:#}"));
+            let _ = tx.send((path, err));
+        });
+        match spawned {
+            Ok(_) => {
+                self.png_rx = Some(rx);
+                self.set_status(StatusKind::Info, format!("Writing {shown}…"));
+            }
+            Err(e) => self.set_status(StatusKind::Error, format!("could not start the slide writer: {e}")),
+        }
     }
 
     fn screenshot_step(&mut self, ctx: &egui::Context) {

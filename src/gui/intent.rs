@@ -22,6 +22,9 @@ pub enum Intent {
     ExportServe {
         json: bool,
     },
+    /// Save the slide: the chart with its title, caption, verdict and footer (a 1920×1080 slide
+    /// at 2× pixel density, light theme, the interface's language).
+    ExportSlide,
     /// Save a PNG of the window, or of the breakdown chart alone.
     ExportPng {
         chart_only: bool,

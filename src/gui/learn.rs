@@ -414,9 +414,11 @@ mod tests {
             let en = lesson.body(&c, roadmap.as_ref(), Lang::En);
             let zh = lesson.body(&c, roadmap.as_ref(), Lang::ZhCn);
             assert!(zh.chars().any(|ch| ('\u{4e00}'..='\u{9fff}').contains(&ch)), "{lesson:?}: {zh}");
+            // the decimals of a text ("0.41", "14.96"), not a sentence's full stop after a digit
             let numbers = |s: &str| -> Vec<String> {
                 s.split(|ch: char| !(ch.is_ascii_digit() || ch == '.'))
-                    .filter(|w| w.contains('.') && w.len() > 2)
+                    .map(|w| w.trim_matches('.'))
+                    .filter(|w| w.contains('.'))
                     .map(str::to_owned)
                     .collect()
             };

@@ -10,6 +10,8 @@ pub mod learn;
 pub mod live;
 pub mod palette;
 pub mod panels;
+pub mod raster;
+pub mod slide;
 pub mod snapshots;
 pub mod state;
 pub mod strings;

@@ -593,10 +593,10 @@ mod tests {
                 (e.horizon, e.kind, e.total_after, e.saves, e.fits),
                 (z.horizon, z.kind, z.total_after, z.saves, z.fits)
             );
-            assert_eq!(
-                (&e.estimate_args, &e.changes, &e.how, &e.peak_at),
-                (&z.estimate_args, &z.changes, &z.how, &z.peak_at)
-            );
+            assert_eq!((&e.estimate_args, &e.changes, &e.how), (&z.estimate_args, &z.changes, &z.how));
+            // the peak's moment in the step's language, the same moment
+            assert_eq!(e.peak_at.is_empty(), z.peak_at.is_empty());
+            assert!(z.peak_at.is_empty() || cjk(&z.peak_at), "{}", z.peak_at);
             assert!(["低", "中", "高"].contains(&z.effort), "{}", z.effort);
             assert_eq!(effort_in(e.effort, Lang::ZhCn), z.effort);
         }

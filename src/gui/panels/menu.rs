@@ -41,6 +41,12 @@ pub fn ui(ui: &mut egui::Ui, state: &AppState) -> Vec<Intent> {
                     out.push(Intent::ExportPng { chart_only: true });
                     ui.close();
                 }
+                if !state.settings.serving
+                    && ui.button(t.menu_export_slide).on_hover_text(t.menu_export_slide_tip).clicked()
+                {
+                    out.push(Intent::ExportSlide);
+                    ui.close();
+                }
             });
             if ui.button(t.menu_reset).clicked() {
                 out.push(Intent::Reset);
