@@ -117,7 +117,7 @@ impl FromStr for Optimizer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AttentionImpl {
-    /// Explicit `softmax(QKᵀ)V`: saves the `b·a·s²` scores.
+    /// Explicit `softmax(QK^T)V`: saves the `b·a·s²` scores.
     Eager,
     /// `scaled_dot_product_attention`: flash kernel for fp16/bf16 without a mask, memory-efficient
     /// kernel otherwise (fp32).

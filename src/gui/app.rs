@@ -161,7 +161,7 @@ impl VramApp {
                 if self.state.pinned.len() > 4 {
                     self.state.pinned.remove(0);
                 }
-                self.set_status(StatusKind::Info, format!("Pinned the current scenario as {label}."));
+                self.set_status(StatusKind::Info, tr().st_pinned.replace("{label}", &label));
             }
             Intent::ClearPins => self.state.pinned.clear(),
             Intent::Undo => {
@@ -178,7 +178,7 @@ impl VramApp {
             }
             Intent::Reset => {
                 self.edit(ctx, Settings::default(), "reset");
-                self.set_status(StatusKind::Info, "Defaults restored (undo brings your scenario back).");
+                self.set_status(StatusKind::Info, tr().st_defaults);
             }
             Intent::SetTab(t) => self.state.view.tab = t,
             Intent::OpenSnapshot(path) => self.snapshots.open(&path),
@@ -261,9 +261,12 @@ impl VramApp {
                     let note = if dropped.is_empty() {
                         String::new()
                     } else {
-                        format!(" (not shown in the app: {})", dropped.join(", "))
+                        tr().st_not_shown.replace("{list}", &dropped.join(", "))
                     };
-                    self.set_status(StatusKind::Info, format!("Opened scenario {path}{note}"));
+                    self.set_status(
+                        StatusKind::Info,
+                        tr().st_opened_scenario.replace("{path}", path).replace("{note}", &note),
+                    );
                 }
                 Err(e) => self.set_status(StatusKind::Error, e.to_string()),
             }
@@ -291,7 +294,13 @@ impl VramApp {
                 } else {
                     format!(" ({})", loaded.notes.join("; "))
                 };
-                self.set_status(StatusKind::Info, format!("Loaded {name} from {path}{notes}"));
+                self.set_status(
+                    StatusKind::Info,
+                    tr().st_loaded
+                        .replace("{name}", &name)
+                        .replace("{path}", path)
+                        .replace("{notes}", &notes),
+                );
             }
             Err(e) => self.set_status(StatusKind::Error, format!("{e}")),
         }
@@ -551,7 +560,10 @@ impl VramApp {
             return self.set_status(StatusKind::Info, tr().export_cancelled);
         };
         match crate::export::write_atomic(&path, body.as_bytes(), true) {
-            Ok(()) => self.set_status(StatusKind::Info, format!("Exported to {}", path.display())),
+            Ok(()) => self.set_status(
+                StatusKind::Info,
+                tr().st_exported.replace("{path}", &path.display().to_string()),
+            ),
             Err(e) => self.set_status(StatusKind::Error, e.to_string()),
         }
     }
@@ -592,7 +604,8 @@ impl VramApp {
                 let said = recipe.as_ref().and_then(|r| r.lines().pop()).map(|l| format!(" · {l}"));
                 self.set_status(
                     StatusKind::Info,
-                    format!("Exported to {}{}", path.display(), said.unwrap_or_default()),
+                    tr().st_exported.replace("{path}", &path.display().to_string())
+                        + &said.unwrap_or_default(),
                 );
                 if let Some(png) = chart {
                     let mut job =
@@ -646,7 +659,9 @@ impl VramApp {
                 self.status = match result {
                     Ok(()) => (
                         StatusKind::Info,
-                        format!("Recorded {} samples to {}", self.live.history.samples.len(), path.display()),
+                        tr().st_recorded
+                            .replace("{n}", &self.live.history.samples.len().to_string())
+                            .replace("{path}", &path.display().to_string()),
                     ),
                     Err(e) => (StatusKind::Error, format!("{}: {e}", path.display())),
                 };
@@ -661,7 +676,9 @@ impl VramApp {
             Some(p) => (StatusKind::Error, p.clone()),
             None => (
                 StatusKind::Info,
-                format!("Opened {} ({} snapshots)", path.display(), self.live.history.samples.len()),
+                tr().st_opened_recording
+                    .replace("{path}", &path.display().to_string())
+                    .replace("{n}", &self.live.history.samples.len().to_string()),
             ),
         };
     }
@@ -691,9 +708,11 @@ impl VramApp {
         match spawned {
             Ok(_) => {
                 self.png_rx = Some(rx);
-                self.set_status(StatusKind::Info, format!("Writing {shown}…"));
+                self.set_status(StatusKind::Info, tr().st_writing.replace("{path}", &shown));
             }
-            Err(e) => self.set_status(StatusKind::Error, format!("could not start the slide writer: {e}")),
+            Err(e) => {
+                self.set_status(StatusKind::Error, tr().st_writer_failed.replace("{e}", &e.to_string()))
+            }
         }
     }
 
@@ -702,7 +721,7 @@ impl VramApp {
             match rx.try_recv() {
                 Ok((path, err)) => {
                     self.status = if err.is_empty() {
-                        (StatusKind::Info, format!("PNG written to {}", path.display()))
+                        (StatusKind::Info, tr().st_png_written.replace("{path}", &path.display().to_string()))
                     } else {
                         (StatusKind::Error, err)
                     };
@@ -744,10 +763,14 @@ impl VramApp {
                 match spawned {
                     Ok(_) => {
                         self.png_rx = Some(rx);
-                        self.status = (StatusKind::Info, format!("Writing {}…", job.path.display()));
+                        self.status = (
+                            StatusKind::Info,
+                            tr().st_writing.replace("{path}", &job.path.display().to_string()),
+                        );
                     }
                     Err(e) => {
-                        self.status = (StatusKind::Error, format!("could not start the PNG writer: {e}"))
+                        self.status =
+                            (StatusKind::Error, tr().st_writer_failed.replace("{e}", &e.to_string()))
                     }
                 }
                 self.screenshot = None;
@@ -757,7 +780,10 @@ impl VramApp {
             match &result {
                 Ok(()) => {
                     self.exit_code.store(0, std::sync::atomic::Ordering::SeqCst);
-                    self.status = (StatusKind::Info, format!("Screenshot written to {}", job.path.display()));
+                    self.status = (
+                        StatusKind::Info,
+                        tr().st_screenshot_written.replace("{path}", &job.path.display().to_string()),
+                    );
                 }
                 Err(e) => {
                     eprintln!("error: {e:#}");

@@ -60,7 +60,7 @@ impl Softmax {
 impl Graph<'_> {
     /// The attention core. Flash / memory-efficient SDPA keep q, k, v as passed, the output and
     /// an fp32 logsumexp (plus the additive mask when one is given, with K/V repeated to all
-    /// heads); eager attention keeps the matmul copies of q, kᵀ and v, the fp32 softmax output
+    /// heads); eager attention keeps the matmul copies of q, k^T and v, the fp32 softmax output
     /// and the probabilities cast back (or dropped out), the soft-capping tanh and the sinks'
     /// extra column. Returns the output as o_proj reads it.
     pub fn attention(&mut self, q: T, k: T, v: T, a: Attn) -> T {
@@ -91,7 +91,7 @@ impl Graph<'_> {
                     let sc = ctx.b * a.heads * ctx.s * ctx.s;
                     if ctx.b > 1 {
                         // matmul reshapes (b, h, s, d) operands laid out as (b, s, h, d) to
-                        // (b·h, s, d): not a view, so bmm keeps copies of q, kᵀ and v at every head
+                        // (b·h, s, d): not a view, so bmm keeps copies of q, k^T and v at every head
                         self.keep_new(t * (2 * qw + a.heads * a.v_dim) * c, Cat::AttentionIo);
                     } else {
                         // one sequence: the reshape is a view and bmm keeps the operands as they

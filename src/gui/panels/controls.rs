@@ -30,7 +30,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
     section(ui, t.section_model);
     let model_label = match &s.model {
         ModelChoice::Preset(n) => preset::builtin(n).map_or(n.clone(), |m| m.name),
-        ModelChoice::Generic(b) => format!("Generic {b:.1} B"),
+        ModelChoice::Generic(b) => t.generic_model.replace("{b}", &format!("{b:.1}")),
         ModelChoice::Custom { model, .. } => model.name.clone(),
     };
     let before = s.model.clone();
@@ -46,7 +46,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
                 ModelChoice::Generic(b) => b,
                 _ => 7.0,
             };
-            ui.selectable_value(&mut s.model, ModelChoice::Generic(generic), "Generic (N billion)");
+            ui.selectable_value(&mut s.model, ModelChoice::Generic(generic), t.generic_choice);
             if let ModelChoice::Custom { model, .. } = &current.model {
                 ui.selectable_value(&mut s.model, current.model.clone(), model.name.clone());
             }
