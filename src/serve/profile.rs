@@ -27,7 +27,7 @@ use crate::units::DType;
 pub struct Peak {
     /// Bytes.
     pub bytes: u64,
-    /// Where ("decoder MLP", "sampler", …).
+    /// Where ("decoder MLP", "sampler", …); [`peak_at_in`] says it in a language.
     pub at: &'static str,
 }
 
@@ -100,4 +100,39 @@ pub fn peak(
         }
     }
     best
+}
+
+/// Where the profiling forward peaks (`Serve::activation_peak_at`, English in the data) in `lang`.
+pub fn peak_at_in(at: &str, lang: crate::i18n::Lang) -> std::borrow::Cow<'_, str> {
+    use crate::i18n::Lang;
+    let zh = match at {
+        "decoder MLP" => "解码器 MLP",
+        "decoder attention projections" => "解码器注意力投影",
+        "sampler: FlashInfer top-k mask and softmax over the vocabulary" => {
+            "采样器：FlashInfer 在整个词表上做 top-k 掩码和 softmax"
+        }
+        "sampler: top-k / top-p sort over the vocabulary" => "采样器：在整个词表上做 top-k / top-p 排序",
+        _ => return at.into(),
+    };
+    if lang == Lang::En { at.into() } else { zh.into() }
+}
+
+#[cfg(test)]
+mod peak_at_tests {
+    use super::*;
+
+    #[test]
+    fn every_profiling_peak_has_a_chinese_name() {
+        let src = include_str!("profile.rs");
+        // every place this file names (the strings the peaks are made with)
+        for at in ["decoder MLP", "decoder attention projections"].into_iter().chain([
+            "sampler: FlashInfer top-k mask and softmax over the vocabulary",
+            "sampler: top-k / top-p sort over the vocabulary",
+        ]) {
+            assert!(src.contains(&format!("\"{at}\"")), "{at}");
+            let zh = peak_at_in(at, crate::i18n::Lang::ZhCn);
+            assert!(zh.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)), "{at}: {zh}");
+            assert_eq!(peak_at_in(at, crate::i18n::Lang::En), at);
+        }
+    }
 }

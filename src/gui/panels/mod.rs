@@ -68,5 +68,5 @@ pub fn exact(bytes: u64) -> String {
         }
         out.push(ch);
     }
-    out + " bytes"
+    out + crate::gui::lang::current().pick(" bytes", " 字节")
 }

@@ -15,21 +15,45 @@ fn segments(c: &ServeComputed) -> Vec<(&'static str, u64, Component, String)> {
     let t = tr_serve();
     let s = &c.serve;
     let b = &s.bytes;
+    let lang = crate::gui::lang::current();
     vec![
         (
             t.seg_weights,
             b.weights,
             Component::Parameters,
-            format!("{} per GPU (TP {}, PP {})", t.seg_weights, s.settings.tp, s.settings.pp),
+            crate::text!(
+                lang,
+                "{} per GPU (TP {}, PP {})",
+                "每 GPU {}（TP {}，PP {}）",
+                t.seg_weights,
+                s.settings.tp,
+                s.settings.pp
+            ),
         ),
-        (t.seg_profile, b.activation_peak, Component::Activations, s.activation_peak_at.clone()),
-        (t.seg_non_torch, b.non_torch, Component::Overhead, "cuBLAS workspace, NCCL buffers".into()),
+        (
+            t.seg_profile,
+            b.activation_peak,
+            Component::Activations,
+            crate::serve::profile::peak_at_in(&s.activation_peak_at, lang).into_owned(),
+        ),
+        (
+            t.seg_non_torch,
+            b.non_torch,
+            Component::Overhead,
+            lang.pick("cuBLAS workspace, NCCL buffers", "cuBLAS 工作区，NCCL 缓冲区").into(),
+        ),
         (t.seg_graphs, b.cudagraph, Component::Temporaries, t.eager_tip.into()),
         (
             t.seg_kv,
             b.kv_cache,
             Component::KvCache,
-            format!("{} blocks × {} tokens", crate::units::digits(s.kv_blocks), s.settings.block_size),
+            crate::text!(
+                lang,
+                "{} blocks × {} tokens",
+                "{} 个块 × {} 个 token",
+                crate::units::digits(s.kv_blocks),
+                s.settings.block_size
+            ),
         ),
     ]
 }

@@ -19,7 +19,8 @@ use eframe::egui::{self, RichText};
 pub fn answer(c: &ServeComputed) -> (String, bool) {
     let t = tr_serve();
     let s = &c.serve;
-    let head = format!("{} on {}×{}", s.model, s.gpus(), c.gpu.name);
+    let lang = crate::gui::lang::current();
+    let head = crate::text!(lang, "{} on {}×{}", "{}，{}×{}", s.model, s.gpus(), c.gpu.name);
     let text = if s.fits {
         format!(
             "{head}: {} {} · {:.1} {} {}{}",
@@ -53,7 +54,7 @@ pub fn headline(ui: &mut egui::Ui, c: &ServeComputed) {
         "{} {} ({})",
         t.seg_profile,
         super::gib(s.bytes.activation_peak),
-        s.activation_peak_at
+        crate::serve::profile::peak_at_in(&s.activation_peak_at, crate::gui::lang::current())
     ));
     ui.label(RichText::new(second.join("   ·   ")).size(15.0));
     ui.horizontal_wrapped(|ui| {

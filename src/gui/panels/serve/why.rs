@@ -6,6 +6,7 @@ use crate::gui::derived::ServeComputed;
 use crate::gui::palette;
 use crate::gui::panels::{exact, gib};
 use crate::gui::strings::tr_serve;
+use crate::text;
 use crate::units::digits;
 use eframe::egui::{self, RichText};
 
@@ -17,11 +18,18 @@ fn rows(c: &ServeComputed) -> Vec<(Option<Component>, &'static str, String, u64)
     let st = &s.settings;
     let l = &s.layout;
     let per_request = l.blocks_per_request(st.max_model_len, st.max_num_batched_tokens);
+    let lang = crate::gui::lang::current();
+    let gpu = &c.gpu.name;
+    let peak_at = crate::serve::profile::peak_at_in(&s.activation_peak_at, lang);
     vec![
         (
             None,
             t.cuda_total_line,
-            format!("torch.cuda.mem_get_info() total of the {}", c.gpu.name),
+            text!(
+                lang,
+                "torch.cuda.mem_get_info() total of the {gpu}",
+                "{gpu} 上 torch.cuda.mem_get_info() 的总量"
+            ),
             b.cuda_total,
         ),
         (
@@ -33,41 +41,57 @@ fn rows(c: &ServeComputed) -> Vec<(Option<Component>, &'static str, String, u64)
         (
             Some(Component::Parameters),
             t.seg_weights,
-            format!("the checkpoint's tensors on one rank, {} (TP {}, PP {})", st.dtype, st.tp, st.pp),
+            text!(
+                lang,
+                "the checkpoint's tensors on one rank, {} (TP {}, PP {})",
+                "单个 rank 上检查点文件的张量，{}（TP {}，PP {}）",
+                st.dtype,
+                st.tp,
+                st.pp
+            ),
             b.weights,
         ),
         (
             Some(Component::Activations),
             t.seg_profile,
-            format!(
+            text!(
+                lang,
                 "a dummy forward over {} tokens and a sampler over {} rows: {}",
+                "对 {} 个 token 的一次虚拟前向，以及对 {} 行的采样：{}",
                 digits(st.max_num_batched_tokens),
                 digits(st.max_num_seqs),
-                s.activation_peak_at
+                peak_at
             ),
             b.activation_peak,
         ),
         (
             Some(Component::Overhead),
             t.seg_non_torch,
-            "cuBLAS workspace, NCCL buffers under TP/PP".into(),
+            lang.pick("cuBLAS workspace, NCCL buffers under TP/PP", "cuBLAS 工作区，TP/PP 下的 NCCL 缓冲区")
+                .into(),
             b.non_torch,
         ),
         (
             Some(Component::Temporaries),
             t.seg_graphs,
             if st.enforce_eager {
-                "--enforce-eager: none".into()
+                lang.pick("--enforce-eager: none", "--enforce-eager：无").into()
             } else {
-                "subtracted only when given (vLLM ≥ 0.21 estimates it)".into()
+                lang.pick(
+                    "subtracted only when given (vLLM ≥ 0.21 estimates it)",
+                    "仅在给定时扣除（vLLM ≥ 0.21 会自行估算）",
+                )
+                .into()
             },
             b.cudagraph,
         ),
         (
             Some(Component::KvCache),
             t.seg_kv,
-            format!(
+            text!(
+                lang,
                 "budget − weights − profiling − non-torch − graphs: {} blocks of {} ({} tokens of every layer, {})",
+                "预算 − 权重 − profiling − 非 torch − CUDA graphs：{} 个块，每块 {}（每层 {} 个 token，{}）",
                 digits(s.kv_blocks),
                 exact(l.block_bytes()),
                 st.block_size,
@@ -78,8 +102,10 @@ fn rows(c: &ServeComputed) -> Vec<(Option<Component>, &'static str, String, u64)
         (
             None,
             t.tokens_of_kv,
-            format!(
+            text!(
+                lang,
                 "{} blocks × {} = {} tokens; one {}-token request needs {} blocks: {:.2} at once",
+                "{} 个块 × {} = {} 个 token；一个 {} token 的请求需要 {} 个块：可同时容纳 {:.2} 个",
                 digits(s.kv_blocks),
                 st.block_size,
                 digits(s.kv_tokens),
