@@ -48,6 +48,19 @@ pub fn hint(ui: &mut eframe::egui::Ui, text: &str) {
     }
 }
 
+/// A plot's value grid in 1-2-5 steps, about five labelled lines over the shown range (egui_plot's
+/// default powers of ten leave a 0-90 GiB axis with the 0 alone labelled).
+pub fn nice_grid() -> impl Fn(egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
+    egui_plot::uniform_grid_spacer(|input| {
+        let span = (input.bounds.1 - input.bounds.0).abs().max(f64::MIN_POSITIVE);
+        let raw = span / 5.0;
+        let pow = 10f64.powf(raw.log10().floor());
+        let step =
+            [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * pow).find(|s| *s >= raw).unwrap_or(10.0 * pow);
+        [step / 5.0, step, step * 5.0]
+    })
+}
+
 /// Formats bytes as GiB for display (MiB below 0.1 GiB).
 pub fn gib(bytes: u64) -> String {
     let g = bytes as f64 / crate::units::GIB;

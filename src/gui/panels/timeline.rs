@@ -202,6 +202,7 @@ pub fn ui(
         .allow_drag(false)
         .include_y(0.0)
         .include_y(top * 1.12)
+        .y_grid_spacer(super::nice_grid())
         .x_axis_formatter(move |m, _| match blocks.get(at_tick(m.value)) {
             Some(Some(b)) if m.value >= 0.0 => format!("b{b}"),
             _ => String::new(),
