@@ -936,6 +936,7 @@ mod tests {
             "end of forward (autocast weight cache)",
             "loss and log-softmax backward",
             "loss backward (compiled cross-entropy)",
+            "LM head backward: a chunk's weight gradient summed",
             "recompute of a checkpointed block",
             "backward done",
             "end of backward (every parameter stepped)",
