@@ -114,6 +114,39 @@ fn optimizer_in_backward_never_holds_more_than_one_gradient() {
 }
 
 #[test]
+fn a_chunked_head_sums_one_weight_gradient_per_chunk_before_any_reaches_grad() {
+    // Llama-3.2-1B (tied embeddings), bf16, full fine-tuning, optimizer in backward
+    let mut sc = llama("llama-3.2-1b");
+    sc.seq = 512;
+    sc.stack.loss = Loss::Chunked { chunks: 8 };
+    sc.stack.optimizer_in_backward = true;
+    let t = sc.model.transformer().unwrap();
+    let (v, h) = (t.vocab_size, t.hidden_size);
+    let chunk = sc.batch * sc.seq / 8;
+    let what = "LM head backward: a chunk's weight gradient summed";
+    let tl = timeline(&sc).unwrap();
+    let sum = tl.events.iter().find(|e| e.op == what).unwrap_or_else(|| panic!("no {what:?}"));
+    // the first chunk's gradient, the second's and their sum; six chunks' logits gradients wait,
+    // two chunks' input gradients wait for the split's backward; nothing is in `.grad`
+    assert_eq!(sum.alive.temporaries, 3 * v * h * 2 + 6 * chunk * v * 2 + 2 * chunk * h * 2);
+    assert_eq!(sum.alive.gradients, 0);
+    // at this size it is the step's peak, the same moment without an optimizer in backward
+    assert_eq!(tl.estimate.peak.what, what);
+    sc.stack.optimizer_in_backward = false;
+    let plain = timeline(&sc).unwrap();
+    let same = plain.events.iter().find(|e| e.op == what).map(|e| e.alive);
+    assert_eq!(same, Some(sum.alive));
+    // transformers' loss runs the head once; a frozen head (LoRA) makes no weight gradient
+    let mut hf = sc.clone();
+    hf.stack.loss = Loss::Hf;
+    let mut lora = sc.clone();
+    lora.lora = Some("8".parse().unwrap_or_else(|e| panic!("{e}")));
+    for other in [&hf, &lora] {
+        assert!(!timeline(other).unwrap().events.iter().any(|e| e.op == what));
+    }
+}
+
+#[test]
 fn paged_optimizer_states_leave_the_allocator_but_not_nvidia_smi() {
     let mut sc = llama("llama-3.2-1b");
     sc.optimizer = Optimizer::Adamw8bit;

@@ -225,6 +225,30 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         // the input's gradient was computed in the forward
         (_, _, Loss::FusedLinearCe) => 0,
     };
+    // a head run per chunk makes one weight-sized gradient per chunk. Every loss op was created
+    // after every chunk's projection, so the engine (ready nodes by decreasing sequence number)
+    // runs the whole loss backward first: all chunks' logits gradients exist in the compute
+    // dtype. Then the chunks' projections run backward one by one, and each weight gradient goes
+    // to the engine's input buffer of the weight's AccumulateGrad, which runs once, after the
+    // last use (with tied embeddings after the embedding's backward): the second chunk's sum is
+    // `first + new` out of place (the first is a `t()` view), three weight-sized tensors at once,
+    // with the logits gradients of the N-2 chunks not yet run and two chunks' input gradients
+    // (waiting for the split's backward). Later sums have fewer logits gradients beside them.
+    let chunked_head = matches!(ctx.loss, Loss::Chunked { .. } | Loss::ChunkedNative { .. })
+        && !matches!(m.family, Family::Megatron | Family::Bert | Family::Vit)
+        && m.head == crate::model::Head::CausalLm;
+    let (head_chunk_sum_transient, head_chunk_kept) = if chunked_head && ctx.full && pieces > 1 && v > 0 {
+        let weight_grad = crate::units::round_alloc(v * h * c);
+        let logits_grads = (pieces - 2) * chunk * v * c;
+        let transient = 3 * weight_grad + logits_grads + 2 * chunk * h * c;
+        // tensor_split / split along the sequence: views of one storage when b == 1, else
+        // strided chunks the matmul's reshape copies (each freed by its chunk's backward);
+        // autocast casts each chunk on its own
+        let kept = if ctx.b == 1 && !ctx.amp { ctx.ts * h * c } else { (pieces - 2) * chunk * h * c };
+        (transient, kept)
+    } else {
+        (0, 0)
+    };
     ActivationModel {
         mix: if n_kinds > 1 { mix } else { LayerMix::default() },
         full_layer,
@@ -241,6 +265,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         attention_backward_transient: attn_t,
         loss_backward_transient,
         head_forward_transient,
+        head_chunk_sum_transient,
+        head_chunk_kept,
         infer_persistent,
         infer_layer_peak,
         infer_head_peak,

@@ -45,6 +45,7 @@ pub fn moment_in(what: &str, lang: Lang) -> Cow<'_, str> {
         "loss backward (compiled cross-entropy)" => "损失反向（编译的交叉熵）",
         "loss and log-softmax backward" => "损失与 log-softmax 反向",
         "LM head backward" => "LM head 反向",
+        "LM head backward: a chunk's weight gradient summed" => "LM head 反向：一个分块的权重梯度被累加",
         "last block MLP backward" => "最后一个块的 MLP 反向",
         "last block attention backward" => "最后一个块的注意力反向",
         "recompute of a checkpointed block" => "梯度检查点块的重算",
@@ -530,6 +531,20 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     let head_released = if stage.last() { am.head_released_bytes } else { 0 };
     let after_head = acts - head_released.min(acts);
     let mut grads = base.gradients + if flat { 0 } else { head_grads };
+    if stage.last() && p.spec.is_some() && am.head_chunk_sum_transient > 0 {
+        // a chunked head: the second chunk's weight gradient summed in the engine's buffer,
+        // before any head gradient reaches `.grad` (nothing stepped yet in backward)
+        let what = "LM head backward: a chunk's weight gradient summed";
+        let a = after_head + am.head_chunk_kept.min(acts - after_head);
+        sink.push(ev(
+            bwd,
+            None,
+            what,
+            Pass::Step,
+            true,
+            with(a, base.gradients, am.head_chunk_sum_transient),
+        ));
+    }
     if stage.last() && p.spec.is_some() {
         let temp = match (oib, persist) {
             (true, _) => st.largest_grad_alloc + st.largest_step_temp,
@@ -921,6 +936,7 @@ mod tests {
             "end of forward (autocast weight cache)",
             "loss and log-softmax backward",
             "loss backward (compiled cross-entropy)",
+            "LM head backward: a chunk's weight gradient summed",
             "recompute of a checkpointed block",
             "backward done",
             "end of backward (every parameter stepped)",

@@ -166,6 +166,16 @@ pub struct ActivationModel {
     pub loss_backward_transient: u64,
     /// Logits (and their fp32 upcast) alive while the loss runs forward.
     pub head_forward_transient: u64,
+    /// A head run once per chunk of the sequence (torchtune's chunked output, litgpt's
+    /// `lm_head_chunk_size`) with a trained weight: the temporaries alive when the second chunk's
+    /// weight gradient is summed into the first (the autograd engine's input buffer of the weight:
+    /// the first gradient, the new one and their sum, three weight-sized tensors, out of place
+    /// because the first arrives as a view), with the logits gradients of the chunks not yet run
+    /// backward and the two chunks' input gradients. 0 for a head run once or a frozen head.
+    pub head_chunk_sum_transient: u64,
+    /// At that moment, the head inputs still kept (the whole hidden state when the chunks are
+    /// views of it, else the copies of the chunks not yet run backward).
+    pub head_chunk_kept: u64,
     /// Inference: bytes alive during the whole forward (embedding outputs, masks, rotary tables).
     pub infer_persistent: u64,
     /// Inference: most bytes one block holds at once, not counting the KV cache.
