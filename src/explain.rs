@@ -258,14 +258,14 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
             Checkpointing::None => {
                 text!(
                     lang,
-                    "{layers} blocks{of_stage} keep what backward needs",
-                    "{layers} 个块{of_stage}保留反向所需的张量"
+                    "{layers} blocks{of_stage} keep what backward needs, the embedding and head what theirs need",
+                    "{layers} 个块{of_stage}保留反向所需的张量，嵌入层和输出头保留各自所需的"
                 )
             }
             Checkpointing::Full => text!(
                 lang,
-                "{layers} checkpointed blocks{of_stage} keep only their input",
-                "{layers} 个梯度检查点块{of_stage}只保留各自的输入"
+                "{layers} checkpointed blocks{of_stage} keep only their input, the embedding and head what backward needs",
+                "{layers} 个做了梯度检查点的块{of_stage}只保留各自的输入，嵌入层和输出头保留反向所需的张量"
             ),
             other => text!(lang, "checkpointing {other}{of_stage}", "梯度检查点 {other}{of_stage}"),
         };

@@ -53,7 +53,10 @@ pub fn rank_fixes_in(sc: &Scenario, lang: Lang) -> Vec<Fix> {
         }
         if matches!(sc.optimizer, Optimizer::Adamw | Optimizer::Adam) {
             with(
-                lang.pick("fused AdamW (no step temporary)", "改用 fused AdamW（优化器步不再需要临时张量）"),
+                lang.pick(
+                    "fused AdamW (no step temporary)",
+                    "改用 fused AdamW（优化器更新步不再需要临时张量）",
+                ),
                 &|s| s.optimizer = Optimizer::AdamwFused,
             );
             with(lang.pick("8-bit AdamW (bitsandbytes)", "改用 8-bit AdamW（bitsandbytes）"), &|s| {

@@ -58,7 +58,7 @@ impl Phase {
             (crate::i18n::Lang::En, _) => self.label(),
             (crate::i18n::Lang::ZhCn, Self::Forward) => "前向",
             (crate::i18n::Lang::ZhCn, Self::Backward) => "反向",
-            (crate::i18n::Lang::ZhCn, Self::OptimizerStep) => "优化器步",
+            (crate::i18n::Lang::ZhCn, Self::OptimizerStep) => "优化器更新步",
         }
     }
 }

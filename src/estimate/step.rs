@@ -61,8 +61,8 @@ pub fn moment_in(what: &str, lang: Lang) -> Cow<'_, str> {
         }
         "end of backward" => "反向结束",
         // training: optimizer step
-        "optimizer steps ran in backward" => "优化器步已在反向中完成",
-        "optimizer step" => "优化器步",
+        "optimizer steps ran in backward" => "优化器更新步已在反向中完成",
+        "optimizer step" => "优化器更新步",
         "zero_grad (set_to_none=False: zeroed in place, kept)" => {
             "zero_grad（set_to_none=False：原地清零并保留）"
         }
@@ -135,7 +135,7 @@ impl Event {
     }
 
     /// [`Self::label`] in `lang`: the op names stay as they are, the words around them and the
-    /// step's moments are translated ("第 17 块 linear down_proj 反向", "优化器步").
+    /// step's moments are translated ("第 17 块 linear down_proj 反向", "优化器更新步").
     pub fn label_in(&self, lang: Lang) -> String {
         if lang == Lang::En {
             return self.label();
@@ -969,7 +969,7 @@ mod tests {
         assert_eq!(e.label_in(Lang::ZhCn), "第 17 块 linear down_proj 反向");
         assert_eq!(ev(Some(3), "MLP backward", Pass::Step).label_in(Lang::ZhCn), "第 3 块 MLP 反向");
         assert_eq!(ev(Some(3), "backward done", Pass::Step).label_in(Lang::ZhCn), "第 3 块反向完成");
-        assert_eq!(ev(None, "optimizer step", Pass::Step).label_in(Lang::ZhCn), "优化器步");
+        assert_eq!(ev(None, "optimizer step", Pass::Step).label_in(Lang::ZhCn), "优化器更新步");
         // op names are not moments: they stay as they are
         assert_eq!(moment_in("rmsnorm", Lang::ZhCn), "rmsnorm");
         let m = Moment {
@@ -986,7 +986,7 @@ mod tests {
             block: None,
             alive: Snapshot::default(),
         };
-        assert_eq!(m.describe_in(Lang::ZhCn), "优化器步");
+        assert_eq!(m.describe_in(Lang::ZhCn), "优化器更新步");
         assert_eq!(Cat::Mlp.label_in(Lang::ZhCn), "MLP 中间结果");
         assert_eq!(Cat::Mlp.label_in(Lang::En), Cat::Mlp.label());
     }

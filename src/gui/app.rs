@@ -436,16 +436,21 @@ impl VramApp {
                     .collect();
                 // a cluster's table needs the room of its rows: the chart gives up some height
                 let cluster = self.state.view.tab == Tab::Live && self.live.is_cluster();
-                // on a projector the chart is the centre of the screen
-                // a lesson on a table (Options, Live) leaves it the room under the lesson's text
-                let table_lesson = self.state.view.learn.is_some()
-                    && matches!(self.state.view.tab, Tab::Options | Tab::Live);
-                let share = match (cluster || table_lesson, presentation) {
-                    (true, _) => 0.4,
-                    (false, true) => 0.6,
-                    (false, false) => 0.5,
+                // on a projector the chart is the centre of the screen; a lesson's text takes room
+                // at the bottom, so the chart gives some up and the curve or table the lesson talks
+                // about stays readable under it
+                let learning = self.state.view.learn.is_some();
+                let table_lesson = learning && matches!(self.state.view.tab, Tab::Options | Tab::Live);
+                let (share, least) = if cluster || table_lesson {
+                    (0.4, 160.0)
+                } else if presentation && learning {
+                    (0.45, 150.0)
+                } else if presentation {
+                    (0.6, 250.0)
+                } else {
+                    (0.5, 250.0)
                 };
-                let top_h = (ui.available_height() * share).max(if table_lesson { 160.0 } else { 250.0 });
+                let top_h = (ui.available_height() * share).max(least);
                 ui.horizontal_top(|ui| {
                     let w = ui.available_width();
                     let down = egui::Layout::top_down(egui::Align::Min);

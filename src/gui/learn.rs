@@ -25,7 +25,7 @@ pub enum Lesson {
     Activations,
     /// What mixed precision halves and what it keeps in fp32.
     MixedPrecision,
-    /// Gradient checkpointing: the seed's rule against the real segment curve.
+    /// Gradient checkpointing: the rule of thumb against the real segment curve.
     Checkpointing,
     /// Data / tensor / pipeline parallelism and ZeRO.
     Parallelism,
@@ -110,11 +110,12 @@ impl Lesson {
         };
         match self {
             Self::Parameters | Self::States => {
-                // the seed's example: BERT-base in fp32 with Adam
+                // the textbook example: BERT-base in fp32 with Adam
                 s.model = preset("bert-base-uncased");
                 s.precision = Precision::Fp32;
                 s.checkpointing = Checkpointing::None;
-                s.batch = 8;
+                // a batch small enough that the peak is the optimizer step: every state is on the bar
+                s.batch = 4;
                 s.seq = 128;
                 s.gpu_id = "t4".into();
             }
@@ -122,6 +123,9 @@ impl Lesson {
             Self::MixedPrecision => {
                 small(&mut s);
                 s.precision = Precision::Bf16Amp;
+                // the peak at the optimizer step, where the fp32 states are all alive
+                s.batch = 1;
+                s.seq = 512;
             }
             Self::Checkpointing => {
                 small(&mut s);
@@ -187,11 +191,12 @@ impl Lesson {
                 text!(
                     l,
                     "Every weight is stored in the GPU's memory: {n} parameters × {wb} B ({dtype}) = {pg} ({pgb}). \
-                     The seed's BERT-base example: 110 M × 4 B ≈ 0.41 GB in fp32. The weights do not change with \
-                     the batch or the sequence: the curve's floor. Try bf16: 2 B a parameter halves them ({p} now).",
-                    "每个权重都存放在显存中：{n} 个参数 × {wb} B（{dtype}）= {pg}（{pgb}）。种子教材中的 BERT-base \
-                     例子：1.1 亿 × 4 B ≈ 0.41 GB（fp32）。权重与批次和序列长度无关，是曲线的底部。试试 bf16：每个参数 \
-                     2 B，权重减半（当前 {p}）。"
+                     The textbook example is this BERT-base: 110 M × 4 B ≈ 0.44 GB (0.41 GiB) in fp32. The weights \
+                     do not change with the batch or the sequence: they are the curve's floor. In bf16 (2 B a \
+                     parameter) they would be half of today's {p}.",
+                    "每个权重都存放在显存中：{n} 个参数 × {wb} B（{dtype}）= {pg}（{pgb}）。教材中的经典例子就是这个 \
+                     BERT-base：1.1 亿 × 4 B ≈ 0.44 GB（0.41 GiB，fp32）。权重与批次和序列长度无关，是曲线的基线。\
+                     换成 bf16（每个参数 2 B），权重只有当前 {p} 的一半。"
                 )
             }
             Self::States => {
@@ -216,7 +221,7 @@ impl Lesson {
                      weights + gradients + moments + temporary = {sum}. The fused AdamW (adamw-fused) avoids the temporary.",
                     "训练时每个可训练参数还要一个梯度（{gr}：{n} × {wb} B），以及 Adam 的两个矩估计 exp_avg 和 \
                      exp_avg_sq：参数的 2 倍（{op}）。PyTorch 默认的 foreach AdamW 更新还会为 sqrt(exp_avg_sq) 分配一个与参数 \
-                     同样大小的临时张量（优化器步时 {tp}，见时间线）：权重 + 梯度 + 矩估计 + 临时张量 = {sum}。融合版 \
+                     同样大小的临时张量（优化器更新步时 {tp}，见时间线）：权重 + 梯度 + 矩估计 + 临时张量 = {sum}。融合版 \
                      AdamW（adamw-fused）没有这个临时张量。"
                 )
             }
@@ -262,20 +267,40 @@ impl Lesson {
                     _ => 0,
                 };
                 let rule = if segs > 0 { 100.0 * (1.0 - 1.0 / segs as f64) } else { 0.0 };
-                let here =
-                    curve.iter().find(|p| p.x == segs).map_or_else(|| g(e.peak_allocated), |p| g(p.peak));
-                let best = curve.iter().min_by_key(|p| p.peak);
-                let (bx, bp) = best.map_or((0, "—".to_owned()), |p| (p.x, g(p.peak)));
+                // the curve's totals (what the headline and the bar show), not the allocated peak
+                let here = curve.iter().find(|p| p.x == segs).map_or_else(|| g(e.total), |p| g(p.total));
+                let best = curve.iter().min_by_key(|p| p.total);
+                let (bx, bp) = best.map_or((0, "—".to_owned()), |p| (p.x, g(p.total)));
                 let layers = e.stage.blocks;
+                let first = curve.iter().map(|p| p.x).min().unwrap_or(0);
+                let last = curve.iter().map(|p| p.x).max().unwrap_or(0);
+                // a U when the lowest point is inside the range; else it only falls (or rises)
+                let shape = if bx > first && bx < last {
+                    l.pick(
+                        "The real curve below is a U: few segments recompute a large segment at once, many keep \
+                         many inputs.",
+                        "下方的真实曲线呈 U 形：段数太少，一次要重算很大的一段；段数太多，要保留很多段的输入。",
+                    )
+                } else if bx == last {
+                    l.pick(
+                        "Here the real curve below falls all the way to one segment a block: recomputing a large \
+                         segment at once costs more than keeping every block's input.",
+                        "这里下方的真实曲线一直下降到每块一段：一次重算很大的一段，比保留每个块的输入更占显存。",
+                    )
+                } else {
+                    l.pick(
+                        "Here the real curve below rises with more segments: the inputs they keep cost more than \
+                         the recompute saves.",
+                        "这里下方的真实曲线随段数增加而上升：多保留的输入比重算省下的更多。",
+                    )
+                };
                 text!(
                     l,
                     "Checkpointing keeps only each segment's input and recomputes the rest during backward. The \
-                     seed's rule says {segs} segments save 1 − 1/{segs} = {rule:.0} % of the activations. The real \
-                     curve below is a U: few segments recompute a large segment at once, many keep many inputs. \
-                     Here {segs} segments peak at {here}; the lowest is {bx} segments ({bp}) of {layers} blocks.",
-                    "梯度检查点只保留每段的输入，其余在反向传播时重新计算。种子教材的规则：分 {segs} 段可节省 \
-                     1 − 1/{segs} = {rule:.0} % 的激活值。下方的真实曲线呈 U 形：段数太少，一次要重算很大的一段；段数太多，\
-                     要保留很多段的输入。当前 {segs} 段的峰值为 {here}；最低为 {bx} 段（{bp}），共 {layers} 个块。"
+                     rule of thumb says {segs} segments save 1 − 1/{segs} = {rule:.0} % of the activations. {shape} \
+                     Here {segs} segments need {here} in all; the least is {bx} segments ({bp}) of {layers} blocks.",
+                    "梯度检查点只保留每段的输入，其余在反向传播时重新计算。经验法则：分 {segs} 段可节省 1 − 1/{segs} = \
+                     {rule:.0} % 的激活值。{shape}当前 {segs} 段共需 {here}；最少的是 {bx} 段（{bp}），共 {layers} 个块。"
                 )
             }
             Self::Parallelism => {
@@ -285,19 +310,28 @@ impl Lesson {
                 let speed = crate::plan::SpeedModel::default();
                 let comm = crate::plan::comm_aware_speedup(sc, &c.gpu, nn, sc.batch * nn, &speed)
                     .map_or_else(|| "—".to_owned(), |x| format!("{x:.2}×"));
-                let (p, gr, op) = (g(e.parameters), g(e.gradients), g(e.optimizer_states));
+                // what the bar shows: alive at the peak (ZeRO-3 gathers a layer's weights to compute it)
+                let (p, gr, op) = (
+                    g(Component::Parameters.at_peak(e)),
+                    g(Component::Gradients.at_peak(e)),
+                    g(Component::OptimizerStates.at_peak(e)),
+                );
+                let shard = g(e.parameters);
                 let z = q.zero;
                 text!(
                     l,
                     "Data parallelism copies the model to every GPU. ZeRO-1 divides the optimizer states over the \
                      GPUs, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the weights too: here {nn} GPUs with ZeRO-{z} \
-                     hold {p} + {gr} + {op} each. Tensor parallelism divides each layer's weights and most \
-                     activations; pipeline parallelism divides the blocks. Speed-up on {nn} GPUs: the seed's rule \
-                     N / (1 + 0.5 (N − 1)) says {rule:.2}×; counting this model's communication on this card: {comm}.",
+                     hold {p} + {gr} + {op} each at the peak (a {shard} shard of the weights, plus the layer being \
+                     gathered). Tensor parallelism divides each layer's weights and most activations; pipeline \
+                     parallelism divides the blocks. Speed-up on {nn} GPUs: the rule of thumb N / (1 + 0.5 (N − 1)) \
+                     says {rule:.2}×; the step-time model of this model on this card says {comm}, counting only the \
+                     communication that does not overlap the compute.",
                     "数据并行在每个 GPU 上复制一份模型。ZeRO-1 把优化器状态分到各 GPU，ZeRO-2 再分梯度，ZeRO-3（FSDP）\
-                     再分权重：这里 {nn} 个 GPU、ZeRO-{z}，每个 GPU 保存 {p} + {gr} + {op}。张量并行切分每层的权重和大部分\
-                     激活值；流水线并行切分块。{nn} 个 GPU 的加速比：种子教材的规则 N / (1 + 0.5 (N − 1)) 给出 {rule:.2}×；\
-                     计入该模型在此显卡上的通信：{comm}。"
+                     再分权重：这里 {nn} 个 GPU、ZeRO-{z}，峰值时每个 GPU 保存 {p} + {gr} + {op}（权重分片 {shard}，\
+                     外加正在聚合的那一层）。张量并行切分每层的权重和大部分激活值；流水线并行切分块。{nn} 个 GPU 的\
+                     加速比：经验法则 N / (1 + 0.5 (N − 1)) 给出 {rule:.2}×；按该模型在此显卡上的步时模型为 {comm}，\
+                     只计入不能与计算重叠的通信。"
                 )
             }
             Self::ReadingOom => {

@@ -55,7 +55,9 @@ fn draw(ui: &mut egui::Ui, c: &Computed, settings: &Settings) {
             ui.label(big("·".into()));
             ui.label(big(panels::headline::verdict(c)).strong().color(super::palette::verdict(c.fits())));
             ui.label(big("·".into()));
-            ui.label(RichText::new(format!("{} {}", t.peak_at, panels::headline::peak_moment(c))).size(17.0));
+            ui.label(
+                RichText::new(t.peak_at_tpl.replace("{what}", &panels::headline::peak_moment(c))).size(17.0),
+            );
         });
         ui.add_space(10.0);
         let footer_h = 40.0;

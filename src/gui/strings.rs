@@ -114,6 +114,12 @@ pub struct Strings {
     pub gpu: &'static str,
     pub gpu_tip: &'static str,
     pub fits: &'static str,
+    /// "fits, {gib} free": the verdict with what is left, in the language's word order.
+    pub fits_free: &'static str,
+    /// "does NOT fit, {gib} short".
+    pub short_by: &'static str,
+    /// "peak at {what}".
+    pub peak_at_tpl: &'static str,
     pub does_not_fit: &'static str,
     pub free: &'static str,
     pub short: &'static str,
@@ -339,6 +345,9 @@ pub const EN: Strings = Strings {
     gpu: "GPU",
     gpu_tip: "The card's memory is the capacity line; the largest micro-batch is searched against it.",
     fits: "fits",
+    fits_free: "fits, {gib} free",
+    short_by: "does NOT fit, {gib} short",
+    peak_at_tpl: "peak at {what}",
     does_not_fit: "does NOT fit",
     free: "free",
     short: "short",

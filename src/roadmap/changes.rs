@@ -188,7 +188,7 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
             Hardware,
             (
                 "ZeRO-Offload: optimizer states and step on the CPU",
-                "ZeRO-Offload：优化器状态和优化器步放到 CPU 上",
+                "ZeRO-Offload：优化器状态和优化器更新步放到 CPU 上",
             ),
             "medium",
             &["DeepSpeed: \"offload_optimizer\": {\"device\": \"cpu\"}"],

@@ -46,8 +46,10 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
         Knob::Segments => curve.iter().min_by_key(|p| p.total).map(|p| (p.x, t.lowest_peak)),
     };
     super::hint(ui, t.curve_hint);
-    // show the curve up to 2.5x the capacity: beyond that the capacity line would be a sliver
-    let limit = cap as f64 * 2.5;
+    // show the curve up to 2.5x the capacity: beyond that the capacity line would be a sliver;
+    // a job above that everywhere in the range is shown up to 1.5x its lowest point instead
+    let lowest = curve.iter().map(|p| p.total).min().unwrap_or(0) as f64;
+    let limit = (cap as f64 * 2.5).max(lowest * 1.5);
     let mut pts: Vec<[f64; 2]> = Vec::with_capacity(curve.len());
     for p in curve {
         pts.push([to_x(p.x), p.total.min(limit as u64) as f64 / GIB]);
@@ -94,7 +96,13 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
     }
     let mut clicked_x = None;
     let resp = Plot::new(("curve", knob as u8))
-        .legend(Legend::default())
+        // the legend where the curve is not: a falling segment curve starts high on the left,
+        // the others rise to the right
+        .legend(Legend::default().position(if knob == Knob::Segments {
+            egui_plot::Corner::RightTop
+        } else {
+            egui_plot::Corner::LeftTop
+        }))
         .x_axis_label(label)
         .y_axis_label("GiB")
         .allow_scroll(false)
@@ -102,9 +110,15 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
         .allow_drag(false)
         .include_y(0.0)
         .include_y(cap as f64 / GIB * 1.15)
+        // the whole swept range, whatever part of the curve is drawn
+        .include_x(curve.first().map_or(0.0, |p| to_x(p.x)))
+        .include_x(curve.last().map_or(1.0, |p| to_x(p.x)))
+        .y_grid_spacer(super::nice_grid())
+        .x_grid_spacer(if log_x { egui_plot::log_grid_spacer(10) } else { Box::new(super::nice_grid()) })
         .x_axis_formatter(move |m, _| {
             let v = from_x(m.value);
-            if v >= 1.0 { format!("{}", v.round() as u64) } else { String::new() }
+            // a value the knob can take (no 2^64 from a mark far outside the sweep)
+            if (1.0..1e12).contains(&v) { format!("{}", v.round() as u64) } else { String::new() }
         })
         .show(ui, |p| {
             p.line(Line::new(t.total_per_gpu, PlotPoints::from(pts.clone())).width(2.5));

@@ -22,9 +22,9 @@ pub fn verdict(c: &Computed) -> String {
     let t = tr();
     let (e, cap) = (&c.estimate, c.capacity());
     if c.fits() {
-        format!("{}, {} {}", t.fits, gib(cap.saturating_sub(e.total)), t.free)
+        t.fits_free.replace("{gib}", &gib(cap.saturating_sub(e.total)))
     } else if e.total > cap {
-        format!("{}, {} {}", t.does_not_fit, gib(e.total - cap), t.short)
+        t.short_by.replace("{gib}", &gib(e.total - cap))
     } else {
         format!("{}: {}", t.does_not_fit, t.no_free_block)
     }
@@ -89,7 +89,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings, presentation: bo
         phrase(ui, RichText::new("·").size(26.0));
         phrase(ui, RichText::new(verdict(c)).size(26.0).strong().color(palette::verdict(fits)));
         phrase(ui, RichText::new("·").size(26.0));
-        phrase(ui, RichText::new(format!("{} {}", t.peak_at, peak_moment(c))).size(18.0));
+        phrase(ui, RichText::new(t.peak_at_tpl.replace("{what}", &peak_moment(c))).size(18.0));
     });
     if let Some(kind) = crate::report::unvalidated_kind(&c.scenario) {
         ui.label(
