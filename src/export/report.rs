@@ -2,7 +2,6 @@
 
 use super::ScenarioFile;
 use crate::cost;
-use crate::estimate::moment_in;
 use crate::estimate::{Estimate, Mode, Scenario};
 use crate::fit::{self, Knob};
 use crate::gpu;
@@ -226,18 +225,17 @@ pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String 
         ),
         Lang::ZhCn => writeln!(
             s,
-            "\n峰值出现在：{}（{}）；此时临时张量 {}。",
-            moment_in(e.peak.what, lang),
-            e.peak.phase.label_in(lang),
+            "\n峰值出现在：{}；此时临时张量 {}。",
+            e.peak.describe_in(lang),
             g(e.peak.alive.temporaries)
         ),
     };
     if let Some(gpu) = f.gpu() {
         let cap = gpu.memory_bytes();
         let verdict = if fit::fits(sc, cap) {
-            text!(lang, "fits, {} free", "可容纳，空闲 {}", g(cap.saturating_sub(e.total)))
+            text!(lang, "fits, {} free", "放得下，剩余 {}", g(cap.saturating_sub(e.total)))
         } else if e.total > cap {
-            text!(lang, "does NOT fit, short by {}", "无法容纳，缺口 {}", g(e.total - cap))
+            text!(lang, "does NOT fit, short by {}", "放不下，还差 {}", g(e.total - cap))
         } else {
             text!(
                 lang,

@@ -231,11 +231,11 @@ fn title(c: Change, s: &Setup, before: &Setup, lang: Lang) -> String {
             if before.cfg.quantization == Quantization::Fp8 {
                 lang.pick(
                     "a 4-bit AWQ checkpoint of the model instead of fp8 weights",
-                    "改用该模型的 4 位 AWQ 检查点，代替 fp8 权重",
+                    "改用该模型的 4 位 AWQ 权重文件，代替 fp8 权重",
                 )
                 .into()
             } else {
-                lang.pick("a 4-bit AWQ checkpoint of the model", "改用该模型的 4 位 AWQ 检查点").into()
+                lang.pick("a 4-bit AWQ checkpoint of the model", "改用该模型的 4 位 AWQ 权重文件").into()
             }
         }
         Change::Tp(t) => crate::text!(

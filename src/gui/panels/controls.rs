@@ -299,7 +299,14 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
     ui.label(
         RichText::new(format!(
             "{} {}",
-            crate::units::count(s.dp * s.tp.max(1) * s.pp.max(1), "GPU"),
+            {
+                // "8 GPUs", "8 个 GPU"
+                let n = s.dp * s.tp.max(1) * s.pp.max(1);
+                match crate::gui::lang::current() {
+                    crate::i18n::Lang::En => crate::units::count(n, "GPU"),
+                    crate::i18n::Lang::ZhCn => format!("{n} 个 GPU"),
+                }
+            },
             t.parallel_note
         ))
         .weak()
