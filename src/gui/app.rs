@@ -396,7 +396,13 @@ impl VramApp {
                 ui.add_space(6.0);
                 // a cluster's table needs the room of its rows: the chart gives up some height
                 let cluster = self.state.view.tab == Tab::Live && self.live.is_cluster();
-                let top_h = (ui.available_height() * if cluster { 0.4 } else { 0.5 }).max(250.0);
+                // on a projector the curve and tables under the bar keep a readable height
+                let (share, least) = match (cluster, presentation) {
+                    (true, _) => (0.4, 250.0),
+                    (false, true) => (0.45, 200.0),
+                    (false, false) => (0.5, 250.0),
+                };
+                let top_h = (ui.available_height() * share).max(least);
                 ui.horizontal_top(|ui| {
                     let w = ui.available_width();
                     let down = egui::Layout::top_down(egui::Align::Min);

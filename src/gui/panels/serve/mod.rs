@@ -56,9 +56,22 @@ pub fn headline(ui: &mut egui::Ui, c: &ServeComputed) {
         super::gib(s.bytes.activation_peak),
         crate::serve::profile::peak_at_in(&s.activation_peak_at, crate::gui::lang::current())
     ));
-    ui.label(RichText::new(second.join("   ·   ")).size(15.0));
+    // each figure a phrase that moves to the next line whole
     ui.horizontal_wrapped(|ui| {
-        ui.label(RichText::new(t.cli_hint).weak().small());
-        ui.add(egui::Label::new(RichText::new(c.command()).monospace().small()).wrap());
+        for (i, part) in second.iter().enumerate() {
+            if i > 0 {
+                ui.label(RichText::new("·").size(15.0));
+            }
+            ui.add(egui::Label::new(RichText::new(part).size(15.0)).wrap_mode(egui::TextWrapMode::Extend));
+        }
     });
+    if super::presentation(ui.ctx()) {
+        // on a projector the command is for the presenter, on hover
+        super::hint(ui, &format!("{}\n{}", t.cli_hint, c.command()));
+    } else {
+        ui.horizontal_wrapped(|ui| {
+            ui.label(RichText::new(t.cli_hint).weak().small());
+            ui.add(egui::Label::new(RichText::new(c.command()).monospace().small()).wrap());
+        });
+    }
 }
