@@ -97,6 +97,9 @@ pub fn run(launch: Launch) -> Result<()> {
             Box::new(move |cc| {
                 let app = match shot {
                     Some(path) => {
+                        // nothing of an earlier session's window (scroll offsets, open headers)
+                        // in the picture: egui's memory as a fresh start has it
+                        cc.egui_ctx.memory_mut(|m| *m = egui::Memory::default());
                         let mut st = state::AppState::default();
                         if let Some(t) = tab {
                             st.view.tab = t;

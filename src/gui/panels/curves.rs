@@ -96,9 +96,9 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
     }
     let mut clicked_x = None;
     let resp = Plot::new(("curve", knob as u8))
-        // the legend where the curve is not: a falling segment curve starts high on the left,
-        // the others rise to the right
-        .legend(Legend::default().position(if knob == Knob::Segments {
+        // the legend over the curve's flat end, not where it climbs: batch and sequence curves
+        // rise to the right, segment and GPU curves fall from the left
+        .legend(Legend::default().position(if matches!(knob, Knob::Segments | Knob::Gpus) {
             egui_plot::Corner::RightTop
         } else {
             egui_plot::Corner::LeftTop
@@ -110,9 +110,10 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
         .allow_drag(false)
         .include_y(0.0)
         .include_y(cap as f64 / GIB * 1.15)
-        // the whole swept range, whatever part of the curve is drawn
+        // the drawn part of the sweep, at least two of its values wide (a job off the chart from
+        // its first value still gets an axis of knob values)
         .include_x(curve.first().map_or(0.0, |p| to_x(p.x)))
-        .include_x(curve.last().map_or(1.0, |p| to_x(p.x)))
+        .include_x(curve.get(pts.len().max(2) - 1).or(curve.last()).map_or(1.0, |p| to_x(p.x)))
         .y_grid_spacer(super::nice_grid())
         .x_grid_spacer(if log_x { egui_plot::log_grid_spacer(10) } else { Box::new(super::nice_grid()) })
         .x_axis_formatter(move |m, _| {
