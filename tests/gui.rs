@@ -249,7 +249,7 @@ fn snapshots_of_the_presentation_layout() {
 /// text with the numbers.
 #[cfg(feature = "snapshots")]
 #[test]
-fn snapshot_of_a_lesson() {
+fn snapshots_of_a_lesson() {
     use vramscope::gui::learn::LearnStep;
     let mut state = AppState::default();
     state.view.lang = Some(vramscope::gui::lang::Lang::ZhCn);
@@ -345,32 +345,41 @@ fn every_character_of_the_translation_has_a_glyph_in_the_shipped_fonts() {
     assert!(ctx.fonts_mut(|f| f.has_glyph(&font, '显')));
 }
 
-#[test]
-fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
+/// The Live tab monitoring a fake leaking run (20 GiB + 10 GiB per step, 200 MiB kept per step)
+/// on an 80 GiB card, after its first 150 samples (bounded in time, not in frames, whose cost
+/// varies with the machine); `live` and `start` are the tab's and the button's labels in the
+/// state's language.
+fn monitoring_a_leaking_run(state: AppState, live: &str, start: &str) -> Harness<'static, VramApp> {
     use vramscope::gui::live::Live;
-    use vramscope::monitor::{FakeSampler, MonitorError, Sampler};
+    use vramscope::monitor::{FakeSampler, Sampler};
     let gib = 1u64 << 30;
-    // a leaking run: 20 GiB + 10 GiB per step, 200 MiB kept per step
     let curve: Vec<u64> = (0..200u64)
         .map(|i| 20 * gib + (i / 10) * (200 << 20) + 10 * gib * (i % 10).min(10 - i % 10) / 5)
         .collect();
-    let mut app = VramApp::new(AppState::default());
+    let mut app = VramApp::new(state);
     app.live = Live::with_factory(Box::new(move |_| {
         Ok(Box::new(FakeSampler::from_curve(80 * gib, &curve, 0.25)) as Box<dyn Sampler>)
     }));
     app.live.interval_ms = 1;
     let mut h = test_harness(egui::vec2(1280.0, 800.0), app);
     h.run();
-    h.get_by_label("Live GPU").click();
+    h.get_by_label(live).click();
     h.run();
-    h.get_by_label("Start monitoring").click();
-    // the thread samples every 10 ms at the fastest: wait for 150 samples, bounded in time (not
-    // in frames, whose cost varies with the machine)
+    h.get_by_label(start).click();
+    // the thread samples every 10 ms at the fastest
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while h.state().live.history.samples.len() < 150 && std::time::Instant::now() < deadline {
         h.step();
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    h
+}
+
+#[test]
+fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
+    use vramscope::gui::live::Live;
+    use vramscope::monitor::MonitorError;
+    let mut h = monitoring_a_leaking_run(AppState::default(), "Live GPU", "Start monitoring");
     assert!(
         h.state().live.history.samples.len() >= 150,
         "samples arrive from the thread: {} {:?} {:?}",
@@ -416,30 +425,9 @@ fn live_tab_overlays_measured_usage_and_reports_a_missing_driver() {
 #[test]
 fn live_tab_in_chinese_shows_the_translated_diagnosis() {
     use vramscope::gui::lang::Lang;
-    use vramscope::gui::live::Live;
-    use vramscope::monitor::{FakeSampler, Sampler};
-    let gib = 1u64 << 30;
-    // the leaking run of live_tab_overlays_measured_usage_and_reports_a_missing_driver
-    let curve: Vec<u64> = (0..200u64)
-        .map(|i| 20 * gib + (i / 10) * (200 << 20) + 10 * gib * (i % 10).min(10 - i % 10) / 5)
-        .collect();
     let mut state = AppState::default();
     state.view.lang = Some(Lang::ZhCn);
-    let mut app = VramApp::new(state);
-    app.live = Live::with_factory(Box::new(move |_| {
-        Ok(Box::new(FakeSampler::from_curve(80 * gib, &curve, 0.25)) as Box<dyn Sampler>)
-    }));
-    app.live.interval_ms = 1;
-    let mut h = test_harness(egui::vec2(1280.0, 800.0), app);
-    h.run();
-    h.get_by_label("实时 GPU").click();
-    h.run();
-    h.get_by_label("开始监控").click();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while h.state().live.history.samples.len() < 150 && std::time::Instant::now() < deadline {
-        h.step();
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let mut h = monitoring_a_leaking_run(state, "实时 GPU", "开始监控");
     assert!(h.state().live.history.samples.len() >= 150, "{:?}", h.state().live.problem);
     h.get_by_label("暂停").click();
     h.run_steps(2);
