@@ -643,19 +643,20 @@ fn cluster_snapshots(points: u64) -> Vec<vramscope::monitor::Snapshot> {
         .collect()
 }
 
-#[test]
-fn a_cluster_from_prometheus_is_read_rank_by_rank_against_the_plan() {
+/// The Live tab reading `cluster_snapshots(40)` from a fake Prometheus against the plan
+/// Llama-3.1-8B over 2 pipeline stages of 4 data-parallel ranks, after "Load range" brought all
+/// 40 points; `live` and `load` are the tab's and the button's labels in `lang`.
+fn a_loaded_cluster(lang: vramscope::gui::lang::Lang, live: &str, load: &str) -> Harness<'static, VramApp> {
     use vramscope::gui::live::Live;
     use vramscope::gui::state::LiveSource;
     use vramscope::monitor::{FakeSampler, Sampler};
-    let past = cluster_snapshots(40);
+    let script = cluster_snapshots(40);
     let mut state = AppState::default();
-    // the plan: Llama-3.1-8B over 2 pipeline stages of 4 data-parallel ranks
     state.settings.dp = 4;
     state.settings.pp = 2;
     state.view.live.source = LiveSource::Prometheus;
+    state.view.lang = Some(lang);
     let mut app = VramApp::new(state);
-    let script = past.clone();
     app.live = Live::with_factory(Box::new(move |s| {
         assert_eq!(s.source, LiveSource::Prometheus, "the chosen source is asked for");
         let now = script.last().cloned().map(Ok).into_iter().collect();
@@ -664,16 +665,23 @@ fn a_cluster_from_prometheus_is_read_rank_by_rank_against_the_plan() {
     app.live.settings = app.state.view.live.clone();
     let mut h = test_harness(egui::vec2(1280.0, 800.0), app);
     h.run();
-    h.get_by_label("Live GPU").click();
+    h.get_by_label(live).click();
     h.run();
-    assert!(h.query_by_label("URL").is_some() && h.query_by_label("Selector").is_some());
-    h.get_by_label("Load range").click();
+    h.get_by_label(load).click();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while h.state().live.history.samples.len() < 40 && std::time::Instant::now() < deadline {
         h.step();
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert_eq!(h.state().live.history.samples.len(), 40, "{:?}", h.state().live.problem);
+    h
+}
+
+#[test]
+fn a_cluster_from_prometheus_is_read_rank_by_rank_against_the_plan() {
+    use vramscope::gui::lang::Lang;
+    let mut h = a_loaded_cluster(Lang::En, "Live GPU", "Load range");
+    assert!(h.query_by_label("URL").is_some() && h.query_by_label("Selector").is_some());
     h.run_steps(3);
     // node-b runs ranks 4-7 (the pipeline is outermost): stage 1; its GPU 3 leaks
     assert!(
@@ -730,33 +738,7 @@ fn a_cluster_from_prometheus_is_read_rank_by_rank_against_the_plan() {
 #[test]
 fn a_cluster_in_chinese_names_each_verdict_in_chinese() {
     use vramscope::gui::lang::Lang;
-    use vramscope::gui::live::Live;
-    use vramscope::gui::state::LiveSource;
-    use vramscope::monitor::{FakeSampler, Sampler};
-    let past = cluster_snapshots(40);
-    let mut state = AppState::default();
-    state.settings.dp = 4;
-    state.settings.pp = 2;
-    state.view.live.source = LiveSource::Prometheus;
-    state.view.lang = Some(Lang::ZhCn);
-    let mut app = VramApp::new(state);
-    let script = past.clone();
-    app.live = Live::with_factory(Box::new(move |_| {
-        let now = script.last().cloned().map(Ok).into_iter().collect();
-        Ok(Box::new(FakeSampler::new(now).with_history(script.clone())) as Box<dyn Sampler>)
-    }));
-    app.live.settings = app.state.view.live.clone();
-    let mut h = test_harness(egui::vec2(1280.0, 800.0), app);
-    h.run();
-    h.get_by_label("实时 GPU").click();
-    h.run();
-    h.get_by_label("加载范围").click();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while h.state().live.history.samples.len() < 40 && std::time::Instant::now() < deadline {
-        h.step();
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    assert_eq!(h.state().live.history.samples.len(), 40, "{:?}", h.state().live.problem);
+    let mut h = a_loaded_cluster(Lang::ZhCn, "实时 GPU", "加载范围");
     h.run_steps(3);
     assert!(h.query_all_by_label_contains("曲线：8 块 GPU 中有 1 块异常（node-b GPU 3）").next().is_some());
     assert_eq!(h.query_all_by_label("内存泄漏").count(), 1, "node-b GPU 3's verdict");

@@ -6,6 +6,7 @@
 pub mod activations;
 pub mod context;
 pub mod generate;
+pub mod moments;
 pub mod parallel;
 pub mod rank;
 pub mod reserved;
@@ -15,6 +16,7 @@ pub mod stack;
 pub mod states;
 pub mod step;
 
+pub use moments::moment_in;
 pub use rank::{Stage, shard_spec, stage_of_rank};
 use rank::{stage_groups, stages_of};
 pub use saved::{Cat, Saved};
@@ -23,7 +25,6 @@ pub use scenario::{
     Scenario, ScenarioError, Targets,
 };
 pub use stack::{AdapterDtype, Framework, Loss, Stack};
-pub use step::moment_in;
 
 use crate::model::{Architecture, LayerTable};
 use activations::ActivationModel;
@@ -121,8 +122,8 @@ impl Moment {
             return self.describe();
         }
         let what = match self.block {
-            Some(b) => step::in_block(b, &step::moment_in(self.what, lang), lang),
-            None => step::moment_in(self.what, lang).into_owned(),
+            Some(b) => moments::in_block(b, &moments::moment_in(self.what, lang), lang),
+            None => moments::moment_in(self.what, lang).into_owned(),
         };
         let phase = self.phase.label_in(lang);
         if what == phase { what } else { format!("{phase}：{what}") }

@@ -241,8 +241,6 @@ pub struct Derived {
     pub roadmap: Option<crate::roadmap::Roadmap>,
     /// The server, in Serve mode.
     pub serve: Option<Result<ServeComputed, String>>,
-    /// The language the server's advice was written in.
-    serve_lang: super::lang::Lang,
     /// The language the hardware paths and the roadmap were written in.
     options_lang: super::lang::Lang,
 }
@@ -262,7 +260,6 @@ impl Derived {
                 // the same numbers in another language: the texts are rewritten, nothing is
                 // recomputed (a selected timeline event stays selected)
                 *l = lang;
-                self.serve_lang = lang;
                 self.serve = state.settings.serving.then(|| ServeComputed::new(&state.settings));
                 for c in self.current.iter_mut().chain(self.pinned.iter_mut().map(|(_, c)| c)).flatten() {
                     c.explanations = explain_in(&c.scenario, &c.estimate, lang);
@@ -270,7 +267,6 @@ impl Derived {
             }
             return;
         }
-        self.serve_lang = lang;
         self.recomputations += 1;
         self.serve = state.settings.serving.then(|| ServeComputed::new(&state.settings));
         self.current = Some(Computed::new(&state.settings));
