@@ -360,13 +360,12 @@ impl VramApp {
             intents.extend(panels::status::ui(ui, &self.status, self.can_undo(), self.can_redo()));
         });
         if let (Some(st), Some(Ok(c))) = (&self.state.view.learn, &self.derived.current) {
-            let body =
-                self.learn_body.get(st.index, self.derived.recomputations, c, self.derived.roadmap.as_ref());
+            let body = self.learn_body.get(st, self.derived.recomputations, c, self.derived.roadmap.as_ref());
             egui::Panel::bottom("learn").show(ui, |ui| intents.extend(panels::learn::ui(ui, st, body)));
         }
         // the segments the lesson shown is about
         let focus: &[crate::explain::Component] = match &self.state.view.learn {
-            Some(st) => super::learn::Lesson::ALL[st.index.min(7)].focus(),
+            Some(st) => st.lesson().focus(),
             None => &[],
         };
         if self.state.view.controls_collapsed {

@@ -46,6 +46,13 @@ pub struct LearnState {
     pub saved_tab: Tab,
 }
 
+impl LearnState {
+    /// The lesson shown (a saved index past the last lesson shows the last).
+    pub fn lesson(&self) -> Lesson {
+        Lesson::ALL[self.index.min(Lesson::ALL.len() - 1)]
+    }
+}
+
 /// A step of the Learn view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LearnStep {

@@ -15,19 +15,18 @@ pub struct BodyCache {
 }
 
 impl BodyCache {
-    /// The text of lesson `index` for `c` (recomputation `rev`).
+    /// The text of the lesson `st` shows for `c` (recomputation `rev`).
     pub fn get(
         &mut self,
-        index: usize,
+        st: &LearnState,
         rev: u64,
         c: &Computed,
         roadmap: Option<&crate::roadmap::Roadmap>,
     ) -> &str {
         let lang = crate::gui::lang::current();
-        let key = (index, rev, lang, roadmap.is_some());
+        let key = (st.index, rev, lang, roadmap.is_some());
         if self.key != Some(key) {
-            let lesson = Lesson::ALL[index.min(Lesson::ALL.len() - 1)];
-            self.text = lesson.body(c, roadmap, lang);
+            self.text = st.lesson().body(c, roadmap, lang);
             self.key = Some(key);
         }
         &self.text
@@ -60,8 +59,8 @@ pub fn ui(ui: &mut egui::Ui, st: &LearnState, body: &str) -> Vec<Intent> {
     let t = tr();
     let lang = crate::gui::lang::current();
     let mut out = Vec::new();
-    let i = st.index.min(Lesson::ALL.len() - 1);
-    let lesson = Lesson::ALL[i];
+    let lesson = st.lesson();
+    let i = Lesson::ALL.iter().position(|l| *l == lesson).unwrap_or(0);
     ui.add_space(4.0);
     ui.horizontal(|ui| {
         let back =
