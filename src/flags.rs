@@ -7,7 +7,7 @@
 //! scenario and the same total.
 
 use crate::estimate::context::ModuleLoading;
-use crate::estimate::{AdapterDtype, BaseQuant, FsdpMode, Loss, Mode, Offload, Scenario};
+use crate::estimate::{AdapterDtype, BaseQuant, FsdpMode, Loss, Mode, ModelCode, Offload, Scenario, Torch};
 use crate::gpu::Gpu;
 
 /// One flag: its name and its value (`None` for a switch).
@@ -83,6 +83,13 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     }
     if let Some(d) = st.bnb_compute_dtype {
         put("--bnb-compute-dtype", d.name().into());
+    }
+    let preset_code = st.framework.map_or(ModelCode::Hf, |f| f.stack().model_code);
+    if st.model_code != preset_code {
+        put("--model-code", st.model_code.name().into());
+    }
+    if st.torch != Torch::Current {
+        put("--torch", st.torch.to_string());
     }
     if st.grad_accum > 1 {
         put("--grad-accum", st.grad_accum.to_string());

@@ -174,6 +174,14 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
             "not validated against measurement: the QLoRA base (bitsandbytes needs a GPU to measure)".into(),
         );
     }
+    if sc.stack.model_code.litgpt()
+        && sc.model.transformer().is_some_and(|t| t.family != crate::model::Family::Llama)
+    {
+        out.push(format!(
+            "--model-code {}: litgpt's own code is walked for Llama-like models only; this family is walked as transformers runs it",
+            sc.stack.model_code.name()
+        ));
+    }
     if train && sc.stack.loss == crate::estimate::Loss::FusedLinearCe {
         out.push("not validated against measurement: the fused linear cross-entropy (Liger's grad_input kept from the forward; its early weight gradient is counted at the head's backward)".into());
     }

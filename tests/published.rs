@@ -8,7 +8,8 @@
 //! compare `peak_allocated` with `torch.cuda.max_memory_allocated()`.
 
 use vramscope::estimate::{
-    AttentionImpl, BaseQuant, Checkpointing, Framework, Lora, Optimizer, Scenario, estimate_reserved,
+    AttentionImpl, BaseQuant, Checkpointing, Framework, FsdpMode, Lora, Loss, Mode, ModelCode, Offload,
+    Optimizer, Scenario, Torch, estimate_reserved,
 };
 use vramscope::model::preset;
 use vramscope::units::Precision;
@@ -66,8 +67,9 @@ fn bert(precision: Precision, batch: u64, gc: bool, optimizer: Optimizer) -> Sce
     sc
 }
 
-/// litgpt `finetune/lora.py` defaults: r 8 on q and v, dropout 0.05, bf16-true, the longest
-/// Alpaca sample (1304 tokens for Llama 2) sets the peak.
+/// litgpt `finetune/lora.py` defaults at commit 8641822 (the resource tables' version, PyTorch
+/// 2.1.0): r 8 on q and v, dropout 0.05, bf16-true, the longest Alpaca sample (1304 tokens for
+/// Llama 2) sets the peak.
 fn litgpt(model: &str, batch: u64, nf4: bool) -> Scenario {
     let mut sc = load(model);
     sc.seq = 1304;
@@ -77,6 +79,9 @@ fn litgpt(model: &str, batch: u64, nf4: bool) -> Scenario {
     l.dropout = 0.05;
     sc.lora = Some(l);
     sc.stack = Framework::Litgpt.stack();
+    // litgpt 8641822 (its RMSNorm in the input dtype) under PyTorch 2.1.0
+    sc.stack.model_code = ModelCode::Litgpt2023;
+    sc.stack.torch = Torch::Before2_2;
     if nf4 {
         sc.base_quant = BaseQuant::Nf4NoDq;
     }
@@ -107,10 +112,32 @@ fn torchtune(lora: bool, nf4: bool) -> Scenario {
     sc
 }
 
-/// What the litgpt rows share: from its mb1 and mb2 rows (19a, 19c) litgpt kept 7.8 GB per
-/// 1304-token sample in that version, against 6.7 GB predicted; the 4-bit rows carry the same gap
-/// on a smaller total.
-const LITGPT_GAP: &str = "litgpt (Oct 2023) keeps about 1.1 GB more per 1304-token sample than this model of its Llama (both LoRA rows show it); the op behind it is not identified";
+/// litgpt `generate/base.py` defaults: the prompt "Hello, my name is" (6 Llama tokens), 50 new
+/// tokens, bf16-true weights.
+fn litgpt_generate(model: &str) -> Scenario {
+    let mut sc = load(model);
+    sc.mode = Mode::Infer;
+    sc.seq = 6;
+    sc.new_tokens = 50;
+    sc.precision = Precision::Bf16;
+    sc
+}
+
+/// torchtune's Llama-3.1 distributed recipes (0.3, the README of Sep 2024) on 8 A100s: FSDP2 full
+/// shard, batch as the config says, 2048 packed, activation checkpointing, compiled.
+fn torchtune_8x(model: &str, batch: u64) -> Scenario {
+    let mut sc = load(model);
+    sc.seq = 2048;
+    sc.batch = batch;
+    sc.precision = Precision::Bf16;
+    sc.checkpointing = Checkpointing::Full;
+    sc.optimizer = Optimizer::AdamwFused;
+    sc.stack = Framework::Torchtune.stack();
+    sc.stack.compiled_loss = true;
+    sc.parallel.dp = 8;
+    sc.parallel.fsdp = Some(FsdpMode::FullShard);
+    sc
+}
 
 fn rows() -> Vec<Row> {
     use Optimizer::{Adafactor, Adamw8bit, AdamwLoop};
@@ -171,8 +198,8 @@ fn rows() -> Vec<Row> {
             published: 14.14,
             unit: Unit::AllocGb,
             sc: litgpt("llama-2-7b", 1, true),
-            bound: 0.15,
-            why: LITGPT_GAP,
+            bound: 0.10,
+            why: "",
         },
         Row {
             id: "19c",
@@ -198,8 +225,26 @@ fn rows() -> Vec<Row> {
             published: 23.14,
             unit: Unit::AllocGb,
             sc: litgpt("llama-2-13b", 1, true),
-            bound: 0.15,
-            why: LITGPT_GAP,
+            bound: 0.10,
+            why: "",
+        },
+        Row {
+            id: "21a",
+            settings: "Llama-2-7B inference bf16, litgpt generate (6-token prompt, 50 new)".into(),
+            published: 13.52,
+            unit: Unit::AllocGb,
+            sc: litgpt_generate("llama-2-7b"),
+            bound: 0.10,
+            why: "",
+        },
+        Row {
+            id: "21b",
+            settings: "Llama-2-13B inference bf16, litgpt generate (6-token prompt, 50 new)".into(),
+            published: 26.21,
+            unit: Unit::AllocGb,
+            sc: litgpt_generate("llama-2-13b"),
+            bound: 0.10,
+            why: "",
         },
         Row {
             id: "26a",
@@ -225,6 +270,51 @@ fn rows() -> Vec<Row> {
             published: 7.4,
             unit: Unit::AllocGib,
             sc: torchtune(true, true),
+            bound: 0.10,
+            why: "",
+        },
+        Row {
+            id: "27b",
+            settings: "Llama-3.1-70B full FT, torchtune, 8 × A100, FSDP CPU offload, fused AdamW".into(),
+            published: 13.9,
+            unit: Unit::AllocGib,
+            sc: {
+                // `fsdp_cpu_offload: True`: parameters, gradients and the optimizer on the CPU
+                let mut sc = torchtune_8x("llama-3.1-70b", 2);
+                sc.parallel.offload = Offload::Params;
+                sc
+            },
+            bound: 0.10,
+            why: "",
+        },
+        Row {
+            id: "27c",
+            settings: "Llama-3.1-70B LoRA r16 q,k,v, torchtune, 8 × A100".into(),
+            published: 27.6,
+            unit: Unit::AllocGib,
+            sc: {
+                let mut sc = torchtune_8x("llama-3.1-70b", 2);
+                sc.lora = Some("16:q,k,v".parse().unwrap_or_else(|e| panic!("{e}")));
+                sc
+            },
+            bound: 0.10,
+            why: "",
+        },
+        Row {
+            id: "27d",
+            settings: "Llama-3.1-405B QLoRA r16 all linears, torchtune, 8 × A100, GA 16".into(),
+            published: 44.8e9 / GIB,
+            unit: Unit::AllocGib,
+            sc: {
+                // batch 1, `torch.nn.CrossEntropyLoss` on the fp32 logits (transformers' path),
+                // 16 micro-batches accumulated
+                let mut sc = torchtune_8x("llama-3.1-405b", 1);
+                sc.lora = Some("16:q,k,v,o,gate,up,down".parse().unwrap_or_else(|e| panic!("{e}")));
+                sc.base_quant = BaseQuant::Nf4;
+                sc.stack.loss = Loss::Hf;
+                sc.stack.grad_accum = 16;
+                sc
+            },
             bound: 0.10,
             why: "",
         },

@@ -136,6 +136,7 @@ pub struct EstimateArgs {
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
         "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
         "bnb_compute_dtype", "alloc_conf", "grad_accum", "keep_grads", "compile_loss", "module_loading",
+        "model_code", "torch",
     ])]
     pub scenario: Option<std::path::PathBuf>,
     /// train or infer.
@@ -202,6 +203,14 @@ pub struct EstimateArgs {
     /// LoRA adapter dtype: fp32 (PEFT) or model (litgpt, torchtune).
     #[arg(long)]
     pub adapter_dtype: Option<vramscope::estimate::AdapterDtype>,
+    /// Whose model code runs a Llama-like model: hf (transformers, torchtune), litgpt (its fused
+    /// qkv and LoRAQKVLinear), litgpt-2023 (litgpt before Oct 2023: RMSNorm in the input dtype).
+    #[arg(long, value_name = "CODE")]
+    pub model_code: Option<vramscope::estimate::ModelCode>,
+    /// The PyTorch version (e.g. 2.1): before 2.2, `mean` keeps its input for backward, so every
+    /// RMSNorm keeps its squared input.
+    #[arg(long, value_name = "X.Y")]
+    pub torch: Option<vramscope::estimate::Torch>,
     /// bnb_4bit_compute_dtype of a 4-bit base: fp32, fp16, bf16 (default: the compute dtype).
     #[arg(long)]
     pub bnb_compute_dtype: Option<DType>,
@@ -480,6 +489,12 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     }
     stack.keep_grads |= a.keep_grads;
     stack.compiled_loss |= a.compile_loss;
+    if let Some(c) = a.model_code {
+        stack.model_code = c;
+    }
+    if let Some(t) = a.torch {
+        stack.torch = t;
+    }
     sc.stack = stack;
     // the overhead defaults of the chosen card, else the generic ones
     let gpu = a.gpu.as_deref().map(find_gpu).transpose()?;
@@ -666,6 +681,8 @@ pub fn default_args() -> EstimateArgs {
         keep_grads: false,
         compile_loss: false,
         adapter_dtype: None,
+        model_code: None,
+        torch: None,
         bnb_compute_dtype: None,
         kv_dtype: None,
         gpu: Some("h100-80gb".into()),

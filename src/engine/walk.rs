@@ -207,7 +207,14 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         (Family::Bert | Family::Vit, _) | (_, Loss::Hf) => t * v * (c + if c == 4 { 0 } else { 4 }),
         // the chunks' logits stay in a list until the loss returns; one chunk's fp32 copy at a time
         (_, Loss::Chunked { .. }) => t * v * c + if c == 4 { 0 } else { chunk * v * 4 },
-        (_, Loss::ChunkedNative { .. }) => t * v * c,
+        // the chunks in the compute dtype while Fabric converts them (the fp32 list is kept)
+        (_, Loss::ChunkedNative { .. }) => {
+            if c == 4 {
+                0
+            } else {
+                t * v * c
+            }
+        }
         // one chunk of logits at a time
         (_, Loss::FusedLinearCe) => chunk * v * c,
     };
@@ -221,7 +228,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         (Family::Megatron | Family::Vit, _, _) | (_, _, Loss::Hf) => 2 * t * v * 4,
         // chunk by chunk: nll's and log-softmax's fp32 gradients and the cast back
         (_, _, Loss::Chunked { .. }) => chunk * v * (8 + if c == 4 { 0 } else { c }),
-        (_, _, Loss::ChunkedNative { .. }) => 2 * chunk * v * c,
+        // chunk by chunk: nll's and log-softmax's fp32 gradients
+        (_, _, Loss::ChunkedNative { .. }) => 2 * chunk * v * 4,
         // the input's gradient was computed in the forward
         (_, _, Loss::FusedLinearCe) => 0,
     };

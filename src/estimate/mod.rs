@@ -24,7 +24,7 @@ pub use scenario::{
     AttentionImpl, BaseQuant, Checkpointing, FsdpMode, Lora, Mode, Offload, Optimizer, Overhead, Parallel,
     Scenario, ScenarioError, Targets,
 };
-pub use stack::{AdapterDtype, Framework, Loss, Stack};
+pub use stack::{AdapterDtype, Framework, Loss, ModelCode, Stack, Torch};
 
 use crate::model::{Architecture, LayerTable};
 use activations::ActivationModel;
@@ -554,26 +554,37 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
     let mut st: States = states::states(sc, &groups);
     let mut cpu_bytes = 0;
     let mut nvme_bytes = 0;
-    // parameters ZeRO-3 / FSDP gather at once: one block (a layer table's largest layer)
-    let block_params: u64 = match &sc.model.arch {
-        Architecture::Table(t) => t.layers.iter().map(|l| l.params).max().unwrap_or(0),
-        Architecture::Transformer(_) => {
+    // parameters ZeRO-3 / FSDP gather at once: one block (a layer table's largest layer), in
+    // the compute dtype (FSDP's `param_dtype`), or as stored for a quantized LoRA base: NF4 and
+    // int8 shards are all-gathered quantized (torchao's `NF4Tensor.fsdp_pre_all_gather`,
+    // bitsandbytes' `bnb_4bit_quant_storage`) and dequantized per Linear as it runs
+    let block_linear = |g: &&crate::model::ParamGroup| {
+        matches!(
+            g.kind,
+            crate::model::ParamKind::Linear(_)
+                | crate::model::ParamKind::Experts(_)
+                | crate::model::ParamKind::Router
+        )
+    };
+    let gathered: u64 = match &sc.model.arch {
+        Architecture::Table(t) => {
+            sc.precision.compute_dtype().bytes(t.layers.iter().map(|l| l.params).max().unwrap_or(0))
+        }
+        Architecture::Transformer(_) if sc.lora.is_some() && sc.base_quant != BaseQuant::None => {
             groups
                 .iter()
-                .filter(|g| {
-                    matches!(
-                        g.kind,
-                        crate::model::ParamKind::Linear(_)
-                            | crate::model::ParamKind::Experts(_)
-                            | crate::model::ParamKind::Router
-                    )
+                .filter(block_linear)
+                .map(|g| {
+                    states::quantized_bytes(g.rows * g.cols, g.rows, sc.precision, sc.base_quant) * g.count
                 })
-                .map(|g| g.rows * g.cols * g.count)
                 .sum::<u64>()
                 / stage.blocks.max(1)
         }
+        Architecture::Transformer(_) => sc.precision.compute_dtype().bytes(
+            groups.iter().filter(block_linear).map(|g| g.rows * g.cols * g.count).sum::<u64>()
+                / stage.blocks.max(1),
+        ),
     };
-    let gathered = sc.precision.compute_dtype().bytes(block_params);
     if p.dp > 1 || p.effective_zero() > 0 {
         states::shard(&mut st, &p, gathered);
     }

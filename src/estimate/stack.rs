@@ -26,7 +26,9 @@ pub enum Loss {
         chunks: u64,
     },
     /// litgpt's `chunked_cross_entropy` with `lm_head_chunk_size`: logits in chunks of this many
-    /// positions, the loss in the compute dtype (no fp32 upcast).
+    /// positions, which Fabric's precision plugin converts to fp32 on the way out of the model
+    /// (`convert_output`), held by the training loop's `logits` through backward; the loss keeps
+    /// each chunk's fp32 log-softmax.
     ChunkedNative {
         /// Positions per chunk (128 in litgpt's fine-tuning scripts).
         positions: u64,
@@ -112,6 +114,89 @@ impl FromStr for AdapterDtype {
     }
 }
 
+/// Whose implementation of the architecture runs: what a block keeps depends on the code, not
+/// only on the architecture.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelCode {
+    /// transformers' modelling files (and torchtune's, which keep the same tensors).
+    #[default]
+    Hf,
+    /// litgpt's `model.py` / `lora.py` for Llama-like models: one fused qkv Linear (SDPA's `v`
+    /// is a view of it, so the whole qkv output is kept), `LoRAQKVLinear` (one dropout, a grouped
+    /// `conv1d` for B, and `zero_pad`'s `index_copy`, which keeps its source when q, k and v are
+    /// not all adapted, and an int64 index), RMSNorm `x.float()`, `(x_normed * weight.float())`.
+    Litgpt,
+    /// litgpt before its "half precision fixes" (#606, 24 Oct 2023; the resource tables of
+    /// commit 8641822): the same, with RMSNorm in the input dtype (`x * rsqrt(mean(x * x))`).
+    Litgpt2023,
+}
+
+impl ModelCode {
+    /// Command-line name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Hf => "hf",
+            Self::Litgpt => "litgpt",
+            Self::Litgpt2023 => "litgpt-2023",
+        }
+    }
+
+    /// litgpt's code (either version).
+    pub const fn litgpt(self) -> bool {
+        matches!(self, Self::Litgpt | Self::Litgpt2023)
+    }
+}
+
+impl FromStr for ModelCode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Self::Hf, Self::Litgpt, Self::Litgpt2023]
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("unknown --model-code \"{s}\" (hf, litgpt, litgpt-2023)"))
+    }
+}
+
+/// The PyTorch release whose autograd keeps the tensors: only where a rule changed between
+/// releases does it matter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Torch {
+    /// PyTorch 2.2 and later (the measured ground truth runs 2.15).
+    #[default]
+    Current,
+    /// Before 2.2: `mean(dim)`'s backward keeps its input (`MeanBackward1._saved_self`,
+    /// pytorch/pytorch#109876; later releases keep the element count), so an RMSNorm's
+    /// `mean(x²)` keeps the squared tensor.
+    Before2_2,
+}
+
+impl FromStr for Torch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("--torch \"{s}\": expected a PyTorch version such as 2.1 or 2.5");
+        let (major, minor) = s.split_once('.').ok_or_else(bad)?;
+        let minor = minor.split('.').next().unwrap_or(minor);
+        let (major, minor) =
+            (major.parse::<u32>().map_err(|_| bad())?, minor.parse::<u32>().map_err(|_| bad())?);
+        if !(1..=9).contains(&major) {
+            return Err(bad());
+        }
+        Ok(if (major, minor) < (2, 2) { Self::Before2_2 } else { Self::Current })
+    }
+}
+
+impl fmt::Display for Torch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // the oldest release of the class (parses back to the same class)
+        f.write_str(match self {
+            Self::Current => "2.2",
+            Self::Before2_2 => "2.1",
+        })
+    }
+}
+
 /// A training framework whose defaults set the stack choices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -120,8 +205,8 @@ pub enum Framework {
     HfTrainer,
     /// torchtune (0.6): `CEWithChunkedOutputLoss` with 8 chunks, adapters in the model dtype.
     Torchtune,
-    /// litgpt (0.5): `chunked_cross_entropy` over 128-position chunks in the compute dtype,
-    /// adapters in the model dtype.
+    /// litgpt (0.5): its own model code, `chunked_cross_entropy` over 128-position chunks of the
+    /// logits Fabric returns in fp32, adapters in the model dtype.
     Litgpt,
     /// DeepSpeed with the HF model: transformers' loss, PEFT adapters.
     Deepspeed,
@@ -160,6 +245,8 @@ impl Framework {
             grad_accum: 0,
             keep_grads: false,
             compiled_loss: false,
+            model_code: ModelCode::Hf,
+            torch: Torch::Current,
         };
         match self {
             Self::Torchtune => {
@@ -169,6 +256,7 @@ impl Framework {
             Self::Litgpt => {
                 s.loss = Loss::ChunkedNative { positions: 128 };
                 s.adapter_dtype = AdapterDtype::Model;
+                s.model_code = ModelCode::Litgpt;
             }
             Self::HfTrainer | Self::Deepspeed | Self::Megatron | Self::Axolotl => {}
         }
@@ -214,6 +302,10 @@ pub struct Stack {
     /// upcast, log-softmax and nll, and its partitioner saves the chunk's logits and one fp32
     /// logsumexp per row instead of the fp32 log-softmax, recomputing the rest in backward.
     pub compiled_loss: bool,
+    /// Whose model code runs (transformers', litgpt's).
+    pub model_code: ModelCode,
+    /// The PyTorch release (where its autograd rules differ).
+    pub torch: Torch,
 }
 
 impl Stack {
@@ -267,6 +359,12 @@ impl Stack {
         }
         if self.compiled_loss {
             parts.push("compiled loss".into());
+        }
+        if self.model_code != ModelCode::Hf {
+            parts.push(format!("{}'s model code", self.model_code.name()));
+        }
+        if self.torch != Torch::Current {
+            parts.push("PyTorch before 2.2".into());
         }
         match (self.framework, parts.is_empty()) {
             (Some(f), true) => f.name().to_string(),

@@ -72,7 +72,7 @@ pub(crate) fn adapter_dtype(sc: &Scenario) -> DType {
 }
 
 /// Bytes of one quantized weight tensor of `n` elements and `rows` output rows.
-fn quantized_bytes(n: u64, rows: u64, precision: Precision, base_quant: BaseQuant) -> u64 {
+pub(crate) fn quantized_bytes(n: u64, rows: u64, precision: Precision, base_quant: BaseQuant) -> u64 {
     match (base_quant, precision) {
         // NF4: 4 bits + one 8-bit absmax per 64 weights + one fp32 scale per 256 absmax blocks
         (BaseQuant::Nf4, _) => n.div_ceil(2) + n.div_ceil(64) + 4 * n.div_ceil(64 * 256),

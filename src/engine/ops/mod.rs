@@ -66,6 +66,8 @@ pub enum NormKind {
     Layer,
     /// Apex/Megatron fused LayerNorm: input kept, fp32 mean and rstd.
     LayerFp32Stats,
+    /// litgpt's RMSNorm before Oct 2023: `x * rsqrt(mean(x * x))` in the input dtype, `weight *`.
+    RmsNoUpcast,
 }
 
 /// Activation functions.
@@ -229,6 +231,17 @@ impl<'c> Graph<'c> {
                     self.keep_new(n * xe, Cat::Norms);
                 }
             }
+            NormKind::RmsNoUpcast => {
+                // `x * x` and `x * rsqrt` keep x itself, rsqrt (input dtype) is kept; the
+                // normalised value is kept by `weight * x_normed` when the weight trains
+                if active {
+                    self.keep(x);
+                    self.keep_new(rows * xe, Cat::Norms);
+                }
+                if trains {
+                    self.keep_new(n * xe, Cat::Norms);
+                }
+            }
             NormKind::RmsWeightFp32 => {
                 if active {
                     self.keep_new(rows * 4, Cat::Norms);
@@ -275,6 +288,17 @@ impl<'c> Graph<'c> {
                 }
             }
         }
+        if active && self.ctx.mean_keeps_input {
+            // before PyTorch 2.2 `mean(dim)` keeps its input: the squared tensor (in fp32 when
+            // the norm upcasts)
+            match kind {
+                NormKind::Rms | NormKind::RmsWeightFp32 | NormKind::RmsOffset => {
+                    self.keep_new(n * 4, Cat::Norms)
+                }
+                NormKind::RmsNoUpcast => self.keep_new(n * xe, Cat::Norms),
+                NormKind::Layer | NormKind::LayerFp32Stats => {}
+            }
+        }
         let out_e = if kind == NormKind::Layer && self.ctx.amp { 4 } else { xe };
         let out = self.tensor(n * out_e, out_e, active || trains, Cat::Norms);
         self.record(name, before);
@@ -296,10 +320,63 @@ impl<'c> Graph<'c> {
         name: &'static str,
     ) -> T {
         let before = self.kept.total();
+        let out = self.linear_base(x, rows, in_f, out_f, role, cat, self.ctx.adapted(role), true);
+        self.record(name, before);
+        out
+    }
+
+    /// litgpt's `LoRAQKVLinear` on `rows` rows: the fused q/k/v projection (`widths`) as a Linear,
+    /// and one adapter over it when any of q, k, v is targeted: `lora_dropout(x)` (its output
+    /// and bool mask kept), `lora_A` (its input kept, its output kept by the grouped `conv1d` that
+    /// applies B), then `zero_pad`, whose `index_copy` keeps its source (B's output, the adapted
+    /// widths) and the int64 index when not all three are adapted.
+    pub fn lora_qkv(&mut self, x: T, rows: u64, in_f: u64, widths: [u64; 3], name: &'static str) -> T {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        let on = [LinearRole::Q, LinearRole::K, LinearRole::V].map(|r| ctx.adapted(r));
+        let any = on.iter().any(|&o| o);
+        let sum: u64 = widths.iter().sum();
+        let out = self.linear_base(x, rows, in_f, sum, LinearRole::Q, Cat::AttentionIo, any, false);
+        if any && let Some(l) = ctx.lora {
+            let ad = if ctx.amp { ctx.c } else { ctx.adapter_elem };
+            let n_on = on.iter().filter(|&&o| o).count() as u64;
+            let on_width: u64 = widths.iter().zip(on).filter(|(_, o)| *o).map(|(w, _)| w).sum();
+            if l.dropout > 0.0 {
+                self.keep_new(rows * in_f * ad, Cat::Adapters);
+                self.keep_new(rows * in_f, Cat::DropoutMasks);
+            } else if ad != self.elem(x) {
+                self.keep_new(rows * in_f * ad, Cat::Adapters);
+            } else if !self.s(x).saved {
+                let b = self.s(x).bytes;
+                self.st[x.0 as usize].saved = true;
+                self.kept.add(Cat::Adapters, b);
+            }
+            self.keep_new(rows * l.rank * n_on * ad, Cat::Adapters);
+            if n_on < 3 {
+                self.keep_new(rows * on_width * ad + 8 * on_width, Cat::Adapters);
+            }
+        }
+        self.record(name, before);
+        out
+    }
+
+    /// The Linear's rule; `adapted`: an adapter makes its output require grad, `peft`: PEFT's
+    /// adapter (per projection) is walked here.
+    #[allow(clippy::too_many_arguments)]
+    fn linear_base(
+        &mut self,
+        x: T,
+        rows: u64,
+        in_f: u64,
+        out_f: u64,
+        role: LinearRole,
+        cat: Cat,
+        adapted: bool,
+        peft: bool,
+    ) -> T {
         let ctx = self.ctx;
         let c = ctx.c;
         let trains = ctx.weight_trains(role);
-        let adapted = ctx.adapted(role);
         // autocast casts an fp32 input to half (a new storage); a half input is used as it is
         let cast = ctx.amp && self.elem(x) == 4 && c != 4;
         if trains {
@@ -322,7 +399,10 @@ impl<'c> Graph<'c> {
                 self.keep_new(rows * in_f * e, Cat::InputCasts)
             }
         }
-        if adapted && let Some(l) = ctx.lora {
+        if adapted
+            && peft
+            && let Some(l) = ctx.lora
+        {
             // lora_B(lora_A(dropout(x))) with fp32 adapters (PEFT autocast_adapter_dtype) or in the
             // model's dtype: an input of another dtype is copied per adapter (under autocast to the
             // autocast dtype)
@@ -344,9 +424,7 @@ impl<'c> Graph<'c> {
         // under sequence parallelism a residual-width input holds this rank's tokens and is
         // all-gathered for a column-parallel Linear: its output has every token
         let out_rows = if rows == ctx.ts { ctx.t } else { rows };
-        let out = self.tensor(out_rows * out_f * c, c, rg, cat);
-        self.record(name, before);
-        out
+        self.tensor(out_rows * out_f * c, c, rg, cat)
     }
 
     /// Rotary embedding `x·cos + rotate_half(x)·sin` over `rot` of each head's dimensions: keeps
@@ -559,10 +637,14 @@ impl<'c> Graph<'c> {
             // and an fp32 max and logsumexp per row; the softmax is recomputed in backward
             self.keep_new(t * classes * c + 2 * t * 4, Cat::HeadLoss);
         } else {
-            // log_softmax output: fp32 (transformers' upcast, torchtune's per-chunk .float()) or
-            // the compute dtype (litgpt's chunked cross-entropy on the logits as they are)
-            let lse = if matches!(ctx.loss, Loss::ChunkedNative { .. }) { c } else { 4 };
-            self.keep_new(t * classes * lse, Cat::HeadLoss);
+            // log_softmax output in fp32: transformers' upcast, torchtune's per-chunk .float(),
+            // litgpt's chunks converted by Fabric
+            self.keep_new(t * classes * 4, Cat::HeadLoss);
+            if matches!(ctx.loss, Loss::ChunkedNative { .. }) {
+                // litgpt: Fabric returns the chunks' logits in fp32 and the training loop's
+                // `logits` list holds them through backward
+                self.keep_new(t * classes * 4, Cat::HeadLoss);
+            }
         }
         self.keep_new(4 * pieces, Cat::HeadLoss); // nll_loss total_weight, one per chunk
         // labels: HF pads with -100 then takes [..., 1:].contiguous(): a view when b == 1

@@ -52,6 +52,10 @@ pub struct Ctx {
     pub nf4_dequant: Option<u64>,
     /// Bytes per element of the LoRA adapters' weights (4 for PEFT's fp32 adapters).
     pub adapter_elem: u64,
+    /// Whose model code runs (litgpt's Llama-like block differs from transformers').
+    pub model_code: crate::estimate::stack::ModelCode,
+    /// PyTorch before 2.2: `mean(dim)` keeps its input for backward.
+    pub mean_keeps_input: bool,
 }
 
 impl Ctx {
@@ -91,6 +95,8 @@ impl Ctx {
             bnb4_input: nf4.filter(|_| sc.stack.framework != Some(super::stack::Framework::Torchtune)),
             nf4_dequant: nf4,
             adapter_elem: super::states::adapter_dtype(sc).bytes(1),
+            model_code: sc.stack.model_code,
+            mean_keeps_input: sc.stack.torch == super::stack::Torch::Before2_2,
         }
     }
 

@@ -148,6 +148,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
                     grad_accum: cur.grad_accum,
                     keep_grads: cur.keep_grads,
                     compiled_loss: cur.compiled_loss,
+                    torch: cur.torch,
                     ..st
                 };
                 if ui.selectable_label(s.stack.framework.is_none(), t.framework_none).clicked() {

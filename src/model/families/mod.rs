@@ -10,6 +10,7 @@ mod gemma;
 mod gpt2;
 mod gpt_neox;
 mod gpt_oss;
+mod litgpt;
 mod llama;
 mod megatron;
 mod olmo2;
@@ -218,6 +219,7 @@ pub(crate) fn attn_of(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Attn {
 /// Walks one block of the family on `g`; `x` is the block input. Returns the block output.
 pub(crate) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
     match m.family {
+        Family::Llama if litgpt::runs(g.ctx, m) => litgpt::block(g, m, flags, x),
         Family::Llama | Family::Granite | Family::Smollm3 | Family::Generic => llama::block(g, m, flags, x),
         Family::Qwen3 => qwen3::block(g, m, flags, x),
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => gemma::block(g, m, flags, x),
@@ -262,6 +264,7 @@ pub(crate) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: T) -> u64 {
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => NormKind::RmsOffset,
         Family::Olmo2 | Family::GptOss => NormKind::RmsWeightFp32,
         Family::GptNeox | Family::Falcon | Family::Starcoder2 | Family::Vit | Family::Gpt2 => NormKind::Layer,
+        Family::Llama if litgpt::runs(ctx, m) => litgpt::norm(ctx),
         _ => NormKind::Rms,
     };
     match m.family {
