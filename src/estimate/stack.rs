@@ -302,10 +302,17 @@ pub struct Stack {
     /// upcast, log-softmax and nll, and its partitioner saves the chunk's logits and one fp32
     /// logsumexp per row instead of the fp32 log-softmax, recomputing the rest in backward.
     pub compiled_loss: bool,
-    /// Whose model code runs (transformers', litgpt's).
+    /// Whose model code runs (transformers', litgpt's); scenario files name it only when it is
+    /// not transformers'.
+    #[serde(skip_serializing_if = "is_default")]
     pub model_code: ModelCode,
-    /// The PyTorch release (where its autograd rules differ).
+    /// The PyTorch release (where its autograd rules differ); named only when not current.
+    #[serde(skip_serializing_if = "is_default")]
     pub torch: Torch,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 impl Stack {
