@@ -135,8 +135,8 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
     let params_sub = match (sc.lora, p.is_quantized()) {
         (Some(l), _) => text!(
             lang,
-            "{} frozen base params{this_rank} ({} base) + LoRA r={} on {} in fp32{}",
-            "{} 冻结的基座参数{this_rank}（{} 基座）+ LoRA r={}，作用于 {}，fp32{}",
+            "{} frozen base params{this_rank} ({} base) + LoRA r={} on {} in {}{}",
+            "{} 冻结的基座参数{this_rank}（{} 基座）+ LoRA r={}，作用于 {}，{}{}",
             human_count(e.rank_params),
             match sc.base_quant {
                 crate::estimate::BaseQuant::None => sc.precision.weight_dtype().name(),
@@ -147,6 +147,7 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
             },
             l.rank,
             l.targets.names(),
+            crate::estimate::states::adapter_dtype(sc).name(),
             shard(3)
         ),
         (None, true) => text!(

@@ -1113,3 +1113,25 @@ fn inference_can_be_hf_generate_and_the_command_gives_its_numbers() {
     h.run();
     assert_eq!(h.state().state.settings.to_scenario().unwrap().new_tokens, 0);
 }
+
+#[test]
+fn litgpt_shows_its_model_code_and_the_pytorch_release() {
+    use vramscope::estimate::{ModelCode, Torch};
+    let mut h = harness();
+    assert!(h.query_by_label("PyTorch before 2.2").is_none(), "hidden under transformers' defaults");
+    h.get_by_role_and_label(Role::ComboBox, "Framework").click();
+    h.run();
+    h.get_by_label("litgpt").click_accesskit();
+    h.run();
+    assert_eq!(h.state().state.settings.stack.model_code, ModelCode::Litgpt);
+    let acts = |h: &Harness<'_, VramApp>| match &h.state().derived.current {
+        Some(Ok(c)) => c.estimate.activations,
+        _ => panic!("no estimate"),
+    };
+    let before = acts(&h);
+    h.get_by_role_and_label(Role::CheckBox, "PyTorch before 2.2").click_accesskit();
+    h.run();
+    assert_eq!(h.state().state.settings.stack.torch, Torch::Before2_2);
+    // the final norm's mean keeps its squared input too
+    assert!(acts(&h) > before, "{} -> {}", before, acts(&h));
+}

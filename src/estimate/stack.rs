@@ -129,6 +129,7 @@ pub enum ModelCode {
     Litgpt,
     /// litgpt before its "half precision fixes" (#606, 24 Oct 2023; the resource tables of
     /// commit 8641822): the same, with RMSNorm in the input dtype (`x * rsqrt(mean(x * x))`).
+    #[serde(rename = "litgpt-2023")]
     Litgpt2023,
 }
 
@@ -169,6 +170,7 @@ pub enum Torch {
     /// Before 2.2: `mean(dim)`'s backward keeps its input (`MeanBackward1._saved_self`,
     /// pytorch/pytorch#109876; later releases keep the element count), so an RMSNorm's
     /// `mean(x²)` keeps the squared tensor.
+    #[serde(rename = "before-2-2")]
     Before2_2,
 }
 

@@ -162,6 +162,27 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
             })
             .response
             .on_hover_text(t.framework_tip);
+        // litgpt's code and the PyTorch release: shown under litgpt (whose published tables
+        // name both) or once either is set
+        if s.stack.framework == Some(crate::estimate::Framework::Litgpt)
+            || s.stack.model_code != crate::estimate::ModelCode::Hf
+            || s.stack.torch != crate::estimate::Torch::Current
+        {
+            use crate::estimate::{ModelCode, Torch};
+            egui::ComboBox::from_label(t.model_code)
+                .selected_text(s.stack.model_code.name())
+                .show_ui(ui, |ui| {
+                    for c in [ModelCode::Hf, ModelCode::Litgpt, ModelCode::Litgpt2023] {
+                        ui.selectable_value(&mut s.stack.model_code, c, c.name());
+                    }
+                })
+                .response
+                .on_hover_text(t.model_code_tip);
+            let mut old = s.stack.torch == Torch::Before2_2;
+            if ui.checkbox(&mut old, t.torch_before_2_2).on_hover_text(t.torch_before_2_2_tip).changed() {
+                s.stack.torch = if old { Torch::Before2_2 } else { Torch::Current };
+            }
+        }
         ui.checkbox(&mut s.stack.optimizer_in_backward, t.opt_in_bwd).on_hover_text(t.opt_in_bwd_tip);
         ui.checkbox(&mut s.stack.compiled_loss, t.compiled_loss).on_hover_text(t.compiled_loss_tip);
         let mut ga = s.stack.grad_accum.max(1);
