@@ -177,7 +177,7 @@ pub struct EstimateArgs {
     /// Quantized frozen base for LoRA (QLoRA): nf4 (double-quantized), nf4-nodq or int8.
     #[arg(long, default_value = "none")]
     pub base_quant: BaseQuant,
-    /// Training framework whose defaults set --loss and --adapter-dtype: hf-trainer, torchtune,
+    /// Training framework whose defaults set --loss, --adapter-dtype and --model-code: hf-trainer, torchtune,
     /// litgpt, deepspeed, megatron, axolotl (explicit flags win).
     #[arg(long)]
     pub framework: Option<vramscope::estimate::Framework>,
