@@ -371,6 +371,10 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
                     "chunk by chunk: one chunk's two gradients in the compute dtype",
                     "逐块计算：一个分块的两个梯度（计算 dtype）",
                 ),
+                Loss::LinearCe { .. } => lang.pick(
+                    "chunk by chunk, each chunk's projection right after its loss: one chunk's fp32 nll and log-softmax gradients and the cast back",
+                    "逐块计算，每块的投影紧随其损失之后：一个分块的 fp32 nll 与 log-softmax 梯度，以及转换回计算 dtype 的副本",
+                ),
             }
             .to_string()
         }

@@ -91,6 +91,9 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     if st.torch != Torch::Current {
         put("--torch", st.torch.to_string());
     }
+    if st.bnb == crate::estimate::Bnb::Before0_43 {
+        put("--bitsandbytes", "0.42".into());
+    }
     if st.grad_accum > 1 {
         put("--grad-accum", st.grad_accum.to_string());
     }

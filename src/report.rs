@@ -174,6 +174,9 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
             "not validated against measurement: the QLoRA base (bitsandbytes needs a GPU to measure)".into(),
         );
     }
+    if !train && sc.base_quant == BaseQuant::Int8 {
+        out.push("not modelled: LLM.int8()'s own inference transients (its int8 matmul's casts and outlier columns); the weights are counted".into());
+    }
     if sc.stack.model_code.litgpt()
         && sc.model.transformer().is_some_and(|t| t.family != crate::model::Family::Llama)
     {
@@ -249,14 +252,27 @@ pub fn settings_line(sc: &Scenario, e: &Estimate) -> String {
     }
     match sc.base_quant {
         crate::estimate::BaseQuant::None => {}
-        q => parts.push(format!(
-            "QLoRA base {}",
-            match q {
+        q => {
+            let format = match q {
                 crate::estimate::BaseQuant::Nf4 => "NF4 (double-quantized)",
                 crate::estimate::BaseQuant::Nf4NoDq => "NF4 (no double quantization)",
                 _ => "int8 (LLM.int8)",
+            };
+            let what = if sc.mode == Mode::Infer { "weights quantized at load" } else { "QLoRA base" };
+            parts.push(format!("{what} {format}"));
+            if q != crate::estimate::BaseQuant::Int8 {
+                match sc.stack.bnb {
+                    crate::estimate::Bnb::Lightning => parts.push(
+                        "by Lightning's bitsandbytes plugin (every Linear, the LM head included, from fp16)"
+                            .into(),
+                    ),
+                    crate::estimate::Bnb::Before0_43 => {
+                        parts.push("by bitsandbytes before 0.43 (from fp16)".into())
+                    }
+                    crate::estimate::Bnb::Current => {}
+                }
             }
-        )),
+        }
     }
     if let (Mode::Infer, Some(d)) = (sc.mode, sc.kv_cache_dtype) {
         parts.push(format!("KV cache in {}", d.name()));

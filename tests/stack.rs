@@ -3,7 +3,8 @@
 
 use vramscope::estimate::scenario::AllocConf;
 use vramscope::estimate::{
-    BaseQuant, Checkpointing, Framework, Loss, Optimizer, Scenario, estimate, estimate_reserved, timeline,
+    BaseQuant, Bnb, Checkpointing, Framework, Loss, Optimizer, Scenario, estimate, estimate_reserved,
+    timeline,
 };
 use vramscope::model::preset::builtin;
 use vramscope::units::Precision;
@@ -323,4 +324,97 @@ fn matmul4bit_dequantizes_a_weight_for_each_backward_matmul() {
     tl.stack.framework = Some(Framework::Torchtune);
     tq.stack.framework = Some(Framework::Torchtune);
     assert_eq!(temp(&tq, mlp), temp(&tl, mlp) + t.intermediate_size * t.hidden_size * 2);
+}
+
+#[test]
+fn weights_quantized_from_fp16_dequantize_to_fp16_and_cast_to_bf16() {
+    // bitsandbytes before 0.43 (`Params4bit.cuda`: `.half()`) and Lightning's plugin quantize from
+    // fp16: `dequantize_4bit` returns the fp16 weight and `.to(A.dtype)` makes its bf16 copy
+    let mut lora = llama("llama-3.2-1b");
+    lora.lora = Some("8:q,v".parse().unwrap_or_else(|e| panic!("{e}")));
+    let mut q = lora.clone();
+    q.base_quant = BaseQuant::Nf4;
+    let mut old = q.clone();
+    old.stack.bnb = Bnb::Current.with_release(true);
+    assert_eq!(old.stack.bnb, Bnb::Before0_43);
+    let t = lora.model.transformer().unwrap();
+    let temp = |sc: &Scenario, what: &str| {
+        let tl = timeline(sc).unwrap();
+        tl.events.iter().find(|e| e.op == what).map(|e| e.alive.temporaries).unwrap()
+    };
+    let mlp = "last block MLP backward";
+    let w = t.intermediate_size * t.hidden_size;
+    assert_eq!(temp(&old, mlp), temp(&q, mlp) + 2 * w);
+    // under fp16 compute the cast is a no-op: one copy, as from the model's own dtype
+    let (mut q16, mut old16) = (q.clone(), old.clone());
+    q16.precision = Precision::Fp16;
+    old16.precision = Precision::Fp16;
+    assert_eq!(temp(&old16, mlp), temp(&q16, mlp));
+    // Lightning's plugin keeps the fp16 rule whatever release is named
+    assert_eq!(Bnb::Lightning.with_release(false), Bnb::Lightning);
+    assert!(vramscope::estimate::bnb_release_before_0_43("0.41.3").unwrap());
+    assert!(!vramscope::estimate::bnb_release_before_0_43("0.45").unwrap());
+    assert!(vramscope::estimate::bnb_release_before_0_43("new").unwrap_err().contains("--bitsandbytes"));
+}
+
+#[test]
+fn lightnings_plugin_quantizes_the_lm_head_and_its_matmul_keeps_the_input() {
+    let mut hf = llama("llama-2-7b");
+    hf.seq = 512;
+    hf.batch = 1;
+    hf.lora = Some("8:q,v".parse().unwrap_or_else(|e| panic!("{e}")));
+    hf.base_quant = BaseQuant::Nf4NoDq;
+    let mut lit = hf.clone();
+    lit.stack.bnb = Bnb::Lightning;
+    let t = hf.model.transformer().unwrap();
+    let head = t.vocab_size * t.hidden_size;
+    let (e_hf, e_lit) = (estimate(&hf).unwrap(), estimate(&lit).unwrap());
+    // the head in NF4 without double quantization (4 bits + an fp32 absmax per 64) for bf16
+    assert_eq!(e_hf.parameters - e_lit.parameters, 2 * head - (head / 2 + 4 * head / 64));
+    // MatMul4Bit keeps the final norm's output (its input requires grad)
+    assert_eq!(e_lit.activations - e_hf.activations, hf.seq * t.hidden_size * 2);
+    // the head's forward dequantizes its weight: fp16, then its bf16 cast
+    let tl = timeline(&lit).unwrap();
+    let at_head = tl.events.iter().find(|e| e.op == "final norm, LM head and loss").unwrap();
+    assert!(at_head.alive.temporaries >= 2 * head * 2, "{}", at_head.alive.temporaries);
+}
+
+#[test]
+fn bitsandbytes_inference_dequantizes_over_the_prompt_but_not_one_token_decodes() {
+    // litgpt generate --quantize bnb.nf4: every Linear quantized at load, the head included
+    let mut sc = llama("llama-2-7b");
+    sc.mode = vramscope::estimate::Mode::Infer;
+    sc.seq = 6;
+    sc.batch = 1;
+    sc.new_tokens = 50;
+    sc.stack = Framework::Litgpt.stack();
+    sc.base_quant = BaseQuant::Nf4NoDq;
+    sc.validate().unwrap_or_else(|e| panic!("{e}"));
+    let t = sc.model.transformer().unwrap().clone();
+    let head = t.vocab_size * t.hidden_size;
+    let tl = timeline(&sc).unwrap();
+    let prefill = tl.events.iter().find(|e| e.op.starts_with("prefill: the 4-bit LM head")).unwrap();
+    assert!(prefill.alive.temporaries >= 4 * head, "{}", prefill.alive.temporaries);
+    let decode = tl.events.iter().find(|e| e.op.starts_with("decode (last step): logits")).unwrap();
+    assert!(decode.alive.temporaries < head, "one row takes gemv_4bit: {}", decode.alive.temporaries);
+    // two rows dequantize in every decode step too
+    let mut two = sc.clone();
+    two.batch = 2;
+    let tl = timeline(&two).unwrap();
+    let decode = tl.events.iter().find(|e| e.op.starts_with("decode (last step): logits")).unwrap();
+    assert!(decode.alive.temporaries >= 4 * head);
+    // the peak is the prompt's head: weights + the fp16 head and its bf16 cast
+    let e = estimate(&sc).unwrap();
+    assert_eq!(tl.estimate.parameters, e.parameters);
+    assert!(e.peak_allocated >= e.parameters + 4 * head);
+    // transformers (bitsandbytes 0.43+) keeps the head in bf16 and dequantizes to bf16 only
+    let mut hf = sc.clone();
+    hf.stack = Default::default();
+    let e_hf = estimate(&hf).unwrap();
+    assert!(e_hf.parameters > e.parameters);
+    assert!(e_hf.peak_allocated - e_hf.parameters < 4 * head);
+    // in training, a base format needs a LoRA run
+    let mut full = sc.clone();
+    full.mode = vramscope::estimate::Mode::Train;
+    assert!(full.validate().is_err());
 }

@@ -136,7 +136,7 @@ pub struct EstimateArgs {
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
         "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
         "bnb_compute_dtype", "alloc_conf", "grad_accum", "keep_grads", "compile_loss", "module_loading",
-        "model_code", "torch",
+        "model_code", "torch", "bitsandbytes",
     ])]
     pub scenario: Option<std::path::PathBuf>,
     /// train or infer.
@@ -174,7 +174,9 @@ pub struct EstimateArgs {
     /// LoRA adapter dropout probability.
     #[arg(long, default_value_t = 0.0)]
     pub lora_dropout: f64,
-    /// Quantized frozen base for LoRA (QLoRA): nf4 (double-quantized), nf4-nodq or int8.
+    /// bitsandbytes weights quantized at load: the frozen base of a LoRA run (QLoRA), or the
+    /// weights of an inference run (transformers' BitsAndBytesConfig, litgpt --quantize bnb.*):
+    /// nf4 (double-quantized), nf4-nodq or int8.
     #[arg(long, default_value = "none")]
     pub base_quant: BaseQuant,
     /// Training framework whose defaults set --loss, --adapter-dtype and --model-code: hf-trainer, torchtune,
@@ -211,6 +213,11 @@ pub struct EstimateArgs {
     /// RMSNorm keeps its squared input.
     #[arg(long, value_name = "X.Y")]
     pub torch: Option<vramscope::estimate::Torch>,
+    /// The bitsandbytes version (e.g. 0.41): before 0.43, 4-bit weights are quantized from fp16,
+    /// so under bf16 each 4-bit matmul holds the fp16 weight and its bf16 cast (litgpt's Lightning
+    /// plugin always quantizes from fp16, the LM head included).
+    #[arg(long, value_name = "X.Y")]
+    pub bitsandbytes: Option<String>,
     /// bnb_4bit_compute_dtype of a 4-bit base: fp32, fp16, bf16 (default: the compute dtype).
     #[arg(long)]
     pub bnb_compute_dtype: Option<DType>,
@@ -466,9 +473,9 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         bail!("--lora-dropout needs --lora");
     }
     sc.base_quant = a.base_quant;
-    if a.base_quant != BaseQuant::None && a.lora.is_none() {
+    if a.base_quant != BaseQuant::None && a.lora.is_none() && a.mode == Mode::Train {
         bail!(
-            "--base-quant applies to the frozen base of a LoRA run; for inference use --precision int8|int4|fp8"
+            "--base-quant applies to the frozen base of a LoRA run (add --lora R:TARGETS) or to inference (--mode infer)"
         );
     }
     sc.kv_cache_dtype = a.kv_dtype;
@@ -494,6 +501,11 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     }
     if let Some(t) = a.torch {
         stack.torch = t;
+    }
+    if let Some(v) = a.bitsandbytes.as_deref() {
+        stack.bnb = stack
+            .bnb
+            .with_release(vramscope::estimate::bnb_release_before_0_43(v).map_err(|e| anyhow::anyhow!(e))?);
     }
     sc.stack = stack;
     // the overhead defaults of the chosen card, else the generic ones
@@ -683,6 +695,7 @@ pub fn default_args() -> EstimateArgs {
         adapter_dtype: None,
         model_code: None,
         torch: None,
+        bitsandbytes: None,
         bnb_compute_dtype: None,
         kv_dtype: None,
         gpu: Some("h100-80gb".into()),

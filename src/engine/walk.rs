@@ -121,6 +121,17 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         Some(e) if m.moe.is_none() => (mlp_t + mlp_w * h * e, attn_t + qw.max(kvw) * h * e),
         _ => (mlp_t, attn_t),
     };
+    // the same dequantization in a forward: a block's largest 4-bit projection, and the head's
+    // weight when it is a 4-bit Linear too (Lightning's plugin). A single row takes
+    // bitsandbytes' `gemv_4bit` instead (`matmul_4bit`: `A.numel() == A.shape[-1]`, no grad),
+    // which dequantizes nothing.
+    let rows_dequantize = ctx.t > 1 || ctx.full || ctx.lora.is_some();
+    let (layer_dequant, head_dequant) = match ctx.nf4_dequant {
+        Some(e) if rows_dequantize && m.moe.is_none() => {
+            (mlp_w.max(qw).max(kvw) * h * e, if ctx.head_bnb4 { v * h * e } else { 0 })
+        }
+        _ => (0, 0),
+    };
     let any_masked = ctx.attn == crate::estimate::scenario::AttentionImpl::Sdpa
         && (m.family == crate::model::Family::Falcon
             || (0..m.num_layers.min(8)).any(|i| families::windowed(ctx, m, layer_flags(m, i))));
@@ -172,7 +183,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         Family::Megatron => ctx.ts * h * c + t * v * c,
         // final soft-capping makes new logits-sized tensors (x/cap, tanh, ·cap): two alive at once
         _ if m.final_softcap.is_some() => t * h * r + 2 * t * v * c,
-        _ => t * h * r + t * v * c,
+        // a 4-bit head dequantizes its weight before the logits exist
+        _ => t * h * r + (t * v * c).max(head_dequant),
     };
     let (infer_persistent, infer_layer_peak) = match m.family {
         // learned positions; the block input, ln_1 output, q/k/v, then scores or the kernel output
@@ -189,7 +201,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
             let q3 = 3 * t * qw * c;
             (ctx.ts * h * c, 2 * ctx.ts * h * c + q3.max(2 * t * m.intermediate_size * c))
         }
-        _ => (infer_persistent, t * h * r + attn_phase.max(mlp_phase)),
+        _ => (infer_persistent, t * h * r + attn_phase.max(mlp_phase) + layer_dequant),
     };
     let shared_checkpoint_bytes = match (m.family, kernel) {
         // GPT-2's eager path builds a (b, 1, s, s) causal mask passed to every block
@@ -200,6 +212,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     use crate::estimate::stack::Loss;
     let pieces = ctx.loss.pieces(ctx.b, s, h, v);
     let chunk = t.div_ceil(pieces);
+    // torchtune's LinearCrossEntropyLoss works on the unmasked rows only
+    let ce_chunk = ctx.loss.rows(ctx.b, s).div_ceil(pieces);
     let head_forward_transient = match (m.family, ctx.loss) {
         (Family::Megatron, _) => t * v * (c + 4),
         // the compiled loss keeps the logits it reads (counted as saved) and fuses the upcast
@@ -217,6 +231,20 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         }
         // one chunk of logits at a time
         (_, Loss::FusedLinearCe) => chunk * v * c,
+        // the model's final hidden state (no op keeps it) and, for a frozen head, the unsaved
+        // copy of its unmasked rows, alive while the loss runs; the last chunk's logits and
+        // their fp32 copy
+        (_, Loss::LinearCe { .. }) => {
+            let copy = if ctx.full { 0 } else { ctx.loss.rows(ctx.b, s) * h * c };
+            t * h * c + copy + ce_chunk * v * (c + if c == 4 { 0 } else { 4 })
+        }
+    };
+    // a 4-bit head dequantizes its weight for each chunk it runs, the earlier chunks' logits alive
+    let head_forward_transient = if head_dequant > 0 {
+        let before = if pieces > 1 { (t - chunk.min(t)) * v * c } else { 0 };
+        head_forward_transient.max(before + head_dequant)
+    } else {
+        head_forward_transient
     };
     let loss_backward_transient = match (m.family, m.head, ctx.loss) {
         (Family::Bert, crate::model::Head::MaskedLm, _) => 2 * t * v * if ctx.amp { 4 } else { c },
@@ -232,6 +260,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         (_, _, Loss::ChunkedNative { .. }) => 2 * chunk * v * 4,
         // the input's gradient was computed in the forward
         (_, _, Loss::FusedLinearCe) => 0,
+        // the last chunk first: its nll and log-softmax fp32 gradients and the cast back
+        (_, _, Loss::LinearCe { .. }) => ce_chunk * v * (8 + if c == 4 { 0 } else { c }),
     };
     // a head run per chunk makes one weight-sized gradient per chunk. Every loss op was created
     // after every chunk's projection, so the engine (ready nodes by decreasing sequence number)
@@ -242,21 +272,30 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     // `first + new` out of place (the first is a `t()` view), three weight-sized tensors at once,
     // with the logits gradients of the N-2 chunks not yet run and two chunks' input gradients
     // (waiting for the split's backward). Later sums have fewer logits gradients beside them.
-    let chunked_head = matches!(ctx.loss, Loss::Chunked { .. } | Loss::ChunkedNative { .. })
-        && !matches!(m.family, Family::Megatron | Family::Bert | Family::Vit)
-        && m.head == crate::model::Head::CausalLm;
-    let (head_chunk_sum_transient, head_chunk_kept) = if chunked_head && ctx.full && pieces > 1 && v > 0 {
-        let weight_grad = crate::units::round_alloc(v * h * c);
-        let logits_grads = (pieces - 2) * chunk * v * c;
-        let transient = 3 * weight_grad + logits_grads + 2 * chunk * h * c;
-        // tensor_split / split along the sequence: views of one storage when b == 1, else
-        // strided chunks the matmul's reshape copies (each freed by its chunk's backward);
-        // autocast casts each chunk on its own
-        let kept = if ctx.b == 1 && !ctx.amp { ctx.ts * h * c } else { (pieces - 2) * chunk * h * c };
-        (transient, kept)
-    } else {
-        (0, 0)
-    };
+    let chunked_head =
+        matches!(ctx.loss, Loss::Chunked { .. } | Loss::ChunkedNative { .. } | Loss::LinearCe { .. })
+            && !matches!(m.family, Family::Megatron | Family::Bert | Family::Vit)
+            && m.head == crate::model::Head::CausalLm;
+    let (head_chunk_sum_transient, head_chunk_kept) =
+        if let (true, Loss::LinearCe { .. }) = (chunked_head && ctx.full && pieces > 1 && v > 0, ctx.loss) {
+            // LinearCrossEntropyLoss runs each chunk's projection, cast and loss one after the other,
+            // so backward finishes the last chunk (its log-softmax freed) before the next: at the
+            // second chunk's weight-gradient sum only those two chunks' input gradients are alive
+            // beside the three weight-sized tensors
+            let weight_grad = crate::units::round_alloc(v * h * c);
+            (3 * weight_grad + 2 * ce_chunk * h * c, head_released.saturating_sub(2 * ce_chunk * v * 4))
+        } else if chunked_head && ctx.full && pieces > 1 && v > 0 {
+            let weight_grad = crate::units::round_alloc(v * h * c);
+            let logits_grads = (pieces - 2) * chunk * v * c;
+            let transient = 3 * weight_grad + logits_grads + 2 * chunk * h * c;
+            // tensor_split / split along the sequence: views of one storage when b == 1, else
+            // strided chunks the matmul's reshape copies (each freed by its chunk's backward);
+            // autocast casts each chunk on its own
+            let kept = if ctx.b == 1 && !ctx.amp { ctx.ts * h * c } else { (pieces - 2) * chunk * h * c };
+            (transient, kept)
+        } else {
+            (0, 0)
+        };
     ActivationModel {
         mix: if n_kinds > 1 { mix } else { LayerMix::default() },
         full_layer,
@@ -278,6 +317,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         infer_persistent,
         infer_layer_peak,
         infer_head_peak,
+        head_dequant,
+        layer_dequant,
         kv_per_layer_elems: 2 * t * kvw,
     }
 }

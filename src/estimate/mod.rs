@@ -24,7 +24,7 @@ pub use scenario::{
     AttentionImpl, BaseQuant, Checkpointing, FsdpMode, Lora, Mode, Offload, Optimizer, Overhead, Parallel,
     Scenario, ScenarioError, Targets,
 };
-pub use stack::{AdapterDtype, Framework, Loss, ModelCode, Stack, Torch};
+pub use stack::{AdapterDtype, Bnb, Framework, Loss, ModelCode, Stack, Torch, bnb_release_before_0_43};
 
 use crate::model::{Architecture, LayerTable};
 use activations::ActivationModel;

@@ -67,6 +67,7 @@ pub fn moment_in(what: &str, lang: Lang) -> Cow<'_, str> {
         "prefill: LM head (last token's logits) and their fp32 copy" => {
             "预填充：LM head（最后一个 token 的 logits）及其 fp32 副本"
         }
+        "prefill: the 4-bit LM head dequantizing its weight" => "预填充：4 位 LM head 正在反量化其权重",
         "decode (last step): a layer's attention over the whole cache (scores, K/V repeated to every head)" => {
             "解码（最后一步）：一层对整个缓存的注意力（分数，K/V 复制到每个头）"
         }

@@ -641,6 +641,9 @@ impl Scenario {
                 self.precision
             ));
         }
+        if self.base_quant != BaseQuant::None && self.mode == Mode::Train && self.lora.is_none() {
+            return bad("--base-quant in training applies to the frozen base of a LoRA run (--lora)".into());
+        }
         if self.base_quant != BaseQuant::None && self.precision.is_quantized() {
             return bad(
                 "--base-quant and a quantized --precision both set the weight format; pick one".into()

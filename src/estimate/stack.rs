@@ -36,6 +36,15 @@ pub enum Loss {
     /// Liger kernel's `FusedLinearCrossEntropy` / Apple's Cut Cross-Entropy: the head and the
     /// loss fused, no logits kept; one chunk of logits is alive at a time.
     FusedLinearCe,
+    /// torchtune `LinearCrossEntropyLoss` (the loss of its current configs, `mask_ignored_tokens`):
+    /// the model returns the final hidden state, the loss copies its unmasked rows
+    /// (`index_select`), then per chunk runs the output projection, an fp32 copy and
+    /// `cross_entropy`, one chunk after the other (so backward finishes each chunk before the
+    /// next); each chunk keeps its fp32 log-softmax.
+    LinearCe {
+        /// Number of chunks (`num_output_chunks`, 8 in torchtune's configs).
+        chunks: u64,
+    },
 }
 
 impl Loss {
@@ -44,7 +53,7 @@ impl Loss {
         let t = b * s;
         match self {
             Self::Hf => 1,
-            Self::Chunked { chunks } => chunks.clamp(1, s.max(1)),
+            Self::Chunked { chunks } | Self::LinearCe { chunks } => chunks.clamp(1, s.max(1)),
             Self::ChunkedNative { positions } => s.div_ceil(positions.max(1)).max(1),
             // Liger: chunk_size = next_pow2(ceil(t / ceil(v / h))), so t / chunk_size chunks
             Self::FusedLinearCe => {
@@ -56,6 +65,17 @@ impl Loss {
     }
 }
 
+impl Loss {
+    /// Rows the loss runs on: torchtune's `LinearCrossEntropyLoss` drops the ignored positions
+    /// first (the shifted labels end each sequence with `ignore_index`), the others take them all.
+    pub fn rows(self, b: u64, s: u64) -> u64 {
+        match self {
+            Self::LinearCe { .. } => b * s.saturating_sub(1).max(1),
+            _ => b * s,
+        }
+    }
+}
+
 impl fmt::Display for Loss {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -63,6 +83,7 @@ impl fmt::Display for Loss {
             Self::Chunked { chunks } => write!(f, "chunked:{chunks}"),
             Self::ChunkedNative { positions } => write!(f, "chunked-native:{positions}"),
             Self::FusedLinearCe => f.write_str("fused-linear-ce"),
+            Self::LinearCe { chunks } => write!(f, "linear-ce:{chunks}"),
         }
     }
 }
@@ -79,14 +100,16 @@ impl FromStr for Loss {
                 "hf" | "default" => Ok(Self::Hf),
                 "fused-linear-ce" | "liger" | "cce" => Ok(Self::FusedLinearCe),
                 "chunked" => Ok(Self::Chunked { chunks: 8 }),
+                "linear-ce" => Ok(Self::LinearCe { chunks: 8 }),
                 _ => Err(format!(
-                    "unknown --loss \"{s}\" (hf, chunked:N, chunked-native:POSITIONS, fused-linear-ce)"
+                    "unknown --loss \"{s}\" (hf, chunked:N, chunked-native:POSITIONS, linear-ce:N, fused-linear-ce)"
                 )),
             },
             Some(("chunked", v)) => num(v).map(|chunks| Self::Chunked { chunks }),
             Some(("chunked-native", v)) => num(v).map(|positions| Self::ChunkedNative { positions }),
+            Some(("linear-ce", v)) => num(v).map(|chunks| Self::LinearCe { chunks }),
             Some(_) => Err(format!(
-                "unknown --loss \"{s}\" (hf, chunked:N, chunked-native:POSITIONS, fused-linear-ce)"
+                "unknown --loss \"{s}\" (hf, chunked:N, chunked-native:POSITIONS, linear-ce:N, fused-linear-ce)"
             )),
         }
     }
@@ -199,6 +222,59 @@ impl fmt::Display for Torch {
     }
 }
 
+/// Who quantizes a bitsandbytes 4-bit base, and from which dtype: `quant_state.dtype`, the dtype
+/// each 4-bit matmul dequantizes the weight to (`F.dequantize_4bit` allocates it) before casting
+/// it to the input's dtype (`.to(A.dtype)` in `MatMul4Bit`'s forward and backward).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bnb {
+    /// transformers with bitsandbytes 0.43 or later: every Linear but the LM head (transformers
+    /// keeps the output embedding unquantized), quantized from the weight's own dtype.
+    #[default]
+    Current,
+    /// bitsandbytes before 0.43: `Params4bit.cuda` quantizes `self.data.contiguous().half()`, so
+    /// under a bf16 compute dtype every 4-bit matmul holds the fp16 weight and its bf16 cast.
+    #[serde(rename = "before-0-43")]
+    Before0_43,
+    /// Lightning's `BitsandbytesPrecision` (litgpt's `--quantize bnb.*`): every `nn.Linear`, the
+    /// LM head included, quantized from fp16 (`_quantize_weight`: `.to(dtype=torch.half)`),
+    /// whatever the bitsandbytes release.
+    Lightning,
+}
+
+impl Bnb {
+    /// The 4-bit weights were quantized from fp16 (so they dequantize to fp16).
+    pub const fn from_fp16(self) -> bool {
+        !matches!(self, Self::Current)
+    }
+
+    /// The LM head is a 4-bit Linear too.
+    pub const fn quantizes_head(self) -> bool {
+        matches!(self, Self::Lightning)
+    }
+
+    /// Applies `--bitsandbytes X.Y`: the release matters only outside Lightning's plugin.
+    pub fn with_release(self, before_0_43: bool) -> Self {
+        match self {
+            Self::Lightning => self,
+            _ if before_0_43 => Self::Before0_43,
+            _ => Self::Current,
+        }
+    }
+}
+
+/// `--bitsandbytes X.Y`: true for a release before 0.43.
+pub fn bnb_release_before_0_43(s: &str) -> Result<bool, String> {
+    let bad = || format!("--bitsandbytes \"{s}\": expected a bitsandbytes version such as 0.41 or 0.45");
+    let (major, minor) = s.split_once('.').ok_or_else(bad)?;
+    let minor = minor.split('.').next().unwrap_or(minor);
+    let (major, minor) = (major.parse::<u32>().map_err(|_| bad())?, minor.parse::<u32>().map_err(|_| bad())?);
+    if major > 9 {
+        return Err(bad());
+    }
+    Ok((major, minor) < (0, 43))
+}
+
 /// A training framework whose defaults set the stack choices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -249,6 +325,7 @@ impl Framework {
             compiled_loss: false,
             model_code: ModelCode::Hf,
             torch: Torch::Current,
+            bnb: Bnb::Current,
         };
         match self {
             Self::Torchtune => {
@@ -259,6 +336,7 @@ impl Framework {
                 s.loss = Loss::ChunkedNative { positions: 128 };
                 s.adapter_dtype = AdapterDtype::Model;
                 s.model_code = ModelCode::Litgpt;
+                s.bnb = Bnb::Lightning;
             }
             Self::HfTrainer | Self::Deepspeed | Self::Megatron | Self::Axolotl => {}
         }
@@ -311,6 +389,10 @@ pub struct Stack {
     /// The PyTorch release (where its autograd rules differ); named only when not current.
     #[serde(skip_serializing_if = "is_default")]
     pub torch: Torch,
+    /// Who quantized a bitsandbytes 4-bit base (transformers, an old bitsandbytes, Lightning's
+    /// plugin); named only when not the default.
+    #[serde(skip_serializing_if = "is_default")]
+    pub bnb: Bnb,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -394,6 +476,7 @@ mod tests {
             Loss::Chunked { chunks: 8 },
             Loss::ChunkedNative { positions: 128 },
             Loss::FusedLinearCe,
+            Loss::LinearCe { chunks: 8 },
         ] {
             assert_eq!(l.to_string().parse::<Loss>(), Ok(l));
         }

@@ -196,10 +196,15 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
                     _ => false,
                 }
         });
+        // a base format asked for: a LoRA run's frozen base, or inference weights quantized at
+        // load (bitsandbytes through transformers or Lightning); Lightning's plugin converts the
+        // LM head as well
+        let base = sc.base_quant != BaseQuant::None && (sc.lora.is_some() || !train);
+        let head_too = g.kind == ParamKind::Head
+            && sc.stack.bnb.quantizes_head()
+            && matches!(sc.base_quant, BaseQuant::Nf4 | BaseQuant::Nf4NoDq);
         let one = match sc.lora {
-            Some(_) if sc.base_quant != BaseQuant::None && quantizable => {
-                quantized_bytes(n, g.rows, p, sc.base_quant)
-            }
+            _ if base && (quantizable || head_too) => quantized_bytes(n, g.rows, p, sc.base_quant),
             _ if p.is_quantized() && quantizable => quantized_bytes(n, g.rows, p, BaseQuant::None),
             _ if p.is_quantized() => p.compute_dtype().bytes(n),
             _ if fp32_kept => DType::F32.bytes(n),

@@ -418,7 +418,8 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         let chunked = sc.stack.loss != super::stack::Loss::Hf;
         let (what, temp) = match p.spec {
             Some(_) if chunked => ("final norm, LM head and loss", am.head_forward_transient),
-            Some(_) => ("final norm, LM head and loss", 0),
+            // a 4-bit head (Lightning's plugin) dequantizes its weight before the logits exist
+            Some(_) => ("final norm, LM head and loss", am.head_dequant),
             None => ("forward", 0),
         };
         sink.push(ev(fwd, None, what, Pass::Step, false, with(acts + cache, base.gradients, temp)));
@@ -478,6 +479,8 @@ fn train(p: &Parts, sink: &mut impl Sink) {
             (_, true) => head_grads,
             _ => 0,
         };
+        // a 4-bit head dequantizes its weight again for the input's gradient
+        let temp = temp.max(am.head_dequant);
         sink.push(ev(bwd, None, "LM head backward", Pass::Step, false, with(after_head, grads, temp)));
     }
     let embed = if stage.first() { st.embed_grad_alloc } else { 0 };
@@ -718,16 +721,27 @@ fn generate(p: &Parts, g: &super::generate::Terms, sink: &mut impl Sink) {
     }
     let alive = at(g.kv_prefill, am.infer_persistent, am.infer_layer_peak);
     sink.push(ev(fwd, None, "prefill: last block forward", Pass::Step, true, alive));
-    let what = "prefill: LM head (last token's logits) and their fp32 copy";
-    sink.push(ev(fwd, None, what, Pass::Step, true, at(g.kv_prefill, 0, g.prefill_head())));
+    // a 4-bit head dequantizes its weight over the prompt's rows before the logits exist
+    let dequantizing = g.prefill_hidden + am.head_dequant;
+    let what = if dequantizing > g.prefill_head() {
+        "prefill: the 4-bit LM head dequantizing its weight"
+    } else {
+        "prefill: LM head (last token's logits) and their fp32 copy"
+    };
+    let prefill_head = g.prefill_head().max(dequantizing);
+    sink.push(ev(fwd, None, what, Pass::Step, true, at(g.kv_prefill, 0, prefill_head)));
+    // a decode step of one row runs bitsandbytes' gemv_4bit (nothing dequantized); of several
+    // rows, every 4-bit matmul dequantizes its weight again
+    let (layer_dq, head_dq) = if p.sc.batch > 1 { (am.layer_dequant, am.head_dequant) } else { (0, 0) };
     if g.new_tokens > 1 {
         let what = if g.decode_attention > g.cat_transient {
             "decode (last step): a layer's attention over the whole cache (scores, K/V repeated to every head)"
         } else {
             "decode (last step): torch.cat of a layer's cache (its old and new keys/values)"
         };
-        sink.push(ev(fwd, None, what, Pass::Step, true, at(g.kv_final, 0, g.decode_layer())));
+        sink.push(ev(fwd, None, what, Pass::Step, true, at(g.kv_final, 0, g.decode_layer() + layer_dq)));
         let what = "decode (last step): logits and two fp32 copies";
-        sink.push(ev(fwd, None, what, Pass::Step, true, at(g.kv_final, 0, g.decode_head())));
+        let head = g.decode_head().max(g.logits_fp32 + g.ids + head_dq);
+        sink.push(ev(fwd, None, what, Pass::Step, true, at(g.kv_final, 0, head)));
     }
 }

@@ -605,7 +605,17 @@ impl<'c> Graph<'c> {
         let fused = ctx.loss == Loss::FusedLinearCe;
         // the fused kernel computes the input's gradient in its forward and keeps that instead
         // (Liger's FusedLinearCrossEntropy: grad_input in the input's dtype)
-        if ctx.full && !fused {
+        let linear_ce = matches!(ctx.loss, Loss::LinearCe { .. });
+        // LinearCrossEntropyLoss: `index_select` of the unmasked rows (a copy, which the chunks'
+        // projections keep when the head trains; its backward keeps the int64 index) and the
+        // labels selected the same way, kept by nll
+        let ce_rows = ctx.loss.rows(ctx.b, ctx.s);
+        if linear_ce && self.rg(x) {
+            self.keep_new(ce_rows * 8, Cat::HeadLoss);
+        }
+        if ctx.full && !fused && linear_ce {
+            self.keep_new(ce_rows * width * if ctx.amp { c } else { self.elem(x) }, Cat::HeadLoss);
+        } else if ctx.full && !fused {
             if ctx.amp {
                 self.keep_new(rows * width * c, Cat::InputCasts);
             } else {
@@ -615,6 +625,14 @@ impl<'c> Graph<'c> {
                     self.st[x.0 as usize].saved = true;
                     self.kept.add(Cat::HeadLoss, b);
                 }
+            }
+        }
+        if !ctx.full && !fused && ctx.head_bnb4 && ctx.bnb4_input.is_some() && self.rg(x) {
+            // a frozen 4-bit head is bitsandbytes' `MatMul4Bit`, which keeps its input whenever
+            // it requires grad (`ctx.tensors = (A, B)`)
+            if !self.s(x).saved {
+                self.st[x.0 as usize].saved = true;
+                self.kept.add(Cat::HeadLoss, self.s(x).bytes);
             }
         }
         if ctx.amp && !fused {
@@ -639,7 +657,7 @@ impl<'c> Graph<'c> {
         } else {
             // log_softmax output in fp32: transformers' upcast, torchtune's per-chunk .float(),
             // litgpt's chunks converted by Fabric
-            self.keep_new(t * classes * 4, Cat::HeadLoss);
+            self.keep_new(if linear_ce { ce_rows } else { t } * classes * 4, Cat::HeadLoss);
             if matches!(ctx.loss, Loss::ChunkedNative { .. }) {
                 // litgpt: Fabric returns the chunks' logits in fp32 and the training loop's
                 // `logits` list holds them through backward
@@ -648,7 +666,13 @@ impl<'c> Graph<'c> {
         }
         self.keep_new(4 * pieces, Cat::HeadLoss); // nll_loss total_weight, one per chunk
         // labels: HF pads with -100 then takes [..., 1:].contiguous(): a view when b == 1
-        let labels = if shifted && ctx.b == 1 && ctx.loss == Loss::Hf { (ctx.s + 1) * 8 } else { t * 8 };
+        let labels = if linear_ce {
+            ce_rows * 8
+        } else if shifted && ctx.b == 1 && ctx.loss == Loss::Hf {
+            (ctx.s + 1) * 8
+        } else {
+            t * 8
+        };
         self.keep_new(labels, Cat::HeadLoss);
         self.record("lm head + loss", before);
         self.kept.total() - before

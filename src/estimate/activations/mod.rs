@@ -47,9 +47,13 @@ pub struct Ctx {
     /// A bitsandbytes 4-bit base: bytes per element of the input `MatMul4Bit` receives (and keeps)
     /// after `Linear4bit` casts it to `bnb_4bit_compute_dtype`.
     pub bnb4_input: Option<u64>,
-    /// A 4-bit (NF4) base: bytes per element of the weight each matmul dequantizes to
-    /// (bitsandbytes' `dequantize_4bit(...).to(A.dtype)`, torchao's `weight.to(input.dtype)`).
+    /// A 4-bit (NF4) base or bitsandbytes 4-bit weights: bytes per weight element alive while a
+    /// matmul dequantizes it (bitsandbytes' `dequantize_4bit(B, state).to(A.dtype)`: the weight in
+    /// `quant_state.dtype`, plus its cast when that is not the compute dtype; torchao's
+    /// `weight.to(input.dtype)`).
     pub nf4_dequant: Option<u64>,
+    /// The LM head is a 4-bit Linear too (Lightning's plugin converts every `nn.Linear`).
+    pub head_bnb4: bool,
     /// Bytes per element of the LoRA adapters' weights (4 for PEFT's fp32 adapters).
     pub adapter_elem: u64,
     /// Whose model code runs (litgpt's Llama-like block differs from transformers').
@@ -63,9 +67,31 @@ impl Ctx {
         let c = sc.precision.compute_dtype().bytes(1);
         let amp = sc.precision.is_amp();
         // a 4-bit (NF4) base: the dtype its matmuls compute in
-        let nf4 =
-            matches!(sc.base_quant, super::scenario::BaseQuant::Nf4 | super::scenario::BaseQuant::Nf4NoDq)
-                .then(|| sc.stack.bnb_compute_dtype.unwrap_or(sc.precision.compute_dtype()).bytes(1));
+        let nf4_base =
+            matches!(sc.base_quant, super::scenario::BaseQuant::Nf4 | super::scenario::BaseQuant::Nf4NoDq);
+        let compute = sc.stack.bnb_compute_dtype.unwrap_or(sc.precision.compute_dtype());
+        let nf4 = nf4_base.then(|| compute.bytes(1));
+        // bitsandbytes 4-bit weights in inference: a checkpoint's own format, when no base
+        // format is asked for
+        let bnb4_checkpoint = sc.mode == super::Mode::Infer
+            && sc.base_quant == super::scenario::BaseQuant::None
+            && matches!(
+                sc.model.transformer().and_then(|t| t.quant),
+                Some(crate::model::quant::WeightFormat::Bnb4 { .. })
+            );
+        // what a 4-bit matmul holds while it dequantizes, per weight element: the weight in
+        // `quant_state.dtype` (fp16 when quantized from fp16, else the model's weight dtype) and,
+        // when that is not the compute dtype (`bnb_4bit_compute_dtype`), its cast (`.to(A.dtype)`)
+        let dequant = (nf4_base || bnb4_checkpoint).then(|| {
+            // otherwise the dtype the model was loaded in: the precision's half dtype (a quantized
+            // base is loaded in it also under autocast), fp32 for an fp32 run
+            let from = if sc.stack.bnb.from_fp16() {
+                crate::units::DType::F16
+            } else {
+                sc.precision.compute_dtype()
+            };
+            from.bytes(1) + if from == compute { 0 } else { compute.bytes(1) }
+        });
         // transformers 5 has no SDPA path for Gemma 2 (soft-capping) and gpt-oss (sinks): eager runs
         let attention = match (sc.attention, sc.model.transformer().map(|t| t.family)) {
             (AttentionImpl::Sdpa, Some(Family::Gemma2 | Family::GptOss)) => AttentionImpl::Eager,
@@ -93,7 +119,8 @@ impl Ctx {
             // torchtune's QLoRA runs torchao's NF4Tensor through `linear_nf4`, which keeps only the
             // weight: the input rule is bitsandbytes' own
             bnb4_input: nf4.filter(|_| sc.stack.framework != Some(super::stack::Framework::Torchtune)),
-            nf4_dequant: nf4,
+            nf4_dequant: dequant,
+            head_bnb4: (nf4_base || bnb4_checkpoint) && sc.stack.bnb.quantizes_head(),
             adapter_elem: super::states::adapter_dtype(sc).bytes(1),
             model_code: sc.stack.model_code,
             mean_keeps_input: sc.stack.torch == super::stack::Torch::Before2_2,
@@ -188,6 +215,11 @@ pub struct ActivationModel {
     pub infer_layer_peak: u64,
     /// Inference: bytes at the LM head (final hidden state and logits).
     pub infer_head_peak: u64,
+    /// A 4-bit LM head's weight while its matmul dequantizes it (0 unless the head is 4-bit and
+    /// its rows dequantize); in backward too, once per chunk.
+    pub head_dequant: u64,
+    /// A block's largest 4-bit projection while its matmul dequantizes it (0 when none does).
+    pub layer_dequant: u64,
     /// KV-cache bytes per block (compute dtype; the caller rescales for another cache dtype).
     pub kv_per_layer_elems: u64,
 }
