@@ -21,11 +21,16 @@ fn harness() -> Harness<'static, VramApp> {
     h
 }
 
-fn total(h: &Harness<'_, VramApp>) -> u64 {
+/// The estimate the window shows.
+fn shown(h: &Harness<'_, VramApp>) -> vramscope::estimate::Estimate {
     match &h.state().derived.current {
-        Some(Ok(c)) => c.estimate.total,
+        Some(Ok(c)) => c.estimate.clone(),
         other => panic!("no estimate: {other:?}", other = other.as_ref().map(|r| r.as_ref().err())),
     }
+}
+
+fn total(h: &Harness<'_, VramApp>) -> u64 {
+    shown(h).total
 }
 
 #[test]
@@ -1124,14 +1129,34 @@ fn litgpt_shows_its_model_code_and_the_pytorch_release() {
     h.get_by_label("litgpt").click_accesskit();
     h.run();
     assert_eq!(h.state().state.settings.stack.model_code, ModelCode::Litgpt);
-    let acts = |h: &Harness<'_, VramApp>| match &h.state().derived.current {
-        Some(Ok(c)) => c.estimate.activations,
-        _ => panic!("no estimate"),
-    };
+    let acts = |h: &Harness<'_, VramApp>| shown(h).activations;
     let before = acts(&h);
     h.get_by_role_and_label(Role::CheckBox, "PyTorch before 2.2").click_accesskit();
     h.run();
     assert_eq!(h.state().state.settings.stack.torch, Torch::Before2_2);
     // the final norm's mean keeps its squared input too
     assert!(acts(&h) > before, "{} -> {}", before, acts(&h));
+}
+
+#[test]
+fn qlora_and_quantized_inference_come_from_the_base_weights_menu() {
+    use vramscope::estimate::BaseQuant;
+    let mut h = harness();
+    assert!(h.query_by_label("Base weights").is_none(), "full fine-tuning has no base to quantize");
+    h.get_by_role_and_label(Role::CheckBox, "LoRA adapters").click_accesskit();
+    h.run();
+    let params = |h: &Harness<'_, VramApp>| shown(h).parameters;
+    let lora = params(&h);
+    h.get_by_role_and_label(Role::ComboBox, "Base weights").click();
+    h.run();
+    h.get_by_label("NF4 (double quant)").click_accesskit();
+    h.run();
+    assert_eq!(h.state().state.settings.base_quant, BaseQuant::Nf4);
+    // the frozen projections in NF4 (about a quarter of their bf16 bytes; embedding and head stay)
+    assert!(params(&h) < lora / 2, "{} vs {}", params(&h), lora);
+    // the scenario the window shows is the one `vramscope estimate --base-quant nf4` gives
+    let sc = h.state().state.settings.to_scenario().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sc.base_quant, BaseQuant::Nf4);
+    let gpu = vramscope::gpu::find(&h.state().state.settings.gpu_id).unwrap_or_else(|e| panic!("{e}"));
+    assert!(vramscope::flags::line(&vramscope::flags::flags(&sc, &gpu)).contains("--base-quant nf4"));
 }

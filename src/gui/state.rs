@@ -44,6 +44,9 @@ pub struct Settings {
     pub checkpointing: Checkpointing,
     pub lora_enabled: bool,
     pub lora_rank: u64,
+    /// bitsandbytes weights quantized at load: a LoRA run's frozen base (QLoRA), or the weights of
+    /// an inference run.
+    pub base_quant: crate::estimate::BaseQuant,
     pub gpu_id: String,
     pub dp: u64,
     pub zero: u8,
@@ -129,6 +132,7 @@ impl Default for Settings {
             checkpointing: Checkpointing::Full,
             lora_enabled: false,
             lora_rank: 16,
+            base_quant: crate::estimate::BaseQuant::None,
             gpu_id: "h100-80gb".into(),
             dp: 1,
             zero: 0,
@@ -179,12 +183,11 @@ impl Settings {
         };
         let p = &sc.parallel;
         let mut dropped = Vec::new();
-        let checks: [(bool, &'static str); 8] = [
+        let checks: [(bool, &'static str); 7] = [
             (p.cp > 1, "context parallelism"),
             (p.ep > 1, "expert parallelism"),
             (p.fsdp.is_some(), "FSDP mode"),
             (p.offload != crate::estimate::Offload::None, "offload"),
-            (sc.base_quant != crate::estimate::BaseQuant::None, "quantized LoRA base"),
             (sc.kv_cache_dtype.is_some(), "KV-cache dtype"),
             (sc.lora.is_some_and(|l| l.targets != Targets::ALL || l.dropout != 0.0), "LoRA targets/dropout"),
             (p.virtual_stages > 1, "virtual pipeline stages"),
@@ -206,6 +209,7 @@ impl Settings {
             checkpointing: sc.checkpointing,
             lora_enabled: sc.lora.is_some(),
             lora_rank: sc.lora.map_or(16, |l| l.rank),
+            base_quant: sc.base_quant,
             gpu_id: f.gpu.clone().unwrap_or_else(|| current_gpu.to_owned()),
             dp: p.dp,
             zero: p.zero,
@@ -252,6 +256,12 @@ impl Settings {
         Ok(crate::serve::advice::Setup { model, gpu, cfg, checkpoint_dtype })
     }
 
+    /// The base-weights menu applies: a LoRA run (its frozen base) or inference, on a precision
+    /// that is not itself a quantized format.
+    pub fn base_applies(&self) -> bool {
+        (self.lora_enabled || self.mode == Mode::Infer) && !self.precision.is_quantized()
+    }
+
     /// Builds and validates the scenario.
     pub fn to_scenario(&self) -> Result<Scenario, String> {
         let mut sc = Scenario::new(self.model_spec()?);
@@ -270,6 +280,9 @@ impl Settings {
         }
         if self.lora_enabled {
             sc.lora = Some(Lora { rank: self.lora_rank, targets: Targets::ALL, dropout: 0.0 });
+        }
+        if self.base_applies() {
+            sc.base_quant = self.base_quant;
         }
         sc.parallel = Parallel {
             dp: self.dp,

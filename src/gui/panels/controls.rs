@@ -1,7 +1,7 @@
 //! The controls panel: every knob of the scenario, each with a tooltip saying what it changes in
 //! memory terms. Returns an `Edit` intent when something changed.
 
-use crate::estimate::{AttentionImpl, Checkpointing, Mode, Optimizer};
+use crate::estimate::{AttentionImpl, BaseQuant, Checkpointing, Mode, Optimizer};
 use crate::gpu;
 use crate::gui::intent::Intent;
 use crate::gui::state::{ModelChoice, Settings};
@@ -285,6 +285,25 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
                 .on_hover_text(t.lora_tip);
             mark(r.changed(), "lora_rank", &mut knob);
         }
+    }
+    if s.base_applies() {
+        let before = s.base_quant;
+        let name = |q: BaseQuant| match q {
+            BaseQuant::None => t.base_quant_none,
+            BaseQuant::Nf4 => "NF4 (double quant)",
+            BaseQuant::Nf4NoDq => "NF4",
+            BaseQuant::Int8 => "int8 (LLM.int8)",
+        };
+        egui::ComboBox::from_label(t.base_quant)
+            .selected_text(name(s.base_quant))
+            .show_ui(ui, |ui| {
+                for q in [BaseQuant::None, BaseQuant::Nf4, BaseQuant::Nf4NoDq, BaseQuant::Int8] {
+                    ui.selectable_value(&mut s.base_quant, q, name(q));
+                }
+            })
+            .response
+            .on_hover_text(t.base_quant_tip);
+        mark(s.base_quant != before, "base weights", &mut knob);
     }
 
     section(ui, t.section_parallel);
