@@ -413,6 +413,12 @@ fn bitsandbytes_inference_dequantizes_over_the_prompt_but_not_one_token_decodes(
     let e_hf = estimate(&hf).unwrap();
     assert!(e_hf.parameters > e.parameters);
     assert!(e_hf.peak_allocated - e_hf.parameters < 4 * head);
+    // a one-token scoring pass is one row: gemv_4bit, nothing dequantized
+    let mut one = sc.clone();
+    one.seq = 1;
+    one.new_tokens = 0;
+    let e1 = estimate(&one).unwrap();
+    assert!(e1.peak_allocated - e1.parameters < head, "{}", e1.peak_allocated - e1.parameters);
     // in training, a base format needs a LoRA run
     let mut full = sc.clone();
     full.mode = vramscope::estimate::Mode::Train;

@@ -125,7 +125,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     // weight when it is a 4-bit Linear too (Lightning's plugin). A single row takes
     // bitsandbytes' `gemv_4bit` instead (`matmul_4bit`: `A.numel() == A.shape[-1]`, no grad),
     // which dequantizes nothing.
-    let rows_dequantize = ctx.t > 1 || ctx.full || ctx.lora.is_some();
+    let rows_dequantize = ctx.t > 1 || ctx.lora.is_some();
     let (layer_dequant, head_dequant) = match ctx.nf4_dequant {
         Some(e) if rows_dequantize && m.moe.is_none() => {
             (mlp_w.max(qw).max(kvw) * h * e, if ctx.head_bnb4 { v * h * e } else { 0 })
@@ -276,16 +276,17 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         matches!(ctx.loss, Loss::Chunked { .. } | Loss::ChunkedNative { .. } | Loss::LinearCe { .. })
             && !matches!(m.family, Family::Megatron | Family::Bert | Family::Vit)
             && m.head == crate::model::Head::CausalLm;
-    let (head_chunk_sum_transient, head_chunk_kept) =
-        if let (true, Loss::LinearCe { .. }) = (chunked_head && ctx.full && pieces > 1 && v > 0, ctx.loss) {
-            // LinearCrossEntropyLoss runs each chunk's projection, cast and loss one after the other,
-            // so backward finishes the last chunk (its log-softmax freed) before the next: at the
-            // second chunk's weight-gradient sum only those two chunks' input gradients are alive
-            // beside the three weight-sized tensors
-            let weight_grad = crate::units::round_alloc(v * h * c);
+    let sums_chunks = chunked_head && ctx.full && pieces > 1 && v > 0;
+    let weight_grad = crate::units::round_alloc(v * h * c);
+    let (head_chunk_sum_transient, head_chunk_kept) = match (sums_chunks, ctx.loss) {
+        // LinearCrossEntropyLoss runs each chunk's projection, cast and loss one after the other,
+        // so backward finishes the last chunk (its log-softmax freed) before the next: at the
+        // second chunk's weight-gradient sum only those two chunks' input gradients are alive
+        // beside the three weight-sized tensors
+        (true, Loss::LinearCe { .. }) => {
             (3 * weight_grad + 2 * ce_chunk * h * c, head_released.saturating_sub(2 * ce_chunk * v * 4))
-        } else if chunked_head && ctx.full && pieces > 1 && v > 0 {
-            let weight_grad = crate::units::round_alloc(v * h * c);
+        }
+        (true, _) => {
             let logits_grads = (pieces - 2) * chunk * v * c;
             let transient = 3 * weight_grad + logits_grads + 2 * chunk * h * c;
             // tensor_split / split along the sequence: views of one storage when b == 1, else
@@ -293,9 +294,9 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
             // autocast casts each chunk on its own
             let kept = if ctx.b == 1 && !ctx.amp { ctx.ts * h * c } else { (pieces - 2) * chunk * h * c };
             (transient, kept)
-        } else {
-            (0, 0)
-        };
+        }
+        (false, _) => (0, 0),
+    };
     ActivationModel {
         mix: if n_kinds > 1 { mix } else { LayerMix::default() },
         full_layer,
