@@ -302,6 +302,12 @@ fn a_compiled_chunked_loss_keeps_the_logits_not_the_fp32_log_softmax() {
     assert!(sc.stack.describe().contains("compiled loss"));
 }
 
+/// The temporaries of the step's event `what`.
+fn temp(sc: &Scenario, what: &str) -> u64 {
+    let tl = timeline(sc).unwrap();
+    tl.events.iter().find(|e| e.op == what).map(|e| e.alive.temporaries).unwrap()
+}
+
 #[test]
 fn matmul4bit_dequantizes_a_weight_for_each_backward_matmul() {
     let mut lora = llama("llama-3.2-1b");
@@ -309,10 +315,6 @@ fn matmul4bit_dequantizes_a_weight_for_each_backward_matmul() {
     let mut q = lora.clone();
     q.base_quant = BaseQuant::Nf4;
     let t = lora.model.transformer().unwrap();
-    let temp = |sc: &Scenario, what: &str| {
-        let tl = timeline(sc).unwrap();
-        tl.events.iter().find(|e| e.op == what).map(|e| e.alive.temporaries).unwrap()
-    };
     // one MLP projection's weight (inter × hidden, bf16) besides the gradients of the MLP
     let mlp = "last block MLP backward";
     assert_eq!(temp(&q, mlp), temp(&lora, mlp) + t.intermediate_size * t.hidden_size * 2);
@@ -338,10 +340,6 @@ fn weights_quantized_from_fp16_dequantize_to_fp16_and_cast_to_bf16() {
     old.stack.bnb = Bnb::Current.with_release(true);
     assert_eq!(old.stack.bnb, Bnb::Before0_43);
     let t = lora.model.transformer().unwrap();
-    let temp = |sc: &Scenario, what: &str| {
-        let tl = timeline(sc).unwrap();
-        tl.events.iter().find(|e| e.op == what).map(|e| e.alive.temporaries).unwrap()
-    };
     let mlp = "last block MLP backward";
     let w = t.intermediate_size * t.hidden_size;
     assert_eq!(temp(&old, mlp), temp(&q, mlp) + 2 * w);
