@@ -163,6 +163,15 @@ impl<'c> Graph<'c> {
         }
     }
 
+    /// Keeps a storage for backward under `cat` (the op's category, not the storage's own), once.
+    fn keep_as(&mut self, t: T, cat: Cat) {
+        let s = &mut self.st[t.0 as usize];
+        if !s.saved {
+            s.saved = true;
+            self.kept.add(cat, s.bytes);
+        }
+    }
+
     /// Keeps a storage the op creates internally (statistics, casts, masks, logsumexp).
     pub fn keep_new(&mut self, bytes: u64, cat: Cat) {
         self.kept.add(cat, bytes);
@@ -620,20 +629,13 @@ impl<'c> Graph<'c> {
                 self.keep_new(rows * width * c, Cat::InputCasts);
             } else {
                 // the final norm's output, kept by lm_head (one storage however it is chunked)
-                let b = self.s(x).bytes;
-                if !self.s(x).saved {
-                    self.st[x.0 as usize].saved = true;
-                    self.kept.add(Cat::HeadLoss, b);
-                }
+                self.keep_as(x, Cat::HeadLoss);
             }
         }
         if !ctx.full && !fused && ctx.head_bnb4 && ctx.bnb4_input.is_some() && self.rg(x) {
             // a frozen 4-bit head is bitsandbytes' `MatMul4Bit`, which keeps its input whenever
             // it requires grad (`ctx.tensors = (A, B)`)
-            if !self.s(x).saved {
-                self.st[x.0 as usize].saved = true;
-                self.kept.add(Cat::HeadLoss, self.s(x).bytes);
-            }
+            self.keep_as(x, Cat::HeadLoss);
         }
         if ctx.amp && !fused {
             self.keep_new(classes * width * c, Cat::WeightCasts);
