@@ -49,6 +49,7 @@ fn rows() -> Vec<Row> {
         "reference_F.json",
         "reference_G.json",
         "reference_H.json",
+        "reference_P.json",
         "reference_T.json",
     ] {
         if !dir.join(f).exists() {
@@ -192,7 +193,7 @@ fn every_reference_row_is_within_bounds() {
         v.sort_by(f64::total_cmp);
         (100.0 * v[v.len() / 2], 100.0 * v[v.len() - 1], v.len())
     };
-    for (t, what) in [(false, "groups A-H"), (true, "group T (torchtune losses, optimizer in backward)")] {
+    for (t, what) in [(false, "groups A-H, P"), (true, "group T (torchtune losses, optimizer in backward)")] {
         let (am, ax, an) = stats(&act_errs, t);
         let (pm, px, pn) = stats(&peak_errs, t);
         println!(

@@ -38,6 +38,9 @@ pub enum Family {
     Gemma3,
     /// Phi-3: fused `qkv_proj` and `gate_up_proj`, residual dropout.
     Phi3,
+    /// Phi-1 / 1.5 / 2 (`phi`): attention and MLP in parallel on one LayerNorm, biased q/k/v,
+    /// `dense`, `fc1`, `fc2` and `lm_head`, partial rotary, `gelu_new`, optional q/k LayerNorm.
+    Phi,
     /// OLMo 2: norms after attention and MLP only (no pre-norm), RMSNorm on the full q and k.
     Olmo2,
     /// GPT-NeoX / Pythia: LayerNorm, fused biased `query_key_value`, partial rotary, parallel
@@ -212,6 +215,13 @@ pub struct TransformerSpec {
     /// `parallel_attn`), with this many input norms (1 or 2).
     #[serde(default)]
     pub parallel_norms: u64,
+    /// LayerNorm on each head of q and k (Phi's `qk_layernorm`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub qk_layernorm: bool,
+    /// The MLP activation is transformers' `gelu_new` written out in elementwise ops (Phi's
+    /// default `hidden_act`), not one fused GELU kernel.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub gelu_new: bool,
     /// A vision tower in front of the language model (multimodal checkpoints): parameters counted.
     #[serde(default)]
     pub vision: Option<VisionTower>,
@@ -232,6 +242,10 @@ pub struct TransformerSpec {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Per-layer flag bits of [`TransformerSpec::layer_flags`].

@@ -171,6 +171,13 @@ pub fn lora_target_regex(family: Family, targets: crate::estimate::Targets) -> R
             push(has(Up), "dense_h_to_4h");
             push(has(Down), "dense_4h_to_h");
         }
+        Family::Phi => {
+            for (r, n) in [(Q, "q_proj"), (K, "k_proj"), (V, "v_proj"), (O, r"self_attn\.dense")] {
+                push(has(r), n);
+            }
+            push(has(Up), "fc1");
+            push(has(Down), "fc2");
+        }
         Family::Starcoder2 => {
             for (r, n) in [(Q, "q_proj"), (K, "k_proj"), (V, "v_proj"), (O, "o_proj")] {
                 push(has(r), n);

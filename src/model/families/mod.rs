@@ -14,6 +14,7 @@ mod litgpt;
 mod llama;
 mod megatron;
 mod olmo2;
+mod phi;
 mod phi3;
 mod qwen3;
 mod starcoder2;
@@ -49,6 +50,7 @@ pub fn block_class(m: &TransformerSpec, name: &str) -> &'static str {
         Family::Gemma2 => "Gemma2DecoderLayer",
         Family::Gemma3 => "Gemma3DecoderLayer",
         Family::Phi3 => "Phi3DecoderLayer",
+        Family::Phi => "PhiDecoderLayer",
         Family::Olmo2 => "Olmo2DecoderLayer",
         Family::GptNeox => "GPTNeoXLayer",
         Family::Falcon => "FalconDecoderLayer",
@@ -160,6 +162,7 @@ pub fn gated(m: &TransformerSpec) -> bool {
     !matches!(
         m.family,
         Family::GptNeox
+            | Family::Phi
             | Family::Falcon
             | Family::Starcoder2
             | Family::Vit
@@ -224,6 +227,7 @@ pub(crate) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
         Family::Qwen3 => qwen3::block(g, m, flags, x),
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => gemma::block(g, m, flags, x),
         Family::Phi3 => phi3::block(g, m, flags, x),
+        Family::Phi => phi::block(g, m, flags, x),
         Family::Olmo2 => olmo2::block(g, m, flags, x),
         Family::GptNeox => gpt_neox::block(g, m, flags, x),
         Family::Falcon => falcon::block(g, m, flags, x),
@@ -263,7 +267,9 @@ pub(crate) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: T) -> u64 {
     let norm = match m.family {
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => NormKind::RmsOffset,
         Family::Olmo2 | Family::GptOss => NormKind::RmsWeightFp32,
-        Family::GptNeox | Family::Falcon | Family::Starcoder2 | Family::Vit | Family::Gpt2 => NormKind::Layer,
+        Family::GptNeox | Family::Falcon | Family::Starcoder2 | Family::Vit | Family::Gpt2 | Family::Phi => {
+            NormKind::Layer
+        }
         Family::Llama if litgpt::runs(ctx, m) => litgpt::norm(ctx),
         _ => NormKind::Rms,
     };
@@ -522,6 +528,7 @@ pub(crate) fn param_groups(m: &TransformerSpec) -> Vec<ParamGroup> {
         Family::Qwen3 => qwen3::params(&mut p, m),
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => gemma::params(&mut p, m),
         Family::Phi3 => phi3::params(&mut p, m),
+        Family::Phi => phi::params(&mut p, m),
         Family::Olmo2 => olmo2::params(&mut p, m),
         Family::GptNeox => gpt_neox::params(&mut p, m),
         Family::Falcon => falcon::params(&mut p, m),

@@ -192,11 +192,30 @@ pub(super) fn decoder(r: &Reader<'_>, family: Family, mt: &str) -> Result<Transf
         "phi3" => {
             s.hidden_dropout = r.f64_or("resid_pdrop", 0.0)?;
         }
+        "phi" => {
+            (s.qkv_bias, s.o_bias, s.mlp_bias) = (true, true, true);
+            s.parallel_norms = 1;
+            s.hidden_dropout = r.f64_or("resid_pdrop", 0.0)?;
+            s.embedding_dropout = r.f64_or("embd_pdrop", 0.0)?;
+            s.qk_layernorm = r.bool_or("qk_layernorm", false)?;
+            s.gelu_new = match r.str("hidden_act").unwrap_or("gelu_new") {
+                "gelu_new" => true,
+                // one GELU kernel (erf or tanh): keeps its input
+                "gelu" | "gelu_pytorch_tanh" => false,
+                other => {
+                    return Err(r.invalid(
+                        "hidden_act",
+                        format!("{other:?}: phi is modelled with gelu_new, gelu or gelu_pytorch_tanh"),
+                    ));
+                }
+            };
+            window = None;
+        }
         "gpt_neox" => {
             s.qkv_bias = r.bool_or("attention_bias", true)?;
             s.o_bias = s.qkv_bias;
             s.mlp_bias = true;
-            let pct = r.opt_f64("rotary_pct")?.unwrap_or(0.25);
+            let pct = r.rotary_fraction("rotary_pct")?.unwrap_or(0.25);
             s.rope_dim = ((head_dim as f64) * pct) as u64;
             s.parallel_norms = if r.bool_or("use_parallel_residual", true)? { 2 } else { 0 };
             s.hidden_dropout = r.f64_or("hidden_dropout", 0.0)?;
@@ -278,7 +297,7 @@ pub(super) fn decoder(r: &Reader<'_>, family: Family, mt: &str) -> Result<Transf
         s.final_softcap = r.opt_f64("final_logit_softcapping")?.filter(|x| *x > 0.0);
     }
     if s.rope_dim == 0
-        && let Some(f) = r.opt_f64("partial_rotary_factor")?
+        && let Some(f) = r.rotary_fraction("partial_rotary_factor")?
         && f > 0.0
         && f < 1.0
     {

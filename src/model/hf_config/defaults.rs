@@ -72,6 +72,12 @@ pub(super) fn class_defaults(model_type: &str) -> &'static str {
             r#"{"vocab_size":32064,"hidden_size":3072,"intermediate_size":8192,"num_hidden_layers":32,
             "num_attention_heads":32,"resid_pdrop":0.0,"tie_word_embeddings":false,"partial_rotary_factor":1.0}"#
         }
+        "phi" => {
+            r#"{"vocab_size":51200,"hidden_size":2048,"intermediate_size":8192,"num_hidden_layers":24,
+            "num_attention_heads":32,"resid_pdrop":0.0,"embd_pdrop":0.0,"attention_dropout":0.0,
+            "hidden_act":"gelu_new","tie_word_embeddings":false,"partial_rotary_factor":0.5,
+            "qk_layernorm":false}"#
+        }
         "olmo2" => {
             r#"{"vocab_size":50304,"hidden_size":4096,"intermediate_size":11008,"num_hidden_layers":32,
             "num_attention_heads":32,"tie_word_embeddings":false,"attention_bias":false}"#

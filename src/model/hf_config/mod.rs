@@ -2,7 +2,7 @@
 //!
 //! Every `model_type` with the usual keys is read. The families with their own modelling rules
 //! (gpt2, bert, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2,
-//! gemma3 / gemma3_text, mistral3, phi3, olmo2, gpt_neox, falcon, starcoder2, granite, smollm3,
+//! gemma3 / gemma3_text, mistral3, phi, phi3, olmo2, gpt_neox, falcon, starcoder2, granite, smollm3,
 //! deepseek_v2 / deepseek_v3, gpt_oss, vit) follow transformers 5.24: a key missing from the file
 //! takes its config class's default. Any other type is estimated as a generic Llama-style
 //! decoder and flagged unvalidated (t5 and whisper with their exact parameter count). A nested
@@ -229,6 +229,20 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The fraction of each head that rotary rotates: transformers 5 writes it into
+    /// `rope_parameters.partial_rotary_factor`, earlier versions as the top-level `key`
+    /// (`partial_rotary_factor`, GPT-NeoX's `rotary_pct`); the file's nested value wins over both.
+    fn rotary_fraction(&self, key: &str) -> Result<Option<f64>, ConfigError> {
+        let nested =
+            self.obj.get("rope_parameters").and_then(|p| p.get("partial_rotary_factor")).filter(|v| !v.is_null());
+        match nested {
+            Some(v) => v.as_f64().map(Some).ok_or_else(|| {
+                self.invalid("rope_parameters.partial_rotary_factor", format!("expected a number, found {v}"))
+            }),
+            None => self.opt_f64(key),
+        }
+    }
+
     /// A probability (dropout), `default` when absent.
     fn f64_or(&self, key: &str, default: f64) -> Result<f64, ConfigError> {
         match self.opt_f64(key)? {
@@ -439,6 +453,7 @@ fn family_of(model_type: &str) -> Family {
         "gemma2" => Family::Gemma2,
         "gemma3_text" | "gemma3" => Family::Gemma3,
         "phi3" => Family::Phi3,
+        "phi" => Family::Phi,
         "olmo2" => Family::Olmo2,
         "gpt_neox" => Family::GptNeox,
         "falcon" => Family::Falcon,

@@ -17,7 +17,7 @@ Fake CUDA tensors themselves cannot be used without a GPU: the forward runs, but
 autograd's backward raises "hasPrimaryContext expects a valid device index" and SDPA
 backend selection on fake CUDA tensors falls back to the math kernel.
 
-Usage:  python measure.py [--group A|B|F|G|H|all] [--only SUBSTR] [--out reference.json]
+Usage:  python measure.py [--group A|B|F|G|H|P|all] [--only SUBSTR] [--out reference.json]
 """
 import argparse
 import collections
@@ -136,6 +136,15 @@ FAMILY_SPECS = {
                   intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                   max_position_embeddings=2048, original_max_position_embeddings=2048, sliding_window=64,
                   bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+    # Phi-1/1.5/2 (model_type "phi"): parallel attention + MLP on one LayerNorm, partial rotary,
+    # biased q/k/v/dense/fc1/fc2/lm_head, gelu_new; resid_pdrop 0.1 as phi-2 sets it
+    "phi_tiny": (CONFIG_MAPPING["phi"], dict(architectures=["PhiForCausalLM"], vocab_size=1000, hidden_size=256,
+                 intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8, partial_rotary_factor=0.5,
+                 resid_pdrop=0.1, embd_pdrop=0.0, attention_dropout=0.0, max_position_embeddings=2048)),
+    "phi_tiny_qkln": (CONFIG_MAPPING["phi"], dict(architectures=["PhiForCausalLM"], vocab_size=1000, hidden_size=256,
+                      intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8, partial_rotary_factor=0.5,
+                      qk_layernorm=True, resid_pdrop=0.0, embd_pdrop=0.1, attention_dropout=0.0,
+                      max_position_embeddings=2048)),
     "olmo2_tiny": (CONFIG_MAPPING["olmo2"], dict(architectures=["Olmo2ForCausalLM"], vocab_size=1000, hidden_size=256,
                    intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                    max_position_embeddings=2048, pad_token_id=1, eos_token_id=2)),
@@ -226,6 +235,14 @@ FAMILY_SPECS = {
                   intermediate_size=8192, num_hidden_layers=16, num_attention_heads=16, num_key_value_heads=16,
                   max_position_embeddings=4096, rope_theta=500000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
                   pad_token_id=100277, eos_token_id=100257, bos_token_id=None)),
+    "phi-1.5": (CONFIG_MAPPING["phi"], dict(architectures=["PhiForCausalLM"], vocab_size=51200, hidden_size=2048,
+                intermediate_size=8192, num_hidden_layers=24, num_attention_heads=32, partial_rotary_factor=0.5,
+                max_position_embeddings=2048, layer_norm_eps=1e-5, hidden_act="gelu_new", resid_pdrop=0.0,
+                embd_pdrop=0.0, attention_dropout=0.0, rope_theta=10000.0, tie_word_embeddings=False)),
+    "phi-2": (CONFIG_MAPPING["phi"], dict(architectures=["PhiForCausalLM"], vocab_size=51200, hidden_size=2560,
+              intermediate_size=10240, num_hidden_layers=32, num_attention_heads=32, partial_rotary_factor=0.4,
+              max_position_embeddings=2048, layer_norm_eps=1e-5, hidden_act="gelu_new", resid_pdrop=0.1,
+              embd_pdrop=0.0, attention_dropout=0.0, rope_theta=10000.0, tie_word_embeddings=False)),
     "pythia-1.4b": (CONFIG_MAPPING["gpt_neox"], dict(architectures=["GPTNeoXForCausalLM"], vocab_size=50304, hidden_size=2048,
                     intermediate_size=8192, num_hidden_layers=24, num_attention_heads=16, rotary_pct=0.25,
                     rotary_emb_base=10000, max_position_embeddings=2048, use_parallel_residual=True,
@@ -452,6 +469,26 @@ def cases_H():
         C("olmo-2-7b-bf16-sdpa-b1s1024", "olmo-2-7b", 1, 1024, "bfloat16", "sdpa", backend=be),
         C("falcon-40b-bf16-sdpa-b1s512", "falcon-40b", 1, 512, "bfloat16", "sdpa", backend=be),
         C("gemma-2-9b-bf16-eager-b1s1024", "gemma-2-9b", 1, 1024, "bfloat16", "eager", backend=be),
+    ]
+
+
+def cases_P():
+    """Phi-1/1.5/2 (model_type "phi"), measured after the family's rules were written
+    (cuda-emu-fake): tiny configs with residual and embedding dropout and with qk_layernorm,
+    then real-size phi-1.5 and phi-2."""
+    be = "cuda-emu-fake"
+    return [
+        C("phi_tiny-bf16-sdpa-b2s256", "phi_tiny", 2, 256, "bfloat16", "sdpa", backend=be),
+        C("phi_tiny-fp32-eager-b2s128", "phi_tiny", 2, 128, "float32", "eager", backend=be),
+        C("phi_tiny-bf16-sdpa-b2s256-infer", "phi_tiny", 2, 256, "bfloat16", "sdpa", mode="infer", backend=be),
+        C("phi_tiny-bf16-sdpa-b2s256-ckpt", "phi_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+        C("phi_tiny_qkln-bf16-sdpa-b2s256", "phi_tiny_qkln", 2, 256, "bfloat16", "sdpa", backend=be),
+        C("phi_tiny_qkln-fp32-eager-b2s128", "phi_tiny_qkln", 2, 128, "float32", "eager", backend=be),
+        C("phi-1.5-bf16-sdpa-b1s1024", "phi-1.5", 1, 1024, "bfloat16", "sdpa", backend=be),
+        C("phi-1.5-bf16-sdpa-b1s1024-infer", "phi-1.5", 1, 1024, "bfloat16", "sdpa", mode="infer", backend=be),
+        C("phi-1.5-fp32-eager-b1s512", "phi-1.5", 1, 512, "float32", "eager", backend=be),
+        C("phi-2-bf16-sdpa-b1s1024", "phi-2", 1, 1024, "bfloat16", "sdpa", backend=be),
+        C("phi-2-bf16-sdpa-b2s512-ckpt", "phi-2", 2, 512, "bfloat16", "sdpa", ckpt=True, backend=be),
     ]
 
 
@@ -933,7 +970,8 @@ PUBLISHED_FAMILY = {"qwen3-0.6b": 596049920, "qwen3-30b-a3b": 30532122624, "gemm
                     "falcon-7b": 6921720704, "starcoder2-3b": 3030371328, "granite-3.0-2b": 2533531648,
                     "smollm3-3b": 3075098624, "deepseek-v2-lite": 15706484224, "deepseek-v3": 671026419200,
                     "gpt-oss-20b": 20914757184, "vit-base-patch16-224": 86567656,
-                    "gemma-2-9b": 9241705984, "olmo-2-7b": 7298617344}
+                    "gemma-2-9b": 9241705984, "olmo-2-7b": 7298617344,
+                    "phi-1.5": 1418270720, "phi-2": 2779683840}
 
 
 def checks(rows, cfgs):
@@ -1017,7 +1055,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "P", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -1031,6 +1069,7 @@ def main():
     cases = (cases_A() if args.group in ("A", "all") else []) + (cases_B() if args.group in ("B", "all") else [])
     cases += (cases_F() if args.group == "F" else []) + (cases_G() if args.group == "G" else [])
     cases += cases_H() if args.group == "H" else []
+    cases += cases_P() if args.group == "P" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     rows = []
