@@ -56,6 +56,18 @@ fn hub_configs_read_the_family_details() {
     assert_eq!(s.spec.layer_flags.iter().filter(|f| **f & layer::NO_ROPE != 0).count(), 9);
     let m = read("mistral-small-3.1");
     assert!(m.spec.vision.is_some() && m.spec.tie_word_embeddings && m.spec.sliding_window.is_none());
+    // phi-2: transformers 5 keeps the rotary fraction under rope_parameters, the old file at the
+    // top level; both read as 0.4 of the 80-wide heads
+    let p = read("phi-2");
+    assert_eq!(p.spec.family, Family::Phi);
+    assert_eq!((p.spec.head_dim, p.spec.rope_dim, p.spec.parallel_norms), (80, 32, 1));
+    assert!(p.spec.gelu_new && !p.spec.qk_layernorm && p.spec.hidden_dropout == 0.1);
+    let five = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/truth/configs/phi-2.json"),
+    )
+    .unwrap();
+    assert!(five.contains("\"rope_parameters\""));
+    assert_eq!(parse("phi-2.json", &five).unwrap().spec.rope_dim, 32);
     let t = read("t5-base");
     assert_eq!(t.spec.family, Family::Generic);
     assert!(
@@ -145,6 +157,8 @@ fn presets_match_their_published_parameter_counts() {
         ("gemma-3-4b", 4.3),
         ("gemma-3-12b", 12.2),
         ("gemma-3-27b", 27.4),
+        ("phi-1.5", 1.42),
+        ("phi-2", 2.78),
         ("phi-3-mini", 3.82),
         ("olmo-2-7b", 7.3),
         ("pythia-1.4b", 1.414647808),

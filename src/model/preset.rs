@@ -72,6 +72,8 @@ pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
     ("llama-3.2-1b", "meta-llama/Llama-3.2-1B", include_str!("../../presets/hf/llama-3.2-1b.json")),
     ("llama-3.2-3b", "meta-llama/Llama-3.2-3B", include_str!("../../presets/hf/llama-3.2-3b.json")),
     ("olmo-2-7b", "allenai/OLMo-2-1124-7B", include_str!("../../presets/hf/olmo-2-7b.json")),
+    ("phi-1.5", "microsoft/phi-1_5", include_str!("../../presets/hf/phi-1.5.json")),
+    ("phi-2", "microsoft/phi-2", include_str!("../../presets/hf/phi-2.json")),
     ("phi-3-mini", "microsoft/Phi-3-mini-4k-instruct", include_str!("../../presets/hf/phi-3-mini.json")),
     ("pythia-1.4b", "EleutherAI/pythia-1.4b", include_str!("../../presets/hf/pythia-1.4b.json")),
     ("qwen2-moe", "Qwen/Qwen1.5-MoE-A2.7B", include_str!("../../presets/hf/qwen2-moe.json")),
