@@ -71,8 +71,14 @@ fn bert(precision: Precision, batch: u64, gc: bool, optimizer: Optimizer) -> Sce
 /// 2.1.0): r 8 on q and v, dropout 0.05, bf16-true, the longest Alpaca sample (1304 tokens for
 /// Llama 2) sets the peak.
 fn litgpt(model: &str, batch: u64, nf4: bool) -> Scenario {
+    litgpt_seq(model, 1304, batch, if nf4 { Some(BaseQuant::Nf4NoDq) } else { None })
+}
+
+/// The same recipe for any model and base format, `seq` the model's longest Alpaca sample (the
+/// table's page: phi-1.5 1044 tokens, Llama 2 1304).
+fn litgpt_seq(model: &str, seq: u64, batch: u64, quant: Option<BaseQuant>) -> Scenario {
     let mut sc = load(model);
-    sc.seq = 1304;
+    sc.seq = seq;
     sc.batch = batch;
     sc.precision = Precision::Bf16;
     let mut l: Lora = "8:q,v".parse().unwrap_or_else(|e| panic!("{e}"));
@@ -82,8 +88,8 @@ fn litgpt(model: &str, batch: u64, nf4: bool) -> Scenario {
     // litgpt 8641822 (its RMSNorm in the input dtype) under PyTorch 2.1.0
     sc.stack.model_code = ModelCode::Litgpt2023;
     sc.stack.torch = Torch::Before2_2;
-    if nf4 {
-        sc.base_quant = BaseQuant::Nf4NoDq;
+    if let Some(q) = quant {
+        sc.base_quant = q;
     }
     sc
 }
@@ -133,6 +139,18 @@ fn litgpt_generate_nf4(model: &str, quant: BaseQuant) -> Scenario {
     sc
 }
 
+/// litgpt `generate/base.py` on phi-1.5 (litgpt's own model code): "Hello, my name is" is 5
+/// tokens of its GPT-2 BPE (no BOS), 50 new tokens.
+fn litgpt_generate_phi(quant: Option<BaseQuant>) -> Scenario {
+    let mut sc = litgpt_generate("phi-1.5");
+    sc.seq = 5;
+    sc.stack = Framework::Litgpt.stack();
+    if let Some(q) = quant {
+        sc.base_quant = q;
+    }
+    sc
+}
+
 /// torchtune's Llama-3.1 distributed recipes (0.3, the README of Sep 2024) on 8 A100s: FSDP2 full
 /// shard, batch as the config says, 2048 packed, activation checkpointing, compiled.
 fn torchtune_8x(model: &str, batch: u64) -> Scenario {
@@ -160,6 +178,15 @@ fn rows() -> Vec<Row> {
         sc,
         bound,
         why,
+    };
+    let lit = |id, settings: &str, published, sc| Row {
+        id,
+        settings: settings.into(),
+        published,
+        unit: Unit::AllocGb,
+        sc,
+        bound: 0.10,
+        why: "",
     };
     let many = "not identified: an exact allocation trace of this step (every storage, tests/data/truth/alloc_trace) replayed through the same allocator model reserves less than the replay does, so neither the step's transients nor the modelled allocator rules explain the extra 2 GiB nvidia-smi showed";
     vec![
@@ -301,6 +328,31 @@ fn rows() -> Vec<Row> {
             bound: 0.10,
             why: "",
         },
+        // litgpt's resource tables (commit 8641822, A100-40GB): the rest of the same tables
+        lit("18a", "phi-1.5 LoRA r8 q,v, litgpt, mb1 × 1044", 4.82, litgpt_seq("phi-1.5", 1044, 1, None)),
+        lit("18b", "phi-1.5 QLoRA NF4, litgpt, mb1 × 1044", 3.78, litgpt_seq("phi-1.5", 1044, 1, Some(BaseQuant::Nf4NoDq))),
+        lit("18c", "phi-1.5 QLoRA NF4-dq, litgpt, mb1 × 1044", 3.72, litgpt_seq("phi-1.5", 1044, 1, Some(BaseQuant::Nf4))),
+        lit("18d", "phi-1.5 LoRA r8 q,v, litgpt, mb2 × 1044", 6.76, litgpt_seq("phi-1.5", 1044, 2, None)),
+        lit("18e", "phi-1.5 LoRA r8 q,v, litgpt, mb4 × 1044", 10.68, litgpt_seq("phi-1.5", 1044, 4, None)),
+        lit("19d", "Llama-2-7B QLoRA NF4-dq, litgpt, mb1 × 1304", 13.84, litgpt_seq("llama-2-7b", 1304, 1, Some(BaseQuant::Nf4))),
+        lit("20c", "Llama-2-13B QLoRA NF4-dq, litgpt, mb1 × 1304", 22.55, litgpt_seq("llama-2-13b", 1304, 1, Some(BaseQuant::Nf4))),
+        lit("21e", "Llama-2-7B inference bnb.nf4-dq, litgpt generate", 4.26, litgpt_generate_nf4("llama-2-7b", BaseQuant::Nf4)),
+        lit("21f", "Llama-2-13B inference bnb.nf4-dq, litgpt generate", 7.72, litgpt_generate_nf4("llama-2-13b", BaseQuant::Nf4)),
+        lit(
+            "22d",
+            "CodeLlama-34B inference bnb.nf4-dq, litgpt generate",
+            18.95,
+            litgpt_generate_nf4("tests/data/published/codellama-34b/config.json", BaseQuant::Nf4),
+        ),
+        lit(
+            "22e",
+            "Falcon-40B inference bnb.nf4-dq, litgpt generate",
+            24.63,
+            litgpt_generate_nf4("tests/data/published/falcon-40b-litgpt/config.json", BaseQuant::Nf4),
+        ),
+        lit("21g", "phi-1.5 inference bf16, litgpt generate", 2.86, litgpt_generate_phi(None)),
+        lit("21h", "phi-1.5 inference bnb.nf4, litgpt generate", 1.39, litgpt_generate_phi(Some(BaseQuant::Nf4NoDq))),
+        lit("21i", "phi-1.5 inference bnb.nf4-dq, litgpt generate", 1.33, litgpt_generate_phi(Some(BaseQuant::Nf4))),
         Row {
             id: "26a",
             settings: "Llama-3.1-8B full FT, torchtune, paged AdamW8bit in backward".into(),

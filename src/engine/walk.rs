@@ -178,7 +178,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
             // a fused gate_up output stays alive until its second half is read: 4 widths
             None if m.family == Family::Phi3 => 4 * t * mlp_w * c,
             // `gelu_new` in ops: the input, `0.5·x` and two intermediates alive at once
-            None if m.gelu_new => 4 * t * mlp_w * c,
+            None if m.gelu_new && !families::litgpt_runs(ctx, m) => 4 * t * mlp_w * c,
             None => (if gated { 3 } else { 2 }) * t * mlp_w * c,
         };
     let infer_head_peak = match m.family {

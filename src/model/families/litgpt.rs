@@ -9,14 +9,22 @@
 //! * `RMSNorm`: `x.float()`, `x * rsqrt(mean(x * x))`, `(x_normed * weight.float()).to(dtype)`
 //!   (the fp32 product, as OLMo 2's); before Oct 2023 in the input dtype throughout.
 //! * `LLaMAMLP`: `fc_1`, `fc_2`, `silu(fc_1) * fc_2`, `proj` — transformers' gated MLP.
+//! * Phi-1.5/2 and GPT-NeoX (StableLM-Alpha, Pythia): LayerNorm, the same fused `attn` with
+//!   rotary on the first `rope_n_elem` of each head, `x + attn(norm_1(x)) + mlp(n_2)` with one
+//!   shared norm (Phi) or a second `norm_2(x)` (NeoX), `GptNeoxMLP`'s one GELU kernel where
+//!   transformers' Phi writes `gelu_new` out in ops.
 
 use super::*;
 use crate::estimate::stack::ModelCode;
 
-/// Does litgpt's code replace transformers' for this model?
+/// Does litgpt's code replace transformers' for this model? (Its `GPT` covers the Llama-like
+/// models, Phi-1.5/2 and the GPT-NeoX ones: StableLM-Alpha, Pythia.)
 pub(crate) fn runs(ctx: &Ctx, m: &TransformerSpec) -> bool {
-    ctx.model_code.litgpt() && m.family == Family::Llama
+    ctx.model_code.litgpt() && matches!(m.family, Family::Llama | Family::Phi | Family::GptNeox)
 }
+
+/// litgpt's `GptNeoxMLP`: `fc`, `gelu(approximate=...)` (one kernel: keeps its input), `proj`.
+const NEOX_MLP: Style = Style { norm: NormKind::Layer, act: Act::Gelu, gated: false, ..super::LLAMA };
 
 /// litgpt's RMSNorm of that version.
 pub(crate) fn norm(ctx: &Ctx) -> NormKind {
@@ -27,7 +35,8 @@ pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
     let ctx = g.ctx;
     let (t, ts, h) = (ctx.t, ctx.ts, m.hidden_size);
     let n = ts * h;
-    let kind = norm(ctx);
+    let llama = m.family == Family::Llama;
+    let kind = if llama { norm(ctx) } else { NormKind::Layer };
     let n1 = g.norm(x, ts, h, kind, "norm_1");
     let (qw, kw) = (m.q_width(), m.kv_width());
     let qkv = g.lora_qkv(n1, ts, h, [qw, kw, kw], "attn (fused qkv)");
@@ -39,9 +48,21 @@ pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
     }
     let o = g.attention(q, k, qkv, attn_of(ctx, m, flags));
     let a = g.linear(o, t, qw, h, LinearRole::O, Cat::AttentionIo, "proj");
+    if m.parallel_norms > 0 {
+        // `parallel_residual`: `x + h + mlp(n_2)`, `n_2` the attention's norm output when
+        // `shared_attention_norm` (Phi), else `norm_2(x)` (GPT-NeoX)
+        let n2 = if m.parallel_norms == 1 { n1 } else { g.norm(x, ts, h, kind, "norm_2") };
+        let f = dense_mlp(g, n2, t, ts, h, m.intermediate_size, &NEOX_MLP);
+        let s = g.add(x, a, n, Cat::Residual);
+        return g.add(s, f, n, Cat::Residual);
+    }
     let x2 = g.add(x, a, n, Cat::Residual);
     let n2 = g.norm(x2, ts, h, kind, "norm_2");
-    let f = mlp(g, m, flags, n2, &super::LLAMA);
+    let f = if llama {
+        mlp(g, m, flags, n2, &super::LLAMA)
+    } else {
+        dense_mlp(g, n2, t, ts, h, m.intermediate_size, &NEOX_MLP)
+    };
     g.add(x2, f, n, Cat::Residual)
 }
 

@@ -121,6 +121,11 @@ pub(crate) fn windowed(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> bool {
     flags & layer::SLIDING != 0 && m.sliding_window.is_some_and(|w| ctx.s > w)
 }
 
+/// Does litgpt's model code run this model (`--model-code litgpt`)?
+pub(crate) fn litgpt_runs(ctx: &Ctx, m: &TransformerSpec) -> bool {
+    litgpt::runs(ctx, m)
+}
+
 /// Rotary dimensions per head.
 pub fn rope_dim(m: &TransformerSpec) -> u64 {
     match m.mla {
@@ -222,7 +227,7 @@ pub(crate) fn attn_of(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Attn {
 /// Walks one block of the family on `g`; `x` is the block input. Returns the block output.
 pub(crate) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
     match m.family {
-        Family::Llama if litgpt::runs(g.ctx, m) => litgpt::block(g, m, flags, x),
+        _ if litgpt::runs(g.ctx, m) => litgpt::block(g, m, flags, x),
         Family::Llama | Family::Granite | Family::Smollm3 | Family::Generic => llama::block(g, m, flags, x),
         Family::Qwen3 => qwen3::block(g, m, flags, x),
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => gemma::block(g, m, flags, x),
