@@ -139,10 +139,13 @@ fn litgpt_generate_nf4(model: &str, quant: BaseQuant) -> Scenario {
     sc
 }
 
-/// litgpt `generate/base.py` on phi-1.5 (litgpt's own model code): "Hello, my name is" is 5
-/// tokens of its GPT-2 BPE (no BOS), 50 new tokens.
-fn litgpt_generate_phi(quant: Option<BaseQuant>) -> Scenario {
-    let mut sc = litgpt_generate("phi-1.5");
+/// stabilityai/stablelm-base-alpha-3b as litgpt builds it (GPT-NeoX, vocabulary padded to 50688).
+const STABLELM: &str = "tests/data/published/stablelm-base-alpha-3b/config.json";
+
+/// litgpt `generate/base.py` on a GPT-2-BPE model (phi-1.5, StableLM-Alpha; litgpt's own model
+/// code): "Hello, my name is" is 5 tokens (no BOS), 50 new tokens.
+fn litgpt_generate_bpe(model: &str, quant: Option<BaseQuant>) -> Scenario {
+    let mut sc = litgpt_generate(model);
     sc.seq = 5;
     sc.stack = Framework::Litgpt.stack();
     if let Some(q) = quant {
@@ -330,14 +333,92 @@ fn rows() -> Vec<Row> {
         },
         // litgpt's resource tables (commit 8641822, A100-40GB): the rest of the same tables
         lit("18a", "phi-1.5 LoRA r8 q,v, litgpt, mb1 × 1044", 4.82, litgpt_seq("phi-1.5", 1044, 1, None)),
-        lit("18b", "phi-1.5 QLoRA NF4, litgpt, mb1 × 1044", 3.78, litgpt_seq("phi-1.5", 1044, 1, Some(BaseQuant::Nf4NoDq))),
-        lit("18c", "phi-1.5 QLoRA NF4-dq, litgpt, mb1 × 1044", 3.72, litgpt_seq("phi-1.5", 1044, 1, Some(BaseQuant::Nf4))),
+        lit(
+            "18b",
+            "phi-1.5 QLoRA NF4, litgpt, mb1 × 1044",
+            3.78,
+            litgpt_seq("phi-1.5", 1044, 1, Some(BaseQuant::Nf4NoDq)),
+        ),
+        lit(
+            "18c",
+            "phi-1.5 QLoRA NF4-dq, litgpt, mb1 × 1044",
+            3.72,
+            litgpt_seq("phi-1.5", 1044, 1, Some(BaseQuant::Nf4)),
+        ),
         lit("18d", "phi-1.5 LoRA r8 q,v, litgpt, mb2 × 1044", 6.76, litgpt_seq("phi-1.5", 1044, 2, None)),
         lit("18e", "phi-1.5 LoRA r8 q,v, litgpt, mb4 × 1044", 10.68, litgpt_seq("phi-1.5", 1044, 4, None)),
-        lit("19d", "Llama-2-7B QLoRA NF4-dq, litgpt, mb1 × 1304", 13.84, litgpt_seq("llama-2-7b", 1304, 1, Some(BaseQuant::Nf4))),
-        lit("20c", "Llama-2-13B QLoRA NF4-dq, litgpt, mb1 × 1304", 22.55, litgpt_seq("llama-2-13b", 1304, 1, Some(BaseQuant::Nf4))),
-        lit("21e", "Llama-2-7B inference bnb.nf4-dq, litgpt generate", 4.26, litgpt_generate_nf4("llama-2-7b", BaseQuant::Nf4)),
-        lit("21f", "Llama-2-13B inference bnb.nf4-dq, litgpt generate", 7.72, litgpt_generate_nf4("llama-2-13b", BaseQuant::Nf4)),
+        lit(
+            "18f",
+            "StableLM-Alpha-3B LoRA r8 q,v, litgpt, mb1 × 1034",
+            9.69,
+            litgpt_seq(STABLELM, 1034, 1, None),
+        ),
+        lit(
+            "18g",
+            "StableLM-Alpha-3B QLoRA NF4, litgpt, mb1 × 1034",
+            6.35,
+            litgpt_seq(STABLELM, 1034, 1, Some(BaseQuant::Nf4NoDq)),
+        ),
+        lit(
+            "18h",
+            "StableLM-Alpha-3B QLoRA NF4-dq, litgpt, mb1 × 1034",
+            6.19,
+            litgpt_seq(STABLELM, 1034, 1, Some(BaseQuant::Nf4)),
+        ),
+        lit(
+            "18i",
+            "StableLM-Alpha-3B LoRA r8 q,v, litgpt, mb2 × 1034",
+            12.10,
+            litgpt_seq(STABLELM, 1034, 2, None),
+        ),
+        lit(
+            "18j",
+            "StableLM-Alpha-3B LoRA r8 q,v, litgpt, mb4 × 1034",
+            16.92,
+            litgpt_seq(STABLELM, 1034, 4, None),
+        ),
+        lit(
+            "21j",
+            "StableLM-Alpha-3B inference bf16, litgpt generate",
+            7.30,
+            litgpt_generate_bpe(STABLELM, None),
+        ),
+        lit(
+            "21k",
+            "StableLM-Alpha-3B inference bnb.nf4, litgpt generate",
+            3.20,
+            litgpt_generate_bpe(STABLELM, Some(BaseQuant::Nf4NoDq)),
+        ),
+        lit(
+            "21l",
+            "StableLM-Alpha-3B inference bnb.nf4-dq, litgpt generate",
+            3.04,
+            litgpt_generate_bpe(STABLELM, Some(BaseQuant::Nf4)),
+        ),
+        lit(
+            "19d",
+            "Llama-2-7B QLoRA NF4-dq, litgpt, mb1 × 1304",
+            13.84,
+            litgpt_seq("llama-2-7b", 1304, 1, Some(BaseQuant::Nf4)),
+        ),
+        lit(
+            "20c",
+            "Llama-2-13B QLoRA NF4-dq, litgpt, mb1 × 1304",
+            22.55,
+            litgpt_seq("llama-2-13b", 1304, 1, Some(BaseQuant::Nf4)),
+        ),
+        lit(
+            "21e",
+            "Llama-2-7B inference bnb.nf4-dq, litgpt generate",
+            4.26,
+            litgpt_generate_nf4("llama-2-7b", BaseQuant::Nf4),
+        ),
+        lit(
+            "21f",
+            "Llama-2-13B inference bnb.nf4-dq, litgpt generate",
+            7.72,
+            litgpt_generate_nf4("llama-2-13b", BaseQuant::Nf4),
+        ),
         lit(
             "22d",
             "CodeLlama-34B inference bnb.nf4-dq, litgpt generate",
@@ -350,9 +431,19 @@ fn rows() -> Vec<Row> {
             24.63,
             litgpt_generate_nf4("tests/data/published/falcon-40b-litgpt/config.json", BaseQuant::Nf4),
         ),
-        lit("21g", "phi-1.5 inference bf16, litgpt generate", 2.86, litgpt_generate_phi(None)),
-        lit("21h", "phi-1.5 inference bnb.nf4, litgpt generate", 1.39, litgpt_generate_phi(Some(BaseQuant::Nf4NoDq))),
-        lit("21i", "phi-1.5 inference bnb.nf4-dq, litgpt generate", 1.33, litgpt_generate_phi(Some(BaseQuant::Nf4))),
+        lit("21g", "phi-1.5 inference bf16, litgpt generate", 2.86, litgpt_generate_bpe("phi-1.5", None)),
+        lit(
+            "21h",
+            "phi-1.5 inference bnb.nf4, litgpt generate",
+            1.39,
+            litgpt_generate_bpe("phi-1.5", Some(BaseQuant::Nf4NoDq)),
+        ),
+        lit(
+            "21i",
+            "phi-1.5 inference bnb.nf4-dq, litgpt generate",
+            1.33,
+            litgpt_generate_bpe("phi-1.5", Some(BaseQuant::Nf4)),
+        ),
         Row {
             id: "26a",
             settings: "Llama-3.1-8B full FT, torchtune, paged AdamW8bit in backward".into(),

@@ -233,8 +233,11 @@ impl<'a> Reader<'a> {
     /// `rope_parameters.partial_rotary_factor`, earlier versions as the top-level `key`
     /// (`partial_rotary_factor`, GPT-NeoX's `rotary_pct`); the file's nested value wins over both.
     fn rotary_fraction(&self, key: &str) -> Result<Option<f64>, ConfigError> {
-        let nested =
-            self.obj.get("rope_parameters").and_then(|p| p.get("partial_rotary_factor")).filter(|v| !v.is_null());
+        let nested = self
+            .obj
+            .get("rope_parameters")
+            .and_then(|p| p.get("partial_rotary_factor"))
+            .filter(|v| !v.is_null());
         match nested {
             Some(v) => v.as_f64().map(Some).ok_or_else(|| {
                 self.invalid("rope_parameters.partial_rotary_factor", format!("expected a number, found {v}"))
