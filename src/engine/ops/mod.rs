@@ -77,6 +77,8 @@ pub enum Act {
     Silu,
     /// GELU, erf or tanh approximation (keeps its input).
     Gelu,
+    /// transformers' `gelu_new` written out in elementwise ops ([`Graph::gelu_new`]).
+    GeluNew,
 }
 
 /// The interpreter's state for one walk: storages, what is kept, and a mark for the peak.
@@ -462,6 +464,9 @@ impl<'c> Graph<'c> {
 
     /// An activation function on `elems` elements: keeps its input.
     pub fn act(&mut self, x: T, elems: u64, kind: Act) -> T {
+        if kind == Act::GeluNew {
+            return self.gelu_new(x, elems);
+        }
         let before = self.kept.total();
         let e = self.elem(x);
         if self.rg(x) {
@@ -471,7 +476,7 @@ impl<'c> Graph<'c> {
         self.record(
             match kind {
                 Act::Silu => "act_fn (silu)",
-                Act::Gelu => "act_fn (gelu)",
+                Act::Gelu | Act::GeluNew => "act_fn (gelu)",
             },
             before,
         );

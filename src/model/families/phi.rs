@@ -4,24 +4,18 @@
 //! concatenated back into new storages); an optional LayerNorm on each head of q and k
 //! (`qk_layernorm`); `fc1`, `gelu_new` written out in ops, `fc2`; a biased `lm_head`.
 
+use super::gpt_neox::parallel_block;
 use super::*;
 
-const STYLE: Style = Style { norm: NormKind::Layer, ..LLAMA };
-const QK_LN: Style = Style { qk_norm: QkNorm::PerHead, ..STYLE };
-
 pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
-    let ctx = g.ctx;
-    let (t, ts, h, i) = (ctx.t, ctx.ts, m.hidden_size, m.intermediate_size);
-    let n = ts * h;
-    let a_in = g.norm(x, ts, h, NormKind::Layer, "input_layernorm");
-    let a = attention(g, m, flags, a_in, if m.qk_layernorm { &QK_LN } else { &STYLE });
-    let a = g.dropout(a, n, m.hidden_dropout);
-    let up = g.linear(a_in, ts, h, i, LinearRole::Up, Cat::Mlp, "fc1");
-    let act = if m.gelu_new { g.gelu_new(up, t * i) } else { g.act(up, t * i, Act::Gelu) };
-    let f = g.linear(act, t, i, h, LinearRole::Down, Cat::Mlp, "fc2");
-    let f = g.dropout(f, n, m.hidden_dropout);
-    let s = g.add(a, f, n, Cat::Residual);
-    g.add(s, x, n, Cat::Residual)
+    let st = Style {
+        norm: NormKind::Layer,
+        qk_norm: if m.qk_layernorm { QkNorm::PerHead } else { QkNorm::None },
+        act: if m.gelu_new { Act::GeluNew } else { Act::Gelu },
+        gated: false,
+        ..LLAMA
+    };
+    parallel_block(g, m, flags, x, &st)
 }
 
 pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
