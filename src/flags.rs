@@ -91,6 +91,11 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     if st.torch != Torch::Current {
         put("--torch", st.torch.to_string());
     }
+    // the FSDP implementation matters (and is named) only under --fsdp
+    let preset_fsdp = st.framework.map_or(crate::estimate::FsdpImpl::default(), |f| f.stack().fsdp);
+    if sc.parallel.fsdp.is_some() && st.fsdp != preset_fsdp {
+        put("--fsdp-impl", st.fsdp.name().into());
+    }
     if st.bnb == crate::estimate::Bnb::Before0_43 {
         put("--bitsandbytes", "0.42".into());
     }

@@ -178,12 +178,18 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
         out.push("not modelled: LLM.int8()'s own inference transients (its int8 matmul's casts and outlier columns); the weights are counted".into());
     }
     if sc.stack.model_code.litgpt()
-        && sc.model.transformer().is_some_and(|t| t.family != crate::model::Family::Llama)
+        && sc.model.transformer().is_some_and(|t| !crate::model::families::litgpt_walks(t.family))
     {
         out.push(format!(
-            "--model-code {}: litgpt's own code is walked for Llama-like models only; this family is walked as transformers runs it",
+            "--model-code {}: litgpt's own code is walked for Llama-like, Phi and GPT-NeoX models only; this family is walked as transformers runs it",
             sc.stack.model_code.name()
         ));
+    }
+    if crate::estimate::fsdp::accumulates_unsharded(sc) {
+        out.push("FSDP1 under no_sync while gradients accumulate: every unit's gradient is kept unsharded until the micro-batch that syncs (accelerate's sync_each_batch=True, or FSDP2 as torchtune runs it, --fsdp-impl fsdp2, keeps only the shard)".into());
+    }
+    if crate::estimate::fsdp::block_weights_grad(sc) {
+        out.push("FSDP1 with the LoRA adapters inside each block's flat parameter (use_orig_params=True): the frozen weights take gradients too, and their Linears keep their inputs; PEFT's fsdp_auto_wrap_policy (--fsdp-impl fsdp1) wraps the adapters apart".into());
     }
     if train && sc.stack.loss == crate::estimate::Loss::FusedLinearCe {
         out.push("not validated against measurement: the fused linear cross-entropy (Liger's grad_input kept from the forward; its early weight gradient is counted at the head's backward)".into());
@@ -287,6 +293,9 @@ pub fn settings_line(sc: &Scenario, e: &Estimate) -> String {
             l += " + SP";
         }
         l += &format!(", ZeRO-{}", p.effective_zero());
+        if let Some(m) = p.fsdp {
+            l += &format!(" (FSDP {m:?}, {})", sc.stack.fsdp.describe());
+        }
         if p.offload != crate::estimate::Offload::None {
             l += &format!(
                 ", offload {}",

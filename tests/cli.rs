@@ -812,3 +812,52 @@ fn virtual_stages_must_divide_the_blocks() {
         run(&["estimate", "--model", "llama-3.1-8b", "--pp", "4", "--virtual-stages", "2"]).status.success()
     );
 }
+
+#[test]
+fn litgpt_model_code_says_which_families_it_walks() {
+    // litgpt's own GPT is walked for Llama-like, Phi and GPT-NeoX models; others say they are not
+    for (model, walked) in [("phi-1.5", true), ("llama-3.1-8b", true), ("gpt2", false)] {
+        let v = json(&["estimate", "--model", model, "--framework", "litgpt", "--json"]);
+        let note = v["notes"].to_string().contains("litgpt's own code is walked for");
+        assert_eq!(note, !walked, "{model}: {}", v["notes"]);
+    }
+}
+
+#[test]
+fn fsdp_implementations_keep_their_own_gradients() {
+    let base = [
+        "estimate",
+        "--model",
+        "llama-2-7b",
+        "--lora",
+        "8:q,v",
+        "--dp",
+        "2",
+        "--fsdp",
+        "full_shard",
+        "--grad-accum",
+        "4",
+    ];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().chain(["--json"]).collect();
+        json(&args)
+    };
+    // litgpt (Lightning's FSDPStrategy): the adapters share each block's flat parameter, whose
+    // whole gradient no_sync keeps unsharded: 2 bytes for every block weight
+    let lit = with(&["--framework", "litgpt"]);
+    let g = lit["bytes"]["gradients"].as_u64().unwrap() as f64 / 1e9;
+    assert!((12.9..13.1).contains(&g), "{g} GB");
+    let notes = lit["notes"].to_string();
+    assert!(notes.contains("no_sync") && notes.contains("frozen weights take gradients"), "{notes}");
+    // PEFT's wrap policy (the HF Trainer) and FSDP2 keep the adapters' gradients only
+    for extra in [&["--fsdp-impl", "fsdp1"][..], &["--framework", "torchtune"]] {
+        let v = with(extra);
+        assert!(v["bytes"]["gradients"].as_u64().unwrap() < 100_000_000, "{extra:?}: {}", v["bytes"]);
+    }
+    // naming the implementation without FSDP, or an unknown one, is a usage error
+    assert_usage_error(&["estimate", "--model", "gpt2", "--fsdp-impl", "fsdp2"], "--fsdp");
+    assert_usage_error(
+        &["estimate", "--model", "gpt2", "--dp", "2", "--fsdp", "full_shard", "--fsdp-impl", "fsdp3"],
+        "fsdp3",
+    );
+}

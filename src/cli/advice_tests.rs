@@ -203,3 +203,27 @@ proptest! {
         prop_assert_eq!(adv.meets_target_after, adv.roadmap.last().map_or(adv.before.fits && target.is_none_or(|t| adv.before.concurrency_at_context.unwrap_or(adv.before.max_concurrency) >= t), |s| s.meets_target));
     }
 }
+
+#[test]
+fn the_fsdp_implementation_is_named_by_the_flags_and_given_back() {
+    let base =
+        ["--gpu", "a100-40gb", "--lora", "8:q,v", "--dp", "2", "--fsdp", "full_shard", "--grad-accum", "4"];
+    let extras: [&[&str]; 5] = [
+        &[],
+        &["--fsdp-impl", "fsdp1-shared"],
+        &["--framework", "litgpt"],
+        &["--framework", "litgpt", "--fsdp-impl", "fsdp1"],
+        &["--framework", "torchtune"],
+    ];
+    let mut seen = Vec::new();
+    for extra in extras {
+        let args: Vec<String> = base.iter().chain(extra).map(|s| (*s).to_owned()).collect();
+        let (sc, gpu) = scenario("llama-2-7b", &args).unwrap_or_else(|| panic!("{args:?}"));
+        let own = vramscope::flags::words(&vramscope::flags::flags(&sc, &gpu));
+        let (back, ..) = re_estimate("llama-2-7b", &own);
+        assert_eq!(back, sc, "{own:?}");
+        seen.push(sc.stack.fsdp);
+    }
+    use vramscope::estimate::FsdpImpl::{Fsdp1, Fsdp1Shared, Fsdp2};
+    assert_eq!(seen, [Fsdp1, Fsdp1Shared, Fsdp1Shared, Fsdp1, Fsdp2]);
+}

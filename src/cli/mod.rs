@@ -136,7 +136,7 @@ pub struct EstimateArgs {
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
         "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
         "bnb_compute_dtype", "alloc_conf", "grad_accum", "keep_grads", "compile_loss", "module_loading",
-        "model_code", "torch", "bitsandbytes",
+        "model_code", "torch", "bitsandbytes", "fsdp_impl",
     ])]
     pub scenario: Option<std::path::PathBuf>,
     /// train or infer.
@@ -218,6 +218,12 @@ pub struct EstimateArgs {
     /// plugin always quantizes from fp16, the LM head included).
     #[arg(long, value_name = "X.Y")]
     pub bitsandbytes: Option<String>,
+    /// Whose FSDP runs under --fsdp: fsdp1 (FullyShardedDataParallel as accelerate / the HF
+    /// Trainer run it: no_sync keeps unsharded gradients while accumulating), fsdp1-shared (LoRA
+    /// adapters inside each block's flat parameter, Lightning/litgpt: frozen weights get
+    /// gradients), fsdp2 (fully_shard, torchtune). Default: the framework's.
+    #[arg(long, value_name = "IMPL")]
+    pub fsdp_impl: Option<vramscope::estimate::FsdpImpl>,
     /// bnb_4bit_compute_dtype of a 4-bit base: fp32, fp16, bf16 (default: the compute dtype).
     #[arg(long)]
     pub bnb_compute_dtype: Option<DType>,
@@ -502,6 +508,9 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     if let Some(t) = a.torch {
         stack.torch = t;
     }
+    if let Some(f) = a.fsdp_impl {
+        stack.fsdp = f;
+    }
     if let Some(v) = a.bitsandbytes.as_deref() {
         stack.bnb = stack
             .bnb
@@ -525,6 +534,9 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         );
     }
     sc.parallel = a.parallel.to_parallel();
+    if a.fsdp_impl.is_some() && sc.parallel.fsdp.is_none() {
+        bail!("--fsdp-impl names the code under --fsdp (add --fsdp full_shard|shard_grad_op|hybrid_shard)");
+    }
     if a.parallel.gpus_per_node == 0 {
         bail!("--gpus-per-node must be at least 1");
     }
@@ -696,6 +708,7 @@ pub fn default_args() -> EstimateArgs {
         model_code: None,
         torch: None,
         bitsandbytes: None,
+        fsdp_impl: None,
         bnb_compute_dtype: None,
         kv_dtype: None,
         gpu: Some("h100-80gb".into()),

@@ -16,6 +16,7 @@ struct BlockWalk {
 }
 
 fn walk_block(ctx: &Ctx, m: &TransformerSpec, flags: u8, input_rg: bool, selective: bool) -> BlockWalk {
+    let ctx = &ctx.for_block();
     let mut g = Graph::new(ctx);
     g.selective = selective;
     let x = g.tensor(ctx.ts * m.hidden_size * ctx.r, ctx.r, input_rg, Cat::Residual);
@@ -27,6 +28,7 @@ fn walk_block(ctx: &Ctx, m: &TransformerSpec, flags: u8, input_rg: bool, selecti
 
 /// The ops of one block of the given kind, with what each keeps (the GUI's "which op keeps what").
 pub fn block_ops(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Vec<OpRecord> {
+    let ctx = &ctx.for_block();
     let mut g = Graph::new(ctx).with_trace();
     let x = g.tensor(ctx.ts * m.hidden_size * ctx.r, ctx.r, true, Cat::Residual);
     families::block(&mut g, m, flags, x);

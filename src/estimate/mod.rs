@@ -5,6 +5,7 @@
 
 pub mod activations;
 pub mod context;
+pub mod fsdp;
 pub mod generate;
 pub mod moments;
 pub mod parallel;
@@ -24,7 +25,9 @@ pub use scenario::{
     AttentionImpl, BaseQuant, Checkpointing, FsdpMode, Lora, Mode, Offload, Optimizer, Overhead, Parallel,
     Scenario, ScenarioError, Targets,
 };
-pub use stack::{AdapterDtype, Bnb, Framework, Loss, ModelCode, Stack, Torch, bnb_release_before_0_43};
+pub use stack::{
+    AdapterDtype, Bnb, Framework, FsdpImpl, Loss, ModelCode, Stack, Torch, bnb_release_before_0_43,
+};
 
 use crate::model::{Architecture, LayerTable};
 use activations::ActivationModel;
@@ -586,7 +589,9 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
         ),
     };
     if p.dp > 1 || p.effective_zero() > 0 {
+        let unsharded = st;
         states::shard(&mut st, &p, gathered);
+        fsdp::apply(&mut st, &unsharded, sc, &groups);
     }
     match p.offload {
         Offload::None => {}

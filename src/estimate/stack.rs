@@ -182,6 +182,70 @@ impl FromStr for ModelCode {
     }
 }
 
+/// How FSDP runs, where the implementations keep different tensors (`--fsdp` names the sharding
+/// strategy; this names the code under it). Only a run with `--fsdp` uses it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FsdpImpl {
+    /// `FullyShardedDataParallel` (FSDP1, `use_orig_params=True`) as accelerate and the HF
+    /// Trainer run it: one flat parameter per wrapped block, the root unit (embeddings, final
+    /// norm, head) left unsharded from its forward to its backward, and `no_sync()` while
+    /// gradients accumulate, which keeps every unit's *unsharded* gradient until the micro-batch
+    /// that syncs. LoRA adapters get their own units (PEFT's `fsdp_auto_wrap_policy`, which the
+    /// Trainer sets), so the frozen weights take no gradient.
+    #[default]
+    Fsdp1,
+    /// The same FSDP1 with LoRA adapters inside each block's flat parameter (Lightning Fabric's
+    /// `FSDPStrategy(auto_wrap_policy={Block})`, litgpt): the flat parameter requires grad, so
+    /// every view of it does — the frozen weights get full-size gradients and their Linears keep
+    /// their inputs ("gradient memory ... equivalent to not freezing", FSDP's docstring).
+    #[serde(rename = "fsdp1-shared")]
+    Fsdp1Shared,
+    /// `fully_shard` (FSDP2) as torchtune runs it: parameters sharded one by one (frozen ones take
+    /// no gradient), gradients reduce-scattered after every micro-batch.
+    Fsdp2,
+}
+
+impl FsdpImpl {
+    /// All, in menu order.
+    pub const ALL: [Self; 3] = [Self::Fsdp1, Self::Fsdp1Shared, Self::Fsdp2];
+
+    /// Command-line name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Fsdp1 => "fsdp1",
+            Self::Fsdp1Shared => "fsdp1-shared",
+            Self::Fsdp2 => "fsdp2",
+        }
+    }
+
+    /// What the settings line says.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::Fsdp1 => "FSDP1 (FullyShardedDataParallel, use_orig_params)",
+            Self::Fsdp1Shared => {
+                "FSDP1 with LoRA adapters in each block's flat parameter (Lightning's FSDPStrategy)"
+            }
+            Self::Fsdp2 => "FSDP2 (fully_shard, gradients reduce-scattered every micro-batch)",
+        }
+    }
+
+    /// Gradient accumulation keeps unsharded gradients (`no_sync`).
+    pub const fn accumulates_unsharded(self) -> bool {
+        !matches!(self, Self::Fsdp2)
+    }
+}
+
+impl FromStr for FsdpImpl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("unknown --fsdp-impl \"{s}\" (fsdp1, fsdp1-shared, fsdp2)"))
+    }
+}
+
 /// The PyTorch release whose autograd keeps the tensors: only where a rule changed between
 /// releases does it matter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -326,10 +390,12 @@ impl Framework {
             model_code: ModelCode::Hf,
             torch: Torch::Current,
             bnb: Bnb::Current,
+            fsdp: FsdpImpl::Fsdp1,
         };
         match self {
             Self::Torchtune => {
                 s.loss = Loss::Chunked { chunks: 8 };
+                s.fsdp = FsdpImpl::Fsdp2;
                 s.adapter_dtype = AdapterDtype::Model;
             }
             Self::Litgpt => {
@@ -337,6 +403,7 @@ impl Framework {
                 s.adapter_dtype = AdapterDtype::Model;
                 s.model_code = ModelCode::Litgpt;
                 s.bnb = Bnb::Lightning;
+                s.fsdp = FsdpImpl::Fsdp1Shared;
             }
             Self::HfTrainer | Self::Deepspeed | Self::Megatron | Self::Axolotl => {}
         }
@@ -393,6 +460,9 @@ pub struct Stack {
     /// plugin); named only when not the default.
     #[serde(skip_serializing_if = "is_default")]
     pub bnb: Bnb,
+    /// Whose FSDP runs under `--fsdp`; named only when not the default.
+    #[serde(skip_serializing_if = "is_default")]
+    pub fsdp: FsdpImpl,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {

@@ -60,6 +60,10 @@ pub struct Ctx {
     pub model_code: crate::estimate::stack::ModelCode,
     /// PyTorch before 2.2: `mean(dim)` keeps its input for backward.
     pub mean_keeps_input: bool,
+    /// Every block weight receives a gradient although LoRA freezes it: FSDP1 with the adapters
+    /// inside each block's flat parameter (`--fsdp-impl fsdp1-shared`), whose views all require
+    /// grad. The embeddings and head (the root unit, nothing trainable) stay frozen.
+    pub block_weights_grad: bool,
 }
 
 impl Ctx {
@@ -124,7 +128,14 @@ impl Ctx {
             adapter_elem: super::states::adapter_dtype(sc).bytes(1),
             model_code: sc.stack.model_code,
             mean_keeps_input: sc.stack.torch == super::stack::Torch::Before2_2,
+            block_weights_grad: super::fsdp::block_weights_grad(sc),
         }
+    }
+
+    /// The quantities a block is walked with: under [`Ctx::block_weights_grad`] its weights
+    /// train as in full fine-tuning (the adapters' own tensors are walked as well).
+    pub(crate) fn for_block(&self) -> Self {
+        Self { full: self.full || self.block_weights_grad, ..*self }
     }
 
     /// Does this projection's weight train (so its Linear keeps its input)?

@@ -20,7 +20,12 @@ use crate::estimate::stack::ModelCode;
 /// Does litgpt's code replace transformers' for this model? (Its `GPT` covers the Llama-like
 /// models, Phi-1.5/2 and the GPT-NeoX ones: StableLM-Alpha, Pythia.)
 pub(crate) fn runs(ctx: &Ctx, m: &TransformerSpec) -> bool {
-    ctx.model_code.litgpt() && matches!(m.family, Family::Llama | Family::Phi | Family::GptNeox)
+    ctx.model_code.litgpt() && walks(m.family)
+}
+
+/// The families litgpt's `GPT` is walked for; the others run as transformers' code.
+pub(crate) fn walks(family: Family) -> bool {
+    matches!(family, Family::Llama | Family::Phi | Family::GptNeox)
 }
 
 /// litgpt's `GptNeoxMLP`: `fc`, `gelu(approximate=...)` (one kernel: keeps its input), `proj`.

@@ -126,6 +126,11 @@ pub(crate) fn litgpt_runs(ctx: &Ctx, m: &TransformerSpec) -> bool {
     litgpt::runs(ctx, m)
 }
 
+/// Is `family` one that litgpt's own model code is walked for?
+pub fn litgpt_walks(family: Family) -> bool {
+    litgpt::walks(family)
+}
+
 /// Rotary dimensions per head.
 pub fn rope_dim(m: &TransformerSpec) -> u64 {
     match m.mla {
