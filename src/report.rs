@@ -185,6 +185,18 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
             sc.stack.model_code.name()
         ));
     }
+    if train
+        && sc.lora.is_some()
+        && matches!(sc.base_quant, crate::estimate::BaseQuant::Nf4 | crate::estimate::BaseQuant::Nf4NoDq)
+        && matches!(
+            sc.stack.framework,
+            Some(crate::estimate::Framework::HfTrainer | crate::estimate::Framework::Axolotl)
+        )
+        && !sc.precision.is_amp()
+        && sc.precision != crate::units::Precision::Fp32
+    {
+        out.push("PEFT's prepare_model_for_kbit_training (which TRL's SFTTrainer calls for a 4-bit model) casts every non-quantized parameter — embeddings, norms, LM head — to fp32: with it a Trainer run with bf16=True is --precision bf16-amp, one without autocast --precision fp32 --bnb-compute-dtype bf16".into());
+    }
     if crate::estimate::fsdp::accumulates_unsharded(sc) {
         out.push("FSDP1 under no_sync while gradients accumulate: every unit's gradient is kept unsharded until the micro-batch that syncs (accelerate's sync_each_batch=True, or FSDP2 as torchtune runs it, --fsdp-impl fsdp2, keeps only the shard)".into());
     }

@@ -1160,3 +1160,32 @@ fn qlora_and_quantized_inference_come_from_the_base_weights_menu() {
     let gpu = vramscope::gpu::find(&h.state().state.settings.gpu_id).unwrap_or_else(|e| panic!("{e}"));
     assert!(vramscope::flags::line(&vramscope::flags::flags(&sc, &gpu)).contains("--base-quant nf4"));
 }
+
+#[test]
+fn fsdp_and_its_code_are_chosen_in_the_parallel_section() {
+    use vramscope::estimate::{FsdpImpl, FsdpMode};
+    let mut h = harness();
+    h.state_mut().state.settings.dp = 4;
+    h.state_mut().state.settings.lora_enabled = true;
+    h.run();
+    assert!(h.query_by_label("FSDP code").is_none(), "shown under FSDP only");
+    h.get_by_role_and_label(Role::ComboBox, "Sharding").click_accesskit();
+    h.run();
+    h.get_by_label("FSDP full_shard").click_accesskit();
+    h.run();
+    assert_eq!(h.state().state.settings.fsdp, Some(FsdpMode::FullShard));
+    let grads = |h: &Harness<'_, VramApp>| shown(h).gradients;
+    let own = grads(&h);
+    h.get_by_role_and_label(Role::ComboBox, "FSDP code").click_accesskit();
+    h.run();
+    h.get_by_label("fsdp1-shared").click_accesskit();
+    h.run();
+    assert_eq!(h.state().state.settings.stack.fsdp, FsdpImpl::Fsdp1Shared);
+    // adapters inside each block's flat parameter: every block weight's gradient, sharded
+    assert!(grads(&h) > 20 * own, "{own} -> {}", grads(&h));
+    // the window's scenario is the CLI's
+    let sc = h.state().state.settings.to_scenario().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sc.parallel.fsdp, Some(FsdpMode::FullShard));
+    let e = vramscope::estimate::estimate(&sc).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(e.gradients, grads(&h));
+}

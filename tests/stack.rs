@@ -422,3 +422,31 @@ fn bitsandbytes_inference_dequantizes_over_the_prompt_but_not_one_token_decodes(
     full.mode = vramscope::estimate::Mode::Train;
     assert!(full.validate().is_err());
 }
+
+#[test]
+fn autocast_caches_the_casts_of_trained_weights_only() {
+    // full checkpointing under autocast: the half copies of the weights cast in the checkpointed
+    // forwards stay in autocast's cache until the forward ends — for weights that require grad
+    let at_end = |lora: bool| {
+        let mut sc = llama("llama-3.2-1b");
+        sc.precision = Precision::Bf16Amp;
+        sc.checkpointing = Checkpointing::Full;
+        if lora {
+            sc.lora = Some("8:q,v".parse().unwrap_or_else(|e| panic!("{e}")));
+        }
+        let tl = timeline(&sc).unwrap();
+        let find = |op: &str| {
+            tl.events
+                .iter()
+                .find(|e| e.op == op)
+                .map(|e| e.alive.activations)
+                .unwrap_or_else(|| panic!("{op}"))
+        };
+        find("end of forward (autocast weight cache)") as i64 - tl.estimate.activations as i64
+    };
+    // full fine-tuning: about one bf16 copy of every block weight (16 blocks x 60.8 M params)
+    let cached = at_end(false) as f64 / (16.0 * 60_821_504.0 * 2.0);
+    assert!((0.95..1.05).contains(&cached), "{cached}");
+    // LoRA: the frozen base weights are no leaves requiring grad, so nothing is cached
+    assert!(at_end(true) <= 0, "{}", at_end(true));
+}

@@ -50,6 +50,8 @@ pub struct Settings {
     pub gpu_id: String,
     pub dp: u64,
     pub zero: u8,
+    /// PyTorch FSDP instead of DeepSpeed ZeRO (its code is `stack.fsdp`).
+    pub fsdp: Option<crate::estimate::FsdpMode>,
     pub tp: u64,
     pub pp: u64,
     pub sp: bool,
@@ -136,6 +138,7 @@ impl Default for Settings {
             gpu_id: "h100-80gb".into(),
             dp: 1,
             zero: 0,
+            fsdp: None,
             tp: 1,
             pp: 1,
             sp: false,
@@ -183,10 +186,9 @@ impl Settings {
         };
         let p = &sc.parallel;
         let mut dropped = Vec::new();
-        let checks: [(bool, &'static str); 7] = [
+        let checks: [(bool, &'static str); 6] = [
             (p.cp > 1, "context parallelism"),
             (p.ep > 1, "expert parallelism"),
-            (p.fsdp.is_some(), "FSDP mode"),
             (p.offload != crate::estimate::Offload::None, "offload"),
             (sc.kv_cache_dtype.is_some(), "KV-cache dtype"),
             (sc.lora.is_some_and(|l| l.targets != Targets::ALL || l.dropout != 0.0), "LoRA targets/dropout"),
@@ -213,6 +215,7 @@ impl Settings {
             gpu_id: f.gpu.clone().unwrap_or_else(|| current_gpu.to_owned()),
             dp: p.dp,
             zero: p.zero,
+            fsdp: p.fsdp,
             tp: p.tp,
             pp: p.pp,
             sp: p.sp,
@@ -287,6 +290,7 @@ impl Settings {
         sc.parallel = Parallel {
             dp: self.dp,
             zero: self.zero,
+            fsdp: self.fsdp,
             tp: self.tp.max(1),
             pp: self.pp.max(1),
             sp: self.sp,

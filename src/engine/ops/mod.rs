@@ -393,7 +393,10 @@ impl<'c> Graph<'c> {
         if trains {
             if cast { self.keep_new(rows * in_f * c, Cat::InputCasts) } else { self.keep(x) }
         }
-        if ctx.amp && (self.rg(x) || trains) {
+        // a 4-bit base weight is no fp32 tensor for autocast to cast: `MatMul4Bit` dequantizes it
+        // to the input's dtype inside its forward and again in backward, keeping the 4-bit one
+        let four_bit = ctx.nf4_dequant.is_some() && !trains && role != LinearRole::Dense;
+        if ctx.amp && (self.rg(x) || trains) && !four_bit {
             self.keep_new(out_f * in_f * c, Cat::WeightCasts);
         }
         if let Some(e) = ctx.bnb4_input

@@ -67,3 +67,24 @@ fn dropout_keeps_a_bool_mask_only_in_training_with_p() {
     g.dropout(x, 100, 0.1);
     assert_eq!(g.kept.get(Cat::DropoutMasks), 100);
 }
+
+#[test]
+fn autocast_keeps_the_half_copy_of_an_fp32_weight_but_a_4_bit_one_has_none() {
+    let mut sc = Scenario::new(builtin("llama-2-7b").unwrap());
+    sc.batch = 2;
+    sc.seq = 128;
+    sc.precision = crate::units::Precision::Bf16Amp;
+    sc.lora = Some("8:q,v".parse::<Lora>().unwrap());
+    let walk = |sc: &Scenario| {
+        let c = Ctx::new(sc);
+        let mut g = Graph::new(&c);
+        let x = g.tensor(256 * 64 * 2, 2, true, Cat::Norms);
+        g.linear(x, 256, 64, 16, LinearRole::K, Cat::AttentionIo, "k");
+        g.kept.get(Cat::WeightCasts)
+    };
+    // a frozen fp32 weight is cast to bf16 for the matmul, and the cast is kept for dX
+    assert_eq!(walk(&sc), 16 * 64 * 2);
+    // bitsandbytes' MatMul4Bit dequantizes inside its forward: autocast casts nothing
+    sc.base_quant = crate::estimate::BaseQuant::Nf4;
+    assert_eq!(walk(&sc), 0);
+}

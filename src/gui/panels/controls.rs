@@ -311,17 +311,56 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         .add(egui::Slider::new(&mut s.dp, 1..=1024).logarithmic(true).text(t.gpus))
         .on_hover_text(t.gpus_tip);
     mark(r.changed(), "dp", &mut knob);
-    let before = s.zero;
-    egui::ComboBox::from_label(t.zero)
-        .selected_text(format!("ZeRO-{}", s.zero))
-        .show_ui(ui, |ui| {
-            for z in 0..=3u8 {
-                ui.selectable_value(&mut s.zero, z, format!("ZeRO-{z}"));
-            }
-        })
-        .response
-        .on_hover_text(t.zero_tip);
-    mark(s.zero != before, "zero", &mut knob);
+    {
+        use crate::estimate::{FsdpImpl, FsdpMode};
+        let mode_name = |m: Option<FsdpMode>| match m {
+            None => t.sharding_zero,
+            Some(FsdpMode::FullShard) => "FSDP full_shard",
+            Some(FsdpMode::ShardGradOp) => "FSDP shard_grad_op",
+            Some(FsdpMode::HybridShard) => "FSDP hybrid_shard",
+        };
+        let before = s.fsdp;
+        egui::ComboBox::from_label(t.sharding)
+            .selected_text(mode_name(s.fsdp))
+            .show_ui(ui, |ui| {
+                for m in [
+                    None,
+                    Some(FsdpMode::FullShard),
+                    Some(FsdpMode::ShardGradOp),
+                    Some(FsdpMode::HybridShard),
+                ] {
+                    ui.selectable_value(&mut s.fsdp, m, mode_name(m));
+                }
+            })
+            .response
+            .on_hover_text(t.sharding_tip);
+        mark(s.fsdp != before, "sharding", &mut knob);
+        if s.fsdp.is_some() {
+            let before = s.stack.fsdp;
+            egui::ComboBox::from_label(t.fsdp_impl)
+                .selected_text(s.stack.fsdp.name())
+                .show_ui(ui, |ui| {
+                    for f in FsdpImpl::ALL {
+                        ui.selectable_value(&mut s.stack.fsdp, f, f.name());
+                    }
+                })
+                .response
+                .on_hover_text(t.fsdp_impl_tip);
+            mark(s.stack.fsdp != before, "FSDP code", &mut knob);
+        } else {
+            let before = s.zero;
+            egui::ComboBox::from_label(t.zero)
+                .selected_text(format!("ZeRO-{}", s.zero))
+                .show_ui(ui, |ui| {
+                    for z in 0..=3u8 {
+                        ui.selectable_value(&mut s.zero, z, format!("ZeRO-{z}"));
+                    }
+                })
+                .response
+                .on_hover_text(t.zero_tip);
+            mark(s.zero != before, "zero", &mut knob);
+        }
+    }
     let heads = s.model_spec().ok().and_then(|m| m.transformer().map(|t| (t.num_heads, t.num_layers)));
     if let Some((heads, layers)) = heads {
         let r = ui
