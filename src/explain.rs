@@ -98,10 +98,15 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
     let p = sc.precision;
     let wb = p.weight_dtype().bytes(8) as f64 / 8.0;
     let dp = sc.parallel.dp;
-    let zero = sc.parallel.zero;
+    let zero = sc.parallel.effective_zero();
+    let ranks = sc.parallel.shard_degree();
+    let scheme = match sc.parallel.fsdp {
+        Some(m) => format!("FSDP {}", crate::flags::fsdp_name(m)),
+        None => format!("ZeRO-{zero}"),
+    };
     let shard = |stage: u8| {
-        if dp > 1 && zero >= stage {
-            text!(lang, " / {dp} GPUs (ZeRO-{zero})", " / {dp} 个 GPU（ZeRO-{zero}）")
+        if ranks > 1 && zero >= stage {
+            text!(lang, " / {ranks} GPUs ({scheme})", " / {ranks} 个 GPU（{scheme}）")
         } else {
             String::new()
         }
@@ -166,20 +171,73 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
             shard(3)
         ),
     };
+    // ZeRO-3 / FSDP: the all-gathered blocks (and FSDP1's root unit) on top of the shard
+    let gathered = Component::Parameters.at_peak(e).saturating_sub(e.parameters);
+    let gathered = if zero >= 3 && gathered > 0 && sc.parallel.offload == crate::estimate::Offload::None {
+        let root = sc.parallel.fsdp.is_some() && sc.stack.fsdp != crate::estimate::FsdpImpl::Fsdp2;
+        text!(
+            lang,
+            "; at the peak + {} all-gathered ({}the running and the prefetched block)",
+            "；峰值时另有 {} 处于聚合状态（{}正在运行的块和预取的下一块）",
+            g(gathered),
+            if root {
+                lang.pick(
+                    "FSDP1's root unit — embeddings, final norm, head — kept through the step, ",
+                    "FSDP1 的根单元——嵌入层、最终归一化层、输出头——整个步骤中保持聚合，",
+                )
+            } else {
+                ""
+            }
+        )
+    } else {
+        String::new()
+    };
     out.push(Explanation {
         component: Component::Parameters,
         formula: lang.pick("N × bytes per weight", "N × 每个权重的字节数").into(),
-        substituted: format!("{params_sub} = {}", g(e.parameters)),
+        substituted: format!("{params_sub} = {}{gathered}", g(e.parameters)),
         bytes: Component::Parameters.at_peak(e),
     });
     if sc.mode == Mode::Train {
-        let gb = if sc.lora.is_some() { 4.0 } else { wb };
-        out.push(Explanation {
-            component: Component::Gradients,
-            formula: lang
-                .pick("trainable params × bytes per gradient", "可训练参数 × 每个梯度的字节数")
-                .into(),
-            substituted: text!(
+        let gb = if sc.lora.is_some() {
+            crate::estimate::states::adapter_dtype(sc).bytes(8) as f64 / 8.0
+        } else {
+            wb
+        };
+        let frozen_too = crate::estimate::fsdp::block_weights_grad(sc);
+        let unsharded = crate::estimate::fsdp::accumulates_unsharded(sc);
+        let substituted = if frozen_too || unsharded {
+            // FSDP1's own gradients: every block weight's (adapters in the blocks' flat
+            // parameters), unsharded while no_sync accumulates
+            let what = if frozen_too {
+                text!(
+                    lang,
+                    "every block weight × {wb} B + LoRA's {} (the adapters share each block's FSDP1 flat parameter, so the frozen weights get gradients too)",
+                    "每个块的全部权重 × {wb} B + LoRA 的 {}（适配器与每个块共用 FSDP1 扁平参数，冻结的权重也会得到梯度）",
+                    human_count(e.trainable_params)
+                )
+            } else {
+                text!(lang, "{} × {gb} B", "{} × {gb} B", human_count(e.trainable_params))
+            };
+            let how = if unsharded {
+                text!(
+                    lang,
+                    ", kept unsharded by no_sync while {} micro-batches accumulate",
+                    "，梯度累积 {} 个微批次期间 no_sync 保留未切分的梯度",
+                    sc.stack.grad_accum
+                )
+            } else {
+                shard(2)
+            };
+            text!(
+                lang,
+                "{what}{how} = {} (alive at the peak: {})",
+                "{what}{how} = {}（峰值时驻留：{}）",
+                g(e.gradients),
+                g(Component::Gradients.at_peak(e))
+            )
+        } else {
+            text!(
                 lang,
                 "{} × {gb} B{}{} = {} (alive at the peak: {})",
                 "{} × {gb} B{}{} = {}（峰值时驻留：{}）",
@@ -192,7 +250,14 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
                 },
                 g(e.gradients),
                 g(Component::Gradients.at_peak(e))
-            ),
+            )
+        };
+        out.push(Explanation {
+            component: Component::Gradients,
+            formula: lang
+                .pick("trainable params × bytes per gradient", "可训练参数 × 每个梯度的字节数")
+                .into(),
+            substituted,
             bytes: Component::Gradients.at_peak(e),
         });
         let (formula, per) = match sc.optimizer {
@@ -516,6 +581,29 @@ mod tests {
         let x = explain(&sc, &e);
         assert!(!x[0].substituted.contains("this rank"), "{}", x[0].substituted);
         assert!(x[3].substituted.contains("32 checkpointed blocks keep"), "{}", x[3].substituted);
+    }
+
+    #[test]
+    fn fsdp_runs_explain_their_own_gradients_and_gathered_parameters() {
+        let mut sc = Scenario::new(crate::model::preset::builtin("llama-2-7b").expect("preset"));
+        sc.lora = Some("8:q,v".parse().expect("lora"));
+        sc.parallel.dp = 2;
+        sc.parallel.fsdp = Some(crate::estimate::FsdpMode::FullShard);
+        sc.stack = crate::estimate::Framework::Litgpt.stack();
+        sc.stack.grad_accum = 4;
+        let e = crate::estimate::estimate(&sc).expect("estimate");
+        let x = explain(&sc, &e);
+        let find = |c: Component| x.iter().find(|x| x.component == c).expect("component").substituted.clone();
+        let grads = find(Component::Gradients);
+        assert!(grads.contains("frozen weights get gradients") && grads.contains("no_sync"), "{grads}");
+        assert!(grads.contains(&g(e.gradients)), "{grads}");
+        let params = find(Component::Parameters);
+        assert!(params.contains("/ 2 GPUs (FSDP full_shard)") && params.contains("root unit"), "{params}");
+        let gathered = Component::Parameters.at_peak(&e) - e.parameters;
+        assert!(params.contains(&g(gathered)), "{params}");
+        // and in Chinese
+        let zh = explain_in(&sc, &e, Lang::ZhCn);
+        assert!(zh.iter().take(2).all(|x| cjk(&x.substituted) && x.substituted.contains("FSDP1")), "{zh:?}");
     }
 
     fn cjk(s: &str) -> bool {

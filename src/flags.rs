@@ -13,7 +13,8 @@ use crate::gpu::Gpu;
 /// One flag: its name and its value (`None` for a switch).
 pub type Flag = (&'static str, Option<String>);
 
-fn fsdp_name(m: FsdpMode) -> &'static str {
+/// The `--fsdp` name of a sharding strategy.
+pub fn fsdp_name(m: FsdpMode) -> &'static str {
     match m {
         FsdpMode::FullShard => "full_shard",
         FsdpMode::ShardGradOp => "shard_grad_op",
