@@ -10,7 +10,7 @@
 //! their job will show.
 
 use super::{ExportError, Format, ScenarioFile};
-use crate::estimate::{Checkpointing, FsdpMode, Mode, Offload, Optimizer, Scenario};
+use crate::estimate::{Checkpointing, FsdpImpl, FsdpMode, Mode, Offload, Optimizer, Scenario};
 use crate::flags::{self, Flag};
 use crate::gpu::{self, Gpu};
 use crate::units::{Precision, gib};
@@ -268,6 +268,22 @@ fn fsdp(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
     };
     if sc.parallel.fsdp.is_none() {
         says.push(format!("ZeRO stage {} is written as its FSDP sharding strategy", sc.parallel.zero));
+    }
+    // the snippet is FSDP1 (FullyShardedDataParallel, use_orig_params=True) wrapping each block:
+    // a LoRA model's adapters sit inside their block's flat parameter
+    let code = if sc.lora.is_some() { FsdpImpl::Fsdp1Shared } else { FsdpImpl::Fsdp1 };
+    if sc.parallel.fsdp.is_some() && sc.stack.fsdp != code {
+        says.push(if sc.lora.is_some() {
+            "the block-wise wrap puts the LoRA adapters inside each block's flat parameter (use_orig_params=True), \
+             so the frozen weights take gradients too (--fsdp-impl fsdp1-shared); PEFT's fsdp_auto_wrap_policy \
+             keeps the adapters apart"
+                .to_owned()
+        } else {
+            "FullyShardedDataParallel is FSDP1 (--fsdp-impl fsdp1): its root unit stays gathered through the step".to_owned()
+        });
+    }
+    if sc.parallel.fsdp.is_some() {
+        s.stack.fsdp = code;
     }
     s
 }
@@ -563,6 +579,20 @@ mod tests {
         assert!(
             render(&f, Format::Hf).unwrap().lines().nth(1).unwrap().starts_with("# Hugging Face Trainer: ")
         );
+    }
+
+    #[test]
+    fn the_fsdp_snippet_runs_lora_with_the_adapters_in_the_blocks_flat_parameters() {
+        let f = file("llama-2-7b", "a100-80gb", |sc| {
+            sc.parallel.dp = 8;
+            sc.parallel.fsdp = Some(FsdpMode::FullShard);
+            sc.lora = Some("8:q,v".parse().unwrap());
+            sc.stack = crate::estimate::Framework::HfTrainer.stack();
+        });
+        let r = recipe(&f, Format::Fsdp).unwrap().unwrap();
+        assert!(!r.matches(), "the block-wise wrap gives the frozen weights gradients");
+        let says = r.says.join("\n");
+        assert!(says.contains("--fsdp-impl fsdp1-shared"), "{says}");
     }
 
     #[test]
