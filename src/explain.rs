@@ -174,7 +174,7 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
     // ZeRO-3 / FSDP: the all-gathered blocks (and FSDP1's root unit) on top of the shard
     let gathered = Component::Parameters.at_peak(e).saturating_sub(e.parameters);
     let gathered = if zero >= 3 && gathered > 0 && sc.parallel.offload == crate::estimate::Offload::None {
-        let root = sc.parallel.fsdp.is_some() && sc.stack.fsdp != crate::estimate::FsdpImpl::Fsdp2;
+        let root = crate::estimate::fsdp::fsdp1(sc);
         text!(
             lang,
             "; at the peak + {} all-gathered ({}the running and the prefetched block)",

@@ -306,7 +306,7 @@ pub fn settings_line(sc: &Scenario, e: &Estimate) -> String {
         }
         l += &format!(", ZeRO-{}", p.effective_zero());
         if let Some(m) = p.fsdp {
-            l += &format!(" (FSDP {m:?}, {})", sc.stack.fsdp.describe());
+            l += &format!(" (FSDP {}, {})", crate::flags::fsdp_name(m), sc.stack.fsdp.describe());
         }
         if p.offload != crate::estimate::Offload::None {
             l += &format!(

@@ -30,6 +30,11 @@ pub fn block_weights_grad(sc: &Scenario) -> bool {
         && sc.stack.fsdp == FsdpImpl::Fsdp1Shared
 }
 
+/// Does FSDP1 (`FullyShardedDataParallel`, either wrap) run this job?
+pub fn fsdp1(sc: &Scenario) -> bool {
+    sc.parallel.fsdp.is_some() && sc.stack.fsdp != FsdpImpl::Fsdp2
+}
+
 /// Does this run accumulate FSDP1's unsharded gradients (`no_sync` over `--grad-accum` > 1)?
 pub fn accumulates_unsharded(sc: &Scenario) -> bool {
     sc.mode == Mode::Train
@@ -39,23 +44,11 @@ pub fn accumulates_unsharded(sc: &Scenario) -> bool {
         && !sc.stack.optimizer_in_backward
 }
 
-/// The FSDP terms of one rank, for the report.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Terms {
-    /// The root unit's unsharded parameters, alive through forward and backward.
-    pub root_unsharded: u64,
-    /// Gradients as they persist: unsharded under `no_sync` accumulation, else the shard.
-    pub gradients: u64,
-    /// Of those, the frozen weights' share (adapters in the blocks' flat parameters).
-    pub frozen_weight_grads: u64,
-}
-
 /// Applies FSDP's terms to states already divided by [`super::states::shard`]; `unsharded`: the
 /// same states before the division, `groups`: this rank's parameter groups.
-pub fn apply(st: &mut States, unsharded: &States, sc: &Scenario, groups: &[ParamGroup]) -> Terms {
-    let mut terms = Terms::default();
+pub fn apply(st: &mut States, unsharded: &States, sc: &Scenario, groups: &[ParamGroup]) {
     if sc.parallel.fsdp.is_none() || sc.mode != Mode::Train {
-        return terms;
+        return;
     }
     let dp = sc.parallel.shard_degree().max(1);
     let dt = sc.precision.compute_dtype();
@@ -63,24 +56,25 @@ pub fn apply(st: &mut States, unsharded: &States, sc: &Scenario, groups: &[Param
     // FSDP1's root unit: everything outside the wrapped blocks, all-gathered in the compute
     // dtype. Not for FSDP2 as torchtune runs it: its rows (27c, 27d) hold no root all-gather at
     // the backward's peak, 3.9 and 7.8 GiB that the measurements leave no room for
-    let fsdp1 = sc.stack.fsdp != FsdpImpl::Fsdp2;
-    let root: u64 = groups
-        .iter()
-        .filter(|g| fsdp1 && g.scope != Scope::Block && g.kind != ParamKind::Frozen)
-        .map(|g| dt.bytes(g.rows * g.cols) * g.count)
-        .sum();
-    terms.root_unsharded = round_alloc(root);
-    st.param_alloc += terms.root_unsharded;
+    if fsdp1(sc) {
+        let root: u64 = groups
+            .iter()
+            .filter(|g| g.scope != Scope::Block && g.kind != ParamKind::Frozen)
+            .map(|g| dt.bytes(g.rows * g.cols) * g.count)
+            .sum();
+        st.param_alloc += round_alloc(root);
+    }
     // gradients of every block's flat parameter, frozen weights included, when adapters share it
-    if block_weights_grad(sc) {
-        terms.frozen_weight_grads = groups
+    let frozen: u64 = if block_weights_grad(sc) {
+        groups
             .iter()
             .filter(|g| g.scope == Scope::Block && g.kind != ParamKind::Frozen)
             .map(|g| weight_dt.bytes(g.rows * g.cols) * g.count)
-            .sum();
-    }
-    let (full, full_exact) =
-        (unsharded.grad_alloc + terms.frozen_weight_grads, unsharded.grad_bytes + terms.frozen_weight_grads);
+            .sum()
+    } else {
+        0
+    };
+    let (full, full_exact) = (unsharded.grad_alloc + frozen, unsharded.grad_bytes + frozen);
     if accumulates_unsharded(sc) {
         st.grad_alloc = full;
         st.grad_bytes = full_exact;
@@ -88,8 +82,6 @@ pub fn apply(st: &mut States, unsharded: &States, sc: &Scenario, groups: &[Param
         st.grad_alloc = full.div_ceil(dp);
         st.grad_bytes = full_exact.div_ceil(dp);
     }
-    terms.gradients = st.grad_alloc;
-    terms
 }
 
 #[cfg(test)]

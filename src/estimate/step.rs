@@ -360,8 +360,7 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     // `arg.requires_grad() && arg.is_leaf() && !arg.is_view()`): the trained weights of a full
     // fine-tune, not a LoRA run's frozen base (its adapters' casts are not counted) nor FSDP1's
     // views of a flat parameter
-    let fsdp1_views = sc.parallel.fsdp.is_some() && sc.stack.fsdp != super::stack::FsdpImpl::Fsdp2;
-    let cached_casts = sc.lora.is_none() && !fsdp1_views;
+    let cached_casts = sc.lora.is_none() && !super::fsdp::fsdp1(sc);
     let cast_per_block = if cached_casts { am.full_layer.get(Cat::WeightCasts) } else { 0 };
     let mut cache = 0;
     if stage.first() && p.spec.is_some() {

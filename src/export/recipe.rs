@@ -273,6 +273,7 @@ fn fsdp(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
     // a LoRA model's adapters sit inside their block's flat parameter
     let code = if sc.lora.is_some() { FsdpImpl::Fsdp1Shared } else { FsdpImpl::Fsdp1 };
     if sc.parallel.fsdp.is_some() && sc.stack.fsdp != code {
+        s.stack.fsdp = code;
         says.push(if sc.lora.is_some() {
             "the block-wise wrap puts the LoRA adapters inside each block's flat parameter (use_orig_params=True), \
              so the frozen weights take gradients too (--fsdp-impl fsdp1-shared); PEFT's fsdp_auto_wrap_policy \
@@ -281,9 +282,6 @@ fn fsdp(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
         } else {
             "FullyShardedDataParallel is FSDP1 (--fsdp-impl fsdp1): its root unit stays gathered through the step".to_owned()
         });
-    }
-    if sc.parallel.fsdp.is_some() {
-        s.stack.fsdp = code;
     }
     s
 }

@@ -314,10 +314,8 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
     {
         use crate::estimate::{FsdpImpl, FsdpMode};
         let mode_name = |m: Option<FsdpMode>| match m {
-            None => t.sharding_zero,
-            Some(FsdpMode::FullShard) => "FSDP full_shard",
-            Some(FsdpMode::ShardGradOp) => "FSDP shard_grad_op",
-            Some(FsdpMode::HybridShard) => "FSDP hybrid_shard",
+            None => t.sharding_zero.to_owned(),
+            Some(m) => format!("FSDP {}", crate::flags::fsdp_name(m)),
         };
         let before = s.fsdp;
         egui::ComboBox::from_label(t.sharding)
