@@ -97,8 +97,13 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     if sc.parallel.fsdp.is_some() && st.fsdp != preset_fsdp {
         put("--fsdp-impl", st.fsdp.name().into());
     }
-    if st.bnb == crate::estimate::Bnb::Before0_43 {
-        put("--bitsandbytes", "0.42".into());
+    // who quantized a 4-bit base, where the framework does not say it
+    let preset_bnb = st.framework.map_or(crate::estimate::Bnb::default(), |f| f.stack().bnb);
+    match st.bnb {
+        b if b == preset_bnb => {}
+        crate::estimate::Bnb::Lightning => put("--bitsandbytes", "lightning".into()),
+        crate::estimate::Bnb::Before0_43 => put("--bitsandbytes", "0.42".into()),
+        crate::estimate::Bnb::Current => {}
     }
     if st.grad_accum > 1 {
         put("--grad-accum", st.grad_accum.to_string());

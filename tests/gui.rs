@@ -996,8 +996,14 @@ fn the_curves_hold_the_figures_the_headline_and_the_bar_show() {
                 "{mode:?} {k:?}: the curve at the current value is the bar"
             );
         }
-        // monotone in the batch (the anchoring keeps the flat curve's shape)
-        assert!(curve.windows(2).all(|w| w[1].total + (64 << 20) >= w[0].total), "{mode:?}");
+        // monotone in the batch (the anchoring keeps the flat curve's shape), up to what the
+        // allocator replay at the exact points may differ by (1 %: a larger batch can leave the
+        // cache less fragmented)
+        assert!(
+            curve.windows(2).all(|w| w[1].total + (w[0].total / 100).max(64 << 20) >= w[0].total),
+            "{mode:?}: {:?}",
+            curve.iter().map(|p| (p.x, p.total >> 20)).collect::<Vec<_>>()
+        );
     }
 }
 
@@ -1159,6 +1165,35 @@ fn qlora_and_quantized_inference_come_from_the_base_weights_menu() {
     assert_eq!(sc.base_quant, BaseQuant::Nf4);
     let gpu = vramscope::gpu::find(&h.state().state.settings.gpu_id).unwrap_or_else(|e| panic!("{e}"));
     assert!(vramscope::flags::line(&vramscope::flags::flags(&sc, &gpu)).contains("--base-quant nf4"));
+    // who quantized it: bitsandbytes before 0.43 quantized from fp16, so each 4-bit matmul under
+    // bf16 holds the fp16 weight and its bf16 cast; Lightning's plugin quantizes the head too
+    use vramscope::estimate::Bnb;
+    let nf4 = shown(&h);
+    for (choice, bnb, flag) in [
+        ("bitsandbytes < 0.43 (from fp16)", Bnb::Before0_43, "--bitsandbytes 0.42"),
+        ("Lightning plugin (litgpt)", Bnb::Lightning, "--bitsandbytes lightning"),
+    ] {
+        // open the menu (a menu left open by the previous choice closes on the first click)
+        for _ in 0..3 {
+            if h.query_by_label(choice).is_some() {
+                break;
+            }
+            h.get_by_role_and_label(Role::ComboBox, "Quantized by").click_accesskit();
+            h.run();
+        }
+        h.get_by_label(choice).click_accesskit();
+        h.run();
+        assert_eq!(h.state().state.settings.stack.bnb, bnb);
+        // the window's numbers are those of the flags it names
+        let sc = h.state().state.settings.to_scenario().unwrap_or_else(|e| panic!("{e}"));
+        let line = vramscope::flags::line(&vramscope::flags::flags(&sc, &gpu));
+        assert!(line.contains(flag), "{line}");
+        let (e, _) = vramscope::estimate::estimate_reserved(&sc, Some(gpu.memory_bytes()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(e.total, total(&h), "{choice}");
+    }
+    // Lightning's plugin quantizes the LM head too
+    assert!(shown(&h).parameters < nf4.parameters, "{} vs {}", shown(&h).parameters, nf4.parameters);
 }
 
 #[test]

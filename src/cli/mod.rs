@@ -214,9 +214,10 @@ pub struct EstimateArgs {
     #[arg(long, value_name = "X.Y")]
     pub torch: Option<vramscope::estimate::Torch>,
     /// The bitsandbytes version (e.g. 0.41): before 0.43, 4-bit weights are quantized from fp16,
-    /// so under bf16 each 4-bit matmul holds the fp16 weight and its bf16 cast (litgpt's Lightning
-    /// plugin always quantizes from fp16, the LM head included).
-    #[arg(long, value_name = "X.Y")]
+    /// so under bf16 each 4-bit matmul holds the fp16 weight and its bf16 cast; or `lightning`:
+    /// Lightning's BitsandbytesPrecision plugin (litgpt's default), which always quantizes from
+    /// fp16, the LM head included.
+    #[arg(long, value_name = "X.Y|lightning")]
     pub bitsandbytes: Option<String>,
     /// Whose FSDP runs under --fsdp: fsdp1 (FullyShardedDataParallel as accelerate / the HF
     /// Trainer run it: no_sync keeps unsharded gradients while accumulating), fsdp1-shared (LoRA
@@ -512,9 +513,13 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         stack.fsdp = f;
     }
     if let Some(v) = a.bitsandbytes.as_deref() {
-        stack.bnb = stack
-            .bnb
-            .with_release(vramscope::estimate::bnb_release_before_0_43(v).map_err(|e| anyhow::anyhow!(e))?);
+        stack.bnb = if v == "lightning" {
+            vramscope::estimate::Bnb::Lightning
+        } else {
+            stack.bnb.with_release(
+                vramscope::estimate::bnb_release_before_0_43(v).map_err(|e| anyhow::anyhow!(e))?,
+            )
+        };
     }
     sc.stack = stack;
     // the overhead defaults of the chosen card, else the generic ones

@@ -44,6 +44,21 @@ pub fn accumulates_unsharded(sc: &Scenario) -> bool {
         && !sc.stack.optimizer_in_backward
 }
 
+/// FSDP1's root unit (everything outside the wrapped blocks) as all-gathered in the compute
+/// dtype for the whole step, in allocator bytes; 0 where FSDP1 does not run or in inference.
+pub fn root_unit(sc: &Scenario, groups: &[ParamGroup]) -> u64 {
+    if !fsdp1(sc) || sc.mode != Mode::Train {
+        return 0;
+    }
+    let dt = sc.precision.compute_dtype();
+    let root: u64 = groups
+        .iter()
+        .filter(|g| g.scope != Scope::Block && g.kind != ParamKind::Frozen)
+        .map(|g| dt.bytes(g.rows * g.cols) * g.count)
+        .sum();
+    round_alloc(root)
+}
+
 /// Applies FSDP's terms to states already divided by [`super::states::shard`]; `unsharded`: the
 /// same states before the division, `groups`: this rank's parameter groups.
 pub fn apply(st: &mut States, unsharded: &States, sc: &Scenario, groups: &[ParamGroup]) {
@@ -51,19 +66,11 @@ pub fn apply(st: &mut States, unsharded: &States, sc: &Scenario, groups: &[Param
         return;
     }
     let dp = sc.parallel.shard_degree().max(1);
-    let dt = sc.precision.compute_dtype();
     let weight_dt = sc.precision.weight_dtype();
     // FSDP1's root unit: everything outside the wrapped blocks, all-gathered in the compute
     // dtype. Not for FSDP2 as torchtune runs it: its rows (27c, 27d) hold no root all-gather at
     // the backward's peak, 3.9 and 7.8 GiB that the measurements leave no room for
-    if fsdp1(sc) {
-        let root: u64 = groups
-            .iter()
-            .filter(|g| g.scope != Scope::Block && g.kind != ParamKind::Frozen)
-            .map(|g| dt.bytes(g.rows * g.cols) * g.count)
-            .sum();
-        st.param_alloc += round_alloc(root);
-    }
+    st.param_alloc += root_unit(sc, groups);
     // gradients of every block's flat parameter, frozen weights included, when adapters share it
     let frozen: u64 = if block_weights_grad(sc) {
         groups

@@ -528,7 +528,16 @@ fn replay_timeline(
         garbage_collection_threshold: o.allocator.garbage_collection_threshold,
         expandable_segments: o.allocator.expandable_segments,
     };
-    let r = reserved::replay(sc, &tl, cfg, o.workspace_bytes);
+    let mut r = reserved::replay(sc, &tl, cfg, o.workspace_bytes);
+    if r.ooms > 0 {
+        // the step does not fit: what it needs is what it reserves on a card large enough, not
+        // what was left after the cache was released (less than the card, which would read as
+        // "fits" beside a "does not fit")
+        let capped = r;
+        r = reserved::replay(sc, &tl, crate::alloc::Config { capacity: u64::MAX, ..cfg }, o.workspace_bytes);
+        r.ooms = capped.ooms;
+        r.alloc_retries = capped.alloc_retries;
+    }
     let e = &mut tl.estimate;
     let cache = r.peak_reserved.saturating_sub(e.peak_allocated);
     e.reserved = Some(r.peak_reserved);
@@ -602,21 +611,28 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
             st.optimizer_bytes = 0;
             st.optimizer_alloc = 0;
             st.optimizer_step_temp = 0;
-            st.grad_bytes = 0;
-            st.grad_alloc = 0;
+            if !fsdp::accumulates_unsharded(sc) {
+                st.grad_bytes = 0;
+                st.grad_alloc = 0;
+            }
         }
         Offload::Params => {
             // ZeRO-Infinity: parameters, gradients and states on NVMe; the GPU holds the block in
-            // use and the prefetched next one
+            // use and the prefetched next one. FSDP's `CPUOffload(offload_params=True)` the same
+            // with the CPU for the NVMe, except what FSDP1 keeps on the GPU all the same: its root
+            // unit, all-gathered through the step, and under `no_sync` the unsharded gradients
+            // it accumulates (offloading moves only the reduce-scattered shard)
             nvme_bytes = st.param_bytes + st.optimizer_bytes + 4 * st.trainable_params;
             cpu_bytes = 4 * gathered;
             st.param_bytes = 0;
-            st.param_alloc = 2 * gathered;
+            st.param_alloc = 2 * gathered + fsdp::root_unit(sc, &groups);
             st.optimizer_bytes = 0;
             st.optimizer_alloc = 0;
             st.optimizer_step_temp = 0;
-            st.grad_bytes = 0;
-            st.grad_alloc = 0;
+            if !fsdp::accumulates_unsharded(sc) {
+                st.grad_bytes = 0;
+                st.grad_alloc = 0;
+            }
         }
     }
     let (am, layers) = match (&sc.model.arch, &spec) {

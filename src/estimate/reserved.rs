@@ -9,7 +9,9 @@
 //! * **activations** grow by what each op keeps (one allocation per op event) and shrink last-in
 //!   first-out, as backward frees them;
 //! * **gradients** are allocated tensor by tensor in the order backward produces them and freed
-//!   by `zero_grad(set_to_none=True)`;
+//!   by `zero_grad(set_to_none=True)`; under FSDP1 a wrapped unit's gradient is one tensor, its
+//!   `FlatParameter`'s (the views' gradients, made one by one, are concatenated into it when the
+//!   unit's backward is done: [`flat_grad_units`]);
 //! * **optimizer states** do not exist during the first step: they are allocated, two per
 //!   trainable tensor, when it reaches `optimizer.step()` — into whatever the freed activations
 //!   left in the cache, which is why a first step can leave the next ones without room;
@@ -57,6 +59,63 @@ struct Pool {
 impl Pool {
     fn new(sizes: Vec<u64>) -> Self {
         Self { live: Vec::new(), bytes: 0, sizes, cursor: 0 }
+    }
+
+    /// The largest total up to `target` that whole tensors reach: the live ones (the newest
+    /// dropped first), then new ones of the pool's sizes.
+    fn whole(&self, target: u64) -> u64 {
+        let mut b = self.bytes;
+        if target <= b {
+            for &(_, s) in self.live.iter().rev() {
+                if b <= target {
+                    break;
+                }
+                b -= s;
+            }
+            return b;
+        }
+        if self.sizes.is_empty() {
+            return target;
+        }
+        let mut k = self.cursor;
+        loop {
+            let s = self.sizes[k % self.sizes.len()].max(512);
+            if b + s > target {
+                return b;
+            }
+            b += s;
+            k += 1;
+        }
+    }
+}
+
+/// The categories of a replay, each a pool of tensors.
+struct Pools {
+    params: Pool,
+    grads: Pool,
+    /// Under FSDP1: the gradients of the unit whose backward runs, before they are concatenated
+    /// into the unit's flat gradient (`grads` then holds whole units only).
+    pieces: Option<Pool>,
+    states: Pool,
+    acts: Pool,
+    kv: Pool,
+    /// The largest tensor one op of a block keeps (the largest change of the activations at an
+    /// op event): the size a block's transients are allocated in.
+    op_tensor: u64,
+}
+
+impl Pools {
+    /// Gradients at `bytes`: per tensor, or under FSDP1 whole units plus the running unit's
+    /// pieces (the flat gradient is made before the pieces are freed).
+    fn set_grads(&mut self, r: &mut Replay, bytes: u64) {
+        match &mut self.pieces {
+            None => r.set(&mut self.grads, bytes, true),
+            Some(pieces) => {
+                let whole = self.grads.whole(bytes);
+                r.set(&mut self.grads, whole, true);
+                r.set(pieces, bytes - whole, false);
+            }
+        }
     }
 }
 
@@ -106,6 +165,70 @@ impl Replay {
     }
 }
 
+impl Replay {
+    /// Grows `p` to `target` as the tensors of `sizes` (the last ones of them first, clipped to
+    /// what is needed), after one tensor of whatever they leave.
+    fn grow(&mut self, p: &mut Pool, target: u64, sizes: &[u64]) {
+        let need = target.saturating_sub(p.bytes);
+        let listed: u64 = sizes.iter().sum();
+        let mut left = need;
+        if need > listed {
+            let id = self.alloc(need - listed);
+            p.live.push((id, need - listed));
+            left = listed;
+        }
+        for &b in sizes {
+            if left == 0 {
+                break;
+            }
+            let b = b.min(left);
+            let id = self.alloc(b);
+            p.live.push((id, b));
+            left -= b;
+        }
+        p.bytes += need;
+    }
+}
+
+/// The tensors a backward event that adds activations (a checkpointed block's recompute) makes,
+/// in the order it makes them: the frees of the op events after it, in reverse. The timeline
+/// adds a recompute's saves in one event; as one allocation, a block-sized free block would be
+/// left behind for a gradient to split, where PyTorch's recompute allocates op by op. Aligned
+/// with `events`: a range into the returned sizes (empty for every other event).
+fn backward_growth(events: &[Event]) -> (Vec<(u32, u32)>, Vec<u64>) {
+    let mut ranges = vec![(0u32, 0u32); events.len()];
+    let mut sizes = Vec::new();
+    for i in 1..events.len() {
+        let (e, before) = (&events[i], events[i - 1].alive.activations);
+        if e.phase != Phase::Backward || e.alive.activations <= before {
+            continue;
+        }
+        let added = e.alive.activations - before;
+        let start = sizes.len();
+        let (mut prev, mut freed) = (e.alive.activations, 0u64);
+        for f in &events[i + 1..] {
+            if f.phase != Phase::Backward || f.block != e.block || f.alive.activations > prev {
+                break;
+            }
+            let d = prev - f.alive.activations;
+            prev = f.alive.activations;
+            if d == 0 {
+                continue;
+            }
+            // the frees of what was there before the recompute end the list
+            let d = d.min(added - freed);
+            sizes.push(d);
+            freed += d;
+            if freed >= added {
+                break;
+            }
+        }
+        sizes[start..].reverse();
+        ranges[i] = (start as u32, (sizes.len() - start) as u32);
+    }
+    (ranges, sizes)
+}
+
 /// Element counts of the parameter tensors and of the trainable ones (adapters under LoRA).
 fn tensor_sizes(sc: &Scenario) -> (Vec<u64>, Vec<u64>) {
     let groups = sc.model.param_groups();
@@ -129,6 +252,47 @@ fn tensor_sizes(sc: &Scenario) -> (Vec<u64>, Vec<u64>) {
         }
     }
     (all, trainable)
+}
+
+/// Under FSDP1 each wrapped unit's gradient is one tensor: `split_with_sizes`' backward
+/// concatenates the gradients of the unit's parameter views into its `FlatParameter`'s gradient
+/// when the unit's backward is done. Element counts of the units whose gradients backward makes,
+/// in that order: the blocks from the last (the frozen weights with the adapters when they share
+/// the block's flat parameter, [`super::fsdp::block_weights_grad`]), then the root unit (the
+/// embeddings, final norm and head, whose embedding gradient comes last). `None` where gradients
+/// are per tensor: no FSDP1, and LoRA adapters in units of their own (PEFT's wrap policy).
+fn flat_grad_units(sc: &Scenario) -> Option<Vec<u64>> {
+    use crate::model::{ParamKind, Scope};
+    if sc.mode != Mode::Train || !super::fsdp::fsdp1(sc) || sc.parallel.pp > 1 {
+        return None;
+    }
+    let shared = super::fsdp::block_weights_grad(sc);
+    if sc.lora.is_some() && !shared {
+        return None;
+    }
+    let t = sc.model.transformer()?;
+    let (mut block, mut root) = (0u64, 0u64);
+    for g in &sc.model.param_groups() {
+        let mut n = if g.kind == ParamKind::Frozen { 0 } else { g.rows * g.cols * g.count };
+        if let Some(l) = &sc.lora {
+            if g.scope != Scope::Block {
+                n = 0;
+            }
+            if super::states::adapted(l, t.family, g.kind) {
+                n += l.rank * (g.rows + g.cols) * g.count;
+            }
+        }
+        match g.scope {
+            Scope::Block => block += n,
+            Scope::Input | Scope::Output => root += n,
+        }
+    }
+    let layers = t.num_layers.max(1);
+    let mut units = vec![block / layers; layers.min(1 << 16) as usize];
+    if root > 0 {
+        units.push(root);
+    }
+    Some(units)
 }
 
 /// Scales element counts to tensor byte sizes summing to about `total` (the rank's share of a
@@ -159,20 +323,31 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
     let base = first.alive;
     let mut r =
         Replay { a: Allocator::with_capacity_hint(cfg, events.len() * 8 + all.len() * 4), next_id: 0 };
-    let mut params = Pool::new(scaled(&all, base.parameters));
     let grads_total = events.iter().map(|e| e.alive.gradients).max().unwrap_or(0);
+    let units = flat_grad_units(sc);
     // backward produces gradients from the last parameters to the first
     let reversed: Vec<u64> = trainable.iter().rev().copied().collect();
-    let mut grads = Pool::new(scaled(&reversed, grads_total));
     let states_total = base.optimizer_states;
     // two states a tensor, allocated one after the other (`_init_group`)
     let doubled: Vec<u64> = trainable.iter().flat_map(|&n| [n, n]).collect();
-    let mut states = Pool::new(scaled(&doubled, states_total));
-    let mut acts = Pool::new(Vec::new());
     // a key and a value tensor per block
     let kv_tensors = 2 * sc.model.transformer().map_or(1, |t| t.num_layers.max(1));
-    let mut kv = Pool::new(vec![tl.estimate.kv_cache / kv_tensors; kv_tensors.min(1 << 16) as usize]);
-    r.set(&mut params, base.parameters, true);
+    let mut p = Pools {
+        params: Pool::new(scaled(&all, base.parameters)),
+        grads: Pool::new(scaled(units.as_deref().unwrap_or(&reversed), grads_total)),
+        pieces: units.is_some().then(|| Pool::new(Vec::new())),
+        states: Pool::new(scaled(&doubled, states_total)),
+        acts: Pool::new(Vec::new()),
+        kv: Pool::new(vec![tl.estimate.kv_cache / kv_tensors; kv_tensors.min(1 << 16) as usize]),
+        op_tensor: events
+            .windows(2)
+            .filter(|w| w[1].pass != super::step::Pass::Step)
+            .map(|w| w[1].alive.activations.abs_diff(w[0].alive.activations))
+            .max()
+            .unwrap_or(0),
+    };
+    let (growth, growth_sizes) = backward_growth(events);
+    r.set(&mut p.params, base.parameters, true);
     let after_load = r.a.stats().reserved;
     let _workspace = (workspace > 0).then(|| r.alloc(workspace));
     let steps = if sc.mode == Mode::Train { 3 } else { 2 };
@@ -182,7 +357,7 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
         let first_step = step == 0 && sc.mode == Mode::Train;
         let mut stepped = !first_step;
         let mut backward = 0usize;
-        for e in events {
+        for (e, &(at, len)) in events.iter().zip(&growth) {
             if e.phase == Phase::OptimizerStep {
                 stepped = true;
             }
@@ -197,16 +372,16 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
                 let made = (p as u128 * backward as u128 / backward_events.max(1) as u128) as u64;
                 alive.gradients = alive.gradients.saturating_sub(p - made);
             }
-            apply(&mut r, e, alive, [&mut params, &mut grads, &mut states, &mut acts, &mut kv]);
+            apply(&mut r, e, alive, &mut p, &growth_sizes[at as usize..(at + len) as usize]);
             if step + 1 == steps {
                 per_event.push(r.a.stats().reserved);
             }
         }
         // what one step leaves for the next: the first event's state
         let end = Snapshot { optimizer_states: states_total, ..base };
-        r.set(&mut acts, end.activations, false);
-        r.set(&mut grads, end.gradients, true);
-        r.set(&mut kv, 0, true);
+        r.set(&mut p.acts, end.activations, false);
+        p.set_grads(&mut r, end.gradients);
+        r.set(&mut p.kv, 0, true);
     }
     let s = r.a.stats();
     Reserved {
@@ -221,17 +396,30 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
     }
 }
 
-fn apply(r: &mut Replay, e: &Event, alive: Snapshot, [params, grads, states, acts, kv]: [&mut Pool; 5]) {
-    r.set(params, alive.parameters, true);
-    r.set(states, alive.optimizer_states, true);
-    r.set(grads, alive.gradients, true);
-    r.set(kv, alive.kv_cache, true);
-    r.set(acts, alive.activations, false);
+fn apply(r: &mut Replay, e: &Event, alive: Snapshot, p: &mut Pools, growth: &[u64]) {
+    r.set(&mut p.params, alive.parameters, true);
+    r.set(&mut p.states, alive.optimizer_states, true);
+    p.set_grads(r, alive.gradients);
+    r.set(&mut p.kv, alive.kv_cache, true);
+    if growth.is_empty() || alive.activations <= p.acts.bytes {
+        r.set(&mut p.acts, alive.activations, false);
+    } else {
+        r.grow(&mut p.acts, alive.activations, growth);
+    }
     if alive.temporaries > 0 {
-        // the optimizer's per-tensor lists come tensor by tensor; other transients as one
-        let mut tmp =
-            Pool::new(if e.phase == Phase::OptimizerStep { grads.sizes.clone() } else { Vec::new() });
-        r.set(&mut tmp, alive.temporaries, e.phase == Phase::OptimizerStep);
+        // the optimizer's per-tensor lists come tensor by tensor; a block's transients (its
+        // MLP's or attention's widest gradients) as tensors of the block's largest op tensor;
+        // the rest (the loss's logits gradients) as one
+        let sizes = if e.phase == Phase::OptimizerStep {
+            p.grads.sizes.clone()
+        } else if e.block.is_some() && p.op_tensor > 0 {
+            vec![p.op_tensor]
+        } else {
+            Vec::new()
+        };
+        let chunked = !sizes.is_empty();
+        let mut tmp = Pool::new(sizes);
+        r.set(&mut tmp, alive.temporaries, chunked);
         r.set(&mut tmp, 0, false);
     }
 }

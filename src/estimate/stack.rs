@@ -329,7 +329,9 @@ impl Bnb {
 
 /// `--bitsandbytes X.Y`: true for a release before 0.43.
 pub fn bnb_release_before_0_43(s: &str) -> Result<bool, String> {
-    let bad = || format!("--bitsandbytes \"{s}\": expected a bitsandbytes version such as 0.41 or 0.45");
+    let bad = || {
+        format!("--bitsandbytes \"{s}\": expected a bitsandbytes version such as 0.41 or 0.45, or lightning")
+    };
     let (major, minor) = s.split_once('.').ok_or_else(bad)?;
     let minor = minor.split('.').next().unwrap_or(minor);
     let (major, minor) = (major.parse::<u32>().map_err(|_| bad())?, minor.parse::<u32>().map_err(|_| bad())?);

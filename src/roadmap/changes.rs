@@ -2,7 +2,9 @@
 //! not a memory change, with what it does to a scenario and its card.
 
 use super::{Horizon, StepKind};
-use crate::estimate::{Checkpointing, Lora, Mode, Offload, Optimizer, Parallel, Scenario};
+use crate::estimate::{
+    Checkpointing, Framework, FsdpMode, Lora, Mode, Offload, Optimizer, Parallel, Scenario,
+};
 use crate::fit::verdict;
 use crate::gpu::{self, Gpu};
 use crate::options::{on_card, product_line};
@@ -45,12 +47,25 @@ impl Change {
     }
 }
 
-/// The fewest GPUs of the card (2 to `max`, powers of two) over which ZeRO-3 fits, else `max`.
+/// `p` over `n` times its data-parallel GPUs with the model states fully sharded: by the
+/// framework's own FSDP where it has no DeepSpeed (litgpt, torchtune), else by ZeRO-3.
+fn fully_sharded(sc: &Scenario, n: u64) -> Parallel {
+    let p = sc.parallel;
+    let dp = p.dp.max(1) * n;
+    if matches!(sc.stack.framework, Some(Framework::Litgpt | Framework::Torchtune)) {
+        Parallel { dp, zero: 0, fsdp: Some(FsdpMode::FullShard), ..p }
+    } else {
+        Parallel { dp, zero: 3, fsdp: None, ..p }
+    }
+}
+
+/// The fewest GPUs of the card (2 to `max`, powers of two) over which full sharding fits, else
+/// `max`.
 fn zero3_gpus(sc: &Scenario, g: &Gpu, limit: u64, max: u64) -> u64 {
     let mut n = 2;
     while n < max {
         let mut s = sc.clone();
-        s.parallel = Parallel { dp: n * sc.parallel.dp.max(1), zero: 3, ..sc.parallel };
+        s.parallel = fully_sharded(sc, n);
         if verdict(&s, g.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= limit) {
             return n;
         }
@@ -170,37 +185,70 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
                 "在多张同型号 GPU 上切分模型状态（ZeRO-3 / FSDP full_shard）",
             ),
             "medium",
-            &[
-                "DeepSpeed: \"zero_optimization\": {\"stage\": 3}",
-                "accelerate: fsdp_sharding_strategy: FULL_SHARD",
-            ],
+            match sc.stack.framework {
+                Some(Framework::Litgpt) => {
+                    &["litgpt: --devices N (Lightning's FSDPStrategy, a unit per block)"]
+                }
+                Some(Framework::Torchtune) => {
+                    &["torchtune: the recipe's *_distributed variant (FSDP2 fully_shard)"]
+                }
+                _ => &[
+                    "DeepSpeed: \"zero_optimization\": {\"stage\": 3}",
+                    "accelerate: fsdp_sharding_strategy: FULL_SHARD",
+                ],
+            },
             move |s, g| {
                 if s.parallel.effective_zero() >= 3 || s.parallel.pp > 1 {
                     return false;
                 }
                 let n = zero3_gpus(s, g, limit(g), node);
-                s.parallel = Parallel { dp: s.parallel.dp.max(1) * n, zero: 3, fsdp: None, ..s.parallel };
+                s.parallel = fully_sharded(s, n);
                 true
             },
         ));
-        v.push(Change::new(
-            Mid,
-            Hardware,
-            (
-                "ZeRO-Offload: optimizer states and step on the CPU",
-                "ZeRO-Offload：优化器状态和优化器更新步放到 CPU 上",
-            ),
-            "medium",
-            &["DeepSpeed: \"offload_optimizer\": {\"device\": \"cpu\"}"],
-            |s, _| {
-                if s.parallel.offload != Offload::None || s.parallel.pp > 1 {
-                    return false;
-                }
-                s.parallel =
-                    Parallel { zero: s.parallel.zero.max(2), offload: Offload::Optimizer, ..s.parallel };
-                true
-            },
-        ));
+        if sc.parallel.fsdp.is_none() {
+            v.push(Change::new(
+                Mid,
+                Hardware,
+                (
+                    "ZeRO-Offload: optimizer states and step on the CPU",
+                    "ZeRO-Offload：优化器状态和优化器更新步放到 CPU 上",
+                ),
+                "medium",
+                &["DeepSpeed: \"offload_optimizer\": {\"device\": \"cpu\"}"],
+                |s, _| {
+                    if s.parallel.offload != Offload::None || s.parallel.pp > 1 || s.parallel.fsdp.is_some() {
+                        return false;
+                    }
+                    s.parallel =
+                        Parallel { zero: s.parallel.zero.max(2), offload: Offload::Optimizer, ..s.parallel };
+                    true
+                },
+            ));
+        } else {
+            // FSDP has no optimizer-only offload: `CPUOffload(offload_params=True)` keeps the
+            // parameter shards, their gradients and the optimizer step on the CPU
+            v.push(Change::new(
+                Mid,
+                Hardware,
+                (
+                    "FSDP CPU offload: parameter shards, gradients and the optimizer step on the CPU",
+                    "FSDP CPU 卸载：参数分片、梯度和优化器更新步放到 CPU 上",
+                ),
+                "medium",
+                &[
+                    "FSDP: FullyShardedDataParallel(..., cpu_offload=CPUOffload(offload_params=True))",
+                    "accelerate: fsdp_offload_params: true; Lightning: FSDPStrategy(cpu_offload=True); torchtune: fsdp_cpu_offload: True",
+                ],
+                |s, _| {
+                    if s.parallel.offload != Offload::None || s.parallel.pp > 1 || s.parallel.fsdp.is_none() {
+                        return false;
+                    }
+                    s.parallel.offload = Offload::Params;
+                    true
+                },
+            ));
+        }
     }
     // a larger card: the smallest that fits, in this product line first
     v.push(Change::new(
@@ -260,8 +308,23 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
     v
 }
 
-/// The changes of method beside the path.
-pub(super) fn method_changes() -> Vec<Change> {
+/// How each framework turns QLoRA on.
+fn qlora_how(sc: &Scenario) -> &'static [&'static str] {
+    match sc.stack.framework {
+        Some(Framework::Litgpt) => &[
+            "litgpt finetune_lora <model> --quantize bnb.nf4-dq (one GPU: litgpt refuses --quantize with devices > 1)",
+        ],
+        Some(Framework::Torchtune) => {
+            &["torchtune: model: _component_: torchtune.models.<family>.qlora_<model> (torchao NF4)"]
+        }
+        _ => &[
+            "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True)",
+        ],
+    }
+}
+
+/// The changes of method beside the path, as `sc`'s framework runs them.
+pub(super) fn method_changes(sc: &Scenario) -> Vec<Change> {
     use Horizon::Mid;
     use StepKind::Method;
     let all: Lora = Lora { rank: 16, targets: crate::estimate::Targets::ALL, dropout: 0.0 };
@@ -291,13 +354,15 @@ pub(super) fn method_changes() -> Vec<Change> {
                 "更换方法：QLoRA（在 4 位 NF4 基座模型上做 LoRA）",
             ),
             "medium",
-            &[
-                "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True)",
-            ],
+            qlora_how(sc),
             move |s, _| {
+                // litgpt's finetune scripts raise NotImplementedError for --quantize on more
+                // than one device (Lightning's FSDP and its bitsandbytes plugin do not combine)
+                let litgpt_multi = s.stack.framework == Some(Framework::Litgpt) && s.parallel.world() > 1;
                 if s.base_quant != crate::estimate::BaseQuant::None
                     || s.mode != Mode::Train
                     || s.precision.is_quantized()
+                    || litgpt_multi
                 {
                     return false;
                 }

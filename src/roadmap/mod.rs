@@ -357,7 +357,7 @@ pub fn roadmap_in(sc: &Scenario, gpu: &Gpu, headroom: f64, lang: Lang) -> Option
     }
     let mut method = Vec::new();
     let mut m_at = short_state;
-    for c in method_changes() {
+    for c in method_changes(sc) {
         if let Some((step, to)) = search.try_step(&m_at, &c) {
             method.push(step);
             m_at = to;
@@ -664,5 +664,48 @@ mod tests {
         // the search plans the job's global batch, or one sequence per GPU when that is more
         assert!(s.parallel.world() < 64, "{:?}", s.parallel);
         assert_eq!(global(&s), 64, "{:?}", s.parallel);
+    }
+
+    /// A litgpt LoRA job on 2 GPUs (Lightning's FSDP1, adapters in the blocks' flat parameters,
+    /// `no_backward_sync`): litgpt refuses `--quantize` on more than one device, so no QLoRA row;
+    /// the offload offered is FSDP's own (parameters, gradients, step on the CPU), which leaves
+    /// the unsharded gradients `no_sync` accumulates on the GPU; and the roadmap's headline
+    /// is the estimate's.
+    #[test]
+    fn a_litgpt_fsdp_job_gets_what_litgpt_and_fsdp_can_run() {
+        use crate::estimate::{Framework, FsdpMode, Offload, estimate_reserved};
+        let mut sc = Scenario::new(builtin("llama-2-7b").unwrap());
+        sc.seq = 512;
+        sc.precision = Precision::Bf16;
+        sc.checkpointing = Checkpointing::Full;
+        sc.lora = Some("8:q,v".parse().unwrap());
+        sc.stack = Framework::Litgpt.stack();
+        sc.stack.grad_accum = 16;
+        sc.parallel.dp = 2;
+        sc.parallel.fsdp = Some(FsdpMode::FullShard);
+        let g = gpu::find("rtx-4090").unwrap();
+        let r = roadmap(&sc, &g).unwrap();
+        assert!(r.method.iter().all(|m| !m.title.contains("QLoRA")), "{:?}", r.method);
+        let all: Vec<_> = r.steps.iter().chain(&r.raise_batch).collect();
+        assert!(all.iter().all(|s| !s.title.contains("ZeRO-Offload")));
+        let offload = all.iter().find(|s| s.title.starts_with("FSDP CPU offload")).expect("FSDP's offload");
+        assert_eq!(offload.changes, ["--offload", "params"]);
+        let mut off = sc.clone();
+        off.parallel.offload = Offload::Params;
+        let (with, _) = estimate_reserved(&off, Some(g.memory_bytes())).unwrap();
+        // Llama-2-7B's block weights in bf16: 32 x 202,383,360 x 2 bytes, unsharded
+        assert!(with.gradients > 12_900_000_000, "{}", with.gradients);
+        // on one GPU the same framework is offered QLoRA, as litgpt runs it, and sharding by
+        // litgpt's FSDP (not DeepSpeed's ZeRO-3)
+        let mut one = Scenario::new(builtin("llama-2-13b").unwrap());
+        one.seq = 1024;
+        one.precision = Precision::Bf16;
+        one.lora = sc.lora;
+        one.stack = Framework::Litgpt.stack();
+        let r1 = roadmap(&one, &g).unwrap();
+        let q = r1.method.iter().find(|m| m.title.contains("QLoRA")).expect("QLoRA on one GPU");
+        assert!(q.how.iter().any(|h| h.contains("--quantize bnb.nf4-dq")), "{:?}", q.how);
+        let shard = r1.steps.iter().find(|s| s.title.starts_with("Shard model states")).expect("sharding");
+        assert!(shard.changes.windows(2).any(|w| w == ["--fsdp", "full_shard"]), "{:?}", shard.changes);
     }
 }

@@ -242,7 +242,8 @@ impl Labels {
 
 /// Places the chart's labels so that none meets another and none leaves `rect`: each total left
 /// of its bar top, else above the bar, else right of it; the capacity label at the right end of
-/// its line (above it, else below, else at the line's left end); the measured label left of
+/// its line (above it, else below, else at the line's left end, each moved away from the line
+/// by a label height at a time when a total sits there); the measured label left of
 /// the bar, else right of it, else just above or below its line; then the GiB ticks, a label dropped (its grid line kept) where it
 /// would meet one of those or the tick below it. `cap`: the capacity line's y and label size;
 /// `measured`: the measured line's y and label size; `tick_size`: a tick text's size.
@@ -286,8 +287,14 @@ pub fn place_labels(
         Rect::from_min_size(pos2(plot.right() - 2.0 - cap_size.x, cap_y - 3.0 - cap_size.y), cap_size);
     let below = above.translate(vec2(0.0, cap_size.y + 6.0));
     let shift = vec2(plot.left() + 4.0 - above.left(), 0.0);
-    let capacity = [above, below, above.translate(shift), below.translate(shift)]
-        .into_iter()
+    // a total just under the line can take both sides of its right end: then one label height
+    // further away, up to three times
+    let step = vec2(0.0, cap_size.y + 3.0);
+    let capacity = (0..4u8)
+        .flat_map(|k| {
+            let (up, down) = (above.translate(-step * f32::from(k)), below.translate(step * f32::from(k)));
+            [up, down, up.translate(shift), down.translate(shift)]
+        })
         .find(|r| clear(r, &taken))
         .unwrap_or(above);
     taken.push(capacity);

@@ -304,6 +304,29 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
             .response
             .on_hover_text(t.base_quant_tip);
         mark(s.base_quant != before, "base weights", &mut knob);
+        // who quantized a 4-bit base: the bitsandbytes release, or Lightning's plugin (litgpt
+        // has only the plugin: no menu under it)
+        if matches!(s.base_quant, BaseQuant::Nf4 | BaseQuant::Nf4NoDq)
+            && s.stack.framework != Some(crate::estimate::Framework::Litgpt)
+        {
+            use crate::estimate::Bnb;
+            let before = s.stack.bnb;
+            let name = |b: Bnb| match b {
+                Bnb::Current => t.bnb_current,
+                Bnb::Before0_43 => t.bnb_before_0_43,
+                Bnb::Lightning => t.bnb_lightning,
+            };
+            egui::ComboBox::from_label(t.bnb)
+                .selected_text(name(s.stack.bnb))
+                .show_ui(ui, |ui| {
+                    for b in [Bnb::Current, Bnb::Before0_43, Bnb::Lightning] {
+                        ui.selectable_value(&mut s.stack.bnb, b, name(b));
+                    }
+                })
+                .response
+                .on_hover_text(t.bnb_tip);
+            mark(s.stack.bnb != before, "bitsandbytes", &mut knob);
+        }
     }
 
     section(ui, t.section_parallel);
