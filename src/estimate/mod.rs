@@ -528,16 +528,7 @@ fn replay_timeline(
         garbage_collection_threshold: o.allocator.garbage_collection_threshold,
         expandable_segments: o.allocator.expandable_segments,
     };
-    let mut r = reserved::replay(sc, &tl, cfg, o.workspace_bytes);
-    if r.ooms > 0 {
-        // the step does not fit: what it needs is what it reserves on a card large enough, not
-        // what was left after the cache was released (less than the card, which would read as
-        // "fits" beside a "does not fit")
-        let capped = r;
-        r = reserved::replay(sc, &tl, crate::alloc::Config { capacity: u64::MAX, ..cfg }, o.workspace_bytes);
-        r.ooms = capped.ooms;
-        r.alloc_retries = capped.alloc_retries;
-    }
+    let r = reserved::replay(sc, &tl, cfg, o.workspace_bytes);
     let e = &mut tl.estimate;
     let cache = r.peak_reserved.saturating_sub(e.peak_allocated);
     e.reserved = Some(r.peak_reserved);

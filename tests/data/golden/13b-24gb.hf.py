@@ -2,7 +2,7 @@
 # Hugging Face Trainer + DeepSpeed: the Trainer hands precision and optimizer to the DeepSpeed config it names
 # Hugging Face Trainer + DeepSpeed: fp32 weights, gradients and optimizer states
 # Hugging Face Trainer + DeepSpeed: the adamw-8bit optimizer is the client's, passed to `deepspeed.initialize` (`zero_allow_untested_optimizer`)
-# matches the scenario: 182.67 GiB per GPU, which does NOT fit the card (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-8bit --checkpoint none --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 2 --offload optimizer)
+# matches the scenario: 182.46 GiB per GPU, which does NOT fit the card (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-8bit --checkpoint none --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 2 --offload optimizer)
 import torch
 from transformers import AutoModelForCausalLM, TrainingArguments
 
