@@ -1170,8 +1170,8 @@ fn qlora_and_quantized_inference_come_from_the_base_weights_menu() {
     use vramscope::estimate::Bnb;
     let nf4 = shown(&h);
     for (choice, bnb, flag) in [
-        ("bitsandbytes < 0.43 (from fp16)", Bnb::Before0_43, "--bitsandbytes 0.42"),
-        ("Lightning plugin (litgpt)", Bnb::Lightning, "--bitsandbytes lightning"),
+        ("bitsandbytes < 0.43", Bnb::Before0_43, "--bitsandbytes 0.42"),
+        ("Lightning (litgpt)", Bnb::Lightning, "--bitsandbytes lightning"),
     ] {
         // open the menu (a menu left open by the previous choice closes on the first click)
         for _ in 0..3 {
