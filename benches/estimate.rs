@@ -71,6 +71,19 @@ fn timeline_bench(c: &mut Criterion) {
     c.bench_function("timeline llama-3.1-70b, no checkpointing", |b| {
         b.iter(|| vramscope::estimate::timeline(black_box(&sc)))
     });
+    // what `vramscope estimate` and the app compute on every change: the step's events replayed
+    // through the caching allocator (three steps, recomputes op by op)
+    sc.checkpointing = Checkpointing::Full;
+    c.bench_function("estimate_reserved llama-3.1-70b (the step replayed, checkpointed)", |b| {
+        b.iter(|| vramscope::estimate::estimate_reserved(black_box(&sc), Some(80 << 30)))
+    });
+    // FSDP1 on 8 GPUs: flat gradients per unit, unsharded under no_sync
+    sc.parallel.dp = 8;
+    sc.parallel.fsdp = Some(vramscope::estimate::FsdpMode::FullShard);
+    sc.stack.grad_accum = 4;
+    c.bench_function("estimate_reserved llama-3.1-70b, 8 x FSDP1, accumulation", |b| {
+        b.iter(|| vramscope::estimate::estimate_reserved(black_box(&sc), Some(80 << 30)))
+    });
 }
 
 criterion_group!(group, benches, timeline_bench);

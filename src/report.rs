@@ -87,6 +87,8 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "total": e.total,
         },
         "activations_by_kind": acts,
+        // the process groups whose NCCL communicators the default NCCL term counts
+        "nccl_communicators": if sc.parallel.world() > 1 { sc.parallel.communicators() } else { 0 },
         "peak_phase": e.peak.phase,
         "peak_moment": e.peak.what,
         "peak_block": e.peak.block,
@@ -417,16 +419,29 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     }
     s += &format!("  {:<26}{}\n", "CUDA ctx + allocator", g(e.overhead));
     let x = crate::estimate::context::outside(sc);
+    // the default NCCL term says how it is made up
+    let nccl_note = match (sc.parallel.nccl_bytes, sc.parallel.world() > 1) {
+        (None, true) => format!(
+            "   ({} × 256 MiB, --nccl-mib for a measured total)",
+            crate::units::count(sc.parallel.communicators(), "communicator")
+        ),
+        _ => String::new(),
+    };
     let terms = [
-        (format!("CUDA context ({})", sc.overhead.module_loading), x.cuda_context + x.eager_kernels),
-        ("NCCL buffers".to_owned(), x.nccl),
+        (
+            format!("CUDA context ({})", sc.overhead.module_loading),
+            x.cuda_context + x.eager_kernels,
+            String::new(),
+        ),
+        ("NCCL buffers".to_owned(), x.nccl, nccl_note),
         (
             if e.reserved.is_some() { "allocator cache" } else { "workspace + reserve" }.to_owned(),
             e.overhead.saturating_sub(x.total()),
+            String::new(),
         ),
     ];
-    for (name, b) in terms.iter().filter(|t| t.1 > 0) {
-        s += &format!("    · {name:<22}{}\n", g(*b));
+    for (name, b, note) in terms.iter().filter(|t| t.1 > 0) {
+        s += &format!("    · {name:<22}{}{note}\n", g(*b));
     }
     if e.paged_optimizer_states > 0 {
         s += &format!(

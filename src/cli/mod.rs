@@ -316,7 +316,9 @@ pub struct ParallelArgs {
     /// GPUs per node (default 8).
     #[arg(long, default_value_t = 8)]
     pub gpus_per_node: u64,
-    /// NCCL buffers per GPU in MiB when more than one GPU takes part (default 256).
+    /// NCCL buffers per GPU in MiB when more than one GPU takes part, all communicators together
+    /// (default 256 for each process group in use: data-, tensor-, pipeline-, context-,
+    /// expert-parallel; two for HSDP across nodes).
     #[arg(long)]
     pub nccl_mib: Option<u64>,
 }

@@ -57,6 +57,9 @@ fn one() -> u64 {
     1
 }
 
+/// The default NCCL buffers of one communicator (`--nccl-mib` gives a measured total).
+pub const NCCL_PER_COMMUNICATOR: u64 = 256 << 20;
+
 /// How the job is split across GPUs. Results are per GPU, for the most loaded rank.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Parallel {
@@ -94,7 +97,8 @@ pub struct Parallel {
     /// GPUs per node (hybrid sharding group, fast-link domain).
     #[serde(default)]
     pub gpus_per_node: u64,
-    /// NCCL communicator buffers per GPU when more than one GPU takes part (default 256 MiB).
+    /// NCCL communicator buffers per GPU when more than one GPU takes part (default 256 MiB a
+    /// communicator: [`Parallel::nccl`]).
     #[serde(default)]
     pub nccl_bytes: Option<u64>,
 }
@@ -152,8 +156,53 @@ impl Parallel {
         if self.micro_batches == 0 { self.pp } else { self.micro_batches }
     }
 
-    /// NCCL buffers per GPU.
+    /// The NCCL communicators a rank of this layout sets up: one per process group that carries
+    /// collectives or sends (PyTorch creates a group's communicator at its first collective, with
+    /// buffers of its own per channel and peer): the data-parallel group (ZeRO / FSDP's shards;
+    /// under HSDP across nodes a shard group within the node and a replicate group across), and
+    /// the tensor-, pipeline-, context- and expert-parallel groups, each where its degree is
+    /// over 1.
+    pub fn communicators(&self) -> u64 {
+        let data = match self.dp {
+            0 | 1 => 0,
+            dp if self.fsdp == Some(FsdpMode::HybridShard) && dp > self.node_size() => 2,
+            _ => 1,
+        };
+        data + [self.tp, self.pp, self.cp, self.ep].iter().filter(|&&d| d > 1).count() as u64
+    }
+
+    /// NCCL buffers per GPU: `--nccl-mib` (all of them, as measured), else 256 MiB for each of
+    /// [`Self::communicators`] — a default, not a measurement: NCCL's own buffers are channels ×
+    /// connected peers × 9.19 MiB (its LL, LL128 and Simple FIFOs), and the channel count is
+    /// NCCL's choice for the topology.
     pub fn nccl(&self) -> u64 {
-        if self.world() <= 1 { 0 } else { self.nccl_bytes.unwrap_or(256 << 20) }
+        if self.world() <= 1 {
+            return 0;
+        }
+        self.nccl_bytes.unwrap_or(self.communicators().max(1) * NCCL_PER_COMMUNICATOR)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_process_group_in_use_has_its_own_communicator() {
+        let p = |dp, tp, pp| Parallel { dp, tp, pp, ..Parallel::default() };
+        assert_eq!(p(1, 1, 1).nccl(), 0, "one GPU: no NCCL");
+        assert_eq!(p(8, 1, 1).communicators(), 1);
+        assert_eq!(p(8, 1, 1).nccl(), 256 << 20);
+        // Megatron's 3-D layout: the data-, tensor- and pipeline-parallel groups
+        assert_eq!(p(2, 8, 4).communicators(), 3);
+        assert_eq!(p(2, 8, 4).nccl(), 3 * (256 << 20));
+        // context and expert parallelism add theirs
+        assert_eq!(Parallel { cp: 2, ep: 4, ..p(8, 1, 1) }.communicators(), 3);
+        // HSDP: a shard group in the node, a replicate group across nodes (none within one node)
+        let hsdp = |dp| Parallel { fsdp: Some(FsdpMode::HybridShard), gpus_per_node: 8, ..p(dp, 1, 1) };
+        assert_eq!(hsdp(32).communicators(), 2);
+        assert_eq!(hsdp(8).communicators(), 1);
+        // a measured total wins, whatever the groups
+        assert_eq!(Parallel { nccl_bytes: Some(1 << 30), ..p(2, 8, 4) }.nccl(), 1 << 30);
     }
 }

@@ -133,6 +133,29 @@ impl Replay {
         id
     }
 
+    /// Grows `p` to `target`: one tensor of what `sizes` leave, then the tensors of `sizes` in
+    /// their order (the one backward frees last comes first).
+    fn grow(&mut self, p: &mut Pool, target: u64, sizes: &[u64]) {
+        let need = target.saturating_sub(p.bytes);
+        let listed: u64 = sizes.iter().sum();
+        let mut left = need;
+        if need > listed {
+            let id = self.alloc(need - listed);
+            p.live.push((id, need - listed));
+            left = listed;
+        }
+        for &b in sizes {
+            if left == 0 {
+                break;
+            }
+            let b = b.min(left);
+            let id = self.alloc(b);
+            p.live.push((id, b));
+            left -= b;
+        }
+        p.bytes += need;
+    }
+
     /// Grows or shrinks a category to `target` bytes. `chunked`: new bytes come as tensors of
     /// the pool's sizes (parameters, gradients, states); otherwise as one tensor.
     fn set(&mut self, p: &mut Pool, target: u64, chunked: bool) {
@@ -162,31 +185,6 @@ impl Replay {
             p.live.push((id, b));
             p.bytes += b;
         }
-    }
-}
-
-impl Replay {
-    /// Grows `p` to `target` as the tensors of `sizes` (the last ones of them first, clipped to
-    /// what is needed), after one tensor of whatever they leave.
-    fn grow(&mut self, p: &mut Pool, target: u64, sizes: &[u64]) {
-        let need = target.saturating_sub(p.bytes);
-        let listed: u64 = sizes.iter().sum();
-        let mut left = need;
-        if need > listed {
-            let id = self.alloc(need - listed);
-            p.live.push((id, need - listed));
-            left = listed;
-        }
-        for &b in sizes {
-            if left == 0 {
-                break;
-            }
-            let b = b.min(left);
-            let id = self.alloc(b);
-            p.live.push((id, b));
-            left -= b;
-        }
-        p.bytes += need;
     }
 }
 
