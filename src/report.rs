@@ -313,7 +313,11 @@ pub fn settings_line(sc: &Scenario, e: &Estimate) -> String {
         if p.offload != crate::estimate::Offload::None {
             l += &format!(
                 ", offload {}",
-                if p.offload == crate::estimate::Offload::Optimizer { "optimizer" } else { "params (NVMe)" }
+                match (p.offload, p.fsdp) {
+                    (crate::estimate::Offload::Optimizer, _) => "optimizer",
+                    (_, Some(_)) => "params (FSDP CPU offload)",
+                    _ => "params (NVMe)",
+                }
             );
         }
         if p.tp * p.pp > 1 {
@@ -414,8 +418,14 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         }
     }
     if let Some(r) = e.reserved {
-        s +=
-            &format!("  {:<26}{}   (the caching allocator replayed over the step)\n", "reserved (max)", g(r));
+        // on a card the step does not fit, the replay stops at the card: its reserved bytes are
+        // what the card held when it ran out, not what the step would reserve
+        let why = if r < e.peak_allocated {
+            "(the card ran out in the allocator replay, before the peak)"
+        } else {
+            "(the caching allocator replayed over the step)"
+        };
+        s += &format!("  {:<26}{}   {why}\n", "reserved (max)", g(r));
     }
     s += &format!("  {:<26}{}\n", "CUDA ctx + allocator", g(e.overhead));
     let x = crate::estimate::context::outside(sc);

@@ -304,7 +304,8 @@ pub struct ParallelArgs {
     /// PyTorch FSDP: full_shard, shard_grad_op or hybrid_shard (overrides --zero).
     #[arg(long)]
     pub fsdp: Option<vramscope::estimate::FsdpMode>,
-    /// Offload: none, optimizer (ZeRO-Offload) or params (ZeRO-Infinity, NVMe).
+    /// Offload: none, optimizer (ZeRO-Offload) or params (ZeRO-Infinity, NVMe; under --fsdp,
+    /// FSDP's CPUOffload: parameter shards, gradients and the optimizer step in host RAM).
     #[arg(long, default_value = "none")]
     pub offload: vramscope::estimate::Offload,
     /// Pipeline micro-batches per step (default: as many as stages).

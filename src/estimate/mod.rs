@@ -613,8 +613,13 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
             // with the CPU for the NVMe, except what FSDP1 keeps on the GPU all the same: its root
             // unit, all-gathered through the step, and under `no_sync` the unsharded gradients
             // it accumulates (offloading moves only the reduce-scattered shard)
-            nvme_bytes = st.param_bytes + st.optimizer_bytes + 4 * st.trainable_params;
-            cpu_bytes = 4 * gathered;
+            let offloaded = st.param_bytes + st.optimizer_bytes + 4 * st.trainable_params;
+            if p.fsdp.is_some() {
+                cpu_bytes = offloaded;
+            } else {
+                nvme_bytes = offloaded;
+                cpu_bytes = 4 * gathered;
+            }
             st.param_bytes = 0;
             st.param_alloc = 2 * gathered + fsdp::root_unit(sc, &groups);
             st.optimizer_bytes = 0;

@@ -99,18 +99,26 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
                 was == Precision::Fp32
             },
         ));
-        v.push(Change::new(Short, Setting, ("Gradient checkpointing on every block", "每个块都开启梯度检查点"), "low", &[
-            "HF: model.gradient_checkpointing_enable()  or  TrainingArguments(gradient_checkpointing=True)",
-        ], |s, _| {
+        v.push(Change::new(Short, Setting, ("Gradient checkpointing on every block", "每个块都开启梯度检查点"), "low", match sc.stack.framework {
+            // litgpt checkpoints blocks only under its FSDP strategy
+            Some(Framework::Litgpt) => &[
+                "litgpt: FSDPStrategy(activation_checkpointing_policy={Block}) with --devices > 1; on one GPU its scripts have no switch: wrap Block in torch.utils.checkpoint",
+            ],
+            Some(Framework::Torchtune) => &["torchtune: enable_activation_checkpointing: True"],
+            _ => &["HF: model.gradient_checkpointing_enable()  or  TrainingArguments(gradient_checkpointing=True)"],
+        }, |s, _| {
             let apply = s.checkpointing != Checkpointing::Full;
             s.checkpointing = Checkpointing::Full;
             apply
         }));
+        // Liger patches transformers' modules: not litgpt's or torchtune's model code (torchtune
+        // has its own chunked losses)
+        let hf_model = !matches!(sc.stack.framework, Some(Framework::Litgpt | Framework::Torchtune));
         v.push(Change::new(Short, Setting, ("Fused linear cross-entropy (Liger kernel): no full logits", "融合线性层与交叉熵（Liger kernel）：不生成完整的 logits"), "low", &[
             "pip install liger-kernel; from liger_kernel.transformers import apply_liger_kernel_to_llama; apply_liger_kernel_to_llama()",
-        ], |s, _| {
+        ], move |s, _| {
             let apply = s.stack.loss != crate::estimate::Loss::FusedLinearCe && !s.stack.compiled_loss
-                && s.model.transformer().is_some();
+                && s.model.transformer().is_some() && hf_model;
             if apply { s.stack.loss = crate::estimate::Loss::FusedLinearCe; }
             apply
         }));
@@ -239,6 +247,7 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
                 &[
                     "FSDP: FullyShardedDataParallel(..., cpu_offload=CPUOffload(offload_params=True))",
                     "accelerate: fsdp_offload_params: true; Lightning: FSDPStrategy(cpu_offload=True); torchtune: fsdp_cpu_offload: True",
+                    "FSDP1 keeps on the GPU its all-gathered root unit and, while gradients accumulate under no_sync, the unsharded gradients",
                 ],
                 |s, _| {
                     if s.parallel.offload != Offload::None || s.parallel.pp > 1 || s.parallel.fsdp.is_none() {
