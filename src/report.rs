@@ -69,7 +69,13 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
                 "grad_accum": sc.stack.grad_accum.max(1),
                 "keep_grads": sc.stack.keep_grads,
                 "compiled_loss": sc.stack.compiled_loss,
+                "model_code": sc.stack.model_code.name(),
+                "torch": sc.stack.torch.to_string(),
+                "bitsandbytes": sc.stack.bnb,
+                "fsdp_impl": sc.stack.fsdp.name(),
             },
+            // the layout the per-GPU figures are for (degrees, ZeRO / FSDP, offload, NCCL)
+            "parallel": sc.parallel,
             "module_loading": sc.overhead.module_loading,
         },
         "bytes": {

@@ -861,3 +861,41 @@ fn fsdp_implementations_keep_their_own_gradients() {
         "fsdp3",
     );
 }
+
+/// The JSON names every setting the per-GPU figures depend on: the layout (degrees, sharding,
+/// offload), whose FSDP and bitsandbytes run, and how many NCCL communicators the default counts.
+#[test]
+fn the_json_names_the_layout_and_the_stack_it_is_for() {
+    let v = json(&[
+        "estimate",
+        "--model",
+        "llama-2-7b",
+        "--dp",
+        "4",
+        "--tp",
+        "2",
+        "--fsdp",
+        "full_shard",
+        "--fsdp-impl",
+        "fsdp2",
+        "--lora",
+        "16:q,v",
+        "--base-quant",
+        "nf4",
+        "--bitsandbytes",
+        "lightning",
+        "--json",
+    ]);
+    let sc = &v["scenario"];
+    assert_eq!(sc["parallel"]["dp"], 4);
+    assert_eq!(sc["parallel"]["tp"], 2);
+    assert_eq!(sc["parallel"]["fsdp"], "full_shard");
+    assert_eq!(sc["stack"]["fsdp_impl"], "fsdp2");
+    assert_eq!(sc["stack"]["bitsandbytes"], "lightning");
+    // the data- and tensor-parallel groups
+    assert_eq!(v["nccl_communicators"], 2);
+    assert_eq!(v["bytes"]["overhead_terms"]["nccl"], 2 * (256u64 << 20));
+    let one = json(&["estimate", "--model", "llama-2-7b", "--json"]);
+    assert_eq!(one["nccl_communicators"], 0);
+    assert_eq!(one["bytes"]["overhead_terms"]["nccl"], 0);
+}
