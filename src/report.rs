@@ -94,7 +94,7 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         },
         "activations_by_kind": acts,
         // the process groups whose NCCL communicators the default NCCL term counts
-        "nccl_communicators": if sc.parallel.world() > 1 { sc.parallel.communicators() } else { 0 },
+        "nccl_communicators": sc.parallel.communicators(),
         "peak_phase": e.peak.phase,
         "peak_moment": e.peak.what,
         "peak_block": e.peak.block,
@@ -436,10 +436,11 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     s += &format!("  {:<26}{}\n", "CUDA ctx + allocator", g(e.overhead));
     let x = crate::estimate::context::outside(sc);
     // the default NCCL term says how it is made up
-    let nccl_note = match (sc.parallel.nccl_bytes, sc.parallel.world() > 1) {
-        (None, true) => format!(
-            "   ({} × 256 MiB, --nccl-mib for a measured total)",
-            crate::units::count(sc.parallel.communicators(), "communicator")
+    let nccl_note = match (sc.parallel.nccl_bytes, sc.parallel.communicators()) {
+        (None, n) if n > 0 => format!(
+            "   ({} × {} MiB, --nccl-mib for a measured total)",
+            crate::units::count(n, "communicator"),
+            crate::estimate::parallel::NCCL_PER_COMMUNICATOR >> 20
         ),
         _ => String::new(),
     };

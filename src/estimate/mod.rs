@@ -602,10 +602,6 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
             st.optimizer_bytes = 0;
             st.optimizer_alloc = 0;
             st.optimizer_step_temp = 0;
-            if !fsdp::accumulates_unsharded(sc) {
-                st.grad_bytes = 0;
-                st.grad_alloc = 0;
-            }
         }
         Offload::Params => {
             // ZeRO-Infinity: parameters, gradients and states on NVMe; the GPU holds the block in
@@ -625,11 +621,13 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
             st.optimizer_bytes = 0;
             st.optimizer_alloc = 0;
             st.optimizer_step_temp = 0;
-            if !fsdp::accumulates_unsharded(sc) {
-                st.grad_bytes = 0;
-                st.grad_alloc = 0;
-            }
         }
+    }
+    // either offload moves the gradients off the GPU, except the unsharded ones FSDP1 keeps
+    // there while `no_sync` accumulates them
+    if p.offload != Offload::None && !fsdp::accumulates_unsharded(sc) {
+        st.grad_bytes = 0;
+        st.grad_alloc = 0;
     }
     let (am, layers) = match (&sc.model.arch, &spec) {
         (Architecture::Transformer(_), Some(t)) => (activations::transformer(sc_local, t), stage.blocks),

@@ -161,8 +161,11 @@ impl Parallel {
     /// buffers of its own per channel and peer): the data-parallel group (ZeRO / FSDP's shards;
     /// under HSDP across nodes a shard group within the node and a replicate group across), and
     /// the tensor-, pipeline-, context- and expert-parallel groups, each where its degree is
-    /// over 1.
+    /// over 1; none on one GPU.
     pub fn communicators(&self) -> u64 {
+        if self.world() <= 1 {
+            return 0;
+        }
         let data = match self.dp {
             0 | 1 => 0,
             dp if self.fsdp == Some(FsdpMode::HybridShard) && dp > self.node_size() => 2,
@@ -179,7 +182,7 @@ impl Parallel {
         if self.world() <= 1 {
             return 0;
         }
-        self.nccl_bytes.unwrap_or(self.communicators().max(1) * NCCL_PER_COMMUNICATOR)
+        self.nccl_bytes.unwrap_or(self.communicators() * NCCL_PER_COMMUNICATOR)
     }
 }
 

@@ -133,6 +133,13 @@ impl Replay {
         id
     }
 
+    /// Allocates one tensor of `b` bytes into `p`.
+    fn push(&mut self, p: &mut Pool, b: u64) {
+        let id = self.alloc(b);
+        p.live.push((id, b));
+        p.bytes += b;
+    }
+
     /// Grows `p` to `target`: one tensor of what `sizes` leave, then the tensors of `sizes` in
     /// their order (the one backward frees last comes first).
     fn grow(&mut self, p: &mut Pool, target: u64, sizes: &[u64]) {
@@ -140,8 +147,7 @@ impl Replay {
         let listed: u64 = sizes.iter().sum();
         let mut left = need;
         if need > listed {
-            let id = self.alloc(need - listed);
-            p.live.push((id, need - listed));
+            self.push(p, need - listed);
             left = listed;
         }
         for &b in sizes {
@@ -149,11 +155,9 @@ impl Replay {
                 break;
             }
             let b = b.min(left);
-            let id = self.alloc(b);
-            p.live.push((id, b));
+            self.push(p, b);
             left -= b;
         }
-        p.bytes += need;
     }
 
     /// Grows or shrinks a category to `target` bytes. `chunked`: new bytes come as tensors of
@@ -166,10 +170,7 @@ impl Replay {
             p.bytes -= b;
             if b > over {
                 // part of this tensor stays: free it whole and keep the rest as a new one
-                let rest = b - over;
-                let id = self.alloc(rest);
-                p.live.push((id, rest));
-                p.bytes += rest;
+                self.push(p, b - over);
             }
         }
         while p.bytes < target {
@@ -181,9 +182,7 @@ impl Replay {
             } else {
                 need
             };
-            let id = self.alloc(b);
-            p.live.push((id, b));
-            p.bytes += b;
+            self.push(p, b);
         }
     }
 }

@@ -47,12 +47,18 @@ impl Change {
     }
 }
 
+/// litgpt and torchtune run their own model code and shard it with their own FSDP: no
+/// DeepSpeed, and no library that patches transformers' modules.
+fn own_model_code(sc: &Scenario) -> bool {
+    matches!(sc.stack.framework, Some(Framework::Litgpt | Framework::Torchtune))
+}
+
 /// `p` over `n` times its data-parallel GPUs with the model states fully sharded: by the
-/// framework's own FSDP where it has no DeepSpeed (litgpt, torchtune), else by ZeRO-3.
+/// framework's own FSDP where it has no DeepSpeed ([`own_model_code`]), else by ZeRO-3.
 fn fully_sharded(sc: &Scenario, n: u64) -> Parallel {
     let p = sc.parallel;
     let dp = p.dp.max(1) * n;
-    if matches!(sc.stack.framework, Some(Framework::Litgpt | Framework::Torchtune)) {
+    if own_model_code(sc) {
         Parallel { dp, zero: 0, fsdp: Some(FsdpMode::FullShard), ..p }
     } else {
         Parallel { dp, zero: 3, fsdp: None, ..p }
@@ -111,9 +117,9 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
             s.checkpointing = Checkpointing::Full;
             apply
         }));
-        // Liger patches transformers' modules: not litgpt's or torchtune's model code (torchtune
-        // has its own chunked losses)
-        let hf_model = !matches!(sc.stack.framework, Some(Framework::Litgpt | Framework::Torchtune));
+        // Liger patches transformers' modules, not litgpt's or torchtune's (torchtune has its own
+        // chunked losses)
+        let hf_model = !own_model_code(sc);
         v.push(Change::new(Short, Setting, ("Fused linear cross-entropy (Liger kernel): no full logits", "融合线性层与交叉熵（Liger kernel）：不生成完整的 logits"), "low", &[
             "pip install liger-kernel; from liger_kernel.transformers import apply_liger_kernel_to_llama; apply_liger_kernel_to_llama()",
         ], move |s, _| {
