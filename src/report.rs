@@ -44,6 +44,7 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         "model": {
             "name": sc.model.name,
             "n_params": e.n_params,
+            "rank_params": e.rank_params,
             "trainable_params": e.trainable_params,
             "family": family_key(sc),
             "validated": validated(sc),
@@ -269,8 +270,8 @@ pub fn unvalidated_kind(sc: &Scenario) -> Option<String> {
 }
 
 /// The scenario's settings the first line does not name: LoRA and its base, the KV-cache dtype,
-/// the layout (with the parameter count one GPU holds), the allocator.
-pub fn settings_line(sc: &Scenario, e: &Estimate) -> String {
+/// the layout (HSDP with its shard and replicate groups), the allocator.
+pub fn settings_line(sc: &Scenario) -> String {
     let mut parts = Vec::new();
     if let Some(l) = sc.lora {
         let drop = if l.dropout > 0.0 { format!(", dropout {}", l.dropout) } else { String::new() };
@@ -315,6 +316,14 @@ pub fn settings_line(sc: &Scenario, e: &Estimate) -> String {
         l += &format!(", ZeRO-{}", p.effective_zero());
         if let Some(m) = p.fsdp {
             l += &format!(" (FSDP {}, {})", crate::flags::fsdp_name(m), sc.stack.fsdp.describe());
+            if m == crate::estimate::FsdpMode::HybridShard {
+                // HSDP shards within a node and replicates across: the states divide by the shard group
+                l += &format!(
+                    ", sharded over {} GPUs and replicated {} times",
+                    p.shard_degree(),
+                    p.dp.div_ceil(p.shard_degree().max(1))
+                );
+            }
         }
         if p.offload != crate::estimate::Offload::None {
             l += &format!(
@@ -326,12 +335,6 @@ pub fn settings_line(sc: &Scenario, e: &Estimate) -> String {
                 }
             );
         }
-        if p.tp * p.pp > 1 {
-            l += &format!(
-                "; parameter counts above are the whole model's ({}), one GPU's rank holds its share",
-                human_count(e.n_params)
-            );
-        }
         parts.push(l);
     }
     let a = sc.overhead.allocator;
@@ -341,16 +344,30 @@ pub fn settings_line(sc: &Scenario, e: &Estimate) -> String {
     parts.join("; ")
 }
 
+/// The trainable count beside the model's: under TP / PP / EP a rank holds and trains only its
+/// slice, so the count says whose it is.
+fn trainable_text(e: &Estimate) -> String {
+    if e.rank_params == e.n_params {
+        format!("{} trainable", human_count(e.trainable_params))
+    } else {
+        format!(
+            "{} on this GPU's rank, {} of them trainable",
+            human_count(e.rank_params),
+            human_count(e.trainable_params)
+        )
+    }
+}
+
 /// Readable table for a terminal.
 pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[String]) -> String {
     let mut s = String::new();
     let what = sc.mode_label();
     s += &match sc.mode {
         Mode::Train => format!(
-            "{} — {} params ({} trainable), {what}, batch {} x seq {}, {}, {}, attention {}, checkpoint {}\n",
+            "{} — {} params ({}), {what}, batch {} x seq {}, {}, {}, attention {}, checkpoint {}\n",
             sc.model.name,
             human_count(e.n_params),
-            human_count(e.trainable_params),
+            trainable_text(e),
             sc.batch,
             sc.seq,
             sc.precision,
@@ -388,7 +405,7 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     if let Some(q) = sc.model.transformer().and_then(|t| t.quant) {
         s += &format!("  checkpoint weights: {}\n", q.label());
     }
-    let set = settings_line(sc, e);
+    let set = settings_line(sc);
     if !set.is_empty() {
         s += &format!("  settings: {set}\n");
     }

@@ -899,3 +899,31 @@ fn the_json_names_the_layout_and_the_stack_it_is_for() {
     assert_eq!(one["nccl_communicators"], 0);
     assert_eq!(one["bytes"]["overhead_terms"]["nccl"], 0);
 }
+
+#[test]
+fn a_split_model_says_whose_parameter_counts_the_table_shows() {
+    // tensor parallelism: the model's count, the rank's slice and its trainable part, each named
+    let out = run(&["estimate", "--model", "llama-2-7b", "--tp", "2", "--lora", "16:q,v"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = text.lines().next().unwrap_or_default();
+    assert!(head.contains("on this GPU's rank"), "{head}");
+    let v = json(&["estimate", "--model", "llama-2-7b", "--tp", "2", "--lora", "16:q,v", "--json"]);
+    let (n, rank, trainable) = (
+        v["model"]["n_params"].as_u64().unwrap(),
+        v["model"]["rank_params"].as_u64().unwrap(),
+        v["model"]["trainable_params"].as_u64().unwrap(),
+    );
+    assert!(rank < n && trainable < rank, "{n} {rank} {trainable}");
+    // the whole model's LoRA adapters, halved by the column split of q and v
+    let whole = json(&["estimate", "--model", "llama-2-7b", "--lora", "16:q,v", "--json"]);
+    assert_eq!(whole["model"]["rank_params"], whole["model"]["n_params"]);
+    let all = whole["model"]["trainable_params"].as_u64().unwrap();
+    assert!(trainable < all && trainable * 2 >= all, "{trainable} of {all}");
+    // one GPU: no rank wording
+    let plain = run(&["estimate", "--model", "llama-2-7b"]);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("on this GPU's rank"));
+    // HSDP names the shard group the states divide over and the replicas across nodes
+    let out = run(&["estimate", "--model", "llama-2-7b", "--fsdp", "hybrid_shard", "--dp", "16"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sharded over 8 GPUs and replicated 2 times"), "{text}");
+}

@@ -142,7 +142,7 @@ pub struct Estimate {
     /// and the head on the last), its tensor- and expert-parallel slice; before ZeRO / FSDP
     /// sharding, which `parameters` reflects. Equal to `n_params` on an unsplit model.
     pub rank_params: u64,
-    /// Parameters that train.
+    /// Parameters of this rank that train (of `rank_params`, before ZeRO / FSDP sharding).
     pub trainable_params: u64,
     /// Parameter bytes (exact).
     pub parameters: u64,
