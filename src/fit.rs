@@ -62,8 +62,8 @@ pub fn fits(sc: &Scenario, capacity_bytes: u64) -> bool {
 /// The flat-reserve estimate (a few µs) finds a first guess; the allocator replay then decides,
 /// galloping up or down from the guess and bisecting, so the answer is the replay's — the batch
 /// `vramscope estimate` calls the largest that fits — at a handful of replays. Memory never
-/// decreases with the batch (a tested property of the estimate; the replay's reserved bytes are
-/// assumed to follow it).
+/// decreases with the batch (a tested property of the estimate); the replay's fragmentation near
+/// the card can, so the answer is also checked downwards: every smaller batch fits.
 pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
     let guess = max_batch_flat(sc, capacity_bytes).unwrap_or(1);
     let mut s = sc.clone();
@@ -109,7 +109,25 @@ pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
         let mid = lo + (hi - lo) / 2;
         if fits_at(mid) { lo = mid } else { hi = mid }
     }
-    Some(lo.min(MAX_BATCH))
+    // near the card the replay's fragmentation is not monotone in the batch (a batch can fail
+    // where a larger one fits): the answer is the largest batch below which every batch fits, so
+    // the batches under it are walked down until one fits without the allocator ever releasing
+    // its cache (it never came near the card, nor will a smaller batch)
+    let mut best = lo.min(MAX_BATCH);
+    let mut b = best;
+    while b > 1 {
+        b -= 1;
+        s.batch = b;
+        match verdict(&s, capacity_bytes) {
+            Ok(v) if v.fits => {
+                if v.replay.is_none_or(|r| r.alloc_retries == 0) {
+                    break;
+                }
+            }
+            _ => best = b - 1,
+        }
+    }
+    (best > 0).then_some(best)
 }
 
 /// Largest micro-batch whose flat-reserve `total` (peak + overhead, [`estimate`]) fits

@@ -501,6 +501,13 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         };
         s += &format!("\n  {}: {} → {verdict}\n", f.gpu.name, g(cap).trim());
         match f.max_batch {
+            // this batch fits, but a smaller one runs out of blocks in the replay (fragmentation)
+            Some(b) if f.fits && sc.batch > b => {
+                s += &format!(
+                    "  largest micro-batch that fits: {b} (with every smaller one: micro-batch {} finds no free block in the allocator replay, this one does)\n",
+                    b + 1
+                );
+            }
             Some(b) => s += &format!("  largest micro-batch that fits: {b}\n"),
             None => s += "  even micro-batch 1 does not fit\n",
         }

@@ -998,9 +998,13 @@ fn the_curves_hold_the_figures_the_headline_and_the_bar_show() {
         }
         // monotone in the batch (the anchoring keeps the flat curve's shape), up to what the
         // allocator replay at the exact points may differ by (1 %: a larger batch can leave the
-        // cache less fragmented)
+        // cache less fragmented), and near the card (within 5 %) the release-and-retry path: the
+        // allocator frees its cache and retries instead of growing it
+        let near_card = |t: u64| t + cap / 20 >= cap;
         assert!(
-            curve.windows(2).all(|w| w[1].total + (w[0].total / 100).max(64 << 20) >= w[0].total),
+            curve.windows(2).all(|w| {
+                w[1].total + (w[0].total / 100).max(64 << 20) >= w[0].total || near_card(w[0].total)
+            }),
             "{mode:?}: {:?}",
             curve.iter().map(|p| (p.x, p.total >> 20)).collect::<Vec<_>>()
         );

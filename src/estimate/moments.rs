@@ -238,6 +238,7 @@ mod tests {
             pass,
             candidate: false,
             alive: Snapshot::default(),
+            tensors: [0; crate::engine::ops::OP_TENSORS],
         };
         let e = ev(Some(17), "linear down_proj", Pass::OpBackward);
         assert_eq!(e.label(), "block 17 linear down_proj backward");

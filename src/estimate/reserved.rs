@@ -22,7 +22,7 @@
 //! replay's peak of reserved bytes, and the last step's reserved bytes are returned event by event
 //! for the timeline. The cuBLAS workspace is one allocation made at the first matmul.
 
-use super::step::{Event, Timeline};
+use super::step::{Event, Pass, Timeline};
 use super::{Mode, Phase, Scenario, Snapshot};
 use crate::alloc::{Allocator, Config};
 
@@ -102,6 +102,10 @@ struct Pools {
     /// The largest tensor one op of a block keeps (the largest change of the activations at an
     /// op event): the size a block's transients are allocated in.
     op_tensor: u64,
+    /// The fp32 logits of transformers' loss path (`logits.float()`, its log-softmax, their
+    /// gradients: each one tensor of batch × positions × vocabulary × 4 bytes): what the head's
+    /// and the loss's saves and transients are allocated in (0: not that head).
+    logits: u64,
 }
 
 impl Pools {
@@ -160,6 +164,25 @@ impl Replay {
         }
     }
 
+    /// Grows or shrinks a category to `target` bytes, new bytes in tensors of `piece` and one of
+    /// what they leave (0: one tensor), that one first when `rest_first`.
+    fn set_in(&mut self, p: &mut Pool, target: u64, piece: u64, rest_first: bool) {
+        if piece == 0 || target <= p.bytes {
+            return self.set(p, target, false);
+        }
+        let need = target - p.bytes;
+        let rest = need % piece;
+        if rest_first && rest > 0 {
+            self.push(p, rest);
+        }
+        for _ in 0..need / piece {
+            self.push(p, piece);
+        }
+        if !rest_first && rest > 0 {
+            self.push(p, rest);
+        }
+    }
+
     /// Grows or shrinks a category to `target` bytes. `chunked`: new bytes come as tensors of
     /// the pool's sizes (parameters, gradients, states); otherwise as one tensor.
     fn set(&mut self, p: &mut Pool, target: u64, chunked: bool) {
@@ -187,43 +210,75 @@ impl Replay {
     }
 }
 
-/// The tensors a backward event that adds activations (a checkpointed block's recompute) makes,
-/// in the order it makes them: the frees of the op events after it, in reverse. The timeline
-/// adds a recompute's saves in one event; as one allocation, a block-sized free block would be
-/// left behind for a gradient to split, where PyTorch's recompute allocates op by op. Aligned
-/// with `events`: a range into the returned sizes (empty for every other event).
-fn backward_growth(events: &[Event]) -> (Vec<(u32, u32)>, Vec<u64>) {
+/// The tensors an event that adds activations makes, in the order it makes them: an op's
+/// forward its saved storages one by one; a checkpointed block's recompute (a backward event
+/// that adds activations) the storages the op events after it free, in reverse. The timeline adds
+/// a recompute's saves in one event; as one allocation, a block-sized free block would be left
+/// behind for a gradient to split, where PyTorch's recompute allocates op by op, storage by
+/// storage. Aligned with `events`: a range into the returned sizes (empty for other events).
+fn growth_tensors(events: &[Event]) -> (Vec<(u32, u32)>, Vec<u64>) {
     let mut ranges = vec![(0u32, 0u32); events.len()];
     let mut sizes = Vec::new();
     for i in 1..events.len() {
         let (e, before) = (&events[i], events[i - 1].alive.activations);
-        if e.phase != Phase::Backward || e.alive.activations <= before {
+        if e.alive.activations <= before {
             continue;
         }
-        let added = e.alive.activations - before;
         let start = sizes.len();
-        let (mut prev, mut freed) = (e.alive.activations, 0u64);
-        for f in &events[i + 1..] {
-            if f.phase != Phase::Backward || f.block != e.block || f.alive.activations > prev {
-                break;
+        if e.pass == Pass::OpForward {
+            sizes.extend(e.tensors.iter().copied().filter(|&b| b > 0));
+        } else if e.phase == Phase::Backward {
+            let added = e.alive.activations - before;
+            let (mut prev, mut freed) = (e.alive.activations, 0u64);
+            for f in &events[i + 1..] {
+                if f.phase != Phase::Backward || f.block != e.block || f.alive.activations > prev {
+                    break;
+                }
+                let d = prev - f.alive.activations;
+                prev = f.alive.activations;
+                if d == 0 {
+                    continue;
+                }
+                // the op's storages when they are what it frees (reversed with the list below),
+                // the frees of what was there before the recompute ending the list
+                let whole: u64 = f.tensors.iter().sum();
+                if whole == d {
+                    for b in f.tensors.iter().rev().copied().filter(|&b| b > 0) {
+                        if freed >= added {
+                            break;
+                        }
+                        let b = b.min(added - freed);
+                        sizes.push(b);
+                        freed += b;
+                    }
+                } else {
+                    let d = d.min(added - freed);
+                    sizes.push(d);
+                    freed += d;
+                }
+                if freed >= added {
+                    break;
+                }
             }
-            let d = prev - f.alive.activations;
-            prev = f.alive.activations;
-            if d == 0 {
-                continue;
-            }
-            // the frees of what was there before the recompute end the list
-            let d = d.min(added - freed);
-            sizes.push(d);
-            freed += d;
-            if freed >= added {
-                break;
-            }
+            sizes[start..].reverse();
         }
-        sizes[start..].reverse();
         ranges[i] = (start as u32, (sizes.len() - start) as u32);
     }
     (ranges, sizes)
+}
+
+/// Bytes of the fp32 logits transformers' causal-LM loss makes on this rank (`logits.float()`
+/// over batch × positions × its vocabulary slice), 0 for other heads and losses.
+fn hf_logits(sc: &Scenario) -> u64 {
+    let Some(t) = sc.model.transformer() else { return 0 };
+    let p = sc.parallel;
+    if sc.mode != Mode::Train
+        || sc.stack.loss != super::stack::Loss::Hf
+        || t.head != crate::model::Head::CausalLm
+    {
+        return 0;
+    }
+    sc.batch * (sc.seq / p.cp.max(1)) * t.vocab_size.div_ceil(p.tp.max(1)) * 4
 }
 
 /// Element counts of the parameter tensors and of the trainable ones (adapters under LoRA).
@@ -342,8 +397,9 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
             .map(|w| w[1].alive.activations.abs_diff(w[0].alive.activations))
             .max()
             .unwrap_or(0),
+        logits: hf_logits(sc),
     };
-    let (growth, growth_sizes) = backward_growth(events);
+    let (growth, growth_sizes) = growth_tensors(events);
     r.set(&mut p.params, base.parameters, true);
     let after_load = r.a.stats().reserved;
     let _workspace = (workspace > 0).then(|| r.alloc(workspace));
@@ -398,25 +454,38 @@ fn apply(r: &mut Replay, e: &Event, alive: Snapshot, p: &mut Pools, growth: &[u6
     r.set(&mut p.states, alive.optimizer_states, true);
     p.set_grads(r, alive.gradients);
     r.set(&mut p.kv, alive.kv_cache, true);
+    // transformers' loss in the forward: the logits, then their fp32 copy, exist before the
+    // log-softmax output it saves
+    let head_forward = e.phase == Phase::Forward && e.block.is_none() && p.logits > 0;
+    let mut tmp = Pool::new(Vec::new());
+    if head_forward {
+        r.set_in(&mut tmp, alive.temporaries, p.logits, true);
+    }
     if growth.is_empty() || alive.activations <= p.acts.bytes {
-        r.set(&mut p.acts, alive.activations, false);
+        let piece = if e.block.is_none() { p.logits } else { 0 };
+        r.set_in(&mut p.acts, alive.activations, piece, false);
     } else {
         r.grow(&mut p.acts, alive.activations, growth);
     }
-    if alive.temporaries > 0 {
-        // the optimizer's per-tensor lists come tensor by tensor; a block's transients (its
-        // MLP's or attention's widest gradients) as tensors of the block's largest op tensor;
-        // the rest (the loss's logits gradients) as one
+    if alive.temporaries > 0 && !head_forward {
+        // the optimizer's per-tensor lists come tensor by tensor, in the parameters' order
+        // (`_foreach_sqrt` over the list; the gradients pool's sizes are in backward's, the
+        // reverse); a block's transients (its MLP's or attention's widest gradients) as tensors
+        // of the block's largest op tensor; the rest (the loss's logits gradients) as tensors of
+        // the fp32 logits
         let sizes = if e.phase == Phase::OptimizerStep {
-            p.grads.sizes.clone()
+            p.grads.sizes.iter().rev().copied().collect()
         } else if e.block.is_some() && p.op_tensor > 0 {
             vec![p.op_tensor]
         } else {
             Vec::new()
         };
-        let chunked = !sizes.is_empty();
-        let mut tmp = Pool::new(sizes);
-        r.set(&mut tmp, alive.temporaries, chunked);
-        r.set(&mut tmp, 0, false);
+        tmp = Pool::new(sizes);
+        if tmp.sizes.is_empty() {
+            r.set_in(&mut tmp, alive.temporaries, p.logits, false);
+        } else {
+            r.set(&mut tmp, alive.temporaries, true);
+        }
     }
+    r.set(&mut tmp, 0, false);
 }

@@ -45,6 +45,10 @@ pub struct Event {
     pub candidate: bool,
     /// What is alive.
     pub alive: Snapshot,
+    /// An op event's saved storages one by one (what the op keeps, or frees in backward; zeros
+    /// after the last): the tensor sizes the allocator replay uses.
+    #[serde(skip)]
+    pub tensors: [u64; crate::engine::ops::OP_TENSORS],
 }
 
 impl Event {
@@ -250,7 +254,7 @@ fn ev(
     candidate: bool,
     alive: Snapshot,
 ) -> Event {
-    Event { phase, block, op, pass, candidate, alive }
+    Event { phase, block, op, pass, candidate, alive, tensors: [0; crate::engine::ops::OP_TENSORS] }
 }
 
 /// Replays the step into `sink`.
@@ -316,7 +320,10 @@ fn free_ops(sink: &mut impl Sink, j: u64, ops: &[crate::engine::ops::OpRecord], 
     let mut s = Snapshot { temporaries: 0, ..start };
     for r in ops.iter().rev().filter(|r| r.kept_bytes > 0) {
         s.activations = s.activations.saturating_sub(r.kept_bytes).max(floor.min(s.activations));
-        sink.push(ev(Phase::Backward, Some(j), r.op, Pass::OpBackward, false, s));
+        sink.push(Event {
+            tensors: r.tensors,
+            ..ev(Phase::Backward, Some(j), r.op, Pass::OpBackward, false, s)
+        });
     }
 }
 
@@ -389,14 +396,10 @@ fn train(p: &Parts, sink: &mut impl Sink) {
                 for r in ops_of(p, &mut kinds, j).iter().filter(|r| r.kept_bytes > 0) {
                     kept = (kept + r.kept_bytes).min(b);
                     let a = p.top_input + scaled(cum + kept, stage.in_flight).min(p.blocks_total);
-                    sink.push(ev(
-                        fwd,
-                        Some(j),
-                        r.op,
-                        Pass::OpForward,
-                        false,
-                        with(a + cache, base.gradients, 0),
-                    ));
+                    sink.push(Event {
+                        tensors: r.tensors,
+                        ..ev(fwd, Some(j), r.op, Pass::OpForward, false, with(a + cache, base.gradients, 0))
+                    });
                 }
             }
             b
@@ -418,12 +421,20 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     }
     let acts = p.activations;
     if stage.last() {
-        // a chunked or fused loss runs with the chunks' logits (and one chunk's fp32 copy) alive;
-        // transformers' path (logits and their fp32 copy) always peaks later, at the loss backward
+        // the loss runs with the logits (and their fp32 copy, or the chunks' and one chunk's fp32
+        // copy) alive beside what it saves; transformers' causal-LM loss (`logits.float()`)
+        // peaks later, at the loss backward, but its forward makes those tensors (the allocator's
+        // cache keeps their blocks); a 4-bit head (Lightning's plugin) dequantizes its weight
+        // before the logits exist
         let chunked = sc.stack.loss != super::stack::Loss::Hf;
+        let upcast = p.spec.is_some_and(|t| {
+            t.head == crate::model::Head::CausalLm
+                && !matches!(t.family, crate::model::Family::Bert | crate::model::Family::Megatron)
+        });
         let (what, temp) = match p.spec {
-            Some(_) if chunked => ("final norm, LM head and loss", am.head_forward_transient),
-            // a 4-bit head (Lightning's plugin) dequantizes its weight before the logits exist
+            Some(_) if chunked || upcast => {
+                ("final norm, LM head and loss", am.head_forward_transient.max(am.head_dequant))
+            }
             Some(_) => ("final norm, LM head and loss", am.head_dequant),
             None => ("forward", 0),
         };

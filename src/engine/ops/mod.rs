@@ -44,6 +44,9 @@ pub enum Shared {
     RopeLocal,
 }
 
+/// Storages one op record lists one by one; more are summed into the last.
+pub const OP_TENSORS: usize = 6;
+
 /// What a walked op kept, for the "which op keeps what" table and the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct OpRecord {
@@ -51,6 +54,10 @@ pub struct OpRecord {
     pub op: &'static str,
     /// Bytes its backward keeps that no earlier op kept.
     pub kept_bytes: u64,
+    /// Those bytes storage by storage, in the order the op kept them (zeros after the last): the
+    /// tensors the allocator replay allocates.
+    #[serde(skip)]
+    pub tensors: [u64; OP_TENSORS],
 }
 
 /// Normalisation kinds, each with its own saved-tensor rule.
@@ -98,6 +105,8 @@ pub struct Graph<'c> {
     /// Eager attention's tensors freed before its softmax runs backward.
     pub eager_tail: u64,
     trace: Option<Vec<OpRecord>>,
+    /// The storages the running op kept so far (traced walks only).
+    noted: ([u64; OP_TENSORS], usize),
 }
 
 impl<'c> Graph<'c> {
@@ -113,6 +122,7 @@ impl<'c> Graph<'c> {
             kept_at_attention: 0,
             eager_tail: 0,
             trace: None,
+            noted: ([0; OP_TENSORS], 0),
         }
     }
 
@@ -160,7 +170,9 @@ impl<'c> Graph<'c> {
         if !s.saved {
             s.saved = true;
             if let Some(cat) = s.cat {
-                self.kept.add(cat, s.bytes);
+                let b = s.bytes;
+                self.kept.add(cat, b);
+                self.note(b);
             }
         }
     }
@@ -170,13 +182,30 @@ impl<'c> Graph<'c> {
         let s = &mut self.st[t.0 as usize];
         if !s.saved {
             s.saved = true;
-            self.kept.add(cat, s.bytes);
+            let b = s.bytes;
+            self.kept.add(cat, b);
+            self.note(b);
         }
     }
 
     /// Keeps a storage the op creates internally (statistics, casts, masks, logsumexp).
     pub fn keep_new(&mut self, bytes: u64, cat: Cat) {
         self.kept.add(cat, bytes);
+        self.note(bytes);
+    }
+
+    /// Notes a kept storage of the running op (for the allocator replay's tensor sizes).
+    fn note(&mut self, bytes: u64) {
+        if self.trace.is_none() || bytes == 0 {
+            return;
+        }
+        let (t, n) = &mut self.noted;
+        if *n < OP_TENSORS {
+            t[*n] = bytes;
+            *n += 1;
+        } else {
+            t[OP_TENSORS - 1] += bytes;
+        }
     }
 
     fn share(&mut self, which: Shared, bytes: u64) {
@@ -195,8 +224,9 @@ impl<'c> Graph<'c> {
     fn record(&mut self, op: &'static str, before: u64) {
         let now = self.kept.total();
         if let Some(tr) = &mut self.trace {
-            tr.push(OpRecord { op, kept_bytes: now - before });
+            tr.push(OpRecord { op, kept_bytes: now - before, tensors: self.noted.0 });
         }
+        self.noted = ([0; OP_TENSORS], 0);
     }
 
     // ---- ops ---------------------------------------------------------------------------------
@@ -361,6 +391,7 @@ impl<'c> Graph<'c> {
                 let b = self.s(x).bytes;
                 self.st[x.0 as usize].saved = true;
                 self.kept.add(Cat::Adapters, b);
+                self.note(b);
             }
             self.keep_new(rows * l.rank * n_on * ad, Cat::Adapters);
             if n_on < 3 {
@@ -431,6 +462,7 @@ impl<'c> Graph<'c> {
                 let b = self.s(x).bytes;
                 self.st[x.0 as usize].saved = true;
                 self.kept.add(Cat::Adapters, b);
+                self.note(b);
             }
             self.keep_new(rows * l.rank * ad, Cat::Adapters);
         }
