@@ -400,6 +400,17 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
         logits: hf_logits(sc),
     };
     let (growth, growth_sizes) = growth_tensors(events);
+    // each checkpointed block's recompute, by block
+    let mut recompute: Vec<Option<(u32, u32)>> = Vec::new();
+    for (e, &(at, len)) in events.iter().zip(&growth) {
+        if let (Phase::Backward, Some(j), true) = (e.phase, e.block, len > 0) {
+            let j = j as usize;
+            if recompute.len() <= j {
+                recompute.resize(j + 1, None);
+            }
+            recompute[j].get_or_insert((at, len));
+        }
+    }
     r.set(&mut p.params, base.parameters, true);
     let after_load = r.a.stats().reserved;
     let _workspace = (workspace > 0).then(|| r.alloc(workspace));
@@ -426,6 +437,17 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
                 alive.gradients = alive.gradients.saturating_sub(p - made);
             }
             apply(&mut r, e, alive, &mut p, &growth_sizes[at as usize..(at + len) as usize]);
+            if let (Phase::Forward, Pass::Step, Some(j)) = (e.phase, e.pass, e.block) {
+                // a checkpointed block's forward runs its ops without keeping their outputs: the
+                // tensors its recompute will make come and go in the forward too
+                if let Some(&(at, len)) = recompute.get(j as usize).and_then(Option::as_ref) {
+                    let mut tmp = Pool::new(Vec::new());
+                    for &b in &growth_sizes[at as usize..(at + len) as usize] {
+                        r.push(&mut tmp, b);
+                    }
+                    r.set(&mut tmp, 0, false);
+                }
+            }
             if step + 1 == steps {
                 per_event.push(r.a.stats().reserved);
             }

@@ -1,7 +1,7 @@
 # vramscope plan for Llama-2-7B: FSDP FULL_SHARD over 8 GPUs, micro-batch 2, accumulation 4
 # PyTorch FSDP: load the model in torch.bfloat16 before wrapping: pure bf16 weights, gradients and moments (MixedPrecision is then a no-op)
 # PyTorch FSDP: ZeRO stage 3 is written as its FSDP sharding strategy
-# matches the scenario: 15.16 GiB per GPU (vramscope estimate --model llama-2-7b --mode train --batch 2 --seq 4096 --precision bf16 --optimizer adamw --checkpoint full --grad-accum 4 --gpu a100-80gb --context-mib 500 --workspace-mib 32 --dp 8 --zero 3)
+# matches the scenario: 14.34 GiB per GPU (vramscope estimate --model llama-2-7b --mode train --batch 2 --seq 4096 --precision bf16 --optimizer adamw --checkpoint full --grad-accum 4 --gpu a100-80gb --context-mib 500 --workspace-mib 32 --dp 8 --zero 3)
 import functools
 import torch
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
