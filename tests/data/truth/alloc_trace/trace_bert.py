@@ -6,18 +6,15 @@ Usage: python trace_bert.py CONFIG.json BATCH fp32|fp16 adamw|adafactor STEPS OU
 Writes lines 'a ID BYTES' and 'f ID' (and '# phase' marks)."""
 import math
 import sys
-import weakref
 
 import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_map_only
-from torch.utils.weak import WeakIdKeyDictionary
 import transformers
 from transformers import BertConfig, BertForSequenceClassification
 from transformers.models.bert import modeling_bert
+
+from trace_common import Autocast, Trace
 
 cfg_path, batch, prec, optname, steps, out = sys.argv[1:7]
 batch, steps = int(batch), int(steps)
@@ -25,75 +22,10 @@ amp = prec == "fp16"
 SEQ = 512
 
 
-class Trace(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ev = []
-        self.ids = WeakIdKeyDictionary()
-        self.refs = {}
-        self.next = 0
-
-    def track(self, t):
-        if not isinstance(t, torch.Tensor):
-            return
-        st = t.untyped_storage()
-        if st in self.ids:
-            return
-        n = st.nbytes()
-        i = self.next
-        self.next += 1
-        self.ids[st] = i
-        if n == 0:
-            return
-        self.ev.append(f"a {i} {n}")
-        self.refs[i] = weakref.ref(st, lambda _, i=i: self.ev.append(f"f {i}"))
-
-    def mark(self, s):
-        self.ev.append(f"# {s}")
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        res = func(*args, **(kwargs or {}))
-        tree_map_only(torch.Tensor, self.track, res)
-        return res
-
-
 HALF = {F.linear, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.bmm, torch.mm,
         torch.addmm, torch.baddbmm}
 FP32 = {F.softmax, torch.softmax, torch.Tensor.softmax, F.layer_norm, F.cross_entropy,
         F.log_softmax, F.nll_loss}
-
-
-class Autocast(TorchFunctionMode):
-    """CUDA autocast's fp16 policy for the ops BERT runs: matmuls in fp16 (fp32 leaves that
-    require grad cast once and cached for the region), softmax / layer_norm / loss in fp32."""
-
-    def __init__(self):
-        super().__init__()
-        self.cache = {}
-        self.on = True
-
-    def cast(self, t, dt):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.dtype == dt:
-            return t
-        if dt == torch.float16 and t.dtype != torch.float32:
-            return t
-        leaf = t.is_leaf and t.requires_grad
-        if leaf and id(t) in self.cache:
-            return self.cache[id(t)][1]
-        c = t.to(dt)
-        if leaf:
-            self.cache[id(t)] = (t, c)
-        return c
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if self.on and func in HALF:
-            args = tree_map_only(torch.Tensor, lambda t: self.cast(t, torch.float16), args)
-            kwargs = tree_map_only(torch.Tensor, lambda t: self.cast(t, torch.float16), kwargs)
-        elif self.on and func in FP32:
-            args = tree_map_only(torch.Tensor, lambda t: self.cast(t, torch.float32), args)
-            kwargs = tree_map_only(torch.Tensor, lambda t: self.cast(t, torch.float32), kwargs)
-        return func(*args, **kwargs)
 
 
 EXT_MASK = [None]
@@ -138,7 +70,7 @@ with FakeTensorMode():
         for b in model.buffers():
             tr.track(b)
         state = {}
-        ac = Autocast()
+        ac = Autocast(torch.float16, HALF, FP32)
         for step in range(steps):
             tr.mark(f"step {step} forward")
             ids = torch.randint(100, 30000, (batch, SEQ))

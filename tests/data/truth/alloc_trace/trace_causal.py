@@ -14,57 +14,20 @@ no mask) or the memory-efficient one. The optimizer's `step` counters are CPU sc
 Usage: python trace_causal.py CONFIG.json BATCH SEQ bf16|bf16-amp full|none STEPS OUT.trace
 Writes lines 'a ID BYTES' and 'f ID' (and '# phase' marks), as trace_bert.py."""
 import sys
-import weakref
 
 import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_map_only
-from torch.utils.weak import WeakIdKeyDictionary
 import transformers
 import transformers.masking_utils as mu
 from transformers import AutoConfig, AutoModelForCausalLM
+
+from trace_common import Autocast, Trace
 
 cfg_path, batch, seq, prec, ckpt, steps, out = sys.argv[1:8]
 batch, seq, steps = int(batch), int(seq), int(steps)
 amp = prec == "bf16-amp"
 LOW = torch.bfloat16
-
-
-class Trace(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ev = []
-        self.ids = WeakIdKeyDictionary()
-        self.next = 0
-        self.optimizer = False
-
-    def track(self, t):
-        if not isinstance(t, torch.Tensor):
-            return
-        if self.optimizer and t.dim() == 0:
-            return  # AdamW's `step` counters: CPU scalars on a GPU
-        st = t.untyped_storage()
-        if st in self.ids:
-            return
-        n = st.nbytes()
-        i = self.next
-        self.next += 1
-        self.ids[st] = i
-        if n == 0:
-            return
-        self.ev.append(f"a {i} {n}")
-        weakref.finalize(st, self.ev.append, f"f {i}")
-
-    def mark(self, s):
-        self.ev.append(f"# {s}")
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        res = func(*args, **(kwargs or {}))
-        tree_map_only(torch.Tensor, self.track, res)
-        return res
 
 
 # ---- CUDA dispatch (as measure.py's cuda_dispatch_emulation) ------------------------------
@@ -102,36 +65,7 @@ FP32 = {F.softmax, torch.softmax, torch.Tensor.softmax, F.cross_entropy, F.log_s
         torch.rsqrt, torch.pow, torch.Tensor.pow, F.layer_norm}
 
 
-class Autocast(TorchFunctionMode):
-    def __init__(self):
-        super().__init__()
-        self.cache = {}
-
-    def cast(self, t, dt):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.dtype == dt:
-            return t
-        if dt == LOW and t.dtype != torch.float32:
-            return t
-        leaf = t.is_leaf and t.requires_grad
-        if leaf and id(t) in self.cache:
-            return self.cache[id(t)][1]
-        c = t.to(dt)
-        if leaf:
-            self.cache[id(t)] = (t, c)
-        return c
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in HALF:
-            args = tree_map_only(torch.Tensor, lambda t: self.cast(t, LOW), args)
-            kwargs = tree_map_only(torch.Tensor, lambda t: self.cast(t, LOW), kwargs)
-        elif func in FP32:
-            args = tree_map_only(torch.Tensor, lambda t: self.cast(t, torch.float32), args)
-            kwargs = tree_map_only(torch.Tensor, lambda t: self.cast(t, torch.float32), kwargs)
-        return func(*args, **kwargs)
-
-
-AC = Autocast()
+AC = Autocast(LOW, HALF, FP32)
 IN_FORWARD = [False]
 
 
