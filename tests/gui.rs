@@ -1228,3 +1228,21 @@ fn fsdp_and_its_code_are_chosen_in_the_parallel_section() {
     let e = vramscope::estimate::estimate(&sc).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(e.gradients, grads(&h));
 }
+
+/// When the current batch fits above the largest micro-batch (a smaller one runs out of blocks in
+/// the allocator replay), the headline says so instead of contradicting the verdict.
+#[test]
+fn the_largest_batch_line_explains_a_fitting_batch_above_it() {
+    use vramscope::gui::derived::Computed;
+    use vramscope::gui::panels::headline::max_batch_text;
+    let s = Settings { batch: 3, ..Settings::default() };
+    let mut c = Computed::new(&s).unwrap();
+    assert!(c.fits());
+    let plain = max_batch_text(&c);
+    assert!(!plain.contains("finds no free block"), "{plain}");
+    // as the replay answers when batch 2 fragments the cache and 3 does not
+    c.max_batch = Some(1);
+    let text = max_batch_text(&c);
+    assert!(text.starts_with("Largest micro-batch that fits: 1 "), "{text}");
+    assert!(text.contains("micro-batch 2 finds no free block"), "{text}");
+}

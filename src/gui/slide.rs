@@ -59,10 +59,7 @@ fn draw(ui: &mut egui::Ui, c: &Computed, settings: &Settings) {
                 RichText::new(t.peak_at_tpl.replace("{what}", &panels::headline::peak_moment(c))).size(17.0),
             );
         });
-        let mb = match c.max_batch {
-            Some(b) => format!("{}: {b}", t.max_batch),
-            None => t.max_batch_none.to_owned(),
-        };
+        let mb = panels::headline::max_batch_text(c);
         ui.label(RichText::new(mb).size(15.0));
         ui.add_space(8.0);
         let footer_h = 40.0;

@@ -145,6 +145,9 @@ pub struct Strings {
     pub peak_at: &'static str,
     pub max_batch: &'static str,
     pub max_batch_none: &'static str,
+    /// After the largest micro-batch when the current, larger one fits: `{next}` is the batch
+    /// after the largest, which the allocator replay cannot place.
+    pub max_batch_above_tpl: &'static str,
     pub why_title: &'static str,
     pub why_hint: &'static str,
     pub at_the_peak: &'static str,
@@ -390,6 +393,7 @@ pub const EN: Strings = Strings {
     peak_at: "peak at",
     max_batch: "Largest micro-batch that fits",
     max_batch_none: "Even micro-batch 1 does not fit",
+    max_batch_above_tpl: "(with every smaller one; micro-batch {next} finds no free block in the allocator replay, this one does)",
     why_title: "Why this much?",
     why_hint: "Hover a bar segment or a row for the formula with your numbers.",
     at_the_peak: "at the peak",

@@ -138,6 +138,7 @@ pub const ZH: super::strings::Strings = super::strings::Strings {
     peak_at: "峰值出现在",
     max_batch: "可容纳的最大微批次",
     max_batch_none: "即使微批次为 1 也无法容纳",
+    max_batch_above_tpl: "（更小的微批次也都放得下；微批次 {next} 在分配器重放中找不到空闲块，当前这个可以）",
     why_title: "为什么需要这么多？",
     why_hint: "鼠标悬停在柱状图分段或表格行上，可查看代入当前数值的公式。",
     at_the_peak: "（峰值时）",

@@ -17,6 +17,19 @@ fn phrase(ui: &mut egui::Ui, text: RichText) -> egui::Response {
     ui.add(egui::Label::new(text).wrap_mode(egui::TextWrapMode::Extend))
 }
 
+/// "Largest micro-batch that fits: N", saying so when the current batch fits above it (a smaller
+/// one runs out of blocks in the allocator replay: fragmentation near the card).
+pub fn max_batch_text(c: &Computed) -> String {
+    let t = tr();
+    match c.max_batch {
+        Some(b) if c.fits() && c.scenario.batch > b => {
+            format!("{}: {b} {}", t.max_batch, t.max_batch_above_tpl.replace("{next}", &(b + 1).to_string()))
+        }
+        Some(b) => format!("{}: {b}", t.max_batch),
+        None => t.max_batch_none.to_owned(),
+    }
+}
+
 /// "does it fit" in words: "fits, 2.9 GiB free", "does NOT fit, 4.1 GiB short".
 pub fn verdict(c: &Computed) -> String {
     let t = tr();
@@ -100,10 +113,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings, presentation: bo
         )
         .on_hover_text(t.unvalidated_tip);
     }
-    let mb = match c.max_batch {
-        Some(b) => format!("{}: {b}", t.max_batch),
-        None => t.max_batch_none.to_owned(),
-    };
+    let mb = max_batch_text(c);
     let on = t.model_on_gpu.replace("{model}", &settings.model_name()).replace(
         "{gpu}",
         &match c.scenario.parallel.world() {
