@@ -441,10 +441,9 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
                 // a checkpointed block's forward runs its ops without keeping their outputs: the
                 // tensors its recompute will make come and go in the forward too
                 if let Some(&(at, len)) = recompute.get(j as usize).and_then(Option::as_ref) {
+                    let sizes = &growth_sizes[at as usize..(at + len) as usize];
                     let mut tmp = Pool::new(Vec::new());
-                    for &b in &growth_sizes[at as usize..(at + len) as usize] {
-                        r.push(&mut tmp, b);
-                    }
+                    r.grow(&mut tmp, sizes.iter().sum(), sizes);
                     r.set(&mut tmp, 0, false);
                 }
             }

@@ -6,17 +6,22 @@ use crate::gpu;
 use crate::model::preset::builtin;
 use crate::units::Precision;
 
-/// The case: a 13B full fine-tune in fp32 does not fit one 24 GB card. The path takes
-/// the seed's steps in order (mixed precision, checkpointing, 8-bit AdamW, sharding), each
-/// cumulative and measured, stops once it fits, and the headline is what the path delivers.
-#[test]
-fn a_13b_full_fine_tune_on_24_gb_becomes_a_fitting_plan() {
+/// Llama-2-13B full fine-tuning in fp32, batch 4 × 2048, no checkpointing, on an RTX 4090.
+fn fp32_13b_on_a_4090() -> (Scenario, gpu::Gpu) {
     let mut sc = Scenario::new(builtin("llama-2-13b").unwrap());
     sc.seq = 2048;
     sc.batch = 4;
     sc.precision = Precision::Fp32;
     sc.checkpointing = Checkpointing::None;
-    let gpu = gpu::find("rtx-4090").unwrap();
+    (sc, gpu::find("rtx-4090").unwrap())
+}
+
+/// The case: a 13B full fine-tune in fp32 does not fit one 24 GB card. The path takes
+/// the seed's steps in order (mixed precision, checkpointing, 8-bit AdamW, sharding), each
+/// cumulative and measured, stops once it fits, and the headline is what the path delivers.
+#[test]
+fn a_13b_full_fine_tune_on_24_gb_becomes_a_fitting_plan() {
+    let (sc, gpu) = fp32_13b_on_a_4090();
     let r = roadmap(&sc, &gpu).unwrap();
     assert!(r.total_before > gpu.memory_bytes());
     assert_eq!(r.max_batch_before, None);
@@ -61,12 +66,7 @@ fn cjk(s: &str) -> bool {
 /// frame too; English stays the default.
 #[test]
 fn the_roadmap_in_chinese_has_the_same_figures_and_chinese_texts() {
-    let mut sc = Scenario::new(builtin("llama-2-13b").unwrap());
-    sc.seq = 2048;
-    sc.batch = 4;
-    sc.precision = Precision::Fp32;
-    sc.checkpointing = Checkpointing::None;
-    let gpu = gpu::find("rtx-4090").unwrap();
+    let (sc, gpu) = fp32_13b_on_a_4090();
     let en = roadmap(&sc, &gpu).unwrap();
     assert_eq!(roadmap_in(&sc, &gpu, 0.0, Lang::En).unwrap(), en);
     let zh = roadmap_in(&sc, &gpu, 0.0, Lang::ZhCn).unwrap();
