@@ -713,24 +713,37 @@ fn the_step_replay_stays_near_an_exact_allocation_trace_of_the_same_step() {
 }
 
 /// Exact allocation traces of a transformers causal LM's training steps (`trace_causal.py`:
-/// Llama-3.2-1B, seq 2048, AdamW foreach, three steps, every storage in order) replayed through
-/// the allocator model, against the estimator's replay of the same scenario: the peaks allocated
-/// agree (the walk is exact), and the reserved peaks (what the cache keeps) within 8 %.
+/// Llama-3.2-1B, seq 2048, AdamW foreach, three steps, every storage in order; transformers' loss
+/// or torchtune's chunked one, the optimizer after or in backward) replayed through the allocator
+/// model, against the estimator's replay of the same scenario: the peaks allocated agree (the
+/// walk is exact), and the reserved peaks (what the cache keeps) within 8 % (10 % with the
+/// optimizer in backward).
 #[test]
 fn the_llm_step_replay_stays_near_exact_traces_of_the_same_steps() {
-    for (file, precision, batch, ckpt) in [
-        ("llama-3.2-1b-bf16-b1.trace", Precision::Bf16, 1, Checkpointing::None),
-        ("llama-3.2-1b-bf16-b2.trace", Precision::Bf16, 2, Checkpointing::None),
-        ("llama-3.2-1b-bf16-ckpt-b2.trace", Precision::Bf16, 2, Checkpointing::Full),
-        ("llama-3.2-1b-bf16-ckpt-b5.trace", Precision::Bf16, 5, Checkpointing::Full),
-        ("llama-3.2-1b-bf16-amp-ckpt-b2.trace", Precision::Bf16Amp, 2, Checkpointing::Full),
-        ("llama-3.2-1b-bf16-amp-ckpt-b5.trace", Precision::Bf16Amp, 5, Checkpointing::Full),
+    use Checkpointing::{Full, None as NoCkpt};
+    let (hf, chunked) = (Loss::Hf, Loss::Chunked { chunks: 8 });
+    let mut failed = Vec::new();
+    for (file, precision, batch, ckpt, loss, in_backward) in [
+        ("llama-3.2-1b-bf16-b1.trace", Precision::Bf16, 1, NoCkpt, hf, false),
+        ("llama-3.2-1b-bf16-b2.trace", Precision::Bf16, 2, NoCkpt, hf, false),
+        ("llama-3.2-1b-bf16-ckpt-b2.trace", Precision::Bf16, 2, Full, hf, false),
+        ("llama-3.2-1b-bf16-ckpt-b5.trace", Precision::Bf16, 5, Full, hf, false),
+        ("llama-3.2-1b-bf16-amp-ckpt-b2.trace", Precision::Bf16Amp, 2, Full, hf, false),
+        ("llama-3.2-1b-bf16-amp-ckpt-b5.trace", Precision::Bf16Amp, 5, Full, hf, false),
+        // torchtune's chunked loss and optimizer in backward
+        ("llama-3.2-1b-bf16-b1-chunked8.trace", Precision::Bf16, 1, NoCkpt, chunked, false),
+        ("llama-3.2-1b-bf16-b1-chunked8-inbwd.trace", Precision::Bf16, 1, NoCkpt, chunked, true),
+        ("llama-3.2-1b-bf16-ckpt-b2-chunked8.trace", Precision::Bf16, 2, Full, chunked, false),
+        ("llama-3.2-1b-bf16-ckpt-b2-chunked8-inbwd.trace", Precision::Bf16, 2, Full, chunked, true),
+        ("llama-3.2-1b-bf16-ckpt-b2-inbwd.trace", Precision::Bf16, 2, Full, hf, true),
     ] {
         let mut sc = load("tests/data/truth/configs/llama3.2-1b.json");
         sc.seq = 2048;
         sc.batch = batch;
         sc.precision = precision;
         sc.checkpointing = ckpt;
+        sc.stack.loss = loss;
+        sc.stack.optimizer_in_backward = in_backward;
         let (_, replay) = estimate_reserved(&sc, None).unwrap_or_else(|err| panic!("{err}"));
         let path = format!("tests/data/truth/alloc_trace/{file}");
         let (alloc, reserved) = replay_trace(&path, sc.overhead.workspace_bytes);
@@ -743,7 +756,16 @@ fn the_llm_step_replay_stays_near_exact_traces_of_the_same_steps() {
             ours / GIB,
             100.0 * (ours / trace - 1.0)
         );
-        assert!((replay.peak_allocated as f64 / alloc as f64 - 1.0).abs() < 0.005, "{file}");
-        assert!((ours / trace - 1.0).abs() < 0.08, "{file}: {:.2} vs {:.2} GiB", ours / GIB, trace / GIB);
+        if (replay.peak_allocated as f64 / alloc as f64 - 1.0).abs() >= 0.005 {
+            failed.push(format!("{file}: allocated {} vs {alloc}", replay.peak_allocated));
+        }
+        // an optimizer in backward makes each parameter's states in the first backward, among
+        // the activations; the replay spreads them over its backward events (whole tensors, the
+        // last parameters first), which places them less exactly
+        let bound = if in_backward { 0.10 } else { 0.08 };
+        if (ours / trace - 1.0).abs() >= bound {
+            failed.push(format!("{file}: reserved {:.2} vs {:.2} GiB", ours / GIB, trace / GIB));
+        }
     }
+    assert!(failed.is_empty(), "{failed:#?}");
 }

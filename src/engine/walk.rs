@@ -3,7 +3,7 @@
 //! (checkpointing, pipeline stages, candidate moments of the peak).
 
 use super::ops::{Graph, OpRecord, Shared, T};
-use crate::estimate::activations::{ActivationModel, Ctx, Kernel, LayerMix};
+use crate::estimate::activations::{ActivationModel, Ctx, HeadPieces, Kernel, LayerMix, Pieces};
 use crate::estimate::saved::{Cat, Saved};
 use crate::model::{Family, TransformerSpec, families};
 
@@ -301,6 +301,56 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         }
         (false, _) => (0, 0),
     };
+    // the tensors of those transients, as the formulas above make them: a piece of logits in the
+    // compute dtype (`low`), its fp32 copy or log-softmax (`f32`); `up`: an fp32 copy exists
+    let up = u64::from(c != 4);
+    let (low, f32) = (chunk * v * c, chunk * v * 4);
+    let (ce_low, ce_f32) = (ce_chunk * v * c, ce_chunk * v * 4);
+    let whole = |e: u64| Pieces::of(t * v * e, 2);
+    let logits_head = matches!(m.head, crate::model::Head::CausalLm | crate::model::Head::MaskedLm);
+    let head_pieces = if !logits_head {
+        HeadPieces::default()
+    } else {
+        HeadPieces {
+            forward: match (m.family, ctx.loss) {
+                _ if ctx.compiled_loss && m.family != Family::Megatron => Pieces::default(),
+                (Family::Megatron | Family::Bert | Family::Vit, _) | (_, Loss::Hf) => {
+                    Pieces::two(t * v * c, 1, t * v * 4, if m.family == Family::Megatron { 1 } else { up })
+                }
+                (_, Loss::Chunked { .. }) => Pieces::two(low, pieces, f32, up),
+                (_, Loss::ChunkedNative { .. }) => Pieces::of(low, pieces * up),
+                (_, Loss::FusedLinearCe) => Pieces::of(low, 1),
+                (_, Loss::LinearCe { .. }) => Pieces::two(ce_low, 1, ce_f32, up),
+            },
+            saved: match (m.family, ctx.loss) {
+                (Family::Megatron | Family::Bert | Family::Vit, _) | (_, Loss::Hf) if !ctx.compiled_loss => {
+                    t * v * 4
+                }
+                _ if ctx.compiled_loss => low,
+                (_, Loss::Chunked { .. } | Loss::ChunkedNative { .. }) => f32,
+                (_, Loss::LinearCe { .. }) => ce_f32,
+                (_, Loss::FusedLinearCe) => 0,
+                (_, Loss::Hf) => t * v * 4,
+            },
+            loss_backward: match (m.family, m.head, ctx.loss) {
+                (Family::Bert, crate::model::Head::MaskedLm, _) => whole(if ctx.amp { 4 } else { c }),
+                (Family::Bert, _, _) => Pieces::of(ctx.b * v * 4, 2),
+                (_, _, _) if v == 0 => Pieces::default(),
+                (Family::Megatron | Family::Vit, _, _) => whole(4),
+                (_, _, _) if ctx.compiled_loss => Pieces::of(low, 1),
+                (_, _, Loss::Hf) => whole(4),
+                (_, _, Loss::Chunked { .. }) => Pieces::two(f32, 2, low, up),
+                (_, _, Loss::ChunkedNative { .. }) => Pieces::of(f32, 2),
+                (_, _, Loss::FusedLinearCe) => Pieces::default(),
+                (_, _, Loss::LinearCe { .. }) => Pieces::two(ce_f32, 2, ce_low, up),
+            },
+            chunk_sum: match (sums_chunks, ctx.loss) {
+                (true, Loss::LinearCe { .. }) => Pieces::of(weight_grad, 3),
+                (true, _) => Pieces::two(weight_grad, 3, low, pieces - 2),
+                (false, _) => Pieces::default(),
+            },
+        }
+    };
     ActivationModel {
         mix: if n_kinds > 1 { mix } else { LayerMix::default() },
         full_layer,
@@ -319,6 +369,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         head_forward_transient,
         head_chunk_sum_transient,
         head_chunk_kept,
+        head_pieces,
         infer_persistent,
         infer_layer_peak,
         infer_head_peak,

@@ -239,6 +239,8 @@ mod tests {
             candidate: false,
             alive: Snapshot::default(),
             tensors: [0; crate::engine::ops::OP_TENSORS],
+            pieces: Default::default(),
+            saved_piece: 0,
         };
         let e = ev(Some(17), "linear down_proj", Pass::OpBackward);
         assert_eq!(e.label(), "block 17 linear down_proj backward");

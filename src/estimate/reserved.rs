@@ -22,6 +22,7 @@
 //! replay's peak of reserved bytes, and the last step's reserved bytes are returned event by event
 //! for the timeline. The cuBLAS workspace is one allocation made at the first matmul.
 
+use super::activations::Pieces;
 use super::step::{Event, Pass, Timeline};
 use super::{Mode, Phase, Scenario, Snapshot};
 use crate::alloc::{Allocator, Config};
@@ -102,10 +103,6 @@ struct Pools {
     /// The largest tensor one op of a block keeps (the largest change of the activations at an
     /// op event): the size a block's transients are allocated in.
     op_tensor: u64,
-    /// The fp32 logits of transformers' loss path (`logits.float()`, its log-softmax, their
-    /// gradients: each one tensor of batch × positions × vocabulary × 4 bytes): what the head's
-    /// and the loss's saves and transients are allocated in (0: not that head).
-    logits: u64,
 }
 
 impl Pools {
@@ -267,20 +264,6 @@ fn growth_tensors(events: &[Event]) -> (Vec<(u32, u32)>, Vec<u64>) {
     (ranges, sizes)
 }
 
-/// Bytes of the fp32 logits transformers' causal-LM loss makes on this rank (`logits.float()`
-/// over batch × positions × its vocabulary slice), 0 for other heads and losses.
-fn hf_logits(sc: &Scenario) -> u64 {
-    let Some(t) = sc.model.transformer() else { return 0 };
-    let p = sc.parallel;
-    if sc.mode != Mode::Train
-        || sc.stack.loss != super::stack::Loss::Hf
-        || t.head != crate::model::Head::CausalLm
-    {
-        return 0;
-    }
-    sc.batch * (sc.seq / p.cp.max(1)) * t.vocab_size.div_ceil(p.tp.max(1)) * 4
-}
-
 /// Element counts of the parameter tensors and of the trainable ones (adapters under LoRA).
 fn tensor_sizes(sc: &Scenario) -> (Vec<u64>, Vec<u64>) {
     let groups = sc.model.param_groups();
@@ -380,8 +363,12 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
     // backward produces gradients from the last parameters to the first
     let reversed: Vec<u64> = trainable.iter().rev().copied().collect();
     let states_total = base.optimizer_states;
-    // two states a tensor, allocated one after the other (`_init_group`)
-    let doubled: Vec<u64> = trainable.iter().flat_map(|&n| [n, n]).collect();
+    // two states a tensor, allocated one after the other (`_init_group`); an optimizer in
+    // backward creates them in the first backward, as the gradients come (the last tensors first)
+    let oib = sc.stack.optimizer_in_backward;
+    let order: Box<dyn Iterator<Item = &u64>> =
+        if oib { Box::new(trainable.iter().rev()) } else { Box::new(trainable.iter()) };
+    let doubled: Vec<u64> = order.flat_map(|&n| [n, n]).collect();
     // a key and a value tensor per block
     let kv_tensors = 2 * sc.model.transformer().map_or(1, |t| t.num_layers.max(1));
     let mut p = Pools {
@@ -397,7 +384,6 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
             .map(|w| w[1].alive.activations.abs_diff(w[0].alive.activations))
             .max()
             .unwrap_or(0),
-        logits: hf_logits(sc),
     };
     let (growth, growth_sizes) = growth_tensors(events);
     // each checkpointed block's recompute, by block
@@ -429,6 +415,12 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
                 backward += 1;
             }
             let mut alive = if stepped { e.alive } else { Snapshot { optimizer_states: 0, ..e.alive } };
+            if first_step && oib && e.phase == Phase::Backward {
+                // each parameter's states are made by its hook in the first backward, block after
+                // block among the activations
+                let made = states_total as u128 * backward as u128 / backward_events.max(1) as u128;
+                alive.optimizer_states = p.states.whole(made as u64);
+            }
             if first_step && backward < backward_events {
                 // persistent gradients are first made by the first backward, block after block
                 // among its activations
@@ -475,37 +467,39 @@ fn apply(r: &mut Replay, e: &Event, alive: Snapshot, p: &mut Pools, growth: &[u6
     r.set(&mut p.states, alive.optimizer_states, true);
     p.set_grads(r, alive.gradients);
     r.set(&mut p.kv, alive.kv_cache, true);
-    // transformers' loss in the forward: the logits, then their fp32 copy, exist before the
-    // log-softmax output it saves
-    let head_forward = e.phase == Phase::Forward && e.block.is_none() && p.logits > 0;
+    // the loss in the forward: the logits (a piece a chunk), then an fp32 copy, exist before the
+    // log-softmax outputs it saves
+    let pieces = e.pieces != Pieces::default();
+    let head_forward = e.phase == Phase::Forward && e.block.is_none() && pieces;
     let mut tmp = Pool::new(Vec::new());
     if head_forward {
-        r.set_in(&mut tmp, alive.temporaries, p.logits, true);
+        r.grow(&mut tmp, alive.temporaries, &e.pieces.sizes(alive.temporaries));
     }
     if growth.is_empty() || alive.activations <= p.acts.bytes {
-        let piece = if e.block.is_none() { p.logits } else { 0 };
-        r.set_in(&mut p.acts, alive.activations, piece, false);
+        r.set_in(&mut p.acts, alive.activations, e.saved_piece, false);
     } else {
         r.grow(&mut p.acts, alive.activations, growth);
     }
     if alive.temporaries > 0 && !head_forward {
-        // the optimizer's per-tensor lists come tensor by tensor, in the parameters' order
-        // (`_foreach_sqrt` over the list; the gradients pool's sizes are in backward's, the
-        // reverse); a block's transients (its MLP's or attention's widest gradients) as tensors
-        // of the block's largest op tensor; the rest (the loss's logits gradients) as tensors of
-        // the fp32 logits
-        let sizes = if e.phase == Phase::OptimizerStep {
-            p.grads.sizes.iter().rev().copied().collect()
-        } else if e.block.is_some() && p.op_tensor > 0 {
-            vec![p.op_tensor]
+        // the head's and the loss's transients in the tensors the event names (pieces of
+        // logits, weight-sized gradients); the optimizer's per-tensor lists tensor by tensor, in
+        // the parameters' order (`_foreach_sqrt` over the list; the gradients pool's sizes are in
+        // backward's, the reverse); a block's transients (its MLP's or attention's widest
+        // gradients, at a block's events and at the backward's calibrated moments) as tensors of
+        // the block's largest op tensor; anything else as one tensor
+        if pieces {
+            r.grow(&mut tmp, alive.temporaries, &e.pieces.sizes(alive.temporaries));
         } else {
-            Vec::new()
-        };
-        tmp = Pool::new(sizes);
-        if tmp.sizes.is_empty() {
-            r.set_in(&mut tmp, alive.temporaries, p.logits, false);
-        } else {
-            r.set(&mut tmp, alive.temporaries, true);
+            let sizes = if e.phase == Phase::OptimizerStep {
+                p.grads.sizes.iter().rev().copied().collect()
+            } else if (e.block.is_some() || e.phase == Phase::Backward) && p.op_tensor > 0 {
+                vec![p.op_tensor]
+            } else {
+                Vec::new()
+            };
+            let listed = !sizes.is_empty();
+            tmp = Pool::new(sizes);
+            r.set(&mut tmp, alive.temporaries, listed);
         }
     }
     r.set(&mut tmp, 0, false);

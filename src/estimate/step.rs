@@ -10,7 +10,7 @@
 //! two block-level events, so they never exceed the block-level events around them, and the
 //! maximum of the detailed timeline is the estimate's peak by construction.
 
-use super::activations::ActivationModel;
+use super::activations::{ActivationModel, Pieces};
 use super::moments::{in_block, moment_in};
 use super::rank::Stage;
 use super::saved::Cat;
@@ -49,6 +49,14 @@ pub struct Event {
     /// after the last): the tensor sizes the allocator replay uses.
     #[serde(skip)]
     pub tensors: [u64; crate::engine::ops::OP_TENSORS],
+    /// The tensors the event's temporaries are made of (the head's and the loss's: pieces of
+    /// logits, weight-sized gradients); the default: one tensor.
+    #[serde(skip)]
+    pub pieces: Pieces,
+    /// The size of each tensor the event adds to the activations in (the loss's log-softmax a
+    /// piece of logits); 0: as one tensor (op events carry theirs in `tensors`).
+    #[serde(skip)]
+    pub saved_piece: u64,
 }
 
 impl Event {
@@ -254,7 +262,17 @@ fn ev(
     candidate: bool,
     alive: Snapshot,
 ) -> Event {
-    Event { phase, block, op, pass, candidate, alive, tensors: [0; crate::engine::ops::OP_TENSORS] }
+    Event {
+        phase,
+        block,
+        op,
+        pass,
+        candidate,
+        alive,
+        tensors: [0; crate::engine::ops::OP_TENSORS],
+        pieces: Pieces::default(),
+        saved_piece: 0,
+    }
 }
 
 /// Replays the step into `sink`.
@@ -438,7 +456,12 @@ fn train(p: &Parts, sink: &mut impl Sink) {
             Some(_) => ("final norm, LM head and loss", am.head_dequant),
             None => ("forward", 0),
         };
-        sink.push(ev(fwd, None, what, Pass::Step, false, with(acts + cache, base.gradients, temp)));
+        let pieces = am.head_pieces;
+        sink.push(Event {
+            pieces: pieces.forward,
+            saved_piece: pieces.saved,
+            ..ev(fwd, None, what, Pass::Step, false, with(acts + cache, base.gradients, temp))
+        });
     }
     if autocast_cache {
         // autocast caches the half copy of every weight until the autocast region ends; inside
@@ -446,7 +469,10 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         let cached = rc.checkpointed_blocks * cast_per_block;
         let temp = if stage.last() { am.head_forward_transient } else { 0 };
         let what = "end of forward (autocast weight cache)";
-        sink.push(ev(fwd, None, what, Pass::Step, true, with(acts + cached, base.gradients, temp)));
+        sink.push(Event {
+            pieces: am.head_pieces.forward,
+            ..ev(fwd, None, what, Pass::Step, true, with(acts + cached, base.gradients, temp))
+        });
     }
 
     // ---- backward
@@ -456,14 +482,10 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         } else {
             "loss and log-softmax backward"
         };
-        sink.push(ev(
-            bwd,
-            None,
-            what,
-            Pass::Step,
-            true,
-            with(acts, base.gradients, am.loss_backward_transient),
-        ));
+        sink.push(Event {
+            pieces: am.head_pieces.loss_backward,
+            ..ev(bwd, None, what, Pass::Step, true, with(acts, base.gradients, am.loss_backward_transient))
+        });
     }
     // optimizer in backward: each gradient is stepped and freed as soon as it is accumulated, so
     // gradients never add up; one parameter's gradient and its step temporary are the transient
@@ -480,14 +502,10 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         // before any head gradient reaches `.grad` (nothing stepped yet in backward)
         let what = "LM head backward: a chunk's weight gradient summed";
         let a = after_head + am.head_chunk_kept.min(acts - after_head);
-        sink.push(ev(
-            bwd,
-            None,
-            what,
-            Pass::Step,
-            true,
-            with(a, base.gradients, am.head_chunk_sum_transient),
-        ));
+        sink.push(Event {
+            pieces: am.head_pieces.chunk_sum,
+            ..ev(bwd, None, what, Pass::Step, true, with(a, base.gradients, am.head_chunk_sum_transient))
+        });
     }
     if stage.last() && p.spec.is_some() {
         let temp = match (oib, persist) {
@@ -497,7 +515,12 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         };
         // a 4-bit head dequantizes its weight again for the input's gradient
         let temp = temp.max(am.head_dequant);
-        sink.push(ev(bwd, None, "LM head backward", Pass::Step, false, with(after_head, grads, temp)));
+        // the head's gradient (or its summand, its step's temporary, its dequantized weight): a
+        // tensor of its own, not a block's transient
+        sink.push(Event {
+            pieces: Pieces::of(temp, 1),
+            ..ev(bwd, None, "LM head backward", Pass::Step, false, with(after_head, grads, temp))
+        });
     }
     let embed = if stage.first() { st.embed_grad_alloc } else { 0 };
     let per_block = st.grad_alloc.saturating_sub(head_grads + embed) / layers.max(1);
@@ -659,7 +682,10 @@ fn train(p: &Parts, sink: &mut impl Sink) {
     };
     // the embedding's new gradient is summed into the accumulated one last
     let embed_temp = if persist { embed } else { 0 };
-    sink.push(ev(bwd, None, what, Pass::Step, false, with(0, all_grads, embed_temp)));
+    sink.push(Event {
+        pieces: Pieces::of(embed_temp, 1),
+        ..ev(bwd, None, what, Pass::Step, false, with(0, all_grads, embed_temp))
+    });
     sink.push(ev(step, None, "optimizer step", Pass::Step, true, with(0, all_grads, st.optimizer_step_temp)));
     if sc.stack.keep_grads {
         let what = "zero_grad (set_to_none=False: zeroed in place, kept)";

@@ -2,7 +2,7 @@
 # Hugging Face Trainer + DeepSpeed: the Trainer hands precision and optimizer to the DeepSpeed config it names
 # Hugging Face Trainer + DeepSpeed: `fp16: {enabled: true}` keeps fp16 weights and gradients, with fp32 master weights and fp32 moments and a dynamic loss scale (the fp16-mixed recipe)
 # Hugging Face Trainer + DeepSpeed: Adam/AdamW runs as DeepSpeed's FusedAdam, a multi-tensor kernel with no foreach temporary (as `--optimizer adamw-fused`)
-# differs from the scenario in --optimizer adamw-fused: the framework's job is 31.97 GiB per GPU (vramscope estimate --model gpt3-175b-megatron --mode train --batch 1 --seq 2048 --precision fp16-mixed --optimizer adamw-fused --checkpoint selective --gpu a100-80gb --context-mib 500 --workspace-mib 32 --dp 4 --tp 8 --pp 8 --zero 1 --micro-batches 384 --sp), the scenario's 34.79 GiB
+# differs from the scenario in --optimizer adamw-fused: the framework's job is 31.96 GiB per GPU (vramscope estimate --model gpt3-175b-megatron --mode train --batch 1 --seq 2048 --precision fp16-mixed --optimizer adamw-fused --checkpoint selective --gpu a100-80gb --context-mib 500 --workspace-mib 32 --dp 4 --tp 8 --pp 8 --zero 1 --micro-batches 384 --sp), the scenario's 34.79 GiB
 import torch
 from transformers import AutoModelForCausalLM, TrainingArguments
 

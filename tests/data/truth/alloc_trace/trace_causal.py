@@ -11,7 +11,14 @@ differs from the CPU's: dropout as `native_dropout` (bool mask); SDPA as the fla
 no mask) or the memory-efficient one. The optimizer's `step` counters are CPU scalars on a GPU
 (not fused, not capturable), so the optimizer's 0-dim tensors are left out of the trace.
 
-Usage: python trace_causal.py CONFIG.json BATCH SEQ bf16|bf16-amp full|none STEPS OUT.trace
+torchtune's stack as `../pending_T/measure_T.diff` reimplements it (torchtune v0.7.0 @ bd2a0fc7):
+LOSS `chunked:N` is `CEWithChunkedOutputLoss` over the decoder's `chunked_output` (the output
+projection per `tensor_split` of the normed hidden state, the chunks' logits a list; labels
+shifted as torchtune's data pipeline shifts them; `del outputs` before backward, as the recipe's
+`_loss_step`); OPT `inbwd` is `OptimizerInBackward`: one AdamW (foreach) per parameter, stepped
+and `zero_grad`ed by its post-accumulate-grad hook.
+
+Usage: python trace_causal.py CONFIG.json BATCH SEQ bf16|bf16-amp full|none STEPS OUT.trace [hf|chunked:N] [after|inbwd]
 Writes lines 'a ID BYTES' and 'f ID' (and '# phase' marks), as trace_bert.py."""
 import sys
 
@@ -25,7 +32,11 @@ from transformers import AutoConfig, AutoModelForCausalLM
 from trace_common import Autocast, Trace
 
 cfg_path, batch, seq, prec, ckpt, steps, out = sys.argv[1:8]
+loss_kind = sys.argv[8] if len(sys.argv) > 8 else "hf"
+inbwd = len(sys.argv) > 9 and sys.argv[9] == "inbwd"
 batch, seq, steps = int(batch), int(seq), int(steps)
+chunks = int(loss_kind.split(":")[1]) if loss_kind.startswith("chunked:") else 0
+IGNORE_INDEX = -100
 amp = prec == "bf16-amp"
 LOW = torch.bfloat16
 
@@ -106,26 +117,59 @@ with FakeTensorMode():
             tr.track(p)
         for b in model.buffers():
             tr.track(b)
-        opt = torch.optim.AdamW(params, lr=1e-5, foreach=True)
+        if inbwd:
+            # torchtune OptimizerInBackward: an optimizer per parameter, stepped by its hook
+            opts = {}
+
+            def step_and_clear(p):
+                tr.optimizer = True
+                opts[p].step()
+                opts[p].zero_grad()
+                tr.optimizer = False
+
+            for p in params:
+                opts[p] = torch.optim.AdamW([p], lr=1e-5, foreach=True)
+                p.register_post_accumulate_grad_hook(step_and_clear)
+        else:
+            opt = torch.optim.AdamW(params, lr=1e-5, foreach=True)
+
+        def forward(ids):
+            if not chunks:
+                return model(input_ids=ids, labels=ids).loss
+            # CEWithChunkedOutputLoss over TransformerDecoder.chunked_output
+            h = model.model(input_ids=ids, use_cache=False).last_hidden_state
+            outputs = [model.lm_head(c) for c in h.tensor_split(chunks, dim=1)]
+            del h
+            labels = torch.hstack((ids[..., 1:], torch.full((batch, 1), IGNORE_INDEX, dtype=ids.dtype)))
+            total_elements = (labels != IGNORE_INDEX).sum()
+            labels = [t.reshape(-1) for t in labels.tensor_split(chunks, dim=1)]
+            logits = [c.reshape(-1, c.size(-1)) for c in outputs]
+            del outputs
+            total = 0.0
+            for lg, lb in zip(logits, labels):
+                total += F.cross_entropy(lg.float(), lb, ignore_index=IGNORE_INDEX, reduction="sum")
+            del logits, lg
+            return total / total_elements
         for step in range(steps):
             tr.mark(f"step {step} forward")
             ids = torch.randint(100, cfg.vocab_size, (batch, seq))
             if amp:
                 IN_FORWARD[0] = True
                 with AC:
-                    loss = model(input_ids=ids, labels=ids).loss
+                    loss = forward(ids)
                 AC.cache.clear()
                 IN_FORWARD[0] = False
             else:
-                loss = model(input_ids=ids, labels=ids).loss
+                loss = forward(ids)
             tr.mark(f"step {step} backward")
             loss.backward()
             del loss, ids
-            tr.mark(f"step {step} optimizer")
-            tr.optimizer = True
-            opt.step()
-            tr.optimizer = False
-            opt.zero_grad(set_to_none=True)
+            if not inbwd:
+                tr.mark(f"step {step} optimizer")
+                tr.optimizer = True
+                opt.step()
+                tr.optimizer = False
+                opt.zero_grad(set_to_none=True)
         tr.mark("end")
 with open(out, "w") as f:
     f.write("\n".join(tr.ev) + "\n")
