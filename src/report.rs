@@ -92,6 +92,8 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "overhead_terms": overhead_terms(sc, e),
             "paged_optimizer_states": e.paged_optimizer_states,
             "total": e.total,
+            // nvidia-smi with every paged state resident (the card permitting)
+            "total_with_paged_states": e.total + e.paged_optimizer_states,
         },
         "activations_by_kind": acts,
         // the process groups whose NCCL communicators the default NCCL term counts
@@ -216,7 +218,7 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
         out.push("not validated against measurement: the fused linear cross-entropy (Liger's grad_input kept from the forward; its early weight gradient is counted at the head's backward)".into());
     }
     if train && sc.optimizer.paged() {
-        out.push("paged optimizer: its states live in CUDA unified memory, outside PyTorch's allocator (max_memory_allocated); nvidia-smi counts them while resident, and the driver pages them to host memory under pressure".into());
+        out.push("paged optimizer: its states live in CUDA unified memory, outside PyTorch's allocator (max_memory_allocated) and outside the total the card must hold; nvidia-smi adds the part that is resident, up to the card, and the driver pages the rest to host memory (slower optimizer steps, not an OOM)".into());
     }
     if train
         && matches!(
@@ -477,14 +479,14 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     for (name, b, note) in terms.iter().filter(|t| t.1 > 0) {
         s += &format!("    · {name:<22}{}{note}\n", g(*b));
     }
+    s += &format!("  {:<26}{}\n", "total (nvidia-smi)", g(e.total));
     if e.paged_optimizer_states > 0 {
         s += &format!(
-            "  {:<26}{}   (unified memory: in nvidia-smi while resident, not in peak allocated)\n",
-            "paged optimizer states",
+            "  {:<26}{}   (unified memory: nvidia-smi adds what is resident, up to the card; the rest is paged to host memory)\n",
+            "+ paged optimizer states",
             g(e.paged_optimizer_states)
         );
     }
-    s += &format!("  {:<26}{}\n", "total (nvidia-smi)", g(e.total));
     if let Some(f) = fit {
         let cap = f.gpu.memory_bytes();
         let verdict = if f.fits {

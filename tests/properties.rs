@@ -71,7 +71,7 @@ proptest! {
             Ok(e) => {
                 prop_assert_eq!(e.activation_breakdown.total(), e.activations);
                 prop_assert_eq!(e.peak.alive.total(), e.peak_allocated);
-                prop_assert_eq!(e.total, e.peak_allocated + e.overhead + e.paged_optimizer_states);
+                prop_assert_eq!(e.total, e.peak_allocated + e.overhead);
                 prop_assert!(e.moments.iter().all(|m| m.alive.total() <= e.peak_allocated));
                 prop_assert!(e.peak_allocated >= e.parameters);
                 prop_assert!(e.trainable_params <= e.n_params + e.trainable_params);
@@ -215,7 +215,7 @@ proptest! {
         match estimate(&sc) {
             Ok(e) => {
                 prop_assert_eq!(e.peak.alive.total(), e.peak_allocated);
-                prop_assert_eq!(e.total, e.peak_allocated + e.overhead + e.paged_optimizer_states);
+                prop_assert_eq!(e.total, e.peak_allocated + e.overhead);
                 prop_assert!(e.stage.index < e.stage.stages.max(1));
             }
             Err(err) => prop_assert!(!err.to_string().is_empty()),

@@ -151,7 +151,7 @@ fn a_chunked_head_sums_one_weight_gradient_per_chunk_before_any_reaches_grad() {
 }
 
 #[test]
-fn paged_optimizer_states_leave_the_allocator_but_not_nvidia_smi() {
+fn paged_optimizer_states_leave_the_allocator_and_the_total_the_card_must_hold() {
     let mut sc = llama("llama-3.2-1b");
     sc.optimizer = Optimizer::Adamw8bit;
     let resident = estimate(&sc).unwrap();
@@ -164,7 +164,7 @@ fn paged_optimizer_states_leave_the_allocator_but_not_nvidia_smi() {
         paged.peak_allocated + paged.optimizer_states / 2
             < resident.peak_allocated + resident.optimizer_states
     );
-    assert_eq!(paged.total, paged.peak_allocated + paged.overhead + paged.paged_optimizer_states);
+    assert_eq!(paged.total, paged.peak_allocated + paged.overhead);
 }
 
 #[test]
@@ -183,7 +183,7 @@ fn the_replay_allocates_what_the_timeline_holds_and_reserves_at_least_that() {
         assert!(err < 0.005, "{name} {ck}: replay allocated {} vs {}", r.peak_allocated, expected);
         assert!(r.peak_reserved >= r.peak_allocated);
         assert_eq!(e.reserved, Some(r.peak_reserved));
-        assert_eq!(e.total, e.peak_allocated + e.overhead + e.paged_optimizer_states);
+        assert_eq!(e.total, e.peak_allocated + e.overhead);
         assert_eq!(r.ooms, 0);
         assert_eq!(r.per_event.len(), timeline(&sc).unwrap().events.len());
     }
@@ -490,4 +490,27 @@ fn fsdp1_flat_gradients_leave_the_cache_no_larger_for_a_smaller_micro_batch() {
         assert!(r.peak_reserved >= last, "mb {batch}: reserved {} after {last}", r.peak_reserved);
         last = r.peak_reserved;
     }
+}
+
+/// torchtune's full fine-tune of Llama-3.1-8B ran on a 24 GB RTX 4090 (published row 26a: 18.9 GiB
+/// peak allocated) with 15 GiB of paged 8-bit AdamW states: unified memory the driver pages to
+/// host memory, so the states never stop the step from fitting; without paging it does not fit.
+#[test]
+fn a_paged_optimizer_fits_where_its_states_would_not() {
+    let mut sc = llama("llama-3.1-8b");
+    sc.seq = 2048;
+    sc.batch = 2;
+    sc.precision = Precision::Bf16;
+    sc.checkpointing = Checkpointing::Full;
+    sc.stack = Framework::Torchtune.stack();
+    sc.stack.compiled_loss = true;
+    sc.stack.optimizer_in_backward = true;
+    sc.optimizer = Optimizer::PagedAdamw8bit;
+    let card = vramscope::gpu::find("rtx-4090").unwrap().memory_bytes();
+    let v = vramscope::fit::verdict(&sc, card).unwrap();
+    assert!(v.fits, "{} of {card}", v.estimate.total);
+    assert!(v.estimate.total + v.estimate.paged_optimizer_states > card);
+    assert_eq!(v.headroom(), card as i64 - v.estimate.total as i64);
+    sc.optimizer = Optimizer::Adamw8bit;
+    assert!(!vramscope::fit::fits(&sc, card));
 }

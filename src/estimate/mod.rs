@@ -169,10 +169,12 @@ pub struct Estimate {
     /// `torch.cuda.max_memory_reserved()` from the caching-allocator replay (set by
     /// [`estimate_reserved`]; `None` from [`estimate`], whose overhead uses the flat reserve fraction).
     pub reserved: Option<u64>,
-    /// Optimizer states in CUDA unified memory (paged optimizers): outside `peak_allocated`,
-    /// inside nvidia-smi's used while resident.
+    /// Optimizer states in CUDA unified memory (paged optimizers): outside `peak_allocated` and
+    /// `total`; nvidia-smi adds the part that is resident, up to the card, and the driver pages
+    /// the rest to host memory, so they never stop a step from fitting.
     pub paged_optimizer_states: u64,
-    /// `peak_allocated + overhead + paged_optimizer_states`: what nvidia-smi would show.
+    /// `peak_allocated + overhead`: what the step needs on the card, and what nvidia-smi shows
+    /// (plus resident paged optimizer states).
     pub total: u64,
     /// The pipeline stage this (most loaded) rank runs.
     pub stage: Stage,
@@ -533,7 +535,7 @@ fn replay_timeline(
     let cache = r.peak_reserved.saturating_sub(e.peak_allocated);
     e.reserved = Some(r.peak_reserved);
     e.overhead = outside + cache.max(o.workspace_bytes);
-    e.total = e.peak_allocated + e.overhead + e.paged_optimizer_states;
+    e.total = e.peak_allocated + e.overhead;
     (tl, r)
 }
 
@@ -741,7 +743,7 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
         overhead,
         reserved: None,
         paged_optimizer_states: st.paged_bytes,
-        total: peak_allocated + overhead + st.paged_bytes,
+        total: peak_allocated + overhead,
         stage: *stage,
         cpu_bytes,
         nvme_bytes,
