@@ -297,11 +297,19 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
             component: Component::OptimizerStates,
             formula: formula.into(),
             substituted: format!(
-                "{} {} × {per}{} = {}",
+                "{} {} × {per}{} = {}{}",
                 sc.optimizer.name(),
                 human_count(e.trainable_params),
                 shard(1),
-                g(e.optimizer_states)
+                g(e.optimizer_states),
+                if e.paged_optimizer_states > 0 {
+                    lang.pick(
+                        " in unified memory, paged to host memory as the card needs: not on the card's total",
+                        "，位于统一内存，显存不够时分页到主机内存：不计入显卡上的总量",
+                    )
+                } else {
+                    ""
+                }
             ),
             bytes: Component::OptimizerStates.at_peak(e),
         });

@@ -511,6 +511,14 @@ fn a_paged_optimizer_fits_where_its_states_would_not() {
     assert!(v.fits, "{} of {card}", v.estimate.total);
     assert!(v.estimate.total + v.estimate.paged_optimizer_states > card);
     assert_eq!(v.headroom(), card as i64 - v.estimate.total as i64);
+    // the "Why" row says where the states are, in both languages
+    for (lang, words) in
+        [(vramscope::i18n::Lang::En, "unified memory"), (vramscope::i18n::Lang::ZhCn, "统一内存")]
+    {
+        let rows = vramscope::explain::explain_in(&sc, &v.estimate, lang);
+        let row = rows.iter().find(|r| r.component == vramscope::explain::Component::OptimizerStates);
+        assert!(row.is_some_and(|r| r.substituted.contains(words)), "{lang:?}");
+    }
     sc.optimizer = Optimizer::Adamw8bit;
     assert!(!vramscope::fit::fits(&sc, card));
 }
