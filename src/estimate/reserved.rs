@@ -366,9 +366,8 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
     // two states a tensor, allocated one after the other (`_init_group`); an optimizer in
     // backward creates them in the first backward, as the gradients come (the last tensors first)
     let oib = sc.stack.optimizer_in_backward;
-    let order: Box<dyn Iterator<Item = &u64>> =
-        if oib { Box::new(trainable.iter().rev()) } else { Box::new(trainable.iter()) };
-    let doubled: Vec<u64> = order.flat_map(|&n| [n, n]).collect();
+    let order = if oib { &reversed } else { &trainable };
+    let doubled: Vec<u64> = order.iter().flat_map(|&n| [n, n]).collect();
     // a key and a value tensor per block
     let kv_tensors = 2 * sc.model.transformer().map_or(1, |t| t.num_layers.max(1));
     let mut p = Pools {
