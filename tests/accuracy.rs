@@ -319,3 +319,43 @@ fn generate_rows_are_within_bounds() {
     assert!(n >= 8, "generate rows missing");
     assert!(failures.is_empty(), "out of bounds:\n{}", failures.join("\n"));
 }
+
+/// Group V (`measure_softmax_before_1_11.py`): the same steps with softmax's and log_softmax's
+/// autograd nodes keeping their input beside their output, as PyTorch did before 1.11
+/// (pytorch/pytorch#65242). The measurement runs today's `mean()`, so the estimator's 1.10 class
+/// must add exactly the measured bytes over its 1.11-2.1 class (the two differ by that rule
+/// alone), and today's class must give today's measurement.
+#[test]
+fn softmax_before_1_11_keeps_exactly_the_measured_inputs() {
+    use vramscope::estimate::Torch;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/truth");
+    let text = std::fs::read_to_string(dir.join("reference_V.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert!(rows.len() >= 18, "{} rows", rows.len());
+    for r in rows {
+        let case = r["case"].as_str().unwrap();
+        let act = |torch| {
+            let mut sc = scenario(r);
+            sc.stack.torch = torch;
+            estimate(&sc).unwrap_or_else(|err| panic!("{case}: {err}")).activations
+        };
+        let (now, old) = (
+            r["activation_saved_bytes"].as_u64().unwrap(),
+            r["activation_saved_bytes_before_1_11"].as_u64().unwrap(),
+        );
+        assert_eq!(act(Torch::Current), now, "{case}: today's saves");
+        if r["attn"] == "sdpa" {
+            // PyTorch 1.10 has no SDPA: the estimate walks eager attention (the measured SDPA
+            // control, whose only extra tensor is the loss's input, is covered by the eager rows)
+            let mut eager = scenario(r);
+            eager.stack.torch = Torch::Before1_11;
+            eager.attention = AttentionImpl::Eager;
+            assert_eq!(act(Torch::Before1_11), estimate(&eager).unwrap().activations, "{case}");
+            continue;
+        }
+        let added = act(Torch::Before1_11) - act(Torch::Before2_2);
+        println!("{case}: softmax inputs kept {added} B predicted, {} B measured", old - now);
+        assert_eq!(added, old - now, "{case}: the inputs softmax and log_softmax keep");
+    }
+}

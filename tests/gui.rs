@@ -567,7 +567,22 @@ fn the_presentation_layout_holds_on_a_projector() {
             assert!(screen.contains_rect(why.shrink(1.0)), "{what}: {why:?} leaves {screen:?}");
             let (rect, labels): (egui::Rect, Labels) =
                 harness.ctx.data(|d| d.get_temp(labels_id())).unwrap_or_else(|| panic!("{what}: no chart"));
+            eprintln!(
+                "DBG {what}: chart {:.0} plot {:.0}",
+                rect.height(),
+                harness
+                    .ctx
+                    .data(|d| d.get_temp::<egui::Rect>(vramscope::gui::panels::curves::plot_id()))
+                    .map_or(0.0, |r| r.height())
+            );
             assert!(rect.width() >= 380.0 && rect.height() >= 200.0, "{what}: chart {rect:?}");
+            // the what-if curve under it keeps room for its axis labels and legend
+            let plot: egui::Rect = harness
+                .ctx
+                .data(|d| d.get_temp(vramscope::gui::panels::curves::plot_id()))
+                .unwrap_or_else(|| panic!("{what}: no what-if plot"));
+            assert!(plot.height() >= 100.0, "{what}: the what-if plot is {} points high", plot.height());
+            assert!(screen.contains_rect(plot.shrink(1.0)), "{what}: {plot:?} leaves {screen:?}");
             let all = labels.all();
             for (i, a) in all.iter().enumerate() {
                 assert!(rect.contains_rect(*a), "{what}: {a:?} leaves the chart {rect:?}");
@@ -1133,7 +1148,7 @@ fn inference_can_be_hf_generate_and_the_command_gives_its_numbers() {
 fn litgpt_shows_its_model_code_and_the_pytorch_release() {
     use vramscope::estimate::{ModelCode, Torch};
     let mut h = harness();
-    assert!(h.query_by_label("PyTorch before 2.2").is_none(), "hidden under transformers' defaults");
+    assert!(h.query_by_label("PyTorch release").is_none(), "hidden under transformers' defaults");
     h.get_by_role_and_label(Role::ComboBox, "Framework").click();
     h.run();
     h.get_by_label("litgpt").click_accesskit();
@@ -1141,11 +1156,27 @@ fn litgpt_shows_its_model_code_and_the_pytorch_release() {
     assert_eq!(h.state().state.settings.stack.model_code, ModelCode::Litgpt);
     let acts = |h: &Harness<'_, VramApp>| shown(h).activations;
     let before = acts(&h);
-    h.get_by_role_and_label(Role::CheckBox, "PyTorch before 2.2").click_accesskit();
-    h.run();
+    let pick = |h: &mut Harness<'_, VramApp>, item: &str| {
+        // (the menu may still be open from the last pick)
+        if h.query_by_label(item).is_none() {
+            h.get_by_role_and_label(Role::ComboBox, "PyTorch release").click_accesskit();
+            h.run();
+        }
+        h.get_by_label(item).click_accesskit();
+        h.run();
+    };
+    pick(&mut h, "PyTorch 1.11 - 2.1");
     assert_eq!(h.state().state.settings.stack.torch, Torch::Before2_2);
     // the final norm's mean keeps its squared input too
-    assert!(acts(&h) > before, "{} -> {}", before, acts(&h));
+    let mean = acts(&h);
+    assert!(mean > before, "{before} -> {mean}");
+    // before 1.11 every softmax keeps its input as well (tests/accuracy.rs measures it); PyTorch
+    // 1.10 has no SDPA, so the attention shown becomes the eager attention walked
+    let sdpa = h.state().state.settings.attention;
+    pick(&mut h, "PyTorch 1.10 or older");
+    assert_eq!(h.state().state.settings.stack.torch, Torch::Before1_11);
+    assert_eq!(sdpa, vramscope::estimate::AttentionImpl::Sdpa);
+    assert_eq!(h.state().state.settings.attention, vramscope::estimate::AttentionImpl::Eager);
 }
 
 #[test]

@@ -7,6 +7,8 @@
 //! caching allocator's reserved bytes (the replay) with nvidia-smi's used memory; "alloc" rows
 //! compare `peak_allocated` with `torch.cuda.max_memory_allocated()`.
 
+mod common;
+
 use vramscope::estimate::{
     AttentionImpl, BaseQuant, Checkpointing, Framework, FsdpMode, Lora, Loss, Mode, ModelCode, Offload,
     Optimizer, Scenario, Torch, estimate_reserved,
@@ -61,6 +63,9 @@ fn bert(precision: Precision, batch: u64, gc: bool, optimizer: Optimizer) -> Sce
     sc.overhead.workspace_bytes = 8 << 20;
     sc.stack = Framework::HfTrainer.stack();
     sc.stack.keep_grads = true;
+    // the page does not name its PyTorch; its figures date from its first version (early 2022,
+    // unchanged since), before PyTorch 1.11 (March 2022): softmax's node keeps its input too
+    sc.stack.torch = Torch::Before1_11;
     if batch == 1 {
         sc.stack.grad_accum = 4;
     }
@@ -104,30 +109,6 @@ fn litgpt_fsdp(model: &str, seq: u64, batch: u64, devices: u64) -> Scenario {
     sc.parallel.dp = devices;
     sc.parallel.fsdp = Some(FsdpMode::FullShard);
     sc.stack.grad_accum = (128 / batch) as u32;
-    sc
-}
-
-/// torchtune's Llama-3.1-8B single-device recipes on an RTX 4090: batch 2 × 2048 packed,
-/// activation checkpointing, chunked loss.
-fn torchtune(lora: bool, nf4: bool) -> Scenario {
-    let mut sc = load("llama-3.1-8b");
-    sc.seq = 2048;
-    sc.batch = 2;
-    sc.precision = Precision::Bf16;
-    sc.checkpointing = Checkpointing::Full;
-    sc.stack = Framework::Torchtune.stack();
-    // the README's table was measured with `compile=True`: the loss is compiled
-    sc.stack.compiled_loss = true;
-    if lora {
-        sc.lora = Some("8:q,v,o,gate,up,down".parse().unwrap_or_else(|e| panic!("{e}")));
-        sc.optimizer = Optimizer::AdamwFused;
-        if nf4 {
-            sc.base_quant = BaseQuant::Nf4;
-        }
-    } else {
-        sc.optimizer = Optimizer::PagedAdamw8bit;
-        sc.stack.optimizer_in_backward = true;
-    }
     sc
 }
 
@@ -207,14 +188,11 @@ fn rows() -> Vec<Row> {
         bound: 0.10,
         why: "",
     };
-    // rows 3, 5a, 6a and 7a (no checkpointing, batch 4) are all 8-12 % under nvidia-smi, the
-    // checkpointed rows within 4 %
-    let many = "not identified (the non-checkpointed batch-4 rows 3, 5a, 6a and 7a are all 8-12 % low): exact allocation traces of these steps (every storage, tests/data/truth/alloc_trace) replayed through the same allocator model reserve less than the estimator's replay does, so neither the steps' tensors nor the modelled allocator rules explain the 1.2-1.7 GiB more nvidia-smi showed";
     vec![
         bert_row("3", "fp32 AdamW b4", 14949.0, bert(Fp32, 4, false, AdamwLoop), 0.10, ""),
         bert_row("4a", "fp32 AdamW b1 (GA 4)", 8681.0, bert(Fp32, 1, false, AdamwLoop), 0.10, ""),
         bert_row("4b", "fp32 AdamW b1 (GA 4) + GC", 6775.0, bert(Fp32, 1, true, AdamwLoop), 0.10, ""),
-        bert_row("5a", "fp16 AMP AdamW b4", 13939.0, bert(Fp16Amp, 4, false, AdamwLoop), 0.15, many),
+        bert_row("5a", "fp16 AMP AdamW b4", 13939.0, bert(Fp16Amp, 4, false, AdamwLoop), 0.10, ""),
         bert_row(
             "5b",
             "fp16 AMP AdamW b1 (GA 4) + GC",
@@ -232,7 +210,7 @@ fn rows() -> Vec<Row> {
             0.10,
             "Adafactor's update temporaries are modelled per tensor, not measured",
         ),
-        bert_row("7a", "fp32 Adam8bit b4", 13085.0, bert(Fp32, 4, false, Adamw8bit), 0.12, many),
+        bert_row("7a", "fp32 Adam8bit b4", 13085.0, bert(Fp32, 4, false, Adamw8bit), 0.10, ""),
         bert_row(
             "7b",
             "fp16 AMP Adam8bit b1 (GA 4) + GC",
@@ -535,7 +513,7 @@ fn rows() -> Vec<Row> {
             settings: "Llama-3.1-8B full FT, torchtune, paged AdamW8bit in backward".into(),
             published: 18.9,
             unit: Unit::AllocGib,
-            sc: torchtune(false, false),
+            sc: common::torchtune_8b(false, false),
             bound: 0.10,
             why: "",
         },
@@ -544,7 +522,7 @@ fn rows() -> Vec<Row> {
             settings: "Llama-3.1-8B LoRA, torchtune".into(),
             published: 16.2,
             unit: Unit::AllocGib,
-            sc: torchtune(true, false),
+            sc: common::torchtune_8b(true, false),
             bound: 0.10,
             why: "",
         },
@@ -553,7 +531,7 @@ fn rows() -> Vec<Row> {
             settings: "Llama-3.1-8B QLoRA (torchao NF4), torchtune".into(),
             published: 7.4,
             unit: Unit::AllocGib,
-            sc: torchtune(true, true),
+            sc: common::torchtune_8b(true, true),
             bound: 0.10,
             why: "",
         },
@@ -687,28 +665,41 @@ fn replay_trace(path: &str, workspace: u64) -> (u64, u64) {
 #[test]
 fn the_step_replay_stays_near_an_exact_allocation_trace_of_the_same_step() {
     // rows 3 and 5a: the estimator's replay (tensors by category, one allocation per op's saves)
-    // against every storage of the real step, both through the same allocator model
-    for (file, precision, published) in [
-        ("bert-large-seqcls-fp32-b4.trace", Precision::Fp32, 14949.0),
-        ("bert-large-seqcls-fp16amp-b4.trace", Precision::Fp16Amp, 13939.0),
+    // against every storage of the real step, both through the same allocator model, under
+    // today's PyTorch and under 1.10 (whose softmax keeps its input: `trace_bert.py ... torch1.10`)
+    for (file, precision, torch, published) in [
+        ("bert-large-seqcls-fp32-b4.trace", Precision::Fp32, Torch::Current, 14949.0),
+        ("bert-large-seqcls-fp16amp-b4.trace", Precision::Fp16Amp, Torch::Current, 13939.0),
+        ("bert-large-seqcls-fp32-b4-torch1.10.trace", Precision::Fp32, Torch::Before1_11, 14949.0),
+        ("bert-large-seqcls-fp16amp-b4-torch1.10.trace", Precision::Fp16Amp, Torch::Before1_11, 13939.0),
     ] {
-        let sc = bert(precision, 4, false, Optimizer::AdamwLoop);
+        let mut sc = bert(precision, 4, false, Optimizer::AdamwLoop);
+        sc.stack.torch = torch;
         let (_, replay) = estimate_reserved(&sc, None).unwrap_or_else(|err| panic!("{err}"));
         let path = format!("tests/data/truth/alloc_trace/{file}");
         let (alloc, reserved) = replay_trace(&path, sc.overhead.workspace_bytes);
         let (ours, trace) = (replay.peak_reserved as f64 / MIB, reserved as f64 / MIB);
         let ctx = sc.overhead.cuda_context_bytes as f64 / MIB;
+        let err = (trace + ctx) / published - 1.0;
         println!(
-            "{file}: exact trace {:.0} MiB allocated, {trace:.0} MiB reserved; the estimator's replay {:.0} / {ours:.0} MiB; nvidia-smi published {published:.0} MiB, context {ctx:.0} MiB",
+            "{file}: exact trace {:.0} MiB allocated, {trace:.0} MiB reserved; the estimator's replay {:.0} / {ours:.0} MiB; with the context {:.0} MiB vs nvidia-smi's {published:.0} MiB ({:+.1} %)",
             alloc as f64 / MIB,
             replay.peak_allocated as f64 / MIB,
+            trace + ctx,
+            100.0 * err,
         );
-        // the peaks allocated agree (the walk is exact on this model); the category replay
-        // reserves a little more than the exact stream, never less
-        assert!((replay.peak_allocated as f64 / alloc as f64 - 1.0).abs() < 0.01, "{file}");
+        // the peaks allocated agree (the walk is exact on this model's saves; under autocast its
+        // replay is 1.0-1.3 % over the trace's peak); the category replay reserves a little more
+        // than the exact stream, never less
+        assert!((replay.peak_allocated as f64 / alloc as f64 - 1.0).abs() < 0.015, "{file}");
         assert!(ours >= trace && ours / trace - 1.0 < 0.06, "{file}: {ours:.0} vs {trace:.0} MiB");
-        // and both stay under what nvidia-smi showed: the gap is not in the step's allocations
-        assert!(trace + ctx < published, "{file}");
+        // today's step stays 9-12 % under what nvidia-smi showed; PyTorch 1.10's (the page's)
+        // within 5 %
+        if torch == Torch::Before1_11 {
+            assert!(err.abs() < 0.05, "{file}: {:+.1} %", 100.0 * err);
+        } else {
+            assert!(err < -0.08, "{file}: {:+.1} %", 100.0 * err);
+        }
     }
 }
 

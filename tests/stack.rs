@@ -1,6 +1,8 @@
 //! The training-stack rules (loss, optimizer in backward, paged optimizers, bitsandbytes' 4-bit
 //! matmul, adapter dtype) and the caching-allocator replay, each against what the rule says.
 
+mod common;
+
 use vramscope::estimate::scenario::AllocConf;
 use vramscope::estimate::{
     BaseQuant, Bnb, Checkpointing, Framework, Loss, Optimizer, Scenario, estimate, estimate_reserved,
@@ -497,15 +499,8 @@ fn fsdp1_flat_gradients_leave_the_cache_no_larger_for_a_smaller_micro_batch() {
 /// host memory, so the states never stop the step from fitting; without paging it does not fit.
 #[test]
 fn a_paged_optimizer_fits_where_its_states_would_not() {
-    let mut sc = llama("llama-3.1-8b");
-    sc.seq = 2048;
-    sc.batch = 2;
-    sc.precision = Precision::Bf16;
-    sc.checkpointing = Checkpointing::Full;
-    sc.stack = Framework::Torchtune.stack();
-    sc.stack.compiled_loss = true;
-    sc.stack.optimizer_in_backward = true;
-    sc.optimizer = Optimizer::PagedAdamw8bit;
+    let mut sc = common::torchtune_8b(false, false);
+    assert_eq!((sc.optimizer, sc.stack.optimizer_in_backward), (Optimizer::PagedAdamw8bit, true));
     let card = vramscope::gpu::find("rtx-4090").unwrap().memory_bytes();
     let v = vramscope::fit::verdict(&sc, card).unwrap();
     assert!(v.fits, "{} of {card}", v.estimate.total);

@@ -210,7 +210,8 @@ pub struct EstimateArgs {
     #[arg(long, value_name = "CODE")]
     pub model_code: Option<vramscope::estimate::ModelCode>,
     /// The PyTorch version (e.g. 2.1): before 2.2, `mean` keeps its input for backward, so every
-    /// RMSNorm keeps its squared input.
+    /// RMSNorm keeps its squared input; before 1.11 softmax and log_softmax keep their input too
+    /// (and there is no SDPA: eager attention is estimated).
     #[arg(long, value_name = "X.Y")]
     pub torch: Option<vramscope::estimate::Torch>,
     /// The bitsandbytes version (e.g. 0.41): before 0.43, 4-bit weights are quantized from fp16,
@@ -525,6 +526,12 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         };
     }
     sc.stack = stack;
+    if sc.attention == AttentionImpl::Sdpa && sc.stack.torch == vramscope::estimate::Torch::Before1_11 {
+        notes.push(
+            "PyTorch 1.10 has no scaled_dot_product_attention (added in 2.0): eager attention is estimated"
+                .into(),
+        );
+    }
     // the overhead defaults of the chosen card, else the generic ones
     let gpu = a.gpu.as_deref().map(find_gpu).transpose()?;
     let d = gpu.as_ref().map_or_else(Overhead::default, gpu::Gpu::overhead);

@@ -218,10 +218,21 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     let chunk = t.div_ceil(pieces);
     // torchtune's LinearCrossEntropyLoss works on the unmasked rows only
     let ce_chunk = ctx.loss.rows(ctx.b, s).div_ceil(pieces);
+    // before PyTorch 1.11 log_softmax keeps its input: the fp32 logits the formulas below hold
+    // for a moment are kept instead (Megatron's vocab-parallel loss is its own Function)
+    let lsm_input = ctx.torch.softmax_keeps_input() && !ctx.compiled_loss && m.family != Family::Megatron;
+    let half_logits = if c == 4 { 0 } else { 1 };
     let head_forward_transient = match (m.family, ctx.loss) {
         (Family::Megatron, _) => t * v * (c + 4),
         // the compiled loss keeps the logits it reads (counted as saved) and fuses the upcast
         _ if ctx.compiled_loss => 0,
+        (Family::Bert | Family::Vit, _) | (_, Loss::Hf | Loss::Chunked { .. }) if lsm_input => {
+            half_logits * t * v * c
+        }
+        (_, Loss::LinearCe { .. }) if lsm_input => {
+            let copy = if ctx.full { 0 } else { ctx.loss.rows(ctx.b, s) * h * c };
+            t * h * c + copy + half_logits * ce_chunk * v * c
+        }
         (Family::Bert | Family::Vit, _) | (_, Loss::Hf) => t * v * (c + if c == 4 { 0 } else { 4 }),
         // the chunks' logits stay in a list until the loss returns; one chunk's fp32 copy at a time
         (_, Loss::Chunked { .. }) => t * v * c + if c == 4 { 0 } else { chunk * v * 4 },
@@ -314,6 +325,10 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         HeadPieces {
             forward: match (m.family, ctx.loss) {
                 _ if ctx.compiled_loss && m.family != Family::Megatron => Pieces::default(),
+                // the fp32 copies are kept (before PyTorch 1.11): the half logits alone
+                (Family::Bert | Family::Vit, _) | (_, Loss::Hf) if lsm_input => Pieces::of(t * v * c, up),
+                (_, Loss::Chunked { .. }) if lsm_input => Pieces::of(low, pieces * up),
+                (_, Loss::LinearCe { .. }) if lsm_input => Pieces::of(ce_low, up),
                 (Family::Megatron | Family::Bert | Family::Vit, _) | (_, Loss::Hf) => {
                     Pieces::two(t * v * c, 1, t * v * 4, if m.family == Family::Megatron { 1 } else { up })
                 }

@@ -247,24 +247,54 @@ impl FromStr for FsdpImpl {
 }
 
 /// The PyTorch release whose autograd keeps the tensors: only where a rule changed between
-/// releases does it matter.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// releases does it matter. Ordered oldest first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Torch {
-    /// PyTorch 2.2 and later (the measured ground truth runs 2.15).
-    #[default]
-    Current,
+    /// Before 1.11: also softmax's and log_softmax's backward keep their input beside their
+    /// output (derivatives.yaml's `_softmax_backward_data(grad, result, dim, self)`, read only
+    /// for its dtype; pytorch/pytorch#65242 passes the dtype instead, from 1.11).
+    #[serde(rename = "before-1-11")]
+    Before1_11,
     /// Before 2.2: `mean(dim)`'s backward keeps its input (`MeanBackward1._saved_self`,
     /// pytorch/pytorch#109876; later releases keep the element count), so an RMSNorm's
     /// `mean(x²)` keeps the squared tensor.
     #[serde(rename = "before-2-2")]
     Before2_2,
+    /// PyTorch 2.2 and later (the measured ground truth runs 2.15).
+    #[default]
+    Current,
+}
+
+impl Torch {
+    /// Every class, oldest first.
+    pub const ALL: [Self; 3] = [Self::Before1_11, Self::Before2_2, Self::Current];
+
+    /// `mean(dim)`'s backward keeps its input (before 2.2).
+    pub fn mean_keeps_input(self) -> bool {
+        self < Self::Current
+    }
+
+    /// softmax's and log_softmax's backward keep their input as well as their output (before
+    /// 1.11).
+    pub fn softmax_keeps_input(self) -> bool {
+        self < Self::Before2_2
+    }
+
+    /// The releases of the class, as the CLI and the GUI name them.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Before1_11 => "PyTorch 1.10 or older",
+            Self::Before2_2 => "PyTorch 1.11 - 2.1",
+            Self::Current => "PyTorch 2.2 or later",
+        }
+    }
 }
 
 impl FromStr for Torch {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("--torch \"{s}\": expected a PyTorch version such as 2.1 or 2.5");
+        let bad = || format!("--torch \"{s}\": expected a PyTorch version such as 1.10, 2.1 or 2.5");
         let (major, minor) = s.split_once('.').ok_or_else(bad)?;
         let minor = minor.split('.').next().unwrap_or(minor);
         let (major, minor) =
@@ -272,16 +302,23 @@ impl FromStr for Torch {
         if !(1..=9).contains(&major) {
             return Err(bad());
         }
-        Ok(if (major, minor) < (2, 2) { Self::Before2_2 } else { Self::Current })
+        Ok(if (major, minor) < (1, 11) {
+            Self::Before1_11
+        } else if (major, minor) < (2, 2) {
+            Self::Before2_2
+        } else {
+            Self::Current
+        })
     }
 }
 
 impl fmt::Display for Torch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // the oldest release of the class (parses back to the same class)
+        // the newest release of the class (parses back to the same class)
         f.write_str(match self {
-            Self::Current => "2.2",
+            Self::Before1_11 => "1.10",
             Self::Before2_2 => "2.1",
+            Self::Current => "2.2",
         })
     }
 }
@@ -527,7 +564,7 @@ impl Stack {
             parts.push(format!("{}'s model code", self.model_code.name()));
         }
         if self.torch != Torch::Current {
-            parts.push("PyTorch before 2.2".into());
+            parts.push(self.torch.label().into());
         }
         match (self.framework, parts.is_empty()) {
             (Some(f), true) => f.name().to_string(),
@@ -540,6 +577,31 @@ impl Stack {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn torch_versions_parse_to_their_class_and_print_back() {
+        use Torch::*;
+        for (v, class) in [
+            ("1.9", Before1_11),
+            ("1.10.2", Before1_11),
+            ("1.11", Before2_2),
+            ("2.1.0", Before2_2),
+            ("2.2", Current),
+            ("2.15", Current),
+        ] {
+            assert_eq!(v.parse::<Torch>(), Ok(class), "{v}");
+        }
+        for class in Torch::ALL {
+            assert_eq!(class.to_string().parse::<Torch>(), Ok(class));
+        }
+        for bad in ["2", "x.y", "0.4", "10.1"] {
+            assert!(bad.parse::<Torch>().is_err(), "{bad}");
+        }
+        // each class keeps the rules of every later change
+        assert!(Before1_11.softmax_keeps_input() && Before1_11.mean_keeps_input());
+        assert!(!Before2_2.softmax_keeps_input() && Before2_2.mean_keeps_input());
+        assert!(!Current.softmax_keeps_input() && !Current.mean_keeps_input());
+    }
 
     #[test]
     fn loss_names_round_trip_and_bad_ones_are_refused() {

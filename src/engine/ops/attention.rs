@@ -47,6 +47,24 @@ pub enum Softmax {
 }
 
 impl Softmax {
+    /// Bytes per element of the tensor `_softmax` receives (what its node keeps before PyTorch
+    /// 1.11), for half-precision compute of `c` bytes. Under autocast the scores are fp32: HF's
+    /// eager paths add an additive mask made in the embeddings' dtype (fp32 weights). Otherwise
+    /// `softmax(x, dtype=float32)` on CUDA runs an fp16 `x` through the half-to-float kernel and
+    /// converts anything else first (the copy is the input); a native softmax runs on the scores
+    /// as they are. Megatron's fused kernel is its own Function and keeps only its output;
+    /// gpt-oss's sink-extended logits stay in the compute dtype.
+    pub fn input_bytes(self, ctx: &crate::estimate::activations::Ctx, c: u64, sinks: bool) -> u64 {
+        match self {
+            Self::Fused => 0,
+            _ if sinks => c,
+            _ if ctx.amp => 4,
+            Self::Fp32 if ctx.f16 => 2,
+            Self::Fp32 => 4,
+            Self::Native => c,
+        }
+    }
+
     /// Bytes per element of the softmax output for half-precision compute of `c` bytes.
     pub fn elem_bytes(self, amp: bool, c: u64) -> u64 {
         match self {
@@ -103,6 +121,11 @@ impl Graph<'_> {
                         self.keep_new(sc * c, Cat::AttentionScores); // tanh output
                     }
                     let sm = a.softmax.elem_bytes(ctx.amp, c);
+                    if ctx.torch.softmax_keeps_input() && a.softmax != Softmax::Fused {
+                        // before PyTorch 1.11 softmax's node keeps its input too
+                        let n = if a.sinks { ctx.b * a.heads * ctx.s * (ctx.s + 1) } else { sc };
+                        self.keep_new(n * a.softmax.input_bytes(ctx, c, a.sinks), Cat::AttentionScores);
+                    }
                     if a.sinks {
                         // logits with one sink column: the softmax output (in the logits' dtype)
                         // and the row-max indices; P·V reads a view of the probabilities

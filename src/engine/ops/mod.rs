@@ -329,7 +329,7 @@ impl<'c> Graph<'c> {
                 }
             }
         }
-        if active && self.ctx.mean_keeps_input {
+        if active && self.ctx.torch.mean_keeps_input() {
             // before PyTorch 2.2 `mean(dim)` keeps its input: the squared tensor (in fp32 when
             // the norm upcasts)
             match kind {
@@ -608,12 +608,21 @@ impl<'c> Graph<'c> {
         }
         let active = self.rg(x) || ctx.full;
         if active {
+            // before PyTorch 1.11 the router's softmax keeps its input too: the top-k values
+            // (gpt-oss), else the logits (`softmax(logits, dtype=float32)`: fp16 logits as they
+            // are, bf16 ones as the fp32 copy it converts them to)
+            let old = ctx.torch.softmax_keeps_input();
             if gpt_oss {
                 // top-k of the logits (int64 ids) then softmax over the k values (logits' dtype)
-                self.keep_new(tk * 8 + tk * c, Cat::Mlp);
+                self.keep_new(tk * 8 + tk * c + if old { tk * c } else { 0 }, Cat::Mlp);
             } else {
                 // softmax over all experts (fp32), top-k ids, the k weights and their sum
-                self.keep_new(t * experts * 4 + tk * 8 + tk * 4 + t * 4, Cat::Mlp);
+                let input = match (old, router_fp32 || c == 4, ctx.f16) {
+                    (false, _, _) => 0,
+                    (true, false, true) => 2,
+                    (true, _, _) => 4,
+                };
+                self.keep_new(t * experts * (4 + input) + tk * 8 + tk * 4 + t * 4, Cat::Mlp);
             }
             self.keep_new(3 * tk * 8 + experts * 4, Cat::Mlp);
             self.keep_new(tk * width * c + tk * 4, Cat::Mlp);
@@ -699,11 +708,16 @@ impl<'c> Graph<'c> {
         } else {
             // log_softmax output in fp32: transformers' upcast, torchtune's per-chunk .float(),
             // litgpt's chunks converted by Fabric
-            self.keep_new(if linear_ce { ce_rows } else { t } * classes * 4, Cat::HeadLoss);
+            let lsm = if linear_ce { ce_rows } else { t } * classes * 4;
+            self.keep_new(lsm, Cat::HeadLoss);
             if matches!(ctx.loss, Loss::ChunkedNative { .. }) {
                 // litgpt: Fabric returns the chunks' logits in fp32 and the training loop's
                 // `logits` list holds them through backward
                 self.keep_new(t * classes * 4, Cat::HeadLoss);
+            } else if ctx.torch.softmax_keeps_input() {
+                // before PyTorch 1.11 log_softmax keeps its input too: the fp32 logits (the
+                // upcast copies, or the logits themselves in an fp32 run)
+                self.keep_new(lsm, Cat::HeadLoss);
             }
         }
         self.keep_new(4 * pieces, Cat::HeadLoss); // nll_loss total_weight, one per chunk

@@ -58,8 +58,10 @@ pub struct Ctx {
     pub adapter_elem: u64,
     /// Whose model code runs (litgpt's Llama-like block differs from transformers').
     pub model_code: crate::estimate::stack::ModelCode,
-    /// PyTorch before 2.2: `mean(dim)` keeps its input for backward.
-    pub mean_keeps_input: bool,
+    /// The PyTorch release class (which ops keep their input for backward).
+    pub torch: crate::estimate::stack::Torch,
+    /// The half compute dtype is fp16 (CUDA's softmax upcasts fp16 in its kernel, not by a copy).
+    pub f16: bool,
     /// Every block weight receives a gradient although LoRA freezes it: FSDP1 with the adapters
     /// inside each block's flat parameter (`--fsdp-impl fsdp1-shared`), whose views all require
     /// grad. The embeddings and head (the root unit, nothing trainable) stay frozen.
@@ -96,9 +98,13 @@ impl Ctx {
             };
             from.bytes(1) + if from == compute { 0 } else { compute.bytes(1) }
         });
-        // transformers 5 has no SDPA path for Gemma 2 (soft-capping) and gpt-oss (sinks): eager runs
+        // transformers 5 has no SDPA path for Gemma 2 (soft-capping) and gpt-oss (sinks), and
+        // PyTorch before 2.0 has no SDPA at all: eager runs
         let attention = match (sc.attention, sc.model.transformer().map(|t| t.family)) {
             (AttentionImpl::Sdpa, Some(Family::Gemma2 | Family::GptOss)) => AttentionImpl::Eager,
+            (AttentionImpl::Sdpa, _) if sc.stack.torch == super::stack::Torch::Before1_11 => {
+                AttentionImpl::Eager
+            }
             (a, _) => a,
         };
         Self {
@@ -127,7 +133,8 @@ impl Ctx {
             head_bnb4: (nf4_base || bnb4_checkpoint) && sc.stack.bnb.quantizes_head(),
             adapter_elem: super::states::adapter_dtype(sc).bytes(1),
             model_code: sc.stack.model_code,
-            mean_keeps_input: sc.stack.torch == super::stack::Torch::Before2_2,
+            torch: sc.stack.torch,
+            f16: sc.precision.compute_dtype() == crate::units::DType::F16,
             block_weights_grad: super::fsdp::block_weights_grad(sc),
         }
     }

@@ -178,9 +178,19 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
                 })
                 .response
                 .on_hover_text(t.model_code_tip);
-            let mut old = s.stack.torch == Torch::Before2_2;
-            if ui.checkbox(&mut old, t.torch_before_2_2).on_hover_text(t.torch_before_2_2_tip).changed() {
-                s.stack.torch = if old { Torch::Before2_2 } else { Torch::Current };
+            let name = |v: Torch| Torch::ALL.iter().position(|&x| x == v).map_or("", |i| t.torch_classes[i]);
+            egui::ComboBox::from_label(t.torch_release)
+                .selected_text(name(s.stack.torch))
+                .show_ui(ui, |ui| {
+                    for v in Torch::ALL {
+                        ui.selectable_value(&mut s.stack.torch, v, name(v));
+                    }
+                })
+                .response
+                .on_hover_text(t.torch_release_tip);
+            // PyTorch before 2.0 has no SDPA: show the eager attention the estimate walks
+            if s.stack.torch == Torch::Before1_11 && s.attention == crate::estimate::AttentionImpl::Sdpa {
+                s.attention = crate::estimate::AttentionImpl::Eager;
             }
         }
         ui.checkbox(&mut s.stack.optimizer_in_backward, t.opt_in_bwd).on_hover_text(t.opt_in_bwd_tip);

@@ -58,12 +58,21 @@ pub(super) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: T) -> u64 {
                 // no upcast: log_softmax in the compute dtype, total_weight likewise
                 g.keep_new(t * v * c + c + t * 8, Cat::HeadLoss);
             }
+            if ctx.torch.softmax_keeps_input() {
+                // before PyTorch 1.11 log_softmax keeps its input too: the logits (fp32 under
+                // autocast, which casts them for cross_entropy)
+                g.keep_new(t * v * if ctx.amp { 4 } else { c }, Cat::HeadLoss);
+            }
         }
         _ => {
             let n = classes(m);
             if n > 0 {
                 // pooler (dense + tanh on the first token), dropout and the classifier: small
                 g.keep_new(3 * ctx.b * h * c + ctx.b * n * 4 + ctx.b * 8, Cat::HeadLoss);
+                if ctx.torch.softmax_keeps_input() {
+                    // before PyTorch 1.11 log_softmax keeps its input (the logits) too
+                    g.keep_new(ctx.b * n * if ctx.amp { 4 } else { c }, Cat::HeadLoss);
+                }
             }
         }
     }

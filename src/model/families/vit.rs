@@ -35,6 +35,10 @@ pub(super) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: T) -> u64 {
     }
     let classes = classes(m);
     g.keep_new(ctx.b * classes * ctx.c + ctx.c + ctx.b * 8, Cat::HeadLoss);
+    if ctx.torch.softmax_keeps_input() && classes > 0 {
+        // before PyTorch 1.11 log_softmax keeps its input (the logits) too
+        g.keep_new(ctx.b * classes * ctx.c, Cat::HeadLoss);
+    }
     g.kept.total() - before
 }
 

@@ -2,8 +2,10 @@
 transformers docs' memory anatomy page ran it (PyTorch 1.x era Trainer, transformers 4.2x BERT
 code): every storage the step allocates and frees, in order, on fake tensors.
 
-Usage: python trace_bert.py CONFIG.json BATCH fp32|fp16 adamw|adafactor STEPS OUT.txt
-Writes lines 'a ID BYTES' and 'f ID' (and '# phase' marks)."""
+Usage: python trace_bert.py CONFIG.json BATCH fp32|fp16 adamw|adafactor STEPS OUT.txt [torch1.10]
+`torch1.10`: softmax's backward keeps its input as well as its output, as PyTorch's autograd did
+before 1.11 (derivatives.yaml's `_softmax_backward_data(grad, result, dim, self)`; pytorch#65242
+passes the input's dtype instead). Writes lines 'a ID BYTES' and 'f ID' (and '# phase' marks)."""
 import math
 import sys
 
@@ -17,6 +19,7 @@ from transformers.models.bert import modeling_bert
 from trace_common import Autocast, Trace
 
 cfg_path, batch, prec, optname, steps, out = sys.argv[1:7]
+old_softmax = sys.argv[7:8] == ["torch1.10"]
 batch, steps = int(batch), int(steps)
 amp = prec == "fp16"
 SEQ = 512
@@ -31,12 +34,35 @@ FP32 = {F.softmax, torch.softmax, torch.Tensor.softmax, F.layer_norm, F.cross_en
 EXT_MASK = [None]
 
 
+class SoftmaxKeepingInput(torch.autograd.Function):
+    """softmax whose backward node holds its input too (PyTorch <= 1.10)."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        y = torch.softmax(x, dim)
+        ctx.save_for_backward(x, y)
+        ctx.dim = dim
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return torch._softmax_backward_data(g, y, ctx.dim, x.dtype), None
+
+
+def softmax(scores, dim):
+    if old_softmax:
+        # fp32 under autocast either way: the scores are fp32 after the fp32 mask is added
+        return SoftmaxKeepingInput.apply(scores.float(), dim)
+    return F.softmax(scores, dim=dim)
+
+
 def old_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kw):
     # transformers 4.2x BertSelfAttention: matmul, / sqrt(d), + extended mask, softmax, dropout
     scores = torch.matmul(query, key.transpose(-1, -2))
     scores = scores / math.sqrt(query.size(-1))
     scores = scores + EXT_MASK[0]
-    probs = F.softmax(scores, dim=-1)
+    probs = softmax(scores, -1)
     probs = F.dropout(probs, p=dropout, training=module.training)
     ctx = torch.matmul(probs, value)
     ctx = ctx.permute(0, 2, 1, 3).contiguous()
