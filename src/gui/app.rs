@@ -401,7 +401,7 @@ impl VramApp {
                     (false, true) => (0.45, 200.0),
                     (false, false) => (0.5, 250.0),
                 };
-                let top_h = (ui.available_height() * share).max(least);
+                let top_h = presentation_split(ui.available_height(), share, least, presentation);
                 ui.horizontal_top(|ui| {
                     let w = ui.available_width();
                     let down = egui::Layout::top_down(egui::Align::Min);
@@ -455,7 +455,7 @@ impl VramApp {
                 } else {
                     (0.5, 250.0)
                 };
-                let top_h = (ui.available_height() * share).max(least);
+                let top_h = presentation_split(ui.available_height(), share, least, presentation);
                 ui.horizontal_top(|ui| {
                     let w = ui.available_width();
                     let down = egui::Layout::top_down(egui::Align::Min);
@@ -820,6 +820,15 @@ impl eframe::App for VramApp {
             storage.set_string(APP_KEY, self.state.to_stored());
         }
     }
+}
+
+/// The height of the chart row over the tabs, out of `avail` points: `share` of it, at least
+/// `least`; on a projector the tab's curve or table under it keeps `BELOW` points (its tab strip,
+/// hint and a plot tall enough for its axis labels and legend), down to a chart of 150.
+fn presentation_split(avail: f32, share: f32, least: f32, presentation: bool) -> f32 {
+    const BELOW: f32 = 190.0;
+    let top = (avail * share).max(least);
+    if presentation { top.min((avail - BELOW).max(150.0)) } else { top }
 }
 
 /// The presentation layout's zoom: the window's height over 560 points (1280x720 → 1.29,

@@ -95,14 +95,20 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
         ui.label(egui::RichText::new(s).strong());
     }
     let mut clicked_x = None;
+    let short = ui.available_height() < 200.0;
     let resp = Plot::new(("curve", knob as u8))
         // the legend over the curve's flat end, not where it climbs: batch and sequence curves
         // rise to the right, segment and GPU curves fall from the left
-        .legend(Legend::default().position(if matches!(knob, Knob::Segments | Knob::Gpus) {
-            egui_plot::Corner::RightTop
-        } else {
-            egui_plot::Corner::LeftTop
-        }))
+        .legend(
+            Legend::default()
+                .position(if matches!(knob, Knob::Segments | Knob::Gpus) {
+                    egui_plot::Corner::RightTop
+                } else {
+                    egui_plot::Corner::LeftTop
+                })
+                // a short plot (a projector's) keeps most of its height for the curve
+                .text_style(if short { egui::TextStyle::Small } else { egui::TextStyle::Body }),
+        )
         .x_axis_label(label)
         .y_axis_label("GiB")
         .allow_scroll(false)
@@ -147,7 +153,9 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
                 clicked_x = p.pointer_coordinate().map(|c| c.x);
             }
         });
-    let _ = resp;
+    // where the plot landed, for the layout tests (a projector's curve stays readable)
+    let plot_rect = resp.response.rect;
+    ui.ctx().data_mut(|d| d.insert_temp(plot_id(), plot_rect));
     let mut out = Vec::new();
     if let Some(x) = clicked_x {
         let want = from_x(x);
@@ -177,4 +185,9 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
         }
     }
     out
+}
+
+/// Where the last what-if plot was drawn (screen points), in the context's temporary data.
+pub fn plot_id() -> egui::Id {
+    egui::Id::NULL.with("vramscope-curve-plot")
 }
