@@ -559,28 +559,18 @@ fn the_presentation_layout_holds_on_a_projector() {
             assert!((zoom - h / 560.0).abs() < 0.01, "{what}: zoom {zoom}");
             assert!(harness.state().state.view.controls_collapsed, "{what}: the controls fold into a strip");
             let screen = harness.ctx.content_rect();
-            let why: egui::Rect = harness
-                .ctx
-                .data(|d| d.get_temp(vramscope::gui::panels::why::column_id()))
-                .unwrap_or_else(|| panic!("{what}: no Why column"));
+            // where a panel says it was drawn
+            let drawn = |id: egui::Id, name: &str| -> egui::Rect {
+                harness.ctx.data(|d| d.get_temp(id)).unwrap_or_else(|| panic!("{what}: no {name}"))
+            };
+            let why = drawn(vramscope::gui::panels::why::column_id(), "Why column");
             assert!(why.width() >= 300.0, "{what}: the Why column is {} points wide", why.width());
             assert!(screen.contains_rect(why.shrink(1.0)), "{what}: {why:?} leaves {screen:?}");
             let (rect, labels): (egui::Rect, Labels) =
                 harness.ctx.data(|d| d.get_temp(labels_id())).unwrap_or_else(|| panic!("{what}: no chart"));
-            eprintln!(
-                "DBG {what}: chart {:.0} plot {:.0}",
-                rect.height(),
-                harness
-                    .ctx
-                    .data(|d| d.get_temp::<egui::Rect>(vramscope::gui::panels::curves::plot_id()))
-                    .map_or(0.0, |r| r.height())
-            );
             assert!(rect.width() >= 380.0 && rect.height() >= 200.0, "{what}: chart {rect:?}");
             // the what-if curve under it keeps room for its axis labels and legend
-            let plot: egui::Rect = harness
-                .ctx
-                .data(|d| d.get_temp(vramscope::gui::panels::curves::plot_id()))
-                .unwrap_or_else(|| panic!("{what}: no what-if plot"));
+            let plot = drawn(vramscope::gui::panels::curves::plot_id(), "what-if plot");
             assert!(plot.height() >= 100.0, "{what}: the what-if plot is {} points high", plot.height());
             assert!(screen.contains_rect(plot.shrink(1.0)), "{what}: {plot:?} leaves {screen:?}");
             let all = labels.all();
