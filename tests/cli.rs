@@ -927,3 +927,42 @@ fn a_split_model_says_whose_parameter_counts_the_table_shows() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("sharded over 8 GPUs and replicated 2 times"), "{text}");
 }
+
+/// Before PyTorch 2.0 there is no SDPA: asked for, the attention becomes eager (the scenario, its
+/// JSON and exports say so) with a note naming the flag; from 2.0 SDPA stays.
+#[test]
+fn a_pytorch_without_sdpa_estimates_eager_attention_and_says_so() {
+    let args = |torch: &'static str| {
+        ["estimate", "--model", "llama-3.1-8b", "--attention", "sdpa", "--torch", torch, "--json"]
+    };
+    for (torch, sdpa) in [("1.10", false), ("1.13", false), ("2.0", true), ("2.5", true)] {
+        let v = json(&args(torch));
+        let attention = v["scenario"]["attention"].as_str().unwrap_or_default().to_owned();
+        let noted = v["notes"].as_array().is_some_and(|n| {
+            n.iter().any(|s| s.as_str().is_some_and(|s| s.contains("no scaled_dot_product_attention")))
+        });
+        assert_eq!(attention == "sdpa", sdpa, "--torch {torch}: attention {attention}");
+        assert_eq!(noted, !sdpa, "--torch {torch}: {}", v["notes"]);
+    }
+    // the same numbers as asking for eager
+    let eager =
+        json(&["estimate", "--model", "llama-3.1-8b", "--attention", "eager", "--torch", "1.13", "--json"]);
+    assert_eq!(json(&args("1.13"))["bytes"]["total"], eager["bytes"]["total"]);
+}
+
+/// An export's report is the estimate `estimate` prints for the same flags, with or without a
+/// card (without one: the allocator replayed over the step, as `estimate` does).
+#[test]
+fn the_json_export_reports_what_estimate_prints() {
+    for gpu in [None, Some("a100-80gb")] {
+        let mut base = vec!["--model", "llama-3.1-8b", "--batch", "2", "--torch", "1.10"];
+        if let Some(g) = gpu {
+            base.extend(["--gpu", g]);
+        }
+        let est = json(&[&["estimate", "--json"][..], &base].concat());
+        let exp = json(&[&["export", "--format", "json"][..], &base].concat());
+        for key in ["total", "reserved", "peak_allocated", "overhead"] {
+            assert_eq!(exp["bytes"][key], est["bytes"][key], "{gpu:?}: {key}");
+        }
+    }
+}

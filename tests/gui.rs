@@ -1155,7 +1155,7 @@ fn litgpt_shows_its_model_code_and_the_pytorch_release() {
         h.get_by_label(item).click_accesskit();
         h.run();
     };
-    pick(&mut h, "PyTorch 1.11 - 2.1");
+    pick(&mut h, "PyTorch 2.0 - 2.1");
     assert_eq!(h.state().state.settings.stack.torch, Torch::Before2_2);
     // the final norm's mean keeps its squared input too
     let mean = acts(&h);

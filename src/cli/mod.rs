@@ -210,8 +210,9 @@ pub struct EstimateArgs {
     #[arg(long, value_name = "CODE")]
     pub model_code: Option<vramscope::estimate::ModelCode>,
     /// The PyTorch version (e.g. 2.1): before 2.2, `mean` keeps its input for backward, so every
-    /// RMSNorm keeps its squared input; before 1.11 softmax and log_softmax keep their input too
-    /// (and there is no SDPA: eager attention is estimated).
+    /// RMSNorm keeps its squared input; before 2.0 there is no SDPA (eager attention is
+    /// estimated); before 1.11 softmax and log_softmax keep their input too. `zero_grad`'s
+    /// pre-2.0 default is a separate flag (--keep-grads).
     #[arg(long, value_name = "X.Y")]
     pub torch: Option<vramscope::estimate::Torch>,
     /// The bitsandbytes version (e.g. 0.41): before 0.43, 4-bit weights are quantized from fp16,
@@ -526,11 +527,13 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         };
     }
     sc.stack = stack;
-    if sc.attention == AttentionImpl::Sdpa && sc.stack.torch == vramscope::estimate::Torch::Before1_11 {
-        notes.push(
-            "PyTorch 1.10 has no scaled_dot_product_attention (added in 2.0): eager attention is estimated"
-                .into(),
-        );
+    if sc.attention == AttentionImpl::Sdpa && !sc.stack.torch.has_sdpa() {
+        // the scenario says what is estimated (its exports, reports and probe script too)
+        sc.attention = AttentionImpl::Eager;
+        notes.push(format!(
+            "--torch {}: PyTorch before 2.0 has no scaled_dot_product_attention, so the attention is eager (--attention eager)",
+            sc.stack.torch
+        ));
     }
     // the overhead defaults of the chosen card, else the generic ones
     let gpu = a.gpu.as_deref().map(find_gpu).transpose()?;

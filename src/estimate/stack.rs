@@ -256,7 +256,10 @@ pub enum Torch {
     /// for its dtype; pytorch/pytorch#65242 passes the dtype instead, from 1.11).
     #[serde(rename = "before-1-11")]
     Before1_11,
-    /// Before 2.2: `mean(dim)`'s backward keeps its input (`MeanBackward1._saved_self`,
+    /// 1.11 to 1.13: as before 2.2, and no `scaled_dot_product_attention` yet (2.0).
+    #[serde(rename = "before-2-0")]
+    Before2_0,
+    /// 2.0 and 2.1 (before 2.2): `mean(dim)`'s backward keeps its input (`MeanBackward1._saved_self`,
     /// pytorch/pytorch#109876; later releases keep the element count), so an RMSNorm's
     /// `mean(x²)` keeps the squared tensor.
     #[serde(rename = "before-2-2")]
@@ -268,7 +271,7 @@ pub enum Torch {
 
 impl Torch {
     /// Every class, oldest first.
-    pub const ALL: [Self; 3] = [Self::Before1_11, Self::Before2_2, Self::Current];
+    pub const ALL: [Self; 4] = [Self::Before1_11, Self::Before2_0, Self::Before2_2, Self::Current];
 
     /// `mean(dim)`'s backward keeps its input (before 2.2).
     pub fn mean_keeps_input(self) -> bool {
@@ -278,14 +281,21 @@ impl Torch {
     /// softmax's and log_softmax's backward keep their input as well as their output (before
     /// 1.11).
     pub fn softmax_keeps_input(self) -> bool {
-        self < Self::Before2_2
+        self == Self::Before1_11
+    }
+
+    /// `torch.nn.functional.scaled_dot_product_attention` exists (from 2.0): before it, eager
+    /// attention runs where SDPA is asked for.
+    pub fn has_sdpa(self) -> bool {
+        self >= Self::Before2_2
     }
 
     /// The releases of the class, as the CLI and the GUI name them.
     pub fn label(self) -> &'static str {
         match self {
             Self::Before1_11 => "PyTorch 1.10 or older",
-            Self::Before2_2 => "PyTorch 1.11 - 2.1",
+            Self::Before2_0 => "PyTorch 1.11 - 1.13",
+            Self::Before2_2 => "PyTorch 2.0 - 2.1",
             Self::Current => "PyTorch 2.2 or later",
         }
     }
@@ -304,6 +314,8 @@ impl FromStr for Torch {
         }
         Ok(if (major, minor) < (1, 11) {
             Self::Before1_11
+        } else if (major, minor) < (2, 0) {
+            Self::Before2_0
         } else if (major, minor) < (2, 2) {
             Self::Before2_2
         } else {
@@ -317,6 +329,7 @@ impl fmt::Display for Torch {
         // the newest release of the class (parses back to the same class)
         f.write_str(match self {
             Self::Before1_11 => "1.10",
+            Self::Before2_0 => "1.13",
             Self::Before2_2 => "2.1",
             Self::Current => "2.2",
         })
@@ -584,7 +597,9 @@ mod tests {
         for (v, class) in [
             ("1.9", Before1_11),
             ("1.10.2", Before1_11),
-            ("1.11", Before2_2),
+            ("1.11", Before2_0),
+            ("1.13.1", Before2_0),
+            ("2.0", Before2_2),
             ("2.1.0", Before2_2),
             ("2.2", Current),
             ("2.15", Current),
@@ -599,7 +614,9 @@ mod tests {
         }
         // each class keeps the rules of every later change
         assert!(Before1_11.softmax_keeps_input() && Before1_11.mean_keeps_input());
-        assert!(!Before2_2.softmax_keeps_input() && Before2_2.mean_keeps_input());
+        assert!(!Before2_0.softmax_keeps_input() && Before2_0.mean_keeps_input() && !Before2_0.has_sdpa());
+        assert!(!Before2_2.softmax_keeps_input() && Before2_2.mean_keeps_input() && Before2_2.has_sdpa());
+        assert!(!Before1_11.has_sdpa() && Current.has_sdpa());
         assert!(!Current.softmax_keeps_input() && !Current.mean_keeps_input());
     }
 

@@ -279,9 +279,12 @@ pub(crate) fn estimate_on(
     sc: &Scenario,
     gpu: Option<&Gpu>,
 ) -> Result<crate::estimate::Estimate, ExportError> {
+    // as `run_estimate` does: on the card the verdict; without one the allocator replayed over
+    // the step, unless a flat reserve stands for it
     let e = match gpu {
         Some(g) => crate::fit::verdict(sc, g.memory_bytes()).map(|v| v.estimate),
-        None => estimate(sc),
+        None if sc.overhead.flat_reserve => estimate(sc),
+        None => crate::estimate::estimate_reserved(sc, None).map(|(e, _)| e),
     };
     e.map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: e.to_string() })
 }

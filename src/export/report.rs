@@ -177,6 +177,15 @@ pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String 
         (lang.pick("precision", "精度"), sc.precision.to_string()),
         (lang.pick("optimizer", "优化器"), format!("{:?}", sc.optimizer).to_lowercase()),
         (lang.pick("checkpointing", "梯度检查点"), sc.checkpointing.to_string()),
+        (lang.pick("attention", "注意力"), sc.attention.name().to_string()),
+        (lang.pick("training stack", "训练栈"), {
+            let d = sc.stack.describe();
+            if d.is_empty() {
+                lang.pick("defaults, PyTorch 2.2 or later", "默认，PyTorch 2.2 及更新").into()
+            } else {
+                d
+            }
+        }),
         (
             lang.pick("parallel", "并行"),
             format!(

@@ -102,9 +102,7 @@ impl Ctx {
         // PyTorch before 2.0 has no SDPA at all: eager runs
         let attention = match (sc.attention, sc.model.transformer().map(|t| t.family)) {
             (AttentionImpl::Sdpa, Some(Family::Gemma2 | Family::GptOss)) => AttentionImpl::Eager,
-            (AttentionImpl::Sdpa, _) if sc.stack.torch == super::stack::Torch::Before1_11 => {
-                AttentionImpl::Eager
-            }
+            (AttentionImpl::Sdpa, _) if !sc.stack.torch.has_sdpa() => AttentionImpl::Eager,
             (a, _) => a,
         };
         Self {

@@ -189,7 +189,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
                 .response
                 .on_hover_text(t.torch_release_tip);
             // PyTorch before 2.0 has no SDPA: show the eager attention the estimate walks
-            if s.stack.torch == Torch::Before1_11 && s.attention == crate::estimate::AttentionImpl::Sdpa {
+            if !s.stack.torch.has_sdpa() && s.attention == crate::estimate::AttentionImpl::Sdpa {
                 s.attention = crate::estimate::AttentionImpl::Eager;
             }
         }
