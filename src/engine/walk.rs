@@ -221,17 +221,16 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     // before PyTorch 1.11 log_softmax keeps its input: the fp32 logits the formulas below hold
     // for a moment are kept instead (Megatron's vocab-parallel loss is its own Function)
     let lsm_input = ctx.torch.softmax_keeps_input() && !ctx.compiled_loss && m.family != Family::Megatron;
-    let half_logits = if c == 4 { 0 } else { 1 };
+    // the logits are half, so an fp32 copy of them exists
+    let up = u64::from(c != 4);
     let head_forward_transient = match (m.family, ctx.loss) {
         (Family::Megatron, _) => t * v * (c + 4),
         // the compiled loss keeps the logits it reads (counted as saved) and fuses the upcast
         _ if ctx.compiled_loss => 0,
-        (Family::Bert | Family::Vit, _) | (_, Loss::Hf | Loss::Chunked { .. }) if lsm_input => {
-            half_logits * t * v * c
-        }
+        (Family::Bert | Family::Vit, _) | (_, Loss::Hf | Loss::Chunked { .. }) if lsm_input => up * t * v * c,
         (_, Loss::LinearCe { .. }) if lsm_input => {
             let copy = if ctx.full { 0 } else { ctx.loss.rows(ctx.b, s) * h * c };
-            t * h * c + copy + half_logits * ce_chunk * v * c
+            t * h * c + copy + up * ce_chunk * v * c
         }
         (Family::Bert | Family::Vit, _) | (_, Loss::Hf) => t * v * (c + if c == 4 { 0 } else { 4 }),
         // the chunks' logits stay in a list until the loss returns; one chunk's fp32 copy at a time
@@ -313,8 +312,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         (false, _) => (0, 0),
     };
     // the tensors of those transients, as the formulas above make them: a piece of logits in the
-    // compute dtype (`low`), its fp32 copy or log-softmax (`f32`); `up`: an fp32 copy exists
-    let up = u64::from(c != 4);
+    // compute dtype (`low`), its fp32 copy or log-softmax (`f32`), `up` of the copies
     let (low, f32) = (chunk * v * c, chunk * v * 4);
     let (ce_low, ce_f32) = (ce_chunk * v * c, ce_chunk * v * 4);
     let whole = |e: u64| Pieces::of(t * v * e, 2);

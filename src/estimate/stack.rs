@@ -291,7 +291,7 @@ impl Torch {
     }
 
     /// The releases of the class, as the CLI and the GUI name them.
-    pub fn label(self) -> &'static str {
+    pub const fn label(self) -> &'static str {
         match self {
             Self::Before1_11 => "PyTorch 1.10 or older",
             Self::Before2_0 => "PyTorch 1.11 - 1.13",

@@ -3,6 +3,7 @@
 //! [`super::strings_zh`]; [`tr`] answers in [`super::lang::current`].
 
 use super::lang::Lang;
+use crate::estimate::Torch;
 
 /// The GUI's texts.
 #[derive(Clone, Copy, Debug)]
@@ -330,10 +331,10 @@ pub const EN: Strings = Strings {
     torch_release: "PyTorch release",
     torch_release_tip: "Where autograd's rules changed between releases: before 2.2, mean() keeps its input for backward, so every RMSNorm also keeps its squared input (pytorch/pytorch#109876); before 1.11, softmax and log_softmax keep their input beside their output too, one more score-sized tensor per eager attention layer (pytorch/pytorch#65242); before 2.0 there is no SDPA, so attention runs eager.",
     torch_classes: [
-        "PyTorch 1.10 or older",
-        "PyTorch 1.11 - 1.13",
-        "PyTorch 2.0 - 2.1",
-        "PyTorch 2.2 or later",
+        Torch::Before1_11.label(),
+        Torch::Before2_0.label(),
+        Torch::Before2_2.label(),
+        Torch::Current.label(),
     ],
     opt_in_bwd: "optimizer in backward",
     opt_in_bwd_tip: "torchtune's optimizer_in_bwd: each parameter is stepped as soon as its gradient exists and the gradient is freed, so gradients never add up.",

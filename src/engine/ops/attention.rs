@@ -55,14 +55,20 @@ impl Softmax {
     /// as they are. Megatron's fused kernel is its own Function and keeps only its output;
     /// gpt-oss's sink-extended logits stay in the compute dtype.
     pub fn input_bytes(self, ctx: &crate::estimate::activations::Ctx, c: u64, sinks: bool) -> u64 {
+        let scores = if ctx.amp { 4 } else { c };
         match self {
             Self::Fused => 0,
             _ if sinks => c,
-            _ if ctx.amp => 4,
-            Self::Fp32 if ctx.f16 => 2,
-            Self::Fp32 => 4,
-            Self::Native => c,
+            Self::Fp32 => Self::fp32_input_bytes(scores, ctx.f16),
+            Self::Native => scores,
         }
+    }
+
+    /// Bytes per element of what `softmax(x, dtype=float32)` hands `_softmax` (and its node
+    /// keeps before PyTorch 1.11) for an `x` of `x_bytes`: on CUDA an fp16 `x` itself (the
+    /// half-to-float kernel), anything else converted to fp32 first.
+    pub fn fp32_input_bytes(x_bytes: u64, f16: bool) -> u64 {
+        if x_bytes == 2 && f16 { 2 } else { 4 }
     }
 
     /// Bytes per element of the softmax output for half-precision compute of `c` bytes.

@@ -617,11 +617,8 @@ impl<'c> Graph<'c> {
                 self.keep_new(tk * 8 + tk * c + if old { tk * c } else { 0 }, Cat::Mlp);
             } else {
                 // softmax over all experts (fp32), top-k ids, the k weights and their sum
-                let input = match (old, router_fp32 || c == 4, ctx.f16) {
-                    (false, _, _) => 0,
-                    (true, false, true) => 2,
-                    (true, _, _) => 4,
-                };
+                let logits = if router_fp32 { 4 } else { c };
+                let input = if old { Softmax::fp32_input_bytes(logits, ctx.f16) } else { 0 };
                 self.keep_new(t * experts * (4 + input) + tk * 8 + tk * 4 + t * 4, Cat::Mlp);
             }
             self.keep_new(3 * tk * 8 + experts * 4, Cat::Mlp);
