@@ -2,5 +2,6 @@
 //! and the interpreter that walks a family's block ([`walk`]). Families (in
 //! [`crate::model::families`]) are short op lists; the estimator composes the walk's result.
 
+pub mod inputs;
 pub mod ops;
 pub mod walk;

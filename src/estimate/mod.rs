@@ -11,7 +11,7 @@ pub mod moments;
 pub mod parallel;
 pub mod rank;
 pub mod reserved;
-pub mod saved;
+pub use crate::engine::inputs::saved;
 pub mod scenario;
 pub mod stack;
 pub mod states;

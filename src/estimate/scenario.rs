@@ -2,7 +2,8 @@
 
 pub use super::parallel::{FsdpMode, Offload, Parallel};
 pub use super::stack::{AdapterDtype, Framework, Loss, Stack};
-use crate::model::{LinearRole, ModelSpec};
+pub use crate::engine::inputs::choices::{AttentionImpl, Lora, Targets};
+use crate::model::ModelSpec;
 use crate::units::{DType, Precision};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -113,42 +114,6 @@ impl FromStr for Optimizer {
     }
 }
 
-/// Attention implementation (`attn_implementation` in HF transformers).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AttentionImpl {
-    /// Explicit `softmax(QK^T)V`: saves the `b·a·s²` scores.
-    Eager,
-    /// `scaled_dot_product_attention`: flash kernel for fp16/bf16 without a mask, memory-efficient
-    /// kernel otherwise (fp32).
-    Sdpa,
-    /// FlashAttention 2 (`flash_attention_2`): saves output and logsumexp only.
-    Flash,
-}
-
-impl AttentionImpl {
-    /// Command-line name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Eager => "eager",
-            Self::Sdpa => "sdpa",
-            Self::Flash => "flash",
-        }
-    }
-}
-
-impl FromStr for AttentionImpl {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "eager" => Ok(Self::Eager),
-            "sdpa" => Ok(Self::Sdpa),
-            "flash" | "flash_attention_2" | "fa2" => Ok(Self::Flash),
-            _ => Err(format!("unknown attention \"{s}\" (eager, sdpa, flash)")),
-        }
-    }
-}
-
 /// Gradient (activation) checkpointing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -199,102 +164,6 @@ impl FromStr for Checkpointing {
             Some(("segments", v)) => num(v).map(Self::Segments),
             Some(_) => Err(bad()),
         }
-    }
-}
-
-/// Set of LoRA target projections.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Targets(pub u8);
-
-impl Targets {
-    /// All attention and MLP projections.
-    pub const ALL: Self = Self(0b0111_1111);
-
-    /// Does the set contain `role`?
-    #[inline]
-    pub const fn has(self, role: LinearRole) -> bool {
-        self.0 & Self::bit(role) != 0
-    }
-
-    /// Adds `role`.
-    pub fn insert(&mut self, role: LinearRole) {
-        self.0 |= Self::bit(role);
-    }
-
-    const fn bit(role: LinearRole) -> u8 {
-        match role {
-            LinearRole::Q => 1,
-            LinearRole::K => 2,
-            LinearRole::V => 4,
-            LinearRole::O => 8,
-            LinearRole::Gate => 16,
-            LinearRole::Up => 32,
-            LinearRole::Down => 64,
-            LinearRole::Dense => 128,
-        }
-    }
-
-    /// Comma-separated names.
-    pub fn names(self) -> String {
-        [
-            LinearRole::Q,
-            LinearRole::K,
-            LinearRole::V,
-            LinearRole::O,
-            LinearRole::Gate,
-            LinearRole::Up,
-            LinearRole::Down,
-        ]
-        .into_iter()
-        .filter(|r| self.has(*r))
-        .map(LinearRole::name)
-        .collect::<Vec<_>>()
-        .join(",")
-    }
-}
-
-/// LoRA fine-tuning: frozen base, rank-r adapters (PEFT defaults: fp32 adapter weights).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Lora {
-    /// Adapter rank r.
-    pub rank: u64,
-    /// Which projections get adapters.
-    pub targets: Targets,
-    /// Adapter dropout probability (`lora_dropout`).
-    pub dropout: f64,
-}
-
-impl FromStr for Lora {
-    type Err = String;
-    /// `RANK` or `RANK:q,k,v,o,gate,up,down` (default targets: q,v as PEFT does for Llama).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (rank, targets) = match s.split_once(':') {
-            Some((r, t)) => (r, Some(t)),
-            None => (s, None),
-        };
-        let rank = match rank.parse::<u64>() {
-            Ok(r) if (1..=65536).contains(&r) => r,
-            _ => {
-                return Err(format!("--lora \"{s}\": rank must be a whole number from 1 to 65536"));
-            }
-        };
-        let mut set = Targets::default();
-        match targets {
-            None => {
-                set.insert(LinearRole::Q);
-                set.insert(LinearRole::V);
-            }
-            Some("all") => set = Targets::ALL,
-            Some(list) => {
-                for name in list.split(',') {
-                    let role = LinearRole::parse(name).ok_or_else(|| {
-                        format!("--lora \"{s}\": unknown target \"{name}\" (q, k, v, o, gate, up, down, all)")
-                    })?;
-                    set.insert(role);
-                }
-            }
-        }
-        Ok(Self { rank, targets: set, dropout: 0.0 })
     }
 }
 

@@ -54,7 +54,7 @@ impl Softmax {
     /// converts anything else first (the copy is the input); a native softmax runs on the scores
     /// as they are. Megatron's fused kernel is its own Function and keeps only its output;
     /// gpt-oss's sink-extended logits stay in the compute dtype.
-    pub fn input_bytes(self, ctx: &crate::estimate::activations::Ctx, c: u64, sinks: bool) -> u64 {
+    pub fn input_bytes(self, ctx: &Ctx, c: u64, sinks: bool) -> u64 {
         let scores = if ctx.amp { 4 } else { c };
         match self {
             Self::Fused => 0,

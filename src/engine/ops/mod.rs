@@ -10,9 +10,8 @@
 //! [`T`], so a storage kept by two ops, or through two views, counts once — as the measured
 //! numbers count them. Sizes come from the op's arguments, never from the tensor.
 
-use crate::estimate::activations::{Ctx, Kernel};
-use crate::estimate::saved::{Cat, Saved};
-use crate::estimate::scenario::AttentionImpl;
+use crate::engine::inputs::saved::{Cat, Saved};
+use crate::engine::inputs::{AttentionImpl, Ctx, Kernel, Loss};
 use crate::model::LinearRole;
 
 mod attention;
@@ -656,7 +655,6 @@ impl<'c> Graph<'c> {
         if classes == 0 {
             return 0;
         }
-        use crate::estimate::stack::Loss;
         let fused = ctx.loss == Loss::FusedLinearCe;
         // the fused kernel computes the input's gradient in its forward and keeps that instead
         // (Liger's FusedLinearCrossEntropy: grad_input in the input's dtype)

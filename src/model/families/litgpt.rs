@@ -15,7 +15,7 @@
 //!   transformers' Phi writes `gelu_new` out in ops.
 
 use super::*;
-use crate::estimate::stack::ModelCode;
+use crate::engine::inputs::ModelCode;
 
 /// Does litgpt's code replace transformers' for this model? (Its `GPT` covers the Llama-like
 /// models, Phi-1.5/2 and the GPT-NeoX ones: StableLM-Alpha, Pythia.)

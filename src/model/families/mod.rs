@@ -21,9 +21,9 @@ mod starcoder2;
 mod vit;
 
 use super::{Family, Head, LinearRole, ParamGroup, ParamKind, Scope, TransformerSpec, layer};
+use crate::engine::inputs::saved::Cat;
+use crate::engine::inputs::{Ctx, Kernel};
 use crate::engine::ops::{Act, Attn, Graph, NormKind, Shared, Softmax, T};
-use crate::estimate::activations::{Ctx, Kernel};
-use crate::estimate::saved::Cat;
 
 /// Whether the family's activation rules have been checked against measured PyTorch runs.
 pub fn validated(f: Family) -> bool {

@@ -2,9 +2,13 @@
 //! a [`Graph`] and turns what the rules kept into the [`ActivationModel`] the estimator composes
 //! (checkpointing, pipeline stages, candidate moments of the peak).
 
+mod output;
+
+pub use output::{ActivationModel, HeadPieces, LayerMix, Pieces};
+
+use super::inputs::saved::{Cat, Saved};
+use super::inputs::{AttentionImpl, Ctx, Kernel, Loss};
 use super::ops::{Graph, OpRecord, Shared, T};
-use crate::estimate::activations::{ActivationModel, Ctx, HeadPieces, Kernel, LayerMix, Pieces};
-use crate::estimate::saved::{Cat, Saved};
 use crate::model::{Family, TransformerSpec, families};
 
 /// One walk of a block.
@@ -134,7 +138,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         }
         _ => (0, 0),
     };
-    let any_masked = ctx.attn == crate::estimate::scenario::AttentionImpl::Sdpa
+    let any_masked = ctx.attn == AttentionImpl::Sdpa
         && (m.family == crate::model::Family::Falcon
             || (0..m.num_layers.min(8)).any(|i| families::windowed(ctx, m, layer_flags(m, i))));
     // inference
@@ -213,7 +217,6 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         (Family::Gpt2, Kernel::Eager) => ctx.b * s * s * r,
         _ => 0,
     };
-    use crate::estimate::stack::Loss;
     let pieces = ctx.loss.pieces(ctx.b, s, h, v);
     let chunk = t.div_ceil(pieces);
     // torchtune's LinearCrossEntropyLoss works on the unmasked rows only

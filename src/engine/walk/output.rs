@@ -1,0 +1,165 @@
+//! What a walk yields: the saves of each kind of block ([`LayerMix`]), the top of the model, the
+//! transients of the peak and the tensors they are made of ([`Pieces`], [`HeadPieces`]), together
+//! the [`ActivationModel`] the estimator composes.
+
+use crate::engine::inputs::saved::Saved;
+
+/// The distinct kinds of block of a model whose layers differ (sliding-window or global
+/// attention, dense or MoE MLP, rotary or not), keyed by their [`crate::model::layer`] flags.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LayerMix {
+    /// Kinds in use (0 or 1: every block is `full_layer`).
+    pub n: usize,
+    /// The flags of each kind.
+    pub flags: [u8; 4],
+    /// What a block of each kind keeps (input requiring grad).
+    pub full: [Saved; 4],
+    /// The same with the attention core recomputed.
+    pub selective: [Saved; 4],
+}
+
+impl LayerMix {
+    /// The saves of a block with these flags (`fallback` when the kind is not listed).
+    pub fn of(&self, flags: u8, fallback: Saved, selective: bool) -> Saved {
+        for i in 0..self.n.min(4) {
+            if self.flags[i] == flags {
+                return if selective { self.selective[i] } else { self.full[i] };
+            }
+        }
+        fallback
+    }
+}
+
+/// Activation model of one scenario: per-layer and top-level saves plus the transients.
+/// The tensors a transient (or a run of saves) is made of, for the allocator replay: up to two
+/// sizes with how many of each, made in that order; what they leave of the bytes is one tensor
+/// made before them. The default is no breakdown (one tensor).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pieces(pub [(u64, u64); 2]);
+
+impl Pieces {
+    /// `n` tensors of `bytes`.
+    pub const fn of(bytes: u64, n: u64) -> Self {
+        Self([(bytes, n), (0, 0)])
+    }
+
+    /// `n` tensors of `bytes`, then `m` of `then`.
+    pub const fn two(bytes: u64, n: u64, then: u64, m: u64) -> Self {
+        Self([(bytes, n), (then, m)])
+    }
+
+    /// The sizes of the tensors that make up `total` bytes, in the order they are made: the
+    /// remainder first (when the listed tensors do not fill it), then the listed ones that fit.
+    pub fn sizes(self, total: u64) -> Vec<u64> {
+        let mut listed = Vec::new();
+        let mut left = total;
+        for (b, n) in self.0 {
+            if b == 0 {
+                continue;
+            }
+            let fit = n.min(left / b).min(1 << 12);
+            listed.extend(std::iter::repeat_n(b, fit as usize));
+            left -= fit * b;
+        }
+        let mut out = Vec::with_capacity(listed.len() + 1);
+        if left > 0 {
+            out.push(left);
+        }
+        out.extend(listed);
+        out
+    }
+}
+
+/// The head's and the loss's tensors (pieces of logits, their fp32 copies and log-softmax, the
+/// head weight's gradients), as [`Pieces`] of the transients and saves of the step's head events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeadPieces {
+    /// The head forward's transient: the logits (a piece a chunk) and one piece's fp32 copy.
+    pub forward: Pieces,
+    /// What the loss keeps, a tensor a piece (its fp32 log-softmax); 0: no breakdown.
+    pub saved: u64,
+    /// The loss backward's transient: one piece's nll and log-softmax gradients (fp32), the cast
+    /// back.
+    pub loss_backward: Pieces,
+    /// A chunked head's weight-gradient sum: three weight-sized tensors, then the unrun chunks'
+    /// logits gradients.
+    pub chunk_sum: Pieces,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ActivationModel {
+    /// Blocks of different kinds (empty when all blocks are alike).
+    pub mix: LayerMix,
+    /// A block whose input requires grad, keeping everything.
+    pub full_layer: Saved,
+    /// Block 0 (its input may not require grad when the embeddings are frozen).
+    pub first_layer: Saved,
+    /// `full_layer` with the attention core recomputed (selective checkpointing).
+    pub selective_layer: Saved,
+    /// Bytes of one block input (what a checkpointed block keeps).
+    pub layer_input_bytes: u64,
+    /// Tables kept once for all non-checkpointed blocks (rotary cos/sin).
+    pub shared_layer_bytes: u64,
+    /// Tensors every checkpointed block receives as positional inputs, kept once (GPT-2's eager
+    /// causal mask).
+    pub shared_checkpoint_bytes: u64,
+    /// Bytes of the last block freed before its attention core runs backward.
+    pub freed_before_attention_backward: u64,
+    /// Embeddings, final norm, head and loss.
+    pub top: Saved,
+    /// The part of `top` on the first pipeline stage (ids, embedding outputs).
+    pub top_input: Saved,
+    /// Part of `top` released by the time backward reaches the last block.
+    pub head_released_bytes: u64,
+    /// Allocation burst of the MLP backward of one block (gradients of its widest tensors).
+    pub mlp_backward_transient: u64,
+    /// Allocation burst of the attention backward of one block (score gradients for eager).
+    pub attention_backward_transient: u64,
+    /// Gradients alive while the loss and log-softmax run backward.
+    pub loss_backward_transient: u64,
+    /// Logits (and their fp32 upcast) alive while the loss runs forward.
+    pub head_forward_transient: u64,
+    /// A head run once per chunk of the sequence (torchtune's chunked output, litgpt's
+    /// `lm_head_chunk_size`) with a trained weight: the temporaries alive when the second chunk's
+    /// weight gradient is summed into the first (the autograd engine's input buffer of the weight:
+    /// the first gradient, the new one and their sum, three weight-sized tensors, out of place
+    /// because the first arrives as a view), with the logits gradients of the chunks not yet run
+    /// backward and the two chunks' input gradients. 0 for a head run once or a frozen head.
+    pub head_chunk_sum_transient: u64,
+    /// The tensors of the head transients above and of the loss's saves (allocator replay).
+    pub head_pieces: HeadPieces,
+    /// At that moment, the head inputs still kept (the whole hidden state when the chunks are
+    /// views of it, else the copies of the chunks not yet run backward).
+    pub head_chunk_kept: u64,
+    /// Inference: bytes alive during the whole forward (embedding outputs, masks, rotary tables).
+    pub infer_persistent: u64,
+    /// Inference: most bytes one block holds at once, not counting the KV cache.
+    pub infer_layer_peak: u64,
+    /// Inference: bytes at the LM head (final hidden state and logits).
+    pub infer_head_peak: u64,
+    /// A 4-bit LM head's weight while its matmul dequantizes it (0 unless the head is 4-bit and
+    /// its rows dequantize); in backward too, once per chunk.
+    pub head_dequant: u64,
+    /// A block's largest 4-bit projection while its matmul dequantizes it (0 when none does).
+    pub layer_dequant: u64,
+    /// KV-cache bytes per block (compute dtype; the caller rescales for another cache dtype).
+    pub kv_per_layer_elems: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pieces;
+
+    #[test]
+    fn pieces_list_the_named_tensors_after_what_they_leave() {
+        // torchtune's chunked loss in bf16: eight chunks of logits, then one chunk's fp32 copy
+        let p = Pieces::two(2, 8, 4, 1);
+        assert_eq!(p.sizes(20), vec![2, 2, 2, 2, 2, 2, 2, 2, 4]);
+        // more bytes than the tensors named: the rest is one tensor, made first
+        assert_eq!(Pieces::of(4, 2).sizes(11), vec![3, 4, 4]);
+        // fewer: as many whole tensors as fit, in order
+        assert_eq!(Pieces::two(4, 3, 1, 2).sizes(9), vec![4, 4, 1]);
+        assert_eq!(Pieces::default().sizes(7), vec![7]);
+        assert!(Pieces::of(0, 1).sizes(0).is_empty());
+    }
+}
