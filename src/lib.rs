@@ -28,6 +28,7 @@ pub mod engine;
 pub mod estimate;
 pub mod explain;
 pub mod export;
+pub mod families;
 pub mod fit;
 pub mod flags;
 pub mod gpu;

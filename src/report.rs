@@ -161,7 +161,7 @@ const UNMEASURED_TYPES: &[&str] = &["qwen2_moe"];
 /// Has this architecture's activation model been checked against measured PyTorch runs?
 pub fn validated(sc: &Scenario) -> bool {
     sc.model.transformer().is_none_or(|t| {
-        crate::model::families::validated(t.family)
+        crate::families::validated(t.family)
             && t.unvalidated_type.is_none()
             && !t.hf_model_type.as_deref().is_some_and(|m| UNMEASURED_TYPES.contains(&m))
     })
@@ -189,7 +189,7 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
         out.push("not modelled: LLM.int8()'s own inference transients (its int8 matmul's casts and outlier columns); the weights are counted".into());
     }
     if sc.stack.model_code.litgpt()
-        && sc.model.transformer().is_some_and(|t| !crate::model::families::litgpt_walks(t.family))
+        && sc.model.transformer().is_some_and(|t| !crate::families::litgpt_walks(t.family))
     {
         out.push(format!(
             "--model-code {}: litgpt's own code is walked for Llama-like, Phi and GPT-NeoX models only; this family is walked as transformers runs it",

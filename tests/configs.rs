@@ -33,14 +33,14 @@ fn hub_configs_have_exact_parameter_counts() {
 #[test]
 fn hub_configs_read_the_family_details() {
     use vramscope::model::hf_config::parse;
-    use vramscope::model::{Family, Router, layer};
+    use vramscope::model::{Router, layer};
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hub");
     let read = |d: &str| {
         let p = dir.join(d).join("config.json");
         parse(&p.display().to_string(), &std::fs::read_to_string(&p).unwrap()).unwrap()
     };
     let g = read("gemma-3-1b");
-    assert_eq!(g.spec.family, Family::Gemma3);
+    assert_eq!(g.spec.family, vramscope::families::by_id("gemma3").unwrap());
     assert_eq!(g.spec.sliding_window, Some(512));
     assert_eq!(g.spec.layer_flags.iter().filter(|f| **f & layer::SLIDING == 0).count(), 4); // 26 layers, every 6th full
     assert_eq!(g.dtype.as_deref(), Some("bfloat16"));
@@ -48,7 +48,7 @@ fn hub_configs_read_the_family_details() {
     assert_eq!((g.spec.attn_softcap, g.spec.final_softcap), (Some(50.0), Some(30.0)));
     assert_eq!(g.spec.layer_flags[0], layer::SLIDING);
     let d = read("deepseek-v3");
-    assert_eq!(d.spec.family, Family::Deepseek);
+    assert_eq!(d.spec.family, vramscope::families::by_id("deepseek").unwrap());
     assert_eq!(d.spec.moe.unwrap().router, Router::SigmoidGroup);
     assert_eq!(d.spec.layer_flags.iter().filter(|f| **f & layer::DENSE != 0).count(), 3);
     assert!(d.notes.iter().any(|n| n.contains("FP8")), "{:?}", d.notes);
@@ -59,7 +59,7 @@ fn hub_configs_read_the_family_details() {
     // phi-2: transformers 5 keeps the rotary fraction under rope_parameters, the old file at the
     // top level; both read as 0.4 of the 80-wide heads
     let p = read("phi-2");
-    assert_eq!(p.spec.family, Family::Phi);
+    assert_eq!(p.spec.family, vramscope::families::by_id("phi").unwrap());
     assert_eq!((p.spec.head_dim, p.spec.rope_dim, p.spec.parallel_norms), (80, 32, 1));
     assert!(p.spec.gelu_new && !p.spec.qk_layernorm && p.spec.hidden_dropout == 0.1);
     let five = std::fs::read_to_string(
@@ -69,7 +69,7 @@ fn hub_configs_read_the_family_details() {
     assert!(five.contains("\"rope_parameters\""));
     assert_eq!(parse("phi-2.json", &five).unwrap().spec.rope_dim, 32);
     let t = read("t5-base");
-    assert_eq!(t.spec.family, Family::Generic);
+    assert_eq!(t.spec.family, vramscope::families::by_id("generic").unwrap());
     assert!(
         t.notes.iter().any(|n| n.contains("unvalidated architecture: model_type \"t5\"")),
         "{:?}",
@@ -122,7 +122,7 @@ fn unknown_architecture_folder_takes_the_safetensors_count() {
     std::fs::write(dir.join("model.safetensors"), bytes).unwrap();
     let loaded = vramscope::model::preset::load_path(&dir).unwrap();
     let t = loaded.model.transformer().unwrap();
-    assert_eq!(t.family, vramscope::model::Family::Generic);
+    assert_eq!(t.family, vramscope::families::by_id("generic").unwrap());
     let generic = {
         let mut s = t.clone();
         s.extra_params = 0;

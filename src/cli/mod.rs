@@ -426,7 +426,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     };
     if a.attention == AttentionImpl::Sdpa
         && let Some(t) = sc.model.transformer()
-        && matches!(t.family, vramscope::model::Family::Gemma2 | vramscope::model::Family::GptOss)
+        && vramscope::families::ops(t).eager_only
     {
         notes.push(
             "transformers 5 has no SDPA path for this family (soft-capping / attention sinks): eager attention is estimated (--attention flash for a FlashAttention kernel)"
@@ -462,9 +462,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
             sc.new_tokens,
             sc.seq + sc.new_tokens - 1
         ));
-    } else if a.mode == Mode::Infer
-        && sc.model.transformer().is_some_and(|t| t.family != vramscope::model::Family::Bert)
-    {
+    } else if a.mode == Mode::Infer && sc.model.transformer().is_some_and(|t| t.family.id() != "bert") {
         notes.push("inference is one Hugging Face forward over --seq tokens that keeps the full logits (a scoring pass); generation: --new-tokens N (HF generate); a serving engine's KV budget and concurrency: `vramscope serve`".into());
     }
     if let Some(q) = sc.model.transformer().and_then(|t| t.quant)

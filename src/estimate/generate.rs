@@ -18,7 +18,8 @@
 
 use super::activations::Kernel;
 use super::activations::kv_cache_bytes;
-use crate::model::{TransformerSpec, families, layer};
+use crate::families;
+use crate::model::{TransformerSpec, layer};
 use crate::units::DType;
 
 /// The terms of one rank's `generate`, bytes.

@@ -677,9 +677,9 @@ fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step::All>) -> 
                 sc_local.batch,
                 sc_local.seq,
                 sc.new_tokens,
-                (ctx.c, ctx.r),
+                (ctx.compute_elem, ctx.residual_elem),
                 kv_dtype,
-                crate::model::families::kernel_of(&ctx, t),
+                crate::families::kernel_of(&ctx, t),
                 (stage.first(), stage.last()),
             ))
         }

@@ -269,14 +269,14 @@ fn tensor_sizes(sc: &Scenario) -> (Vec<u64>, Vec<u64>) {
     let groups = sc.model.param_groups();
     let mut all = Vec::new();
     let mut trainable = Vec::new();
-    let family = sc.model.transformer().map(|t| t.family);
+    let spec = sc.model.transformer();
     for g in &groups {
         let n = g.rows * g.cols;
         for _ in 0..g.count.min(1 << 16) {
             all.push(n);
-            match (&sc.lora, family) {
+            match (&sc.lora, spec) {
                 (None, _) if g.kind != crate::model::ParamKind::Frozen => trainable.push(n),
-                (Some(l), Some(f)) if super::states::adapted(l, f, g.kind) => {
+                (Some(l), Some(t)) if super::states::adapted(l, t, g.kind) => {
                     all.push(l.rank * g.cols);
                     all.push(g.rows * l.rank);
                     trainable.push(l.rank * g.cols);
@@ -313,7 +313,7 @@ fn flat_grad_units(sc: &Scenario) -> Option<Vec<u64>> {
             if g.scope != Scope::Block {
                 n = 0;
             }
-            if super::states::adapted(l, t.family, g.kind) {
+            if super::states::adapted(l, t, g.kind) {
                 n += l.rank * (g.rows + g.cols) * g.count;
             }
         }

@@ -525,7 +525,7 @@ impl Scenario {
             let Some(t) = self.model.transformer() else {
                 return bad("LoRA needs a transformer model (layer tables have no named projections)".into());
             };
-            if !self.model.param_groups().iter().any(|g| super::states::adapted(&l, t.family, g.kind)) {
+            if !self.model.param_groups().iter().any(|g| super::states::adapted(&l, t, g.kind)) {
                 return bad(format!(
                     "--lora targets {} match no nn.Linear of this model (PEFT would refuse; routed experts are fused 3-D parameters it does not wrap)",
                     l.targets.names()

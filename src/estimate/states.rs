@@ -1,7 +1,7 @@
 //! Model states: parameters, gradients and optimizer states, exact and as the allocator rounds them.
 
 use super::scenario::{BaseQuant, Lora, Mode, Optimizer, Parallel, Scenario};
-use crate::model::{Family, LinearRole, ParamGroup, ParamKind};
+use crate::model::{LinearRole, ParamGroup, ParamKind, TransformerSpec};
 use crate::units::{DType, Precision, round_alloc};
 
 /// Sizes of the model states of one scenario.
@@ -49,9 +49,9 @@ pub struct States {
 }
 
 /// Does LoRA put an adapter on this parameter group?
-pub(crate) fn adapted(lora: &Lora, family: Family, kind: ParamKind) -> bool {
+pub(crate) fn adapted(lora: &Lora, m: &TransformerSpec, kind: ParamKind) -> bool {
     match kind {
-        ParamKind::Linear(LinearRole::Q) if matches!(family, Family::Gpt2 | Family::Megatron) => {
+        ParamKind::Linear(LinearRole::Q) if crate::families::ops(m).qkv_one_adapter => {
             // GPT-2's fused c_attn takes q, k and v adapters as one
             lora.targets.has(LinearRole::Q)
                 || lora.targets.has(LinearRole::K)
@@ -133,7 +133,7 @@ fn opt_tensor_bytes(opt: Optimizer, rows: u64, cols: u64, dt: DType) -> (u64, u6
 pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
     let p = sc.precision;
     let train = sc.mode == Mode::Train;
-    let family = sc.model.transformer().map(|t| t.family);
+    let family = sc.model.transformer();
     let mut st = States::default();
     let weight_dt = p.weight_dtype();
     // fp32 master weights under autocast; the optimizer works in the parameter dtype
@@ -262,7 +262,7 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
             st.embed_grad_alloc = gb(t.vocab_size * t.hidden_size);
         }
         let experts = t.moe.map_or(1, |m| m.experts);
-        let mats = if crate::model::families::gated(t) { 3 } else { 2 };
+        let mats = if crate::families::gated(t) { 3 } else { 2 };
         st.grads_before_attention = mats * experts * gb(t.hidden_size * t.intermediate_size)
             + gb(t.hidden_size * t.q_width())
             + gb(t.hidden_size);

@@ -447,7 +447,7 @@ fn train(p: &Parts, sink: &mut impl Sink) {
         let chunked = sc.stack.loss != super::stack::Loss::Hf;
         let upcast = p.spec.is_some_and(|t| {
             t.head == crate::model::Head::CausalLm
-                && !matches!(t.family, crate::model::Family::Bert | crate::model::Family::Megatron)
+                && crate::families::ops(t).loss == crate::engine::ops::LossKind::CausalLm
         });
         let (what, temp) = match p.spec {
             Some(_) if chunked || upcast => {

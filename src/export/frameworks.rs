@@ -3,7 +3,7 @@
 
 use super::ScenarioFile;
 use crate::estimate::{Checkpointing, Offload, Optimizer};
-use crate::model::{Family, ModelSpec};
+use crate::model::ModelSpec;
 use crate::units::Precision;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
@@ -262,7 +262,7 @@ pub fn hf_inference(f: &ScenarioFile) -> String {
         crate::units::DType::F16 => "torch.float16",
         _ => "torch.bfloat16",
     };
-    let auto = if sc.model.transformer().is_some_and(|t| t.family == Family::Bert) {
+    let auto = if sc.model.transformer().is_some_and(|t| t.family.id() == "bert") {
         "AutoModel"
     } else {
         "AutoModelForCausalLM"
@@ -329,7 +329,7 @@ fn torch_optimizer(o: Optimizer) -> Option<String> {
 
 fn block_class(m: &ModelSpec) -> &'static str {
     match m.transformer() {
-        Some(t) => crate::model::families::block_class(t, &m.name),
+        Some(t) => crate::families::block_class(t, &m.name),
         None => "Block  # your model's repeated block class",
     }
 }
@@ -434,7 +434,7 @@ pub fn megatron_args(f: &ScenarioFile) -> String {
         // Megatron's defaults are 0.1 each: name the model's own so the masks are the estimate's
         a.push(format!("--attention-dropout {}", t.attention_dropout));
         a.push(format!("--hidden-dropout {}", t.hidden_dropout));
-        if t.family == Family::Llama {
+        if t.family.id() == "llama" {
             a.extend(
                 [
                     "--swiglu",

@@ -5,7 +5,6 @@
 //! table (parameters and activation elements per sample per layer) for non-transformer networks.
 //! Parameter counts are exact: every tensor is listed with its shape, tied embeddings once.
 
-pub mod families;
 pub mod hf_config;
 pub mod preset;
 pub mod quant;
@@ -13,63 +12,12 @@ pub mod safetensors;
 
 use serde::{Deserialize, Serialize};
 
-/// Transformer code path the activation model follows (HuggingFace transformers 5 modelling code).
-/// Each decoder family's block is a short list of ops in [`families`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Family {
-    /// GPT-2: LayerNorm, fused `c_attn`, `gelu_new`, learned positions, dropout everywhere.
-    Gpt2,
-    /// BERT encoder: post-LayerNorm, separate q/k/v, erf GELU, dropout everywhere.
-    Bert,
-    /// Llama-style decoder (llama, mistral, qwen2, mixtral, qwen2_moe): RMSNorm with fp32
-    /// upcast, RoPE, gated SiLU MLP (or a mixture of experts), no dropout by default.
-    #[default]
-    Llama,
-    /// Qwen3 / Qwen3-MoE: Llama with per-head RMSNorm on q and k.
-    Qwen3,
-    /// Gemma: `(1 + w)` RMSNorm computed in fp32, GeGLU (tanh GELU), scaled embeddings.
-    Gemma,
-    /// Gemma 2: Gemma with sandwich norms, attention and final logit soft-capping, alternating
-    /// sliding-window layers.
-    Gemma2,
-    /// Gemma 3 (text part of multimodal checkpoints too): Gemma 2's sandwich norms plus q/k norm,
-    /// local/global layers (two rotary tables), no soft-capping.
-    Gemma3,
-    /// Phi-3: fused `qkv_proj` and `gate_up_proj`, residual dropout.
-    Phi3,
-    /// Phi-1 / 1.5 / 2 (`phi`): attention and MLP in parallel on one LayerNorm, biased q/k/v,
-    /// `dense`, `fc1`, `fc2` and `lm_head`, partial rotary, `gelu_new`, optional q/k LayerNorm.
-    Phi,
-    /// OLMo 2: norms after attention and MLP only (no pre-norm), RMSNorm on the full q and k.
-    Olmo2,
-    /// GPT-NeoX / Pythia: LayerNorm, fused biased `query_key_value`, partial rotary, parallel
-    /// residual, GELU MLP.
-    GptNeox,
-    /// Falcon: multi-query (or grouped, `new_decoder_architecture`) fused QKV, parallel
-    /// attention + MLP, LayerNorm, GELU MLP.
-    Falcon,
-    /// StarCoder2: LayerNorm with bias, biased projections, GELU (tanh) MLP, GQA, sliding window.
-    Starcoder2,
-    /// Granite: Llama with scalar multipliers (embedding, residual, attention, logits).
-    Granite,
-    /// SmolLM3: Llama with NoPE layers.
-    Smollm3,
-    /// DeepSeek-V2/V3: multi-head latent attention, shared + routed experts, first dense layers.
-    Deepseek,
-    /// gpt-oss: attention sinks, alternating sliding window, biased projections, MoE with a
-    /// clamped SwiGLU.
-    GptOss,
-    /// ViT: pre-norm encoder over image patches (`ViTForImageClassification`).
-    Vit,
-    /// An architecture without its own family: estimated as the closest Llama-style decoder and
-    /// flagged unvalidated everywhere.
-    Generic,
-    /// Megatron-LM GPT (GPT-3 style): the GPT-2 architecture run with Megatron's fused kernels
-    /// (fused GeLU keeps only its input, fused softmax keeps only its output); the layer the
-    /// Korthikanti et al. 2022 accounting describes, with tensor and sequence parallelism.
-    Megatron,
-}
+/// Which family's code the walk follows: a handle to one entry of the family registry
+/// ([`crate::families`]), named in presets, scenario files and the JSON by its id (`"llama"`,
+/// `"gpt2"`, …). The families layer gives it meaning (its ops, parameters, config keys); here it
+/// is only compared and stored. The default is Llama.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Family(pub(crate) u8);
 
 /// The task head on top of the base model, from the config's `architectures`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -484,124 +432,9 @@ impl TransformerSpec {
     pub fn kv_width(&self) -> u64 {
         self.num_kv_heads * self.head_dim
     }
-
-    /// Every parameter tensor, grouped by shape. Tied embeddings are listed once.
-    pub fn param_groups(&self) -> Vec<ParamGroup> {
-        let h = self.hidden_size;
-        let l = self.num_layers;
-        let v = self.vocab_size;
-        let i = self.intermediate_size;
-        let mut g = Vec::with_capacity(24);
-        // (rows, cols, tensors, kind, where, split by tensor parallelism)
-        let mut push = |rows: u64, cols: u64, count: u64, kind: ParamKind, scope: Scope, tp_split: bool| {
-            if rows > 0 && cols > 0 && count > 0 {
-                g.push(ParamGroup { rows, cols, count, kind, scope, tp_split });
-            }
-        };
-        use LinearRole as R;
-        use ParamKind as K;
-        use Scope::{Block as B, Input as In, Output as Out};
-        match self.family {
-            Family::Gpt2 | Family::Megatron => {
-                push(v, h, 1, K::Embedding, In, true);
-                push(self.max_position_embeddings, h, 1, K::Embedding, In, false);
-                push(h, 1, 4 * l, K::Vector, B, false); // ln_1, ln_2 weight + bias
-                // Conv1D weights are stored (in, out); rows/cols only matter for Adafactor.
-                push(h, 3 * self.q_width(), l, K::Linear(R::Q), B, true);
-                push(3 * self.q_width(), 1, l, K::Vector, B, true);
-                push(self.q_width(), h, l, K::Linear(R::O), B, true);
-                push(h, 1, l, K::Vector, B, false);
-                push(h, i, l, K::Linear(R::Up), B, true);
-                push(i, 1, l, K::Vector, B, true);
-                push(i, h, l, K::Linear(R::Down), B, true);
-                push(h, 1, l, K::Vector, B, false);
-                push(h, 1, 2, K::Vector, Out, false); // ln_f
-            }
-            Family::Bert => {
-                push(v, h, 1, K::Embedding, In, true);
-                push(self.max_position_embeddings, h, 1, K::Embedding, In, false);
-                push(self.type_vocab_size, h, 1, K::Embedding, In, false);
-                push(h, 1, 2, K::Vector, In, false); // embeddings LayerNorm
-                let q = self.q_width();
-                push(q, h, l, K::Linear(R::Q), B, true);
-                push(q, h, l, K::Linear(R::K), B, true);
-                push(q, h, l, K::Linear(R::V), B, true);
-                push(h, q, l, K::Linear(R::O), B, true);
-                push(q, 1, 3 * l, K::Vector, B, true); // q,k,v biases
-                push(h, 1, l, K::Vector, B, false); // o bias
-                push(h, 1, 2 * l, K::Vector, B, false); // attention.output.LayerNorm
-                push(i, h, l, K::Linear(R::Up), B, true);
-                push(i, 1, l, K::Vector, B, true);
-                push(h, i, l, K::Linear(R::Down), B, true);
-                push(h, 1, l, K::Vector, B, false);
-                push(h, 1, 2 * l, K::Vector, B, false); // output.LayerNorm
-            }
-            _ => return families::param_groups(self),
-        }
-        match self.head {
-            Head::CausalLm => {
-                if !self.tie_word_embeddings {
-                    push(v, h, 1, K::Head, Out, true);
-                }
-            }
-            Head::MaskedLm => {
-                push(h, h, 1, K::Linear(R::Dense), Out, false);
-                push(h, 1, 3, K::Vector, Out, false); // transform bias + LayerNorm
-                if !self.tie_word_embeddings {
-                    push(v, h, 1, K::Head, Out, true);
-                }
-                push(v, 1, 1, K::Vector, Out, true); // decoder bias
-            }
-            Head::SequenceClassification { num_labels } => {
-                if self.family == Family::Bert {
-                    push(h, h, 1, K::Linear(R::Dense), Out, false); // pooler
-                    push(h, 1, 1, K::Vector, Out, false);
-                    push(num_labels, h, 1, K::Head, Out, false);
-                    push(num_labels, 1, 1, K::Vector, Out, false);
-                } else {
-                    push(num_labels, h, 1, K::Head, Out, false); // `score`, no bias
-                }
-            }
-            Head::Base => {
-                if self.family == Family::Bert {
-                    push(h, h, 1, K::Linear(R::Dense), Out, false); // pooler
-                    push(h, 1, 1, K::Vector, Out, false);
-                }
-            }
-        }
-        g
-    }
 }
 
 impl ModelSpec {
-    /// Every parameter tensor, grouped by shape.
-    pub fn param_groups(&self) -> Vec<ParamGroup> {
-        match &self.arch {
-            Architecture::Transformer(t) => t.param_groups(),
-            Architecture::Table(t) => {
-                // A layer table knows only per-layer totals: one group per layer, plus the count
-                // of tensors for rounding.
-                t.layers
-                    .iter()
-                    .filter(|l| l.params > 0)
-                    .map(|l| ParamGroup {
-                        rows: l.params,
-                        cols: 1,
-                        count: 1,
-                        kind: ParamKind::Vector,
-                        scope: Scope::Block,
-                        tp_split: false,
-                    })
-                    .collect()
-            }
-        }
-    }
-
-    /// Exact number of distinct parameters.
-    pub fn n_params(&self) -> u64 {
-        self.param_groups().iter().map(|g| g.rows * g.cols * g.count).sum()
-    }
-
     /// The transformer description, if this is one.
     pub fn transformer(&self) -> Option<&TransformerSpec> {
         match &self.arch {
@@ -636,7 +469,7 @@ pub fn generic(params_b: f64) -> Option<ModelSpec> {
     Some(ModelSpec {
         name: format!("Generic {params_b} B (Llama-shaped)"),
         arch: Architecture::Transformer(Box::new(TransformerSpec {
-            family: Family::Llama,
+            family: Family::default(),
             head: Head::CausalLm,
             hidden_size: h as u64,
             num_layers: layers as u64,

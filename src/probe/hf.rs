@@ -3,7 +3,7 @@
 //! `from_config`. Anything the spec holds that the chosen HF class cannot express is refused.
 
 use super::ProbeError;
-use crate::model::{Family, Head, ModelSpec, TransformerSpec};
+use crate::model::{Head, ModelSpec, TransformerSpec};
 use serde_json::{Map, Value, json};
 
 fn refuse(msg: impl Into<String>) -> ProbeError {
@@ -22,11 +22,12 @@ pub fn config_from_spec(model: &ModelSpec, seq: u64) -> Result<Value, ProbeError
     if let Some(what) = extra {
         return Err(refuse(format!("{}: the probe cannot express {what} in an HF config", model.name)));
     }
-    let mut c = match t.family {
-        Family::Gpt2 => gpt2(t)?,
-        Family::Bert => bert(t)?,
-        Family::Llama => llama_like(t, seq)?,
-        f => {
+    let mut c = match t.family.id() {
+        "gpt2" => gpt2(t)?,
+        "bert" => bert(t)?,
+        "llama" => llama_like(t, seq)?,
+        _ => {
+            let f = t.family;
             return Err(refuse(format!(
                 "{}: family {f:?} has no HF class the probe can build from a RON preset; pass the model's config.json",
                 model.name

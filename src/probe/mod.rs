@@ -144,64 +144,26 @@ pub fn lora_target_regex(family: Family, targets: crate::estimate::Targets) -> R
             names.push(name);
         }
     };
-    match family {
-        Family::Gpt2 => {
-            push(qkv, r"attn\.c_attn");
-            push(has(O), r"attn\.c_proj");
-            push(has(Up), r"mlp\.c_fc");
-            push(has(Down), r"mlp\.c_proj");
-        }
-        Family::Bert | Family::Vit => {
-            push(has(Q), r"attention\.(?:self|attention)\.query");
-            push(has(K), r"attention\.(?:self|attention)\.key");
-            push(has(V), r"attention\.(?:self|attention)\.value");
-            push(has(O), r"attention\.output\.dense");
-            push(has(Up), r"intermediate\.dense");
-            push(has(Down), r"layer\.\d+\.output\.dense");
-        }
-        Family::Phi3 => {
-            push(qkv, "qkv_proj");
-            push(has(O), "o_proj");
-            push(has(Gate) || has(Up), "gate_up_proj");
-            push(has(Down), "down_proj");
-        }
-        Family::GptNeox | Family::Falcon => {
-            push(qkv, "query_key_value");
-            push(has(O), r"(?:attention|self_attention)\.dense");
-            push(has(Up), "dense_h_to_4h");
-            push(has(Down), "dense_4h_to_h");
-        }
-        Family::Phi => {
-            for (r, n) in [(Q, "q_proj"), (K, "k_proj"), (V, "v_proj"), (O, r"self_attn\.dense")] {
-                push(has(r), n);
-            }
-            push(has(Up), "fc1");
-            push(has(Down), "fc2");
-        }
-        Family::Starcoder2 => {
-            for (r, n) in [(Q, "q_proj"), (K, "k_proj"), (V, "v_proj"), (O, "o_proj")] {
-                push(has(r), n);
-            }
-            push(has(Up), "c_fc");
-            push(has(Down), r"mlp\.c_proj");
-        }
-        Family::Deepseek | Family::Megatron => {
-            return Err(refuse(format!("--lora: no PEFT module names for family {family:?} yet")));
-        }
-        _ => {
-            for (r, n) in [
-                (Q, "q_proj"),
-                (K, "k_proj"),
-                (V, "v_proj"),
-                (O, "o_proj"),
-                (Gate, "gate_proj"),
-                (Up, "up_proj"),
-                (Down, "down_proj"),
-            ] {
-                push(has(r), n);
-            }
+    let Some(n) = crate::families::def(family).peft_modules() else {
+        return Err(refuse(format!("--lora: no PEFT module names for family {family:?} yet")));
+    };
+    match n.qkv {
+        Some(fused) => push(qkv, fused),
+        None => {
+            push(has(Q), n.q);
+            push(has(K), n.k);
+            push(has(V), n.v);
         }
     }
+    push(has(O), n.o);
+    match n.gate_up {
+        Some(fused) => push(has(Gate) || has(Up), fused),
+        None => {
+            push(has(Gate), n.gate);
+            push(has(Up), n.up);
+        }
+    }
+    push(has(Down), n.down);
     if names.is_empty() {
         return Err(refuse(format!("--lora targets {} name no module of this family", targets.names())));
     }
@@ -210,7 +172,7 @@ pub fn lora_target_regex(family: Family, targets: crate::estimate::Targets) -> R
 
 /// The HF Auto class for the model, and the input kind.
 fn auto_class(family: Family, head: Head) -> (&'static str, &'static str) {
-    if family == Family::Vit {
+    if crate::families::def(family).takes_pixels() {
         return ("AutoModelForImageClassification", "pixels");
     }
     match head {
@@ -255,7 +217,7 @@ fn run_spec(sc: &Scenario, opts: &Options) -> Result<Value, ProbeError> {
         "vocab_size": t.vocab_size,
         "auto_class": auto,
         "input": input,
-        "causal_lm": t.head == Head::CausalLm && t.family != Family::Vit,
+        "causal_lm": t.head == Head::CausalLm && !crate::families::def(t.family).takes_pixels(),
         "dtype": dtype(sc.precision.weight_dtype()),
         "autocast": autocast,
         "grad_scaler": sc.precision == Precision::Fp16Amp,
@@ -337,11 +299,14 @@ mod tests {
     fn probe_lora_targets_per_family() {
         let l: Lora = "8:q,v".parse().unwrap();
         assert_eq!(
-            lora_target_regex(Family::Llama, l.targets).unwrap(),
+            lora_target_regex(crate::families::by_id("llama").unwrap(), l.targets).unwrap(),
             r"(?!.*vision).*\.(?:q_proj|v_proj)"
         );
-        assert_eq!(lora_target_regex(Family::Gpt2, l.targets).unwrap(), r"(?!.*vision).*\.(?:attn\.c_attn)");
-        assert!(lora_target_regex(Family::Deepseek, Targets::ALL).is_err());
+        assert_eq!(
+            lora_target_regex(crate::families::by_id("gpt2").unwrap(), l.targets).unwrap(),
+            r"(?!.*vision).*\.(?:attn\.c_attn)"
+        );
+        assert!(lora_target_regex(crate::families::by_id("deepseek").unwrap(), Targets::ALL).is_err());
     }
 
     #[test]

@@ -432,13 +432,7 @@ fn model_dtype(
 
 fn transformer(model: &ModelSpec) -> Result<&TransformerSpec, ServeError> {
     match model.transformer() {
-        Some(t)
-            if t.num_heads > 0
-                && t.family != crate::model::Family::Bert
-                && t.family != crate::model::Family::Vit =>
-        {
-            Ok(t)
-        }
+        Some(t) if t.num_heads > 0 && crate::families::has_kv_cache(t) => Ok(t),
         _ => bad(format!("{}: serving capacity needs a decoder language model", model.name)),
     }
 }

@@ -19,7 +19,7 @@
 //!   - the sort path: the fp32 copy, the sorted values and int64 indices, the top-p softmax and
 //!     cumulative sum and the boolean mask — `(c + 25)·R·V` bytes.
 
-use crate::model::{Family, TransformerSpec};
+use crate::model::TransformerSpec;
 use crate::units::DType;
 
 /// The profiling peak and where it is.
@@ -60,7 +60,7 @@ pub fn peak(
         }
     };
     let attention = stream + tk * (q_w + kv_w + out_w + h) * b;
-    let gated = crate::model::families::gated(t);
+    let gated = crate::families::gated(t);
     let dense_i = if t.dense_intermediate_size > 0 { t.dense_intermediate_size } else { t.intermediate_size };
     let dense = |i: u64| {
         let i = i / tp;
@@ -85,7 +85,7 @@ pub fn peak(
     };
     // the sampler runs on the last pipeline stage; the most loaded rank is taken as holding both
     let _ = pp;
-    if !matches!(t.family, Family::Bert | Family::Vit) {
+    if crate::families::has_kv_cache(t) {
         let r = seqs.min(tokens).max(1);
         let v = t.vocab_size;
         let (per, at) = match sampler {

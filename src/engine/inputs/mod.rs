@@ -23,19 +23,23 @@ pub enum Kernel {
 /// The per-block quantities shared by all family walkers.
 #[derive(Clone, Copy, Debug)]
 pub struct Ctx {
-    pub b: u64,
-    pub s: u64,
-    /// Tokens in the micro-batch, `b·s`.
-    pub t: u64,
-    /// Tokens of residual-stream tensors on this rank: `t / tp` under sequence parallelism.
-    pub ts: u64,
+    /// Sequences in the micro-batch.
+    pub batch: u64,
+    /// Tokens per sequence.
+    pub seq: u64,
+    /// Tokens in the micro-batch, `batch · seq`.
+    pub tokens: u64,
+    /// Tokens of residual-stream tensors on this rank: `tokens / tp` under sequence parallelism.
+    pub rank_tokens: u64,
     /// Bytes per element of half-precision compute (4 in pure fp32).
-    pub c: u64,
-    /// Bytes per element of the residual stream: fp32 under autocast, else `c`.
-    pub r: u64,
+    pub compute_elem: u64,
+    /// Bytes per element of the residual stream: fp32 under autocast, else `compute_elem`.
+    pub residual_elem: u64,
+    /// Autocast (mixed precision): fp32 weights and residual stream, half matmuls.
     pub amp: bool,
     /// All weights train (full fine-tuning).
     pub full: bool,
+    /// LoRA adapters (a frozen base) or none.
     pub lora: Option<Lora>,
     /// The attention implementation asked for.
     pub attn: AttentionImpl,

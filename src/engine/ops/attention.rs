@@ -87,10 +87,10 @@ impl Graph<'_> {
     /// heads); eager attention keeps the matmul copies of q, k^T and v, the fp32 softmax output
     /// and the probabilities cast back (or dropped out), the soft-capping tanh and the sinks'
     /// extra column. Returns the output as o_proj reads it.
-    pub fn attention(&mut self, q: T, k: T, v: T, a: Attn) -> T {
+    pub fn attention(&mut self, q: Tensor, k: Tensor, v: Tensor, a: Attn) -> Tensor {
         let before = self.kept.total();
         let ctx = self.ctx;
-        let (t, c) = (ctx.t, ctx.c);
+        let (t, c) = (ctx.tokens, ctx.compute_elem);
         let qw = a.heads * a.qk_dim;
         let ow = a.heads * a.v_dim;
         let active = self.rg(q) || self.rg(k) || self.rg(v);
@@ -112,8 +112,8 @@ impl Graph<'_> {
         } else {
             match kernel {
                 Kernel::Eager => {
-                    let sc = ctx.b * a.heads * ctx.s * ctx.s;
-                    if ctx.b > 1 {
+                    let sc = ctx.batch * a.heads * ctx.seq * ctx.seq;
+                    if ctx.batch > 1 {
                         // matmul reshapes (b, h, s, d) operands laid out as (b, s, h, d) to
                         // (b·h, s, d): not a view, so bmm keeps copies of q, k^T and v at every head
                         self.keep_new(t * (2 * qw + a.heads * a.v_dim) * c, Cat::AttentionIo);
@@ -129,14 +129,14 @@ impl Graph<'_> {
                     let sm = a.softmax.elem_bytes(ctx.amp, c);
                     if ctx.torch.softmax_keeps_input() && a.softmax != Softmax::Fused {
                         // before PyTorch 1.11 softmax's node keeps its input too
-                        let n = if a.sinks { ctx.b * a.heads * ctx.s * (ctx.s + 1) } else { sc };
+                        let n = if a.sinks { ctx.batch * a.heads * ctx.seq * (ctx.seq + 1) } else { sc };
                         self.keep_new(n * a.softmax.input_bytes(ctx, c, a.sinks), Cat::AttentionScores);
                     }
                     if a.sinks {
                         // logits with one sink column: the softmax output (in the logits' dtype)
                         // and the row-max indices; P·V reads a view of the probabilities
-                        let scs = ctx.b * a.heads * ctx.s * (ctx.s + 1);
-                        self.keep_new(scs * c + ctx.b * a.heads * ctx.s * 8, Cat::AttentionScores);
+                        let scs = ctx.batch * a.heads * ctx.seq * (ctx.seq + 1);
+                        self.keep_new(scs * c + ctx.batch * a.heads * ctx.seq * 8, Cat::AttentionScores);
                     } else {
                         self.keep_new(sc * sm, Cat::AttentionScores);
                         if a.dropout > 0.0 {
@@ -167,7 +167,7 @@ impl Graph<'_> {
                     };
                     if masked {
                         // the boolean (b, 1, s, s) mask as an additive bias in the query dtype
-                        self.keep_new(ctx.b * ctx.s * ctx.s * c, Cat::AttentionScores);
+                        self.keep_new(ctx.batch * ctx.seq * ctx.seq * c, Cat::AttentionScores);
                     }
                 }
             }
@@ -186,11 +186,11 @@ impl Graph<'_> {
     /// Keeps q, k and v as the kernel receives them: grouped K/V repeated to every head by HF's
     /// `repeat_kv` when `repeats` (a copy; a single K/V head expands to a view, and Falcon passes
     /// grouped K/V as they are), else the storages themselves.
-    fn keep_qkv(&mut self, q: T, k: T, v: T, a: Attn, repeats: bool) {
+    fn keep_qkv(&mut self, q: Tensor, k: Tensor, v: Tensor, a: Attn, repeats: bool) {
         self.keep(q);
         if repeats && a.kv_heads != a.heads && a.kv_heads > 1 && !a.gqa_native {
             let ctx = self.ctx;
-            self.keep_new(ctx.t * a.heads * (a.qk_dim + a.v_dim) * ctx.c, Cat::AttentionIo);
+            self.keep_new(ctx.tokens * a.heads * (a.qk_dim + a.v_dim) * ctx.compute_elem, Cat::AttentionIo);
         } else {
             self.keep(k);
             self.keep(v);
@@ -201,9 +201,9 @@ impl Graph<'_> {
         let ctx = self.ctx;
         match kernel {
             // (b, a, s) fp32 logsumexp + philox seed/offset and an empty debug mask
-            Kernel::Flash => ctx.b * heads * ctx.s * 4 + 24,
+            Kernel::Flash => ctx.batch * heads * ctx.seq * 4 + 24,
             // (b, a, ceil(s/32)·32) fp32 logsumexp + philox seed and offset (2 × int64)
-            Kernel::MemEfficient => ctx.b * heads * ctx.s.div_ceil(32) * 32 * 4 + 16,
+            Kernel::MemEfficient => ctx.batch * heads * ctx.seq.div_ceil(32) * 32 * 4 + 16,
             Kernel::Eager => 0,
         }
     }
@@ -216,12 +216,32 @@ pub fn kernel(ctx: &Ctx, a: Attn) -> Kernel {
         AttentionImpl::Eager => Kernel::Eager,
         AttentionImpl::Flash => Kernel::Flash,
         AttentionImpl::Sdpa => {
-            if ctx.c == 2 && !a.masked && a.qk_dim == a.v_dim && a.qk_dim <= 256 && a.qk_dim.is_multiple_of(8)
+            if ctx.compute_elem == 2
+                && !a.masked
+                && a.qk_dim == a.v_dim
+                && a.qk_dim <= 256
+                && a.qk_dim.is_multiple_of(8)
             {
                 Kernel::Flash
             } else {
                 Kernel::MemEfficient
             }
         }
+    }
+}
+
+/// What an attention core's backward allocates at once: eager attention's gradients of the
+/// probabilities and of the scores (in the softmax dtype), plus soft-capping's tanh backward; a
+/// fused kernel's gradients of q, k, v and its output, and an fp32 row statistic.
+pub fn attention_backward_transient(
+    ctx: &Ctx,
+    m: &crate::model::TransformerSpec,
+    f: &super::BlockFacts,
+) -> u64 {
+    let (t, c) = (ctx.tokens, ctx.compute_elem);
+    let scores = ctx.batch * m.num_heads * ctx.seq * ctx.seq;
+    match f.kernel {
+        Kernel::Eager => 2 * scores * f.probs_elem + if m.attn_softcap.is_some() { scores * c } else { 0 },
+        _ => (2 * m.q_width() + 2 * m.kv_width()) * t * c + ctx.batch * m.num_heads * ctx.seq * 4,
     }
 }

@@ -6,7 +6,8 @@
 use super::scenario::{AttentionImpl, Scenario};
 pub use crate::engine::inputs::{Ctx, Kernel};
 pub use crate::engine::walk::{ActivationModel, HeadPieces, LayerMix, Pieces};
-use crate::model::{Family, TransformerSpec};
+use crate::families::KvLayout;
+use crate::model::TransformerSpec;
 use crate::units::DType;
 
 impl Ctx {
@@ -43,23 +44,24 @@ impl Ctx {
         });
         // transformers 5 has no SDPA path for Gemma 2 (soft-capping) and gpt-oss (sinks), and
         // PyTorch before 2.0 has no SDPA at all: eager runs
-        let attention = match (sc.attention, sc.model.transformer().map(|t| t.family)) {
-            (AttentionImpl::Sdpa, Some(Family::Gemma2 | Family::GptOss)) => AttentionImpl::Eager,
+        let kinds = sc.model.transformer().map(crate::families::ops);
+        let attention = match (sc.attention, kinds) {
+            (AttentionImpl::Sdpa, Some(k)) if k.eager_only => AttentionImpl::Eager,
             (AttentionImpl::Sdpa, _) if !sc.stack.torch.has_sdpa() => AttentionImpl::Eager,
             (a, _) => a,
         };
         Self {
-            b: sc.batch,
-            s: sc.seq,
-            t: sc.batch * sc.seq,
-            ts: if sc.parallel.sp && sc.parallel.tp > 1 {
+            batch: sc.batch,
+            seq: sc.seq,
+            tokens: sc.batch * sc.seq,
+            rank_tokens: if sc.parallel.sp && sc.parallel.tp > 1 {
                 (sc.batch * sc.seq).div_ceil(sc.parallel.tp)
             } else {
                 sc.batch * sc.seq
             },
-            c,
+            compute_elem: c,
             // Megatron keeps half activations under mixed precision
-            r: if amp && sc.model.transformer().is_none_or(|t| t.family != Family::Megatron) { 4 } else { c },
+            residual_elem: if amp && kinds.is_none_or(|k| !k.half_residual) { 4 } else { c },
             amp,
             full: sc.lora.is_none(),
             lora: sc.lora,
@@ -89,15 +91,19 @@ pub(crate) fn transformer(sc: &Scenario, m: &TransformerSpec) -> ActivationModel
 
 /// KV cache bytes for the whole model.
 pub fn kv_cache_bytes(m: &TransformerSpec, batch: u64, seq: u64, dtype: DType) -> u64 {
-    if matches!(m.family, Family::Bert | Family::Vit) {
-        return 0;
-    }
-    // DeepSeek's HF cache holds the MLA latent (`kv_lora_rank`) and the shared rotary key part
-    if let Some(mla) = m.mla {
-        return dtype.bytes(m.num_layers * batch * seq * (mla.kv_lora_rank + mla.qk_rope_head_dim));
-    }
-    // Falcon's new decoder architecture caches K/V broadcast to every query head
-    let width = if m.family == Family::Falcon && m.parallel_norms >= 2 { m.q_width() } else { m.kv_width() };
+    let width = match crate::families::ops(m).kv {
+        KvLayout::None => return 0,
+        // K/V broadcast to every query head (Falcon's new decoder architecture)
+        KvLayout::Broadcast => m.q_width(),
+        KvLayout::PerKvHead => match m.mla {
+            // DeepSeek's HF cache holds the MLA latent (`kv_lora_rank`) and the shared rotary
+            // key part, one tensor per layer
+            Some(mla) => {
+                return dtype.bytes(m.num_layers * batch * seq * (mla.kv_lora_rank + mla.qk_rope_head_dim));
+            }
+            None => m.kv_width(),
+        },
+    };
     // sliding-window layers keep a view of the full-length prefill K/V: the storage is full length
     dtype.bytes(2 * m.num_layers * batch * seq * width)
 }

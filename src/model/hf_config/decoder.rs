@@ -32,9 +32,9 @@ pub(super) fn decoder(r: &Reader<'_>, family: Family, mt: &str) -> Result<Transf
     let enc_dec = r.bool_or("is_encoder_decoder", false)?;
     let mut l = r.positive_any(&["num_hidden_layers", "n_layer", "num_layers", "encoder_layers"])?;
     let a = r.positive_any(&["num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"])?;
-    let kv = match family {
-        Family::GptNeox => a,
-        Family::Falcon => {
+    let kv = match family.id() {
+        "gpt_neox" => a,
+        "falcon" => {
             if r.bool_or("new_decoder_architecture", false)? {
                 r.u64_or("num_kv_heads", a)?
             } else if r.bool_or("multi_query", true)? {
@@ -49,14 +49,14 @@ pub(super) fn decoder(r: &Reader<'_>, family: Family, mt: &str) -> Result<Transf
         return Err(r.invalid("num_key_value_heads", format!("{kv} must divide num_attention_heads ({a})")));
     }
     let mut head_dim = match r.any_u64(&["head_dim", "d_kv"])? {
-        Some(d) if d > 0 && !matches!(family, Family::GptNeox | Family::Falcon) => d,
+        Some(d) if d > 0 && !matches!(family.id(), "gpt_neox" | "falcon") => d,
         _ => {
             check_divides(r, "num_attention_heads", h, a)?;
             h / a
         }
     };
-    let mut i = match family {
-        Family::Falcon => r.opt_u64("ffn_hidden_size")?.unwrap_or(4 * h),
+    let mut i = match family.id() {
+        "falcon" => r.opt_u64("ffn_hidden_size")?.unwrap_or(4 * h),
         _ => r
             .any_u64(&[
                 "intermediate_size",
@@ -275,7 +275,7 @@ pub(super) fn decoder(r: &Reader<'_>, family: Family, mt: &str) -> Result<Transf
                 r.layer_types(l)?.unwrap_or_else(|| (0..l).map(|j| !(j + 1).is_multiple_of(p)).collect());
         }
         "gpt_oss" | "smollm3" => {}
-        _ if family == Family::Generic => {
+        _ if family == crate::families::generic() => {
             sliding = match r.layer_types(l)? {
                 Some(t) => t,
                 None if r.bool_or("use_sliding_window", true)? => all.clone(),
@@ -292,7 +292,7 @@ pub(super) fn decoder(r: &Reader<'_>, family: Family, mt: &str) -> Result<Transf
     }
     s.sliding_window = window;
     s.layer_flags = flags_of(&sliding, &dense, &no_rope, l);
-    if matches!(family, Family::Gemma2 | Family::Gemma3) {
+    if matches!(family.id(), "gemma2" | "gemma3") {
         s.attn_softcap = r.opt_f64("attn_logit_softcapping")?.filter(|x| *x > 0.0);
         s.final_softcap = r.opt_f64("final_logit_softcapping")?.filter(|x| *x > 0.0);
     }
@@ -303,7 +303,7 @@ pub(super) fn decoder(r: &Reader<'_>, family: Family, mt: &str) -> Result<Transf
     {
         s.rope_dim = ((head_dim as f64) * f) as u64;
     }
-    if family == Family::Generic {
+    if family == crate::families::generic() {
         s.hidden_dropout = r.f64_or("hidden_dropout", 0.0)?;
     }
     Ok(s)

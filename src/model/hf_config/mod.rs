@@ -368,13 +368,13 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
         "bert" => bert(&r)?,
         "vit" => vit(&r)?,
         _ => {
-            let family = family_of(&ttype);
-            r.generic = family == Family::Generic;
+            let family = crate::families::for_model_type(&ttype).unwrap_or_else(crate::families::generic);
+            r.generic = family == crate::families::generic();
             decoder(&r, family, &ttype)?
         }
     };
     // tie_word_embeddings: text_config, then the top level, then the (wrapper) class default
-    if !matches!(spec.family, Family::Gpt2 | Family::Bert | Family::Vit) {
+    if !matches!(spec.family.id(), "gpt2" | "bert" | "vit") {
         let explicit = |o: &Map<String, Value>| o.get("tie_word_embeddings").and_then(Value::as_bool);
         let wrapper_default =
             if prefix.is_empty() { None } else { top.get("tie_word_embeddings").and_then(Value::as_bool) };
@@ -393,7 +393,7 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
         }
         _ => {}
     }
-    if spec.family == Family::Generic {
+    if spec.family == crate::families::generic() {
         notes.push(format!(
             "unvalidated architecture: model_type \"{}\" estimated as a generic Llama-style decoder",
             ttype
@@ -448,25 +448,9 @@ pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<S
     Ok((p.spec, p.notes.into_iter().next()))
 }
 
-fn family_of(model_type: &str) -> Family {
-    match model_type {
-        "llama" | "mistral" | "qwen2" | "mixtral" | "qwen2_moe" => Family::Llama,
-        "qwen3" | "qwen3_moe" => Family::Qwen3,
-        "gemma" => Family::Gemma,
-        "gemma2" => Family::Gemma2,
-        "gemma3_text" | "gemma3" => Family::Gemma3,
-        "phi3" => Family::Phi3,
-        "phi" => Family::Phi,
-        "olmo2" => Family::Olmo2,
-        "gpt_neox" => Family::GptNeox,
-        "falcon" => Family::Falcon,
-        "starcoder2" => Family::Starcoder2,
-        "granite" => Family::Granite,
-        "smollm3" => Family::Smollm3,
-        "deepseek_v2" | "deepseek_v3" => Family::Deepseek,
-        "gpt_oss" => Family::GptOss,
-        _ => Family::Generic,
-    }
+/// The registered family `id` (the readers below name their own).
+fn family(id: &str) -> Family {
+    crate::families::by_id(id).unwrap_or_default()
 }
 
 fn gpt2(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
@@ -474,7 +458,7 @@ fn gpt2(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
     let a = r.positive("n_head")?;
     check_divides(r, "n_head", h, a)?;
     Ok(TransformerSpec {
-        family: Family::Gpt2,
+        family: family("gpt2"),
         head: Head::CausalLm,
         hidden_size: h,
         num_layers: r.positive("n_layer")?,
@@ -499,7 +483,7 @@ fn bert(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
     let a = r.positive("num_attention_heads")?;
     check_divides(r, "num_attention_heads", h, a)?;
     Ok(TransformerSpec {
-        family: Family::Bert,
+        family: family("bert"),
         head: Head::MaskedLm,
         hidden_size: h,
         num_layers: r.positive("num_hidden_layers")?,
@@ -528,7 +512,7 @@ fn vit(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
     let image = r.positive("image_size")?;
     let side = image / patch;
     Ok(TransformerSpec {
-        family: Family::Vit,
+        family: family("vit"),
         head: Head::Base,
         hidden_size: h,
         num_layers: r.positive("num_hidden_layers")?,
@@ -561,8 +545,8 @@ fn head_from_architecture(
     family: Family,
     arch: Option<&str>,
 ) -> Result<(Head, Option<String>), ConfigError> {
-    let default = match family {
-        Family::Bert => (Head::MaskedLm, "BertForMaskedLM"),
+    let default = match family.id() {
+        "bert" => (Head::MaskedLm, "BertForMaskedLM"),
         _ => (Head::CausalLm, "ForCausalLM"),
     };
     let Some(arch) = arch else {

@@ -3,11 +3,45 @@
 //! concatenated from their rotary and non-rotary halves, v a view of `kv_b`'s output), dense
 //! MLPs in the first `first_k_dense_replace` layers, then routed + shared experts.
 
-use super::*;
+use super::prelude::*;
 
-pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
+/// DeepSeek-V2 and V3.
+pub(super) struct Deepseek;
+
+impl FamilyDef for Deepseek {
+    fn id(&self) -> &'static str {
+        "deepseek"
+    }
+
+    fn model_types(&self) -> &'static [&'static str] {
+        &["deepseek_v2", "deepseek_v3"]
+    }
+
+    fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
+        "DeepseekV3DecoderLayer"
+    }
+
+    fn params(&self, p: &mut Params, m: &TransformerSpec) {
+        params(p, m);
+    }
+
+    fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+        block(g, m, flags, x)
+    }
+
+    fn peft_modules(&self) -> Option<&'static PeftModules> {
+        None
+    }
+
+    fn ops(&self, _: &TransformerSpec) -> OpKinds {
+        // the router: `F.linear(x.float(), w.float())`
+        OpKinds { router_fp32: true, ..LLAMA.kinds() }
+    }
+}
+
+fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
     let ctx = g.ctx;
-    let (ts, h) = (ctx.ts, m.hidden_size);
+    let (ts, h) = (ctx.rank_tokens, m.hidden_size);
     let n = ts * h;
     let a_in = g.norm(x, ts, h, NormKind::Rms, "input_layernorm");
     let a = mla(g, m, flags, a_in);
@@ -17,11 +51,11 @@ pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
     g.add(x2, f, n, Cat::Residual)
 }
 
-fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
+fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
     use LinearRole as R;
     let Some(a) = m.mla else { return attention(g, m, flags, x, &LLAMA) };
     let ctx = g.ctx;
-    let (t, ts, h, heads) = (ctx.t, ctx.ts, m.hidden_size, m.num_heads);
+    let (t, ts, h, heads) = (ctx.tokens, ctx.rank_tokens, m.hidden_size, m.num_heads);
     let qk = a.qk_head_dim();
     let q = if a.q_lora_rank > 0 {
         let qa = g.linear(x, ts, h, a.q_lora_rank, R::Q, Cat::AttentionIo, "q_a_proj");
@@ -45,7 +79,7 @@ fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
     // rotary on q's and the shared key's rotary parts, then q and k concatenated (new storages)
     let q_rot = g.rope(q, t * heads * a.qk_rope_head_dim, a.qk_rope_head_dim, Shared::Rope);
     let k_rot = g.rope(ckv, t * a.qk_rope_head_dim, a.qk_rope_head_dim, Shared::Rope);
-    let c = ctx.c;
+    let c = ctx.compute_elem;
     let rg_q = g.rg(q_rot) || g.rg(q);
     let rg_k = g.rg(k_rot) || g.rg(kv);
     let query = g.tensor(t * heads * qk * c, c, rg_q, Cat::AttentionIo);
@@ -54,7 +88,7 @@ fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
     g.linear(o, t, heads * a.v_head_dim, h, R::O, Cat::AttentionIo, "o_proj")
 }
 
-pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
+fn params(p: &mut Params, m: &TransformerSpec) {
     use LinearRole as R;
     let (h, l) = (m.hidden_size, m.num_layers);
     let heads = m.num_heads;

@@ -2,47 +2,88 @@
 //! positions, pre-LayerNorm encoder blocks (biased q/k/v/o, GELU MLP, hidden dropout), the final
 //! LayerNorm and a linear classifier on the class token. Tokens are `(image/patch)² + 1`.
 
-use super::*;
+use super::prelude::*;
 
 const STYLE: Style = Style { norm: NormKind::Layer, act: Act::Gelu, gated: false, ..LLAMA };
 
-pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
-    sequential_block(g, m, flags, x, &STYLE)
+/// ViT.
+pub(super) struct Vit;
+
+impl FamilyDef for Vit {
+    fn id(&self) -> &'static str {
+        "vit"
+    }
+
+    fn model_types(&self) -> &'static [&'static str] {
+        &["vit"]
+    }
+
+    fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
+        "ViTLayer"
+    }
+
+    fn params(&self, p: &mut Params, m: &TransformerSpec) {
+        params(p, m);
+    }
+
+    fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+        sequential_block(g, m, flags, x, &STYLE)
+    }
+
+    fn embed(&self, g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
+        embed(g, m)
+    }
+
+    fn head(&self, g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
+        head(g, m, x)
+    }
+
+    fn peft_modules(&self) -> Option<&'static PeftModules> {
+        Some(&super::bert::PEFT)
+    }
+
+    fn takes_pixels(&self) -> bool {
+        true
+    }
+
+    fn ops(&self, _: &TransformerSpec) -> OpKinds {
+        OpKinds { rope: Rope::None, loss: LossKind::Classifier, kv: KvLayout::None, ..STYLE.kinds() }
+    }
 }
 
 /// Patch conv (keeps the pixels, in the model dtype, when it trains), class token concatenated,
 /// positions added, dropout.
-pub(super) fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> T {
+fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
     let ctx = g.ctx;
     let patch = m.rope_dim.max(1);
     if ctx.full {
-        let pixels = ctx.b * 3 * m.max_position_embeddings.saturating_sub(1) * patch * patch;
-        g.keep_new(pixels * ctx.c, Cat::Embeddings);
+        let pixels = ctx.batch * 3 * m.max_position_embeddings.saturating_sub(1) * patch * patch;
+        g.keep_new(pixels * ctx.compute_elem, Cat::Embeddings);
     }
-    let n = ctx.t * m.hidden_size;
-    let e = g.tensor(n * ctx.r, ctx.r, ctx.full, Cat::Embeddings);
+    let n = ctx.tokens * m.hidden_size;
+    let e = g.tensor(n * ctx.residual_elem, ctx.residual_elem, ctx.full, Cat::Embeddings);
     g.dropout(e, n, m.hidden_dropout)
 }
 
 /// Final LayerNorm over all tokens, the classifier on the class token (a view of the norm's
 /// output, so the whole output is kept), cross-entropy on the logits in the model dtype.
-pub(super) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: T) -> u64 {
+fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
     let ctx = g.ctx;
-    let n = g.norm(x, ctx.ts, m.hidden_size, NormKind::Layer, "layernorm");
+    let n = g.norm(x, ctx.rank_tokens, m.hidden_size, NormKind::Layer, "layernorm");
     let before = g.kept.total();
     if ctx.full {
         g.keep(n);
     }
     let classes = classes(m);
-    g.keep_new(ctx.b * classes * ctx.c + ctx.c + ctx.b * 8, Cat::HeadLoss);
+    g.keep_new(ctx.batch * classes * ctx.compute_elem + ctx.compute_elem + ctx.batch * 8, Cat::HeadLoss);
     if ctx.torch.softmax_keeps_input() && classes > 0 {
         // before PyTorch 1.11 log_softmax keeps its input (the logits) too
-        g.keep_new(ctx.b * classes * ctx.c, Cat::HeadLoss);
+        g.keep_new(ctx.batch * classes * ctx.compute_elem, Cat::HeadLoss);
     }
     g.kept.total() - before
 }
 
-pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
+fn params(p: &mut Params, m: &TransformerSpec) {
     use LinearRole as R;
     let (h, l) = (m.hidden_size, m.num_layers);
     let patch = m.rope_dim.max(1); // ViT stores its patch size here (no rotary)

@@ -2,29 +2,77 @@
 //! of one storage), rotary on the first `rotary_pct` of each head, and — with
 //! `use_parallel_residual` — `x + attn(ln1(x)) + mlp(ln2(x))`; plain GELU MLP.
 
-use super::*;
+use super::prelude::*;
 
 const STYLE: Style = Style { norm: NormKind::Layer, fused_qkv: true, act: Act::Gelu, gated: false, ..LLAMA };
 
-pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
-    parallel_block(g, m, flags, x, &STYLE)
+/// GPT-NeoX's (and Falcon's) module names for PEFT.
+pub(super) const PEFT: PeftModules = PeftModules {
+    qkv: Some("query_key_value"),
+    o: r"(?:attention|self_attention)\.dense",
+    up: "dense_h_to_4h",
+    down: "dense_4h_to_h",
+    ..PeftModules::LLAMA
+};
+
+/// GPT-NeoX and Pythia.
+pub(super) struct GptNeox;
+
+impl FamilyDef for GptNeox {
+    fn id(&self) -> &'static str {
+        "gpt_neox"
+    }
+
+    fn model_types(&self) -> &'static [&'static str] {
+        &["gpt_neox"]
+    }
+
+    fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
+        "GPTNeoXLayer"
+    }
+
+    fn params(&self, p: &mut Params, m: &TransformerSpec) {
+        params(p, m);
+    }
+
+    fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+        parallel_block(g, m, flags, x, &STYLE, attention)
+    }
+
+    fn peft_modules(&self) -> Option<&'static PeftModules> {
+        Some(&super::gpt_neox::PEFT)
+    }
+
+    fn ops(&self, _: &TransformerSpec) -> OpKinds {
+        STYLE.kinds()
+    }
+
+    fn litgpt(&self) -> Option<Litgpt> {
+        Some(Litgpt::Parallel)
+    }
 }
+
+/// An attention sub-block: its input's norm output in, the output projection's output out.
+pub(super) type AttentionFn = fn(&mut Graph<'_>, &TransformerSpec, u8, Tensor, &Style) -> Tensor;
 
 /// `x + attn(norm_a(x)) + mlp(norm_m(x))` (one shared norm when `parallel_norms == 1`); a
 /// sequential block when the model is not parallel.
-pub(super) fn parallel_block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T, st: &Style) -> T {
+pub(super) fn parallel_block(
+    g: &mut Graph<'_>,
+    m: &TransformerSpec,
+    flags: u8,
+    x: Tensor,
+    st: &Style,
+    attention: AttentionFn,
+) -> Tensor {
     if m.parallel_norms == 0 {
         return sequential_block(g, m, flags, x, st);
     }
     let ctx = g.ctx;
-    let (ts, h) = (ctx.ts, m.hidden_size);
+    let (ts, h) = (ctx.rank_tokens, m.hidden_size);
     let n = ts * h;
     let a_in = g.norm(x, ts, h, st.norm, "input_layernorm");
-    let mut a = if m.family == Family::Falcon {
-        super::falcon::attention(g, m, flags, a_in)
-    } else {
-        attention(g, m, flags, a_in, st)
-    };
+    let mut a = attention(g, m, flags, a_in, st);
     a = g.dropout(a, n, m.hidden_dropout);
     let f_in =
         if m.parallel_norms >= 2 { g.norm(x, ts, h, st.norm, "post_attention_layernorm") } else { a_in };

@@ -14,40 +14,37 @@
 //!   shared norm (Phi) or a second `norm_2(x)` (NeoX), `GptNeoxMLP`'s one GELU kernel where
 //!   transformers' Phi writes `gelu_new` out in ops.
 
-use super::*;
-use crate::engine::inputs::ModelCode;
+use super::prelude::*;
+use crate::engine::inputs::{Ctx, ModelCode};
 
-/// Does litgpt's code replace transformers' for this model? (Its `GPT` covers the Llama-like
-/// models, Phi-1.5/2 and the GPT-NeoX ones: StableLM-Alpha, Pythia.)
-pub(crate) fn runs(ctx: &Ctx, m: &TransformerSpec) -> bool {
-    ctx.model_code.litgpt() && walks(m.family)
-}
-
-/// The families litgpt's `GPT` is walked for; the others run as transformers' code.
-pub(crate) fn walks(family: Family) -> bool {
-    matches!(family, Family::Llama | Family::Phi | Family::GptNeox)
+/// Does litgpt's code replace transformers' for this family? (Its `GPT` covers the Llama-like
+/// models, Phi-1.5/2 and the GPT-NeoX ones: StableLM-Alpha, Pythia; a family says so with
+/// [`FamilyDef::litgpt`].)
+pub(super) fn runs(ctx: &Ctx, shape: Option<Litgpt>) -> bool {
+    ctx.model_code.litgpt() && shape.is_some()
 }
 
 /// litgpt's `GptNeoxMLP`: `fc`, `gelu(approximate=...)` (one kernel: keeps its input), `proj`.
-const NEOX_MLP: Style = Style { norm: NormKind::Layer, act: Act::Gelu, gated: false, ..super::LLAMA };
+const NEOX_MLP: Style = Style { norm: NormKind::Layer, act: Act::Gelu, gated: false, ..LLAMA };
 
 /// litgpt's RMSNorm of that version.
-pub(crate) fn norm(ctx: &Ctx) -> NormKind {
+pub(super) fn norm(ctx: &Ctx) -> NormKind {
     if ctx.model_code == ModelCode::Litgpt2023 { NormKind::RmsNoUpcast } else { NormKind::RmsWeightFp32 }
 }
 
-pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> T {
+/// litgpt's `Block` of the given shape.
+pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor, shape: Litgpt) -> Tensor {
     let ctx = g.ctx;
-    let (t, ts, h) = (ctx.t, ctx.ts, m.hidden_size);
+    let (t, ts, h) = (ctx.tokens, ctx.rank_tokens, m.hidden_size);
     let n = ts * h;
-    let llama = m.family == Family::Llama;
+    let llama = shape == Litgpt::Llama;
     let kind = if llama { norm(ctx) } else { NormKind::Layer };
     let n1 = g.norm(x, ts, h, kind, "norm_1");
     let (qw, kw) = (m.q_width(), m.kv_width());
     let qkv = g.lora_qkv(n1, ts, h, [qw, kw, kw], "attn (fused qkv)");
     let (mut q, mut k) = (qkv, qkv);
     if flags & layer::NO_ROPE == 0 {
-        let rot = rope_table_dim(m);
+        let rot = super::rope_table_dim(m);
         q = g.rope(q, t * qw, rot, Shared::Rope);
         k = g.rope(k, t * kw, rot, Shared::Rope);
     }
@@ -64,7 +61,7 @@ pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: T) -> 
     let x2 = g.add(x, a, n, Cat::Residual);
     let n2 = g.norm(x2, ts, h, kind, "norm_2");
     let f = if llama {
-        mlp(g, m, flags, n2, &super::LLAMA)
+        mlp(g, m, flags, n2, &LLAMA)
     } else {
         dense_mlp(g, n2, t, ts, h, m.intermediate_size, &NEOX_MLP)
     };

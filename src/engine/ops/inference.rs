@@ -1,0 +1,148 @@
+//! Inference: what a forward without autograd holds at once — the tensors alive through the whole
+//! pass (embedding output, masks, rotary tables), the most one block holds, and the head's logits.
+
+use super::{BlockFacts, Ctx, Dequant, Kernel};
+use crate::model::TransformerSpec;
+
+/// The forward working set of a block in inference, by the code that runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InferKind {
+    /// transformers' decoders: the block input, then the larger of the attention phase (the
+    /// normed input, q, the kernel's or eager's tensors, masks, repeated K/V) and the MLP phase.
+    Decoder,
+    /// The eager-era encoders and GPT-2: the block input, ln output, q/k/v, then scores or the
+    /// kernel output; the MLP's `mlp_inputs` residual-width tensors and `mlp_widths` intermediate
+    /// ones (GPT-2's `gelu_new` in ops: 4 and 3; BERT: 2 and 2); learned positions alive.
+    Classic {
+        /// A learned position embedding output alive through the pass (GPT-2).
+        positions: bool,
+        /// Intermediate-width tensors of the MLP alive at once.
+        mlp_widths: u64,
+        /// Residual-width tensors beside them.
+        mlp_inputs: u64,
+    },
+    /// Megatron: the residual stream in the compute dtype, fused q/k/v, no autocast copies.
+    HalfStream,
+}
+
+/// The inference peaks of a model.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InferPeaks {
+    /// Bytes alive during the whole forward (embedding outputs, masks, rotary tables).
+    pub persistent: u64,
+    /// Most bytes one block holds at once, not counting the KV cache.
+    pub layer: u64,
+    /// Bytes at the LM head (final hidden state and logits).
+    pub head: u64,
+}
+
+impl InferPeaks {
+    /// The peaks of `kind` for this model.
+    pub fn of(kind: InferKind, ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts, dq: &Dequant) -> Self {
+        let (t, h, c, r, s) = (ctx.tokens, m.hidden_size, ctx.compute_elem, ctx.residual_elem, ctx.seq);
+        let (qw, v) = (m.q_width(), f.classes);
+        let scores = ctx.batch * m.num_heads * s * s;
+        match kind {
+            InferKind::Classic { positions, mlp_widths, mlp_inputs } => {
+                let pos = if positions { s * h * r } else { 0 };
+                let attn = 2 * t * h * r
+                    + 3 * t * qw * c
+                    + if f.kernel == Kernel::Eager { 2 * scores * c } else { t * qw * c };
+                let mlp = mlp_inputs * t * h * r + mlp_widths * t * m.intermediate_size * c;
+                Self {
+                    persistent: t * h * r + pos + s * 8,
+                    layer: t * h * r + attn.max(mlp),
+                    head: head(ctx, m, f, dq),
+                }
+            }
+            InferKind::HalfStream => {
+                let ts = ctx.rank_tokens;
+                let q3 = 3 * t * qw * c;
+                Self {
+                    persistent: ts * h * c,
+                    layer: 2 * ts * h * c + q3.max(2 * t * m.intermediate_size * c),
+                    head: ts * h * c + t * v * c,
+                }
+            }
+            InferKind::Decoder => Self {
+                persistent: decoder_persistent(ctx, m, f),
+                layer: t * h * r + attention_phase(ctx, m, f).max(mlp_phase(ctx, m, f)) + dq.layer,
+                head: head(ctx, m, f, dq),
+            },
+        }
+    }
+}
+
+/// The head of a transformers model: the final hidden state and the logits.
+fn head(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts, dq: &Dequant) -> u64 {
+    let (t, h, c, r, v) = (ctx.tokens, m.hidden_size, ctx.compute_elem, ctx.residual_elem, f.classes);
+    if m.final_softcap.is_some() {
+        // final soft-capping makes new logits-sized tensors (x/cap, tanh, ·cap): two alive at once
+        t * h * r + 2 * t * v * c
+    } else {
+        // a 4-bit head dequantizes its weight before the logits exist
+        t * h * r + (t * v * c).max(dq.head)
+    }
+}
+
+/// The embedding output, rotary tables, position ids, eager's additive mask and SDPA's boolean
+/// `(b, 1, s, s)` mask (built once per forward when a layer needs one).
+fn decoder_persistent(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> u64 {
+    let (t, h, c, r, s) = (ctx.tokens, m.hidden_size, ctx.compute_elem, ctx.residual_elem, ctx.seq);
+    let mask =
+        if f.kernel == Kernel::Eager { ctx.batch * s * s * c.max(if r == 4 { 4 } else { c }) } else { 0 };
+    let rope = 2 * s * f.rope_cols * c;
+    let bool_mask = if f.any_masked { ctx.batch * s * s } else { 0 };
+    t * h * r + rope + s * 8 + mask + bool_mask
+}
+
+/// The attention phase: the normed input, q, and the kernel's tensors.
+fn attention_phase(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> u64 {
+    let (t, h, c, r, s) = (ctx.tokens, m.hidden_size, ctx.compute_elem, ctx.residual_elem, ctx.seq);
+    let qw = m.q_width();
+    let scores = ctx.batch * m.num_heads * s * s;
+    let core = match f.kernel {
+        // scores, scaled and masked scores, softmax(dtype=float32) of a half input (an fp32
+        // copy and an fp32 output); with sinks the softmax stays in the logits' dtype
+        Kernel::Eager if f.eager_sinks => scores * 4 * c,
+        Kernel::Eager => {
+            scores * if c == 4 { 8 } else { c + 8 }
+                + if m.num_kv_heads != m.num_heads { 2 * t * qw * c } else { 0 }
+        }
+        // with a mask: the additive bias and K/V repeated to every head
+        _ if f.any_masked => {
+            let repeat = m.num_kv_heads != m.num_heads && m.num_kv_heads > 1;
+            t * qw * c + ctx.batch * s * s * c + if repeat { 2 * t * qw * c } else { 0 }
+        }
+        _ => t * qw * c,
+    };
+    let latent = match m.mla {
+        // latent attention: kv_b's output and the concatenated query and key besides q
+        Some(a) => t * m.num_heads * (a.qk_nope_head_dim + a.v_head_dim) * c + 2 * t * qw * c,
+        None => 0,
+    };
+    t * h * r + t * qw * c + core + latent
+}
+
+/// The MLP phase: its input twice (residual and normed), then the experts' or the MLP's widths.
+fn mlp_phase(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> u64 {
+    let (t, h, c, r) = (ctx.tokens, m.hidden_size, ctx.compute_elem, ctx.residual_elem);
+    let w = f.mlp_width;
+    2 * t * h * r
+        + match m.moe {
+            // routed copies of the tokens, the grouped gate_up output, the activation and the
+            // product, the grouped down output
+            Some(moe) => {
+                let tk = t * moe.top_k;
+                let i = m.intermediate_size;
+                let router = if f.router_fp32 { t * h * 4 } else { 0 };
+                let shared = 3 * t * moe.shared_intermediate_size * c;
+                2 * tk * h * c + tk * 2 * i * c + 2 * tk * i * c + router + shared
+            }
+            // a fused gate_up output stays alive until its second half is read: 4 widths
+            None if f.fused_gate_up => 4 * t * w * c,
+            // `gelu_new` in ops: the input, `0.5·x` and two intermediates alive at once
+            None if f.gelu_new_ops => 4 * t * w * c,
+            None => (if f.gated { 3 } else { 2 }) * t * w * c,
+        }
+}

@@ -1,0 +1,171 @@
+//! BERT (`BertForMaskedLM`, `BertForSequenceClassification`): word + position + token-type
+//! embeddings under a LayerNorm, post-LayerNorm blocks (`LN(x + dropout(f(x)))`), separate q/k/v,
+//! eager softmax in the scores' dtype, erf GELU; the MLM head's transform (dense, GELU,
+//! LayerNorm) and decoder, with the loss on logits in the compute dtype.
+
+use super::params::classic_head_params;
+use super::prelude::*;
+
+/// BERT's (and ViT's) module names for PEFT.
+pub(super) const PEFT: PeftModules = PeftModules {
+    qkv: None,
+    q: r"attention\.(?:self|attention)\.query",
+    k: r"attention\.(?:self|attention)\.key",
+    v: r"attention\.(?:self|attention)\.value",
+    o: r"attention\.output\.dense",
+    gate_up: None,
+    gate: "",
+    up: r"intermediate\.dense",
+    down: r"layer\.\d+\.output\.dense",
+};
+
+/// BERT.
+pub(super) struct Bert;
+
+impl FamilyDef for Bert {
+    fn id(&self) -> &'static str {
+        "bert"
+    }
+
+    fn model_types(&self) -> &'static [&'static str] {
+        &["bert"]
+    }
+
+    fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
+        "BertLayer"
+    }
+
+    fn params(&self, p: &mut Params, m: &TransformerSpec) {
+        params(p, m);
+        classic_head_params(p, m, true);
+    }
+
+    fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+        block(g, m, flags, x)
+    }
+
+    fn embed(&self, g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
+        embed(g, m)
+    }
+
+    fn head(&self, g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
+        head(g, m, x)
+    }
+
+    fn peft_modules(&self) -> Option<&'static PeftModules> {
+        Some(&super::bert::PEFT)
+    }
+
+    fn ops(&self, m: &TransformerSpec) -> OpKinds {
+        OpKinds {
+            rope: Rope::None,
+            gated: false,
+            softmax: Softmax::Native,
+            loss: if m.head == Head::MaskedLm { LossKind::MaskedLm } else { LossKind::Pooled },
+            inference: InferKind::Classic { positions: false, mlp_widths: 2, mlp_inputs: 2 },
+            kv: KvLayout::None,
+            final_norm: NormKind::Layer,
+            ..OpKinds::DECODER
+        }
+    }
+}
+
+/// Word, position and token-type embeddings with their LayerNorm; per block q, k, v, o, the
+/// attention output's LayerNorm, the intermediate and output dense layers and the output
+/// LayerNorm, every Linear biased.
+fn params(p: &mut Params, m: &TransformerSpec) {
+    use LinearRole as R;
+    use ParamKind as K;
+    use Scope::{Block as B, Input as In};
+    let (h, l, v, i, q) = (m.hidden_size, m.num_layers, m.vocab_size, m.intermediate_size, m.q_width());
+    p.push(v, h, 1, K::Embedding, In, true);
+    p.push(m.max_position_embeddings, h, 1, K::Embedding, In, false);
+    p.push(m.type_vocab_size, h, 1, K::Embedding, In, false);
+    p.push(h, 1, 2, K::Vector, In, false); // embeddings LayerNorm
+    p.push(q, h, l, K::Linear(R::Q), B, true);
+    p.push(q, h, l, K::Linear(R::K), B, true);
+    p.push(q, h, l, K::Linear(R::V), B, true);
+    p.push(h, q, l, K::Linear(R::O), B, true);
+    p.push(q, 1, 3 * l, K::Vector, B, true); // q,k,v biases
+    p.push(h, 1, l, K::Vector, B, false); // o bias
+    p.push(h, 1, 2 * l, K::Vector, B, false); // attention.output.LayerNorm
+    p.push(i, h, l, K::Linear(R::Up), B, true);
+    p.push(i, 1, l, K::Vector, B, true);
+    p.push(h, i, l, K::Linear(R::Down), B, true);
+    p.push(h, 1, l, K::Vector, B, false);
+    p.push(h, 1, 2 * l, K::Vector, B, false); // output.LayerNorm
+}
+
+fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+    let ctx = g.ctx;
+    let (t, ts, h) = (ctx.tokens, ctx.rank_tokens, m.hidden_size);
+    let (n, q, i) = (ts * h, m.q_width(), m.intermediate_size);
+    let qp = g.linear(x, ts, h, q, LinearRole::Q, Cat::AttentionIo, "query");
+    let kp = g.linear(x, ts, h, q, LinearRole::K, Cat::AttentionIo, "key");
+    let vp = g.linear(x, ts, h, q, LinearRole::V, Cat::AttentionIo, "value");
+    let o = g.attention(qp, kp, vp, attn_of(ctx, m, flags));
+    let a = g.linear(o, t, q, h, LinearRole::O, Cat::AttentionIo, "attention.output.dense");
+    let a = g.dropout(a, n, m.hidden_dropout);
+    let s1 = g.add(x, a, n, Cat::Residual);
+    let x2 = g.norm(s1, ts, h, NormKind::Layer, "attention.output.LayerNorm");
+    let up = g.linear(x2, ts, h, i, LinearRole::Up, Cat::Mlp, "intermediate.dense");
+    let act = g.act(up, t * i, Act::Gelu);
+    let f = g.linear(act, t, i, h, LinearRole::Down, Cat::Mlp, "output.dense");
+    let f = g.dropout(f, n, m.hidden_dropout);
+    let s2 = g.add(x2, f, n, Cat::Residual);
+    g.norm(s2, ts, h, NormKind::Layer, "output.LayerNorm")
+}
+
+/// Word ids and token-type ids (gathered from a `(1, s)` buffer) kept when the embeddings train;
+/// the sum kept by the embedding LayerNorm; dropout.
+fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
+    let ctx = g.ctx;
+    let (t, h) = (ctx.tokens, m.hidden_size);
+    let e = g.embedding(h);
+    if ctx.full {
+        g.keep_new(ctx.seq * 8, Cat::Embeddings);
+    }
+    let sum = g.tensor(t * h * ctx.residual_elem, ctx.residual_elem, g.rg(e), Cat::Embeddings);
+    let n = g.norm(sum, ctx.rank_tokens, h, NormKind::Layer, "embeddings.LayerNorm");
+    g.dropout(n, t * h, m.hidden_dropout)
+}
+
+/// The MLM head (transform + decoder + cross-entropy) or the pooled classifier.
+fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
+    let ctx = g.ctx;
+    let (t, ts, h, c) = (ctx.tokens, ctx.rank_tokens, m.hidden_size, ctx.compute_elem);
+    let before = g.kept.total();
+    match m.head {
+        Head::MaskedLm => {
+            let v = m.vocab_size;
+            let d = g.linear(x, ts, h, h, LinearRole::Dense, Cat::HeadLoss, "transform.dense");
+            let a = g.act(d, t * h, Act::Gelu);
+            let n = g.norm(a, ts, h, NormKind::Layer, "transform.LayerNorm");
+            let _ = g.linear(n, ts, h, v, LinearRole::Dense, Cat::HeadLoss, "decoder");
+            if ctx.amp {
+                // cross_entropy autocasts the logits to fp32; the log-softmax output stays half
+                g.keep_new(t * v * 4 + t * v * c + 4 + t * 8, Cat::HeadLoss);
+            } else {
+                // no upcast: log_softmax in the compute dtype, total_weight likewise
+                g.keep_new(t * v * c + c + t * 8, Cat::HeadLoss);
+            }
+            if ctx.torch.softmax_keeps_input() {
+                // before PyTorch 1.11 log_softmax keeps its input too: the logits (fp32 under
+                // autocast, which casts them for cross_entropy)
+                g.keep_new(t * v * if ctx.amp { 4 } else { c }, Cat::HeadLoss);
+            }
+        }
+        _ => {
+            let n = classes(m);
+            if n > 0 {
+                // pooler (dense + tanh on the first token), dropout and the classifier: small
+                g.keep_new(3 * ctx.batch * h * c + ctx.batch * n * 4 + ctx.batch * 8, Cat::HeadLoss);
+                if ctx.torch.softmax_keeps_input() {
+                    // before PyTorch 1.11 log_softmax keeps its input (the logits) too
+                    g.keep_new(ctx.batch * n * if ctx.amp { 4 } else { c }, Cat::HeadLoss);
+                }
+            }
+        }
+    }
+    g.kept.total() - before
+}

@@ -1,0 +1,34 @@
+//! An architecture without a family of its own: estimated as the closest Llama-style decoder
+//! (its experts, sliding layers and dropout read from the config's usual keys) and flagged
+//! unvalidated everywhere.
+
+use super::prelude::*;
+
+/// The generic decoder.
+pub(super) struct Generic;
+
+impl FamilyDef for Generic {
+    fn id(&self) -> &'static str {
+        "generic"
+    }
+
+    fn validated(&self) -> bool {
+        false
+    }
+
+    fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
+        "LlamaDecoderLayer"
+    }
+
+    fn params(&self, p: &mut Params, m: &TransformerSpec) {
+        super::llama::params(p, m);
+    }
+
+    fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+        sequential_block(g, m, flags, x, &LLAMA)
+    }
+
+    fn ops(&self, _: &TransformerSpec) -> OpKinds {
+        LLAMA.kinds()
+    }
+}

@@ -1,0 +1,116 @@
+//! GPT-2 (`GPT2LMHeadModel`): learned positions, pre-LayerNorm, a fused `c_attn` Conv1D (q, k, v
+//! are views of one storage), eager softmax in the scores' dtype, `gelu_new` written out in ops,
+//! dropout on embeddings, attention probabilities and both residual branches.
+
+use super::params::classic_head_params;
+use super::prelude::*;
+
+/// GPT-2.
+pub(super) struct Gpt2;
+
+impl FamilyDef for Gpt2 {
+    fn id(&self) -> &'static str {
+        "gpt2"
+    }
+
+    fn model_types(&self) -> &'static [&'static str] {
+        &["gpt2"]
+    }
+
+    fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
+        "GPT2Block"
+    }
+
+    fn params(&self, p: &mut Params, m: &TransformerSpec) {
+        gpt_params(p, m);
+        classic_head_params(p, m, false);
+    }
+
+    fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+        block(g, m, flags, x)
+    }
+
+    fn embed(&self, g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
+        embed(g, m)
+    }
+
+    fn peft_modules(&self) -> Option<&'static PeftModules> {
+        Some(&PeftModules {
+            qkv: Some(r"attn\.c_attn"),
+            o: r"attn\.c_proj",
+            up: r"mlp\.c_fc",
+            down: r"mlp\.c_proj",
+            ..PeftModules::LLAMA
+        })
+    }
+
+    fn ops(&self, _: &TransformerSpec) -> OpKinds {
+        OpKinds {
+            rope: Rope::None,
+            gated: false,
+            mlp_backward: MlpBackward::GeluNewFp32,
+            softmax: Softmax::Native,
+            inference: InferKind::Classic { positions: true, mlp_widths: 4, mlp_inputs: 3 },
+            checkpoint_shares_mask: true,
+            qkv_one_adapter: true,
+            final_norm: NormKind::Layer,
+            ..OpKinds::DECODER
+        }
+    }
+}
+
+/// The GPT-2 layout's tensors (GPT-2 and Megatron's GPT): token and learned position
+/// embeddings, per block two LayerNorms, the fused `c_attn` Conv1D, `c_proj`, `c_fc`,
+/// `mlp.c_proj` with their biases, and the final LayerNorm.
+pub(super) fn gpt_params(p: &mut Params, m: &TransformerSpec) {
+    use LinearRole as R;
+    use ParamKind as K;
+    use Scope::{Block as B, Input as In, Output as Out};
+    let (h, l, v, i, q) = (m.hidden_size, m.num_layers, m.vocab_size, m.intermediate_size, m.q_width());
+    p.push(v, h, 1, K::Embedding, In, true);
+    p.push(m.max_position_embeddings, h, 1, K::Embedding, In, false);
+    p.push(h, 1, 4 * l, K::Vector, B, false); // ln_1, ln_2 weight + bias
+    // Conv1D weights are stored (in, out); rows/cols only matter for Adafactor.
+    p.push(h, 3 * q, l, K::Linear(R::Q), B, true);
+    p.push(3 * q, 1, l, K::Vector, B, true);
+    p.push(q, h, l, K::Linear(R::O), B, true);
+    p.push(h, 1, l, K::Vector, B, false);
+    p.push(h, i, l, K::Linear(R::Up), B, true);
+    p.push(i, 1, l, K::Vector, B, true);
+    p.push(i, h, l, K::Linear(R::Down), B, true);
+    p.push(h, 1, l, K::Vector, B, false);
+    p.push(h, 1, 2, K::Vector, Out, false); // ln_f
+}
+
+fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+    let ctx = g.ctx;
+    let (t, ts, h) = (ctx.tokens, ctx.rank_tokens, m.hidden_size);
+    let (n, q, i) = (ts * h, m.q_width(), m.intermediate_size);
+    let a_in = g.norm(x, ts, h, NormKind::Layer, "ln_1");
+    // LoRA on q, k or v puts one adapter on the fused c_attn
+    let role = [LinearRole::Q, LinearRole::K, LinearRole::V]
+        .into_iter()
+        .find(|r| ctx.adapted(*r))
+        .unwrap_or(LinearRole::Q);
+    let qkv = g.linear(a_in, ts, h, 3 * q, role, Cat::AttentionIo, "c_attn");
+    let o = g.attention(qkv, qkv, qkv, attn_of(ctx, m, flags));
+    let a = g.linear(o, t, q, h, LinearRole::O, Cat::AttentionIo, "attn.c_proj");
+    let a = g.dropout(a, n, m.hidden_dropout);
+    let x2 = g.add(x, a, n, Cat::Residual);
+    let f_in = g.norm(x2, ts, h, NormKind::Layer, "ln_2");
+    let up = g.linear(f_in, ts, h, i, LinearRole::Up, Cat::Mlp, "c_fc");
+    let act = g.gelu_new(up, t * i);
+    let f = g.linear(act, t, i, h, LinearRole::Down, Cat::Mlp, "mlp.c_proj");
+    let f = g.dropout(f, n, m.hidden_dropout);
+    g.add(x2, f, n, Cat::Residual)
+}
+
+/// Token and position embeddings (ids and position ids kept when they train), dropout.
+fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
+    let ctx = g.ctx;
+    let e = g.embedding(m.hidden_size);
+    if ctx.full {
+        g.keep_new(ctx.seq * 8, Cat::Embeddings); // position ids (wpe)
+    }
+    g.dropout(e, ctx.rank_tokens * m.hidden_size, m.hidden_dropout)
+}

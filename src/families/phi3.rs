@@ -1,0 +1,44 @@
+//! Phi-3: Llama with fused `qkv_proj` (q, k and v are views of one storage, so flash attention's
+//! saved v keeps the whole projection) and fused `gate_up_proj`; residual dropout.
+
+use super::prelude::*;
+
+const STYLE: Style = Style { fused_qkv: true, fused_gate_up: true, ..LLAMA };
+
+/// Phi-3.
+pub(super) struct Phi3;
+
+impl FamilyDef for Phi3 {
+    fn id(&self) -> &'static str {
+        "phi3"
+    }
+
+    fn model_types(&self) -> &'static [&'static str] {
+        &["phi3"]
+    }
+
+    fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
+        "Phi3DecoderLayer"
+    }
+
+    fn params(&self, p: &mut Params, m: &TransformerSpec) {
+        let (h, l) = (m.hidden_size, m.num_layers);
+        p.ends(m, false);
+        p.linear(m.q_width() + 2 * m.kv_width(), h, l, LinearRole::Q, false);
+        p.linear(h, m.q_width(), l, LinearRole::O, false);
+        mlp_params(p, h, m.intermediate_size, l, true, true, false);
+        p.norms(h, 2, l, false);
+    }
+
+    fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+        sequential_block(g, m, flags, x, &STYLE)
+    }
+
+    fn peft_modules(&self) -> Option<&'static PeftModules> {
+        Some(&PeftModules { qkv: Some("qkv_proj"), gate_up: Some("gate_up_proj"), ..PeftModules::LLAMA })
+    }
+
+    fn ops(&self, _: &TransformerSpec) -> OpKinds {
+        STYLE.kinds()
+    }
+}
