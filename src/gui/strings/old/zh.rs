@@ -2,7 +2,7 @@
 //! `strings.rs`, in the same order. Placeholders in braces (`{what}`, `{n}`, …) are kept as they are.
 
 /// 简体中文。
-pub const ZH: super::strings::Strings = super::strings::Strings {
+pub const ZH: super::en::Strings = super::en::Strings {
     app_title: "vramscope",
     menu_file: "文件",
     menu_open: "打开 config.json / .ron / .safetensors…",
@@ -265,7 +265,7 @@ pub fn export_label_zh(f: crate::export::Format) -> &'static str {
 }
 
 /// Serve 模式的文本（vLLM 式服务器的 KV 预算）。
-pub const ZH_SERVE: super::strings::ServeStrings = super::strings::ServeStrings {
+pub const ZH_SERVE: super::en::ServeStrings = super::en::ServeStrings {
     mode_serve: "服务",
     mode_serve_tip: "vLLM 式推理服务器：扣除权重、profiling 前向和 CUDA graphs 之后留给 KV 缓存的显存，以及可同时容纳多少个请求（vramscope serve）。",
     section: "服务器（vLLM）",
@@ -346,7 +346,7 @@ pub const ZH_SERVE: super::strings::ServeStrings = super::strings::ServeStrings 
 };
 
 /// Live 标签页的数据源控件，以及对照规划解读的集群数据。
-pub const ZH_CLUSTER: super::strings::ClusterStrings = super::strings::ClusterStrings {
+pub const ZH_CLUSTER: super::en::ClusterStrings = super::en::ClusterStrings {
     source: "数据源",
     source_tip: "通过 NVIDIA 驱动（NVML）读取本机的 GPU，或从抓取 NVIDIA DCGM exporter 的 Prometheus 服务器读取集群中的每块 GPU。",
     source_nvml: "本机（NVML）",

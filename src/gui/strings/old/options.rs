@@ -1,9 +1,9 @@
 //! The texts of the "Options & cost" tab's tables (hardware paths, the cost of a run, the
 //! roadmap) in English and Simplified Chinese; [`tr_options`] answers in
-//! [`super::lang::current`]. Placeholders in braces (`{flops}`, `{gpu}`, …) are replaced by the
+//! [`crate::gui::lang::current`]. Placeholders in braces (`{flops}`, `{gpu}`, …) are replaced by the
 //! panel and kept as they are in each language.
 
-use super::lang::Lang;
+use crate::gui::lang::Lang;
 
 /// The Options tab's texts.
 #[derive(Clone, Copy, Debug)]
@@ -200,96 +200,8 @@ pub const OPTIONS_ZH: OptionsStrings = OptionsStrings {
 
 /// The Options tab's texts in the current language.
 pub fn tr_options() -> &'static OptionsStrings {
-    match super::lang::current() {
+    match crate::gui::lang::current() {
         Lang::En => &OPTIONS_EN,
         Lang::ZhCn => &OPTIONS_ZH,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every placeholder of an English text is in its translation, and every translated text
-    /// that is not a symbol or a brand name holds a CJK character.
-    #[test]
-    fn the_chinese_table_keeps_the_placeholders_and_is_chinese() {
-        let pairs = [
-            (OPTIONS_EN.run_cost_note, OPTIONS_ZH.run_cost_note),
-            (OPTIONS_EN.price_noted, OPTIONS_ZH.price_noted),
-            (OPTIONS_EN.mig_share, OPTIONS_ZH.mig_share),
-            (OPTIONS_EN.roadmap_title, OPTIONS_ZH.roadmap_title),
-            (OPTIONS_EN.card_of, OPTIONS_ZH.card_of),
-        ];
-        for (en, zh) in pairs {
-            for p in [
-                "{flops}",
-                "{gpus}",
-                "{date}",
-                "{region}",
-                "{slices}",
-                "{gib}",
-                "{jobs}",
-                "{gpu}",
-                "{headline}",
-            ] {
-                assert_eq!(en.contains(p), zh.contains(p), "{p}: {en} / {zh}");
-            }
-        }
-        let cjk = |s: &str| s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
-        let zh = [
-            OPTIONS_ZH.col_path,
-            OPTIONS_ZH.col_fits,
-            OPTIONS_ZH.as_it_is,
-            OPTIONS_ZH.run_cost,
-            OPTIONS_ZH.run_cost_note,
-            OPTIONS_ZH.roadmap_hint,
-            OPTIONS_ZH.raise_batch_title,
-            OPTIONS_ZH.method_title,
-            OPTIONS_ZH.not_memory,
-            OPTIONS_ZH.col_effort,
-        ];
-        assert!(zh.iter().all(|s| cjk(s)), "{zh:?}");
-        crate::gui::lang::set(Lang::ZhCn);
-        assert_eq!(tr_options().yes, "是");
-        crate::gui::lang::set(Lang::En);
-        assert_eq!(tr_options().yes, "yes");
-    }
-
-    /// The GUI's cache answers in the language of the moment: switching it rewrites the hardware
-    /// paths, the roadmap and the serving advice (the estimate is not recomputed).
-    #[test]
-    fn the_cache_follows_the_language() {
-        use crate::gui::derived::Derived;
-        use crate::gui::state::AppState;
-        let cjk = |s: &str| s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
-        let mut state = AppState::default();
-        state.settings.serving = true;
-        let mut d = Derived::default();
-        crate::gui::lang::set(Lang::En);
-        d.update(&state);
-        let headline = |d: &Derived| {
-            d.serve
-                .as_ref()
-                .and_then(|s| s.as_ref().ok())
-                .and_then(|s| s.advice.as_ref().ok())
-                .map(|a| a.headline.clone())
-        };
-        let en = headline(&d).unwrap_or_default();
-        assert!(!en.is_empty() && !cjk(&en), "{en}");
-        let en_paths = d.options(&state.settings).to_vec();
-        let n = d.recomputations;
-        crate::gui::lang::set(Lang::ZhCn);
-        d.update(&state);
-        let zh = headline(&d).unwrap_or_default();
-        assert!(cjk(&zh), "{zh}");
-        assert_eq!(d.recomputations, n, "the estimate is the same in every language");
-        let zh_paths = d.options(&state.settings).to_vec();
-        assert_eq!(zh_paths.len(), en_paths.len());
-        assert!(zh_paths.iter().all(|p| cjk(&p.kind)));
-        let totals = |v: &[crate::options::HardwarePath]| v.iter().map(|p| p.total_bytes).collect::<Vec<_>>();
-        assert_eq!(totals(&zh_paths), totals(&en_paths));
-        assert!(d.roadmap.as_ref().is_none_or(|r| cjk(&r.headline)));
-        crate::gui::lang::set(Lang::En);
     }
 }
