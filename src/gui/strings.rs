@@ -64,9 +64,6 @@ pub mod main;
 pub mod options;
 pub mod serve;
 
-#[cfg(test)]
-mod old;
-
 pub use cluster::{ClusterStrings, tr_cluster};
 pub use live::{LiveStrings, tr_live};
 pub use main::{Strings, tr};
