@@ -15,9 +15,8 @@ pub mod slide;
 pub mod snapshots;
 pub mod state;
 pub mod strings;
-pub mod strings_live;
-pub mod strings_options;
-pub mod strings_zh;
+// the tables' former paths, where the panels still import them
+pub use strings::{live as strings_live, options as strings_options};
 
 use anyhow::{Context, Result, anyhow};
 use eframe::egui;

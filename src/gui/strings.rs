@@ -1,831 +1,196 @@
-//! Every user-facing string of the GUI, in one place, so a translation (zh-CN first) can be added
-//! as another `Strings` value without touching the panels. The zh-CN tables are in
-//! [`super::strings_zh`]; [`tr`] answers in [`super::lang::current`].
+//! Every user-facing string of the GUI, each written once with its English and Simplified Chinese
+//! (zh-CN) texts side by side, so the panels never hold a text of their own. One table per part of
+//! the window, one file each under `strings/`: [`main`] (menus, controls, verdict, charts),
+//! [`serve`], [`cluster`], [`options`], [`live`]. [`tr`], [`tr_serve`], [`tr_cluster`],
+//! [`tr_options`] and [`tr_live`] answer in [`super::lang::current`].
+//!
+//! A table is written with `strings!`: each entry is a field's name (with its doc comment), its
+//! English text, `/`, its Chinese text, so a missing translation is a compile error, not a blank.
+//! The core writes its own sentences the same way with [`crate::text!`].
 
-use super::lang::Lang;
-use crate::estimate::Torch;
+/// Writes one table of texts: `pub struct Strings, EN, ZH { … }` gives the struct, its fields
+/// `&'static str` (an entry named `name[n]` is an array of `n` of them), and its English and
+/// Chinese values as the two constants named. Each entry is `field: "English" / "中文"` (arrays:
+/// `[…] / […]`); the pattern requires both texts. Under `cfg(test)` the struct also lists its
+/// texts pairwise (`pairs()`) for the tables' tests.
+macro_rules! strings {
+    (@type) => { &'static str };
+    (@type $n:literal) => { [&'static str; $n] };
+    (@items $text:expr) => { [$text] };
+    (@items $text:expr, $n:literal) => { $text };
+    (
+        $(#[$attr:meta])*
+        $vis:vis struct $name:ident, $en:ident, $zh:ident {
+            $(
+                $(#[$field_attr:meta])*
+                $field:ident $([$n:literal])?: $en_text:tt / $zh_text:tt
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Clone, Copy, Debug)]
+        $vis struct $name {
+            $(
+                $(#[$field_attr])*
+                pub $field: strings!(@type $($n)?),
+            )*
+        }
 
-/// The GUI's texts.
-#[derive(Clone, Copy, Debug)]
-pub struct Strings {
-    pub app_title: &'static str,
-    pub menu_file: &'static str,
-    pub menu_open: &'static str,
-    pub menu_export: &'static str,
-    pub menu_export_window_png: &'static str,
-    pub menu_export_chart_png: &'static str,
-    pub menu_export_slide: &'static str,
-    pub menu_export_slide_tip: &'static str,
-    pub export_none: &'static str,
-    pub st_pinned: &'static str,
-    pub st_defaults: &'static str,
-    pub st_not_shown: &'static str,
-    pub st_opened_scenario: &'static str,
-    pub st_loaded: &'static str,
-    pub st_exported: &'static str,
-    pub st_recorded: &'static str,
-    pub st_opened_recording: &'static str,
-    pub st_writing: &'static str,
-    pub st_writer_failed: &'static str,
-    pub st_png_written: &'static str,
-    pub st_screenshot_written: &'static str,
-    pub generic_model: &'static str,
-    pub generic_choice: &'static str,
-    pub export_cancelled: &'static str,
-    pub menu_reset: &'static str,
-    pub menu_quit: &'static str,
-    pub menu_view: &'static str,
-    pub menu_dark: &'static str,
-    pub menu_light: &'static str,
-    pub menu_presentation: &'static str,
-    pub controls_open: &'static str,
-    pub controls_fold: &'static str,
-    pub menu_learn: &'static str,
-    pub menu_learn_tip: &'static str,
-    pub learn_back: &'static str,
-    pub learn_next: &'static str,
-    pub learn_leave: &'static str,
-    pub learn_leave_tip: &'static str,
-    pub learn_of: &'static str,
-    pub menu_language: &'static str,
-    pub menu_help: &'static str,
-    pub help_text: &'static str,
-    pub section_model: &'static str,
-    pub section_training: &'static str,
-    pub section_parallel: &'static str,
-    pub section_hardware: &'static str,
-    pub model: &'static str,
-    pub model_tip: &'static str,
-    pub generic_params: &'static str,
-    pub generic_tip: &'static str,
-    pub open_file: &'static str,
-    pub open_tip: &'static str,
-    pub path_field: &'static str,
-    pub load: &'static str,
-    pub mode: &'static str,
-    pub mode_train: &'static str,
-    pub mode_infer: &'static str,
-    pub mode_tip: &'static str,
-    pub precision: &'static str,
-    pub precision_tip: &'static str,
-    pub optimizer: &'static str,
-    pub optimizer_tip: &'static str,
-    pub framework: &'static str,
-    pub framework_tip: &'static str,
-    pub framework_none: &'static str,
-    pub model_code: &'static str,
-    pub model_code_tip: &'static str,
-    pub torch_release: &'static str,
-    pub torch_release_tip: &'static str,
-    /// The PyTorch classes, oldest first (as `Torch::ALL`).
-    pub torch_classes: [&'static str; 4],
-    pub opt_in_bwd: &'static str,
-    pub opt_in_bwd_tip: &'static str,
-    pub grad_accum: &'static str,
-    pub compiled_loss: &'static str,
-    pub compiled_loss_tip: &'static str,
-    pub grad_accum_tip: &'static str,
-    pub batch: &'static str,
-    pub batch_tip: &'static str,
-    pub seq: &'static str,
-    pub seq_tip: &'static str,
-    pub generate: &'static str,
-    pub generate_tip: &'static str,
-    pub new_tokens: &'static str,
-    pub new_tokens_tip: &'static str,
-    pub attention: &'static str,
-    pub attention_tip: &'static str,
-    pub checkpoint: &'static str,
-    pub checkpoint_tip: &'static str,
-    pub ckpt_none: &'static str,
-    pub ckpt_full: &'static str,
-    pub ckpt_every: &'static str,
-    pub ckpt_segments: &'static str,
-    pub ckpt_selective: &'static str,
-    pub every_k: &'static str,
-    pub segments_n: &'static str,
-    pub lora: &'static str,
-    pub lora_tip: &'static str,
-    pub lora_rank: &'static str,
-    pub base_quant: &'static str,
-    pub base_quant_tip: &'static str,
-    pub base_quant_none: &'static str,
-    pub bnb: &'static str,
-    pub bnb_tip: &'static str,
-    pub bnb_current: &'static str,
-    pub bnb_before_0_43: &'static str,
-    pub bnb_lightning: &'static str,
-    pub gpus: &'static str,
-    pub gpus_tip: &'static str,
-    pub zero: &'static str,
-    pub zero_tip: &'static str,
-    pub sharding: &'static str,
-    pub sharding_tip: &'static str,
-    pub sharding_zero: &'static str,
-    pub fsdp_impl: &'static str,
-    pub fsdp_impl_tip: &'static str,
-    pub parallel_note: &'static str,
-    pub tp: &'static str,
-    pub tp_tip: &'static str,
-    pub sp: &'static str,
-    pub sp_tip: &'static str,
-    pub pp: &'static str,
-    pub pp_tip: &'static str,
-    pub gpu: &'static str,
-    pub gpu_tip: &'static str,
-    pub fits: &'static str,
-    /// "fits, {gib} free": the verdict with what is left, in the language's word order.
-    pub fits_free: &'static str,
-    /// "does NOT fit, {gib} short".
-    pub short_by: &'static str,
-    /// "peak at {what}".
-    pub peak_at_tpl: &'static str,
-    pub does_not_fit: &'static str,
-    pub free: &'static str,
-    pub short: &'static str,
-    pub no_free_block: &'static str,
-    pub of: &'static str,
-    pub peak_at: &'static str,
-    pub max_batch: &'static str,
-    pub max_batch_none: &'static str,
-    /// After the largest micro-batch when the current, larger one fits: `{next}` is the batch
-    /// after the largest, which the allocator replay cannot place.
-    pub max_batch_above_tpl: &'static str,
-    pub why_title: &'static str,
-    pub why_hint: &'static str,
-    pub at_the_peak: &'static str,
-    pub capacity: &'static str,
-    pub tab_batch: &'static str,
-    pub tab_seq: &'static str,
-    pub tab_segments: &'static str,
-    pub tab_gpus: &'static str,
-    pub axis_batch: &'static str,
-    pub axis_seq: &'static str,
-    pub axis_segments: &'static str,
-    pub axis_gpus: &'static str,
-    pub tab_compare: &'static str,
-    pub curve_hint: &'static str,
-    pub largest_fit: &'static str,
-    pub fewest_gpus: &'static str,
-    pub lowest_peak: &'static str,
-    pub current: &'static str,
-    pub pin: &'static str,
-    pub pin_tip: &'static str,
-    pub unpin_all: &'static str,
-    pub compare_empty: &'static str,
-    pub component: &'static str,
-    pub difference: &'static str,
-    pub undo: &'static str,
-    pub redo: &'static str,
-    pub ready: &'static str,
-    pub dialog_unavailable: &'static str,
-    pub restored_defaults: &'static str,
-    pub activations_detail: &'static str,
-    pub c_parameters: &'static str,
-    pub c_gradients: &'static str,
-    pub c_optimizer: &'static str,
-    pub c_activations: &'static str,
-    pub c_kv: &'static str,
-    pub c_temporaries: &'static str,
-    pub c_overhead: &'static str,
-    pub c_cache: &'static str,
-    pub c_cache_reserved: &'static str,
-    pub c_cache_tip: &'static str,
-    pub tl_reserved: &'static str,
-    pub gib_note: &'static str,
-    pub unvalidated: &'static str,
-    pub ops_title: &'static str,
-    pub ops_hint: &'static str,
-    pub ops_layers: &'static str,
-    pub ops_sliding: &'static str,
-    pub ops_dense: &'static str,
-    pub ops_no_rope: &'static str,
-    pub unvalidated_tip: &'static str,
-    pub tab_live: &'static str,
-    pub tab_options: &'static str,
-    pub tab_timeline: &'static str,
-    pub tl_hint: &'static str,
-    pub tl_measured: &'static str,
-    pub tl_snapshot: &'static str,
-    pub tl_open_snapshot: &'static str,
-    pub tl_snapshot_tip: &'static str,
-    pub tl_clear_snapshots: &'static str,
-    pub tl_reading: &'static str,
-    pub tl_measured_peak: &'static str,
-    pub tl_vs_predicted: &'static str,
-    pub tl_none: &'static str,
-    pub tl_peak: &'static str,
-    pub tl_x_axis: &'static str,
-    pub tl_alive: &'static str,
-    pub tl_usable: &'static str,
-    pub tl_selected: &'static str,
-    pub tl_allocates: &'static str,
-    pub tl_frees: &'static str,
-    pub tl_of: &'static str,
-    pub tl_forward: &'static str,
-    pub tl_backward: &'static str,
-    pub tl_step: &'static str,
-    pub why_at: &'static str,
-    pub why_back: &'static str,
-    pub seg_backward: &'static str,
-    pub total_per_gpu: &'static str,
-    pub seg_step: &'static str,
-    pub seg_naive: &'static str,
-    pub seg_sets_backward: &'static str,
-    pub seg_sets_step: &'static str,
-    pub options_intro: &'static str,
-    pub live_start: &'static str,
-    pub live_start_tip: &'static str,
-    pub live_stop: &'static str,
-    pub live_pause: &'static str,
-    pub live_resume: &'static str,
-    pub live_gpu: &'static str,
-    pub live_record: &'static str,
-    pub live_record_tip: &'static str,
-    pub live_measured: &'static str,
-    pub live_predicted: &'static str,
-    pub live_process: &'static str,
-    pub live_memory: &'static str,
-    pub live_verdict: &'static str,
-    pub live_evidence: &'static str,
-    pub live_interval: &'static str,
-    pub live_interval_tip: &'static str,
-    pub live_whole_gpu: &'static str,
-    pub oom_ranked: &'static str,
-    pub oom_title: &'static str,
-    pub oom_hint: &'static str,
-    pub measured_on_bar: &'static str,
-    /// "{model}", "{gpu}" (the card, "× n" for a job of n GPUs).
-    pub model_on_gpu: &'static str,
+        /// English.
+        $vis const $en: $name = $name { $($field: $en_text,)* };
+
+        /// Simplified Chinese (zh-CN).
+        $vis const $zh: $name = $name { $($field: $zh_text,)* };
+
+        #[cfg(test)]
+        impl $name {
+            /// Each text as (field, English, Chinese), an array's items one by one.
+            pub(super) fn pairs() -> Vec<(&'static str, &'static str, &'static str)> {
+                let mut pairs = Vec::new();
+                $(
+                    let en = strings!(@items $en.$field $(, $n)?);
+                    let zh = strings!(@items $zh.$field $(, $n)?);
+                    pairs.extend(en.into_iter().zip(zh).map(|(e, z)| (stringify!($field), e, z)));
+                )*
+                pairs
+            }
+        }
+    };
 }
 
-/// English.
-pub const EN: Strings = Strings {
-    app_title: "vramscope",
-    menu_file: "File",
-    menu_open: "Open config.json / .ron / .safetensors…",
-    menu_export: "Export",
-    menu_export_window_png: "Window as PNG…",
-    menu_export_chart_png: "Breakdown chart as PNG…",
-    menu_export_slide: "Slide (PNG)…",
-    menu_export_slide_tip: "The chart with a title, the scenario's caption, the verdict and a footer naming the command that prints its numbers: a 1920×1080 slide at 2× pixel density, light theme, in the interface's language",
-    export_none: "Nothing to export: the scenario has no estimate (see the message above).",
-    st_pinned: "Pinned the current scenario as {label}.",
-    st_defaults: "Defaults restored (undo brings your scenario back).",
-    st_not_shown: " (not shown in the app: {list})",
-    st_opened_scenario: "Opened scenario {path}{note}",
-    st_loaded: "Loaded {name} from {path}{notes}",
-    st_exported: "Exported to {path}",
-    st_recorded: "Recorded {n} samples to {path}",
-    st_opened_recording: "Opened {path} ({n} snapshots)",
-    st_writing: "Writing {path}…",
-    st_writer_failed: "could not start the PNG writer: {e}",
-    st_png_written: "PNG written to {path}",
-    st_screenshot_written: "Screenshot written to {path}",
-    generic_model: "Generic {b} B",
-    generic_choice: "Generic (N billion)",
-    export_cancelled: "Export cancelled (or no file dialog available: use `vramscope export` on the command line).",
-    menu_reset: "Reset to defaults",
-    menu_quit: "Quit",
-    menu_view: "View",
-    menu_dark: "Dark theme",
-    menu_light: "Light theme",
-    menu_presentation: "Presentation layout (projectors)",
-    controls_open: "Show the controls",
-    controls_fold: "Fold the controls into a strip (the chart gets their room)",
-    menu_learn: "Learn",
-    menu_learn_tip: "Eight lessons that walk a room through GPU memory with the live scenario (your own scenario comes back when you leave)",
-    learn_back: "Back",
-    learn_next: "Next",
-    learn_leave: "Leave the lessons",
-    learn_leave_tip: "Back to your own scenario and tab (Esc)",
-    learn_of: "Lesson {i} of {n}",
-    menu_language: "Language",
-    menu_help: "Help",
-    help_text: "Move any control: every number is recomputed at once by the estimator core.\nHover a bar segment for its formula with your numbers. Click a curve to set that value.\nCtrl+Z / Ctrl+Shift+Z undo and redo. Drop a config.json, .ron or .safetensors file on the window to load it.",
-    section_model: "MODEL",
-    section_training: "WORKLOAD",
-    section_parallel: "PARALLEL",
-    section_hardware: "HARDWARE",
-    model: "Model",
-    model_tip: "Which network: a preset, a generic size, or a file you opened. Sets the parameter count and the shapes of every tensor.",
-    generic_params: "Parameters (billions)",
-    generic_tip: "A Llama-shaped model of this size, for quick questions. Memory for weights, gradients and optimizer states grows linearly with it.",
-    open_file: "Open file…",
-    open_tip: "Load a HuggingFace config.json, a vramscope .ron preset or a .safetensors header (parameter count only).",
-    path_field: "Path",
-    load: "Load",
-    mode: "Mode",
-    mode_train: "Train",
-    mode_infer: "Infer",
-    mode_tip: "Training keeps gradients, optimizer states and activations for backward; inference keeps the KV cache instead.",
-    precision: "Precision",
-    precision_tip: "Bytes per weight, gradient, state and activation. Autocast (AMP) keeps fp32 master weights plus half copies for every matmul.",
-    optimizer: "Optimizer",
-    optimizer_tip: "AdamW keeps two moments per parameter (and its foreach step a parameter-sized temporary); SGD keeps none; 8-bit AdamW one byte per moment; paged optimizers keep their states in unified memory, outside PyTorch's allocator.",
-    framework: "Framework",
-    framework_tip: "Sets the loss, adapter dtype and model code the way the framework defaults them: torchtune's chunked loss (8 chunks, fp32 per chunk), litgpt's own model code and its chunked cross-entropy on the fp32 logits Fabric returns, transformers' full fp32 logits.",
-    framework_none: "transformers (default)",
-    model_code: "Model code",
-    model_code_tip: "Whose implementation runs a Llama-like model: transformers' (torchtune keeps the same tensors), litgpt's (one fused qkv projection kept whole, LoRAQKVLinear's padded adapter output), or litgpt's before Oct 2023 (RMSNorm in the input dtype).",
-    torch_release: "PyTorch release",
-    torch_release_tip: "Where autograd's rules changed between releases: before 2.2, mean() keeps its input for backward, so every RMSNorm also keeps its squared input (pytorch/pytorch#109876); before 1.11, softmax and log_softmax keep their input beside their output too, one more score-sized tensor per eager attention layer (pytorch/pytorch#65242); before 2.0 there is no SDPA, so attention runs eager.",
-    torch_classes: [
-        Torch::Before1_11.label(),
-        Torch::Before2_0.label(),
-        Torch::Before2_2.label(),
-        Torch::Current.label(),
-    ],
-    opt_in_bwd: "optimizer in backward",
-    opt_in_bwd_tip: "torchtune's optimizer_in_bwd: each parameter is stepped as soon as its gradient exists and the gradient is freed, so gradients never add up.",
-    grad_accum: "Grad accumulation",
-    compiled_loss: "compiled loss",
-    compiled_loss_tip: "The loss under torch.compile (torchtune's compile: True): inductor's fused cross-entropy keeps the logits and one fp32 logsumexp per row instead of the fp32 log-softmax.",
-    grad_accum_tip: "Micro-batches per optimizer step. From the second one on every gradient is alive through forward and backward (each new gradient is summed into it), so the peak holds all gradients beside the activations.",
-    batch: "Micro-batch",
-    batch_tip: "Sequences per GPU per step. Activations (and the KV cache) grow linearly with it; weights and optimizer states do not.",
-    seq: "Sequence length",
-    seq_tip: "Tokens per sequence. Activations grow linearly (quadratically for eager attention's scores).",
-    generate: "Generate (HF generate)",
-    generate_tip: "Off: one scoring forward over the sequence that keeps every position's logits. On: model.generate — the prompt's forward keeps only the last token's logits, then each new token appends its keys and values to the DynamicCache (--new-tokens).",
-    new_tokens: "New tokens",
-    new_tokens_tip: "max_new_tokens: the cache ends with prompt + new - 1 tokens; sliding-window layers keep their window.",
-    attention: "Attention",
-    attention_tip: "Eager keeps the b·a·s² score matrices; SDPA/flash kernels keep only q, k, v, the output and a logsumexp.",
-    checkpoint: "Checkpointing",
-    checkpoint_tip: "Recompute activations in backward instead of keeping them: checkpointed blocks keep only their input.",
-    ckpt_none: "none",
-    ckpt_full: "every block",
-    ckpt_every: "every K-th block",
-    ckpt_segments: "N segments",
-    ckpt_selective: "selective (attention)",
-    every_k: "K",
-    segments_n: "Segments",
-    lora: "LoRA adapters",
-    lora_tip: "Freeze the base and train small rank-r adapters: gradients and optimizer states shrink to the adapters, frozen Linears keep no inputs.",
-    lora_rank: "Rank",
-    base_quant: "Base weights",
-    base_quant_tip: "Quantize the frozen base (QLoRA) or the inference weights with bitsandbytes at load: NF4 is 4 bits a weight plus its absmax (8-bit with double quantization, else fp32 per 64), int8 is LLM.int8(). Each 4-bit matmul over several rows dequantizes its weight for the moment it runs.",
-    base_quant_none: "as the precision",
-    bnb: "Quantized by",
-    bnb_tip: "Who turned the weights into 4 bits. bitsandbytes 0.43 or later (transformers): from the weight's own dtype, the LM head left unquantized. bitsandbytes before 0.43: from fp16, so under bf16 every 4-bit matmul holds the fp16 weight and its bf16 cast. Lightning's plugin (litgpt --quantize bnb.*): from fp16 whatever the release, and the LM head is 4-bit too (its matmul keeps the final norm's output).",
-    bnb_current: "bitsandbytes ≥ 0.43",
-    bnb_before_0_43: "bitsandbytes < 0.43",
-    bnb_lightning: "Lightning (litgpt)",
-    gpus: "GPUs (data parallel)",
-    gpus_tip: "GPUs that each run the same micro-batch. Alone this changes nothing per GPU; with ZeRO the model states are split across them.",
-    zero: "ZeRO stage",
-    zero_tip: "0: full replica per GPU (DDP buckets add a gradient copy). 1: optimizer states split. 2: + gradients split. 3: + parameters split.",
-    sharding: "Sharding",
-    sharding_tip: "DeepSpeed ZeRO (the stage below), or PyTorch FSDP: full_shard splits parameters, gradients and optimizer states like ZeRO-3; shard_grad_op keeps whole parameters like ZeRO-2; hybrid_shard shards within a node and replicates across nodes.",
-    sharding_zero: "DeepSpeed ZeRO",
-    fsdp_impl: "FSDP code",
-    fsdp_impl_tip: "fsdp1: FullyShardedDataParallel as accelerate and the HF Trainer run it — the root unit (embeddings, head) stays gathered through the step, and while gradients accumulate no_sync keeps every unit's full gradient. fsdp1-shared: LoRA adapters inside each block's flat parameter (Lightning, litgpt): the frozen weights get gradients too. fsdp2: fully_shard as torchtune runs it, gradients reduced every micro-batch.",
-    parallel_note: "in the job (data × tensor × pipeline); numbers are for the most loaded GPU.",
-    tp: "Tensor parallel",
-    tp_tip: "Split every weight matrix across GPUs (Megatron column/row): weights, and activations inside attention and the MLP, divide by this; norms and the residual stream stay whole unless sequence parallelism is on.",
-    sp: "Sequence parallel",
-    sp_tip: "With tensor parallelism, also split the residual stream, norms and dropout masks along the sequence (Korthikanti et al. 2022).",
-    pp: "Pipeline stages",
-    pp_tip: "Split the blocks into stages on different GPUs. The first stage keeps activations of several micro-batches at once (1F1B), and holds the embeddings; the last holds the LM head and loss.",
-    gpu: "GPU",
-    gpu_tip: "The card's memory is the capacity line; the largest micro-batch is searched against it.",
-    fits: "fits",
-    fits_free: "fits, {gib} free",
-    short_by: "does NOT fit, {gib} short",
-    peak_at_tpl: "peak at {what}",
-    does_not_fit: "does NOT fit",
-    free: "free",
-    short: "short",
-    no_free_block: "below the card in total, but the allocator finds no free block for one request (fragmentation)",
-    of: "of",
-    peak_at: "peak at",
-    max_batch: "Largest micro-batch that fits",
-    max_batch_none: "Even micro-batch 1 does not fit",
-    max_batch_above_tpl: "(with every smaller one; micro-batch {next} finds no free block in the allocator replay, this one does)",
-    why_title: "Why this much?",
-    why_hint: "Hover a bar segment or a row for the formula with your numbers.",
-    at_the_peak: "at the peak",
-    capacity: "capacity",
-    tab_batch: "vs micro-batch",
-    tab_seq: "vs sequence",
-    tab_segments: "vs checkpoint segments",
-    tab_gpus: "vs GPUs",
-    axis_batch: "micro-batch",
-    axis_seq: "sequence length",
-    axis_segments: "checkpoint segments",
-    axis_gpus: "GPUs",
-    tab_compare: "Compare",
-    curve_hint: "Click the curve to set that value. Dashed: the GPU's capacity. The current value and the marked point are exact (the allocator replayed); the points between scale the nearest one's allocator cache with their peak. Past the largest batch that fits the replayed allocator runs out, so the curve is drawn at the card or above.",
-    largest_fit: "largest that fits",
-    fewest_gpus: "fewest GPUs that fit",
-    lowest_peak: "lowest peak",
-    current: "current",
-    pin: "Pin as",
-    pin_tip: "Keep the current scenario to compare against while you change things.",
-    unpin_all: "Clear pins",
-    compare_empty: "Pin the current scenario (button above), change something, and compare here.",
-    component: "Component",
-    difference: "Difference",
-    undo: "Undo",
-    redo: "Redo",
-    ready: "Ready.",
-    dialog_unavailable: "No file dialog available (needs an xdg portal or zenity): type a path in the field under the model instead.",
-    restored_defaults: "The saved state could not be read; defaults restored.",
-    activations_detail: "Activations by kind",
-    c_parameters: "parameters",
-    c_gradients: "gradients",
-    c_optimizer: "optimizer states",
-    c_activations: "activations",
-    c_kv: "KV cache",
-    c_temporaries: "temporaries at peak",
-    c_overhead: "CUDA context + allocator",
-    c_cache: "allocator cache",
-    c_cache_reserved: "reserved at most (max_memory_reserved):",
-    c_cache_tip: "PyTorch's caching allocator keeps freed blocks for reuse instead of returning them to the driver. Replaying the step's allocations through a model of it gives what nvidia-smi shows beyond the allocated peak (fragmentation included).",
-    tl_reserved: "reserved (caching allocator)",
-    gib_note: "Memory in GiB (2³⁰ bytes); exact bytes in tooltips.",
-    unvalidated: "UNVALIDATED architecture",
-    ops_title: "Which op keeps what (one block)",
-    ops_hint: "Bytes each op's backward keeps that no earlier op kept, per block, on one GPU.",
-    ops_layers: "layers",
-    ops_sliding: "sliding window",
-    ops_dense: "dense MLP",
-    ops_no_rope: "no rotary",
-    unvalidated_tip: "This model type has no family of its own: it is estimated as the closest Llama-style decoder. Parameters follow the config (exact with a model.safetensors beside it); activations are an approximation.",
-    tab_live: "Live GPU",
-    tab_options: "Options & cost",
-    tab_timeline: "Timeline",
-    tl_measured: "measured",
-    tl_snapshot: "Measured snapshot:",
-    tl_open_snapshot: "Open snapshot",
-    tl_snapshot_tip: "A torch.cuda.memory._dump_snapshot() pickle (with _record_memory_history): its last steady step is drawn over the prediction, aligned at the step (and at forward/backward/optimizer when annotated). Two can be open to compare.",
-    tl_clear_snapshots: "Clear",
-    tl_reading: "reading",
-    tl_measured_peak: "measured step peak",
-    tl_vs_predicted: "vs predicted",
-    tl_hint: "One steady-state step: forward op by op, backward block by block, optimizer step. Hover names the op; click shows that moment in \"Why this much?\".",
-    tl_none: "No timeline for this scenario.",
-    tl_peak: "peak",
-    tl_x_axis: "event (tick: block)",
-    tl_alive: "allocated",
-    tl_usable: "capacity less CUDA context and NCCL",
-    tl_selected: "selected",
-    tl_allocates: "allocates",
-    tl_frees: "frees",
-    tl_of: "of",
-    tl_forward: "forward",
-    tl_backward: "backward",
-    tl_step: "optimizer step",
-    why_at: "At",
-    why_back: "Back to the peak",
-    seg_backward: "forward/backward peak + overhead",
-    total_per_gpu: "total per GPU",
-    seg_step: "optimizer-step peak + overhead",
-    seg_naive: "naive: activations × 1/segments",
-    seg_sets_backward: "The forward/backward peak sets the total here.",
-    seg_sets_step: "The optimizer step sets the total here: more segments cannot lower it.",
-    options_intro: "Other hardware for this scenario at the same global batch: speed-up is the current step time over theirs; prices are the cheapest on-demand ones in presets/clouds.ron.",
-    live_start: "Start monitoring",
-    live_start_tip: "Sample the GPUs through NVML (the NVIDIA driver) every 250 ms and draw what they really hold against the prediction.",
-    live_stop: "Stop",
-    live_pause: "Pause",
-    live_resume: "Resume",
-    live_gpu: "GPU",
-    live_record: "Record to CSV",
-    live_record_tip: "Write the samples as t_s,gpu,used_bytes,total_bytes (vramscope diagnose --trace reads it).",
-    live_measured: "measured used",
-    live_predicted: "predicted total",
-    live_process: "process",
-    live_memory: "memory",
-    live_verdict: "Curve",
-    live_evidence: "evidence",
-    live_interval: "Interval",
-    live_interval_tip: "Time between NVML samples (the history keeps the last 2,400).",
-    live_whole_gpu: "whole GPU",
-    oom_ranked: "For the current scenario, each fix alone would save:",
-    oom_title: "Explain an out-of-memory message",
-    oom_hint: "Paste PyTorch's or TensorFlow's OOM error here",
-    measured_on_bar: "measured",
-    model_on_gpu: "{model} on {gpu}",
-};
+pub mod cluster;
+pub mod live;
+pub mod main;
+pub mod options;
+pub mod serve;
 
-/// The active language.
-pub fn tr() -> &'static Strings {
-    match super::lang::current() {
-        Lang::En => &EN,
-        Lang::ZhCn => &super::strings_zh::ZH,
-    }
-}
+pub use cluster::{ClusterStrings, tr_cluster};
+pub use live::{LiveStrings, tr_live};
+pub use main::{Strings, tr};
+pub use options::{OptionsStrings, tr_options};
+pub use serve::{ServeStrings, tr_serve};
 
 /// The menu label of an export format.
 pub fn export_label(f: crate::export::Format) -> &'static str {
     use crate::export::Format;
-    if super::lang::current() == Lang::ZhCn {
-        return super::strings_zh::export_label_zh(f);
+    let (en, zh) = match f {
+        Format::Ron => ("Scenario (.ron)…", "场景（.ron）…"),
+        Format::Markdown => ("Plan report (Markdown)…", "规划报告（Markdown）…"),
+        Format::Json => ("Plan report (JSON)…", "规划报告（JSON）…"),
+        Format::Csv => ("What-if curves (CSV)…", "假设分析曲线（CSV）…"),
+        Format::Roadmap => ("Roadmap (Markdown)…", "路线图（Markdown）…"),
+        Format::RoadmapJson => ("Roadmap (JSON)…", "路线图（JSON）…"),
+        Format::Deepspeed => ("DeepSpeed config (JSON)…", "DeepSpeed 配置（JSON）…"),
+        Format::Hf => ("Hugging Face TrainingArguments…", "Hugging Face TrainingArguments…"),
+        Format::Fsdp => ("PyTorch FSDP snippet…", "PyTorch FSDP 代码片段…"),
+        Format::Megatron => ("Megatron-LM arguments…", "Megatron-LM 参数…"),
+    };
+    super::lang::current().pick(en, zh)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gui::lang::{self, Lang};
+
+    /// Every text of every table: (table, field, English, Chinese).
+    fn every_text() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+        let tables = [
+            ("Strings", Strings::pairs()),
+            ("ServeStrings", ServeStrings::pairs()),
+            ("ClusterStrings", ClusterStrings::pairs()),
+            ("OptionsStrings", OptionsStrings::pairs()),
+            ("LiveStrings", LiveStrings::pairs()),
+        ];
+        tables
+            .into_iter()
+            .flat_map(|(t, pairs)| pairs.into_iter().map(move |(f, en, zh)| (t, f, en, zh)))
+            .collect()
     }
-    match f {
-        Format::Ron => "Scenario (.ron)…",
-        Format::Markdown => "Plan report (Markdown)…",
-        Format::Json => "Plan report (JSON)…",
-        Format::Csv => "What-if curves (CSV)…",
-        Format::Roadmap => "Roadmap (Markdown)…",
-        Format::RoadmapJson => "Roadmap (JSON)…",
-        Format::Deepspeed => "DeepSpeed config (JSON)…",
-        Format::Hf => "Hugging Face TrainingArguments…",
-        Format::Fsdp => "PyTorch FSDP snippet…",
-        Format::Megatron => "Megatron-LM arguments…",
+
+    /// The names in braces of a text, sorted (`{n}`, `{path}`, …).
+    fn placeholders(text: &str) -> Vec<&str> {
+        let mut names: Vec<&str> =
+            text.split('{').skip(1).filter_map(|p| p.split_once('}').map(|(name, _)| name)).collect();
+        names.sort_unstable();
+        names
     }
-}
 
-/// The Serve mode's texts (a vLLM-style server's KV budget).
-#[derive(Clone, Copy, Debug)]
-pub struct ServeStrings {
-    pub mode_serve: &'static str,
-    pub mode_serve_tip: &'static str,
-    pub section: &'static str,
-    pub utilisation: &'static str,
-    pub utilisation_tip: &'static str,
-    pub max_model_len: &'static str,
-    pub max_model_len_tip: &'static str,
-    pub batched_tokens: &'static str,
-    pub batched_tokens_tip: &'static str,
-    pub num_seqs: &'static str,
-    pub num_seqs_tip: &'static str,
-    pub card_default: &'static str,
-    pub kv_fp8: &'static str,
-    pub kv_fp8_tip: &'static str,
-    pub weights: &'static str,
-    pub weights_tip: &'static str,
-    pub weights_checkpoint: &'static str,
-    pub weights_fp8: &'static str,
-    pub weights_awq: &'static str,
-    pub fp16: &'static str,
-    pub fp16_tip: &'static str,
-    pub eager: &'static str,
-    pub eager_tip: &'static str,
-    pub context: &'static str,
-    pub context_tip: &'static str,
-    pub target: &'static str,
-    pub target_tip: &'static str,
-    pub tp: &'static str,
-    pub pp: &'static str,
-    pub parallel_tip: &'static str,
-    pub tokens_of_kv: &'static str,
-    pub concurrent: &'static str,
-    pub token_requests: &'static str,
-    pub at_context: &'static str,
-    pub does_not_start: &'static str,
-    pub request_too_long: &'static str,
-    pub nothing_left: &'static str,
-    pub longest_fits: &'static str,
-    pub starts: &'static str,
-    pub cli_hint: &'static str,
-    pub seg_weights: &'static str,
-    pub seg_profile: &'static str,
-    pub seg_non_torch: &'static str,
-    pub seg_graphs: &'static str,
-    pub seg_kv: &'static str,
-    pub seg_reserved: &'static str,
-    pub budget_line: &'static str,
-    pub cuda_total_line: &'static str,
-    pub why_title: &'static str,
-    pub why_hint: &'static str,
-    pub tab_concurrency: &'static str,
-    pub curve_hint: &'static str,
-    pub curve_x: &'static str,
-    pub curve_y: &'static str,
-    pub curve_line: &'static str,
-    pub curve_target: &'static str,
-    pub curve_context: &'static str,
-    pub curve_max_len: &'static str,
-    pub options_title: &'static str,
-    pub roadmap_title: &'static str,
-    pub beside_title: &'static str,
-    pub col_change: &'static str,
-    pub col_when: &'static str,
-    pub col_effort: &'static str,
-    pub col_gpus: &'static str,
-    pub col_tokens: &'static str,
-    pub col_concurrency: &'static str,
-    pub col_starts: &'static str,
-    pub col_price: &'static str,
-    pub apply: &'static str,
-    pub apply_tip: &'static str,
-    pub yes: &'static str,
-    pub no: &'static str,
-    pub notes: &'static str,
-    pub export_text: &'static str,
-    pub export_json: &'static str,
-    pub export_none: &'static str,
-}
-
-const SERVE_EN: ServeStrings = ServeStrings {
-    mode_serve: "Serve",
-    mode_serve_tip: "A vLLM-style server: what it gives the KV cache after weights, the profiling forward and CUDA graphs, and how many requests fit at once (vramscope serve).",
-    section: "Server (vLLM)",
-    utilisation: "GPU memory utilisation",
-    utilisation_tip: "--gpu-memory-utilization: the share of the CUDA-visible memory the server may use. Everything but the weights, the profiling peak and non-torch memory becomes KV cache.",
-    max_model_len: "max model len",
-    max_model_len_tip: "--max-model-len: the longest request (prompt + output). One request of this length must fit in the KV cache or the server refuses to start.",
-    batched_tokens: "max batched tokens",
-    batched_tokens_tip: "--max-num-batched-tokens: tokens per scheduler step, and of the profiling forward whose peak is kept free. 0: vLLM's default for the card.",
-    num_seqs: "max sequences",
-    num_seqs_tip: "--max-num-seqs: sequences per step, and rows of the profiling sampler (a sort over the vocabulary for each). 0: vLLM's default for the card.",
-    card_default: "0 = vLLM's default",
-    kv_fp8: "fp8 KV cache",
-    kv_fp8_tip: "--kv-cache-dtype fp8: one byte per key/value element, twice the tokens. Check quality on your prompts.",
-    weights: "Weights",
-    weights_tip: "As the checkpoint stores them, vLLM's online fp8 (--quantization fp8), or a 4-bit AWQ export of the model (a what-if: serve that repository).",
-    weights_checkpoint: "as the checkpoint",
-    weights_fp8: "fp8 (online)",
-    weights_awq: "AWQ 4-bit export",
-    fp16: "float16 (--dtype)",
-    fp16_tip: "--dtype float16 instead of the checkpoint's dtype (bfloat16 needs an Ampere or newer card).",
-    eager: "enforce eager",
-    eager_tip: "--enforce-eager: no CUDA graphs. vLLM 0.21+ subtracts its CUDA-graph estimate before the KV cache; earlier versions capture graphs after it.",
-    context: "mean context",
-    context_tip: "Also give the concurrency at this mean request length (prompt + output), tokens. 0: none.",
-    target: "target concurrency",
-    target_tip: "Concurrent requests the roadmap aims for (at the mean context, else at max model len). 0: the roadmap only makes the server start.",
-    tp: "tensor parallel",
-    pp: "pipeline parallel",
-    parallel_tip: "--tensor-parallel-size / --pipeline-parallel-size: weights and KV heads split over the GPUs; every rank takes the smallest block count.",
-    tokens_of_kv: "tokens of KV cache",
-    concurrent: "concurrent",
-    token_requests: "-token requests",
-    at_context: "at",
-    does_not_start: "does not start",
-    request_too_long: "one request of max model len needs more KV cache than is left",
-    nothing_left: "nothing is left for the KV cache",
-    longest_fits: "longest request that fits",
-    starts: "starts",
-    cli_hint: "The same answer on the command line:",
-    seg_weights: "weights",
-    seg_profile: "profiling peak",
-    seg_non_torch: "non-torch",
-    seg_graphs: "CUDA graphs",
-    seg_kv: "KV cache",
-    seg_reserved: "kept free",
-    budget_line: "budget",
-    cuda_total_line: "CUDA-visible",
-    why_title: "Why this much KV cache?",
-    why_hint: "Each term as vLLM computes it at start-up, per GPU.",
-    tab_concurrency: "Concurrency vs context",
-    curve_hint: "Requests that fit at once against their length (prompt + output); the KV cache is the same, each request needs its own blocks.",
-    curve_x: "context length (tokens)",
-    curve_y: "concurrent requests",
-    curve_line: "concurrent requests that fit",
-    curve_target: "target",
-    curve_context: "concurrent at the mean context",
-    curve_max_len: "concurrent at max model len",
-    options_title: "Each change alone",
-    roadmap_title: "Roadmap (each step on top of the ones before)",
-    beside_title: "Beside it (changes what the server accepts)",
-    col_change: "change",
-    col_when: "when",
-    col_effort: "effort",
-    col_gpus: "GPUs",
-    col_tokens: "KV tokens",
-    col_concurrency: "concurrent (at mean context)",
-    col_starts: "starts",
-    col_price: "price",
-    apply: "apply",
-    apply_tip: "Set these settings in the controls (undo brings the current ones back).",
-    yes: "yes",
-    no: "no",
-    notes: "Notes",
-    export_text: "Serving answer, options and roadmap (text)…",
-    export_json: "Serving answer, options and roadmap (JSON)…",
-    export_none: "Nothing to export: the server could not be computed",
-};
-
-/// The Serve mode's texts in the current language.
-pub fn tr_serve() -> &'static ServeStrings {
-    match super::lang::current() {
-        Lang::En => &SERVE_EN,
-        Lang::ZhCn => &super::strings_zh::ZH_SERVE,
+    #[test]
+    fn every_translation_keeps_the_placeholders() {
+        let texts = every_text();
+        assert_eq!(texts.len(), 422, "five tables, the PyTorch classes item by item");
+        for (table, field, en, zh) in texts {
+            assert_eq!(placeholders(en), placeholders(zh), "{table}.{field}: {en:?} / {zh:?}");
+        }
+        assert_eq!(placeholders("{n} of {m} GPUs ({list})"), ["list", "m", "n"]);
     }
-}
 
-/// The Live tab's source controls and a cluster read against the plan.
-#[derive(Clone, Copy, Debug)]
-pub struct ClusterStrings {
-    pub source: &'static str,
-    pub source_tip: &'static str,
-    pub source_nvml: &'static str,
-    pub source_prometheus: &'static str,
-    pub url: &'static str,
-    pub url_tip: &'static str,
-    pub selector: &'static str,
-    pub selector_tip: &'static str,
-    pub start_tip: &'static str,
-    pub range: &'static str,
-    pub load_range: &'static str,
-    pub load_range_tip: &'static str,
-    pub loading: &'static str,
-    pub open_recording: &'static str,
-    pub open_recording_tip: &'static str,
-    /// "{what}": a path or "the last 1h from Prometheus".
-    pub showing: &'static str,
-    pub host_order: &'static str,
-    pub host_order_tip: &'static str,
-    pub host_order_hint: &'static str,
-    pub col_host: &'static str,
-    pub col_gpu: &'static str,
-    pub col_rank: &'static str,
-    pub col_stage: &'static str,
-    pub col_used: &'static str,
-    pub used_tip: &'static str,
-    pub now: &'static str,
-    pub col_predicted: &'static str,
-    pub col_error: &'static str,
-    pub col_curve: &'static str,
-    pub predicted_tip: &'static str,
-    pub not_in_job: &'static str,
-    /// "{gpu}", "{rank}", "{stage}", "{used}", "{total}", "{predicted}", "{error}".
-    pub worst: &'static str,
-    /// "{stage}", "{predicted}".
-    pub plan_worst_same: &'static str,
-    /// "{stage}", "{predicted}", "{measured}".
-    pub plan_worst_other: &'static str,
-    /// "{hosts}".
-    pub unknown_hosts: &'static str,
-    /// "{n}", "{world}".
-    pub missing_ranks: &'static str,
-    /// "{n}", "{m}", "{list}".
-    pub fails: &'static str,
-    /// "{m}".
-    pub healthy: &'static str,
-    pub too_few: &'static str,
-    /// A GPU whose total memory the source does not give.
-    pub no_total: &'static str,
-    /// "{s}": seconds since its last sample.
-    pub stopped: &'static str,
-    /// "{n}", "{list}".
-    pub stopped_line: &'static str,
-    pub click_to_show: &'static str,
-    /// The breakdown's measured line in a cluster: the GPU shown's peak.
-    pub measured_peak_on_bar: &'static str,
-    /// What a loaded range is ("{range}": 1h, 7d…), after `showing`.
-    pub loaded_range: &'static str,
-    /// "{n}", "{world}", "{list}": GPUs of the source beyond the job's ranks.
-    pub outside_job: &'static str,
-}
+    /// A Chinese text with neither a CJK character nor Chinese punctuation is a symbol, a unit, a
+    /// product's or a library's name, or a label kept in English in Chinese interfaces: these, and
+    /// no other (an English text copied into the Chinese column fails here).
+    #[test]
+    fn every_translation_is_chinese_but_names_and_symbols() {
+        let kept = [
+            ("Strings", "app_title"),
+            ("Strings", "torch_classes"),
+            ("Strings", "every_k"),
+            ("Strings", "bnb_current"),
+            ("Strings", "bnb_before_0_43"),
+            ("Strings", "sharding_zero"),
+            ("Strings", "gpu"),
+            ("Strings", "of"),
+            ("Strings", "live_gpu"),
+            ("ServeStrings", "seg_graphs"),
+            ("ClusterStrings", "url"),
+            ("ClusterStrings", "col_gpu"),
+            ("ClusterStrings", "col_rank"),
+            ("ClusterStrings", "col_error"),
+            ("OptionsStrings", "col_gpu"),
+            ("OptionsStrings", "run_tokens_suffix"),
+            ("OptionsStrings", "at_mfu"),
+            ("OptionsStrings", "col_number"),
+            ("LiveStrings", "col_pid"),
+            ("LiveStrings", "gpu_on_host"),
+        ];
+        // an ideograph, or punctuation written the Chinese way (、：（）)
+        let cjk = |s: &str| {
+            s.chars().any(
+                |c| matches!(c, '\u{4e00}'..='\u{9fff}' | '\u{3000}'..='\u{303f}' | '\u{ff00}'..='\u{ffef}'),
+            )
+        };
+        let texts = every_text();
+        for &(table, field, en, zh) in &texts {
+            assert!(!en.is_empty() && !zh.is_empty(), "{table}.{field} is empty");
+            assert!(cjk(zh) || kept.contains(&(table, field)), "{table}.{field} is not Chinese: {zh:?}");
+        }
+        for (table, field) in kept {
+            assert!(texts.iter().any(|t| (t.0, t.1) == (table, field)), "{table}.{field} is not a text");
+        }
+    }
 
-const CLUSTER_EN: ClusterStrings = ClusterStrings {
-    source: "Source",
-    source_tip: "This machine's GPUs through the NVIDIA driver (NVML), or every GPU of a cluster from the Prometheus server that scrapes NVIDIA's DCGM exporter.",
-    source_nvml: "This machine (NVML)",
-    source_prometheus: "Cluster (Prometheus)",
-    url: "URL",
-    url_tip: "The Prometheus server that scrapes the DCGM exporter, e.g. http://prometheus:9090 (its HTTP API: /api/v1/query and /api/v1/query_range).",
-    selector: "Selector",
-    selector_tip: "A PromQL label selector for the DCGM series, e.g. {job=\"train-42\"} or {Hostname=~\"gpu-0[1-4]\"}; empty: every GPU Prometheus has.",
-    start_tip: "Query Prometheus every 5 s for every GPU's DCGM_FI_DEV_FB_USED / FREE / RESERVED and read them against the plan's ranks.",
-    range: "Range",
-    load_range: "Load range",
-    load_range_tip: "Read this range back from Prometheus (query_range, 240 points) and diagnose every GPU's curve over it; live samples continue after it.",
-    loading: "reading the range…",
-    open_recording: "Open recording…",
-    open_recording_tip: "A cluster recorded on any machine that reaches Prometheus (vramscope monitor --prometheus URL --range 1h --json > run.json), or this tab's CSV.",
-    showing: "Showing {what}",
-    host_order: "Host order",
-    host_order_tip: "The hosts in node-rank order (node 0 first), as torchrun's --node-rank or Slurm assign them; empty: by name. Node n holds the next GPUs-per-node ranks, local rank i on GPU i; the pipeline is the outermost dimension of the rank grid (Megatron-LM, torchtitan, DeepSpeed), so the first world/pp ranks run stage 0.",
-    host_order_hint: "node 0, node 1, … (empty: by name)",
-    col_host: "Host",
-    col_gpu: "GPU",
-    col_rank: "Rank",
-    col_stage: "Stage",
-    col_used: "Peak used",
-    used_tip: "The most each GPU used over the samples shown (the range or recording, then live), as nvidia-smi counts it: what the plan's per-rank total predicts.",
-    now: "now:",
-    col_predicted: "Predicted",
-    col_error: "Δ",
-    col_curve: "Curve",
-    predicted_tip: "The total predicted for the pipeline stage the rank runs (what nvidia-smi would show); each stage's is what this command prints:",
-    not_in_job: "not in the job",
-    worst: "Most loaded GPU: {gpu} (rank {rank}, stage {stage}): {used} of {total} at its peak; {predicted} predicted for its stage ({error}).",
-    plan_worst_same: "The plan's most loaded stage is the same: stage {stage}, {predicted}.",
-    plan_worst_other: "The plan's most loaded stage is stage {stage} ({predicted}); measured, stage {measured} is the most loaded.",
-    unknown_hosts: "No GPU seen on: {hosts}.",
-    missing_ranks: "{n} of the job's {world} ranks have no GPU in the source.",
-    fails: "Curves: {n} of {m} GPUs fail ({list}).",
-    healthy: "Curves: all {m} GPUs healthy.",
-    too_few: "too few samples",
-    no_total: "total memory unknown",
-    stopped: "no sample for the last {s} s",
-    stopped_line: "{n} GPU(s) stopped reporting (node or DCGM exporter down?): {list}.",
-    click_to_show: "Show this GPU's curve",
-    measured_peak_on_bar: "measured peak",
-    loaded_range: "the last {range} from Prometheus",
-    outside_job: "{n} GPU(s) beyond the job's {world} ranks, not read against the plan: {list}.",
-};
-
-/// The cluster texts in the current language.
-pub fn tr_cluster() -> &'static ClusterStrings {
-    match super::lang::current() {
-        Lang::En => &CLUSTER_EN,
-        Lang::ZhCn => &super::strings_zh::ZH_CLUSTER,
+    #[test]
+    fn every_table_answers_in_the_language() {
+        lang::set(Lang::ZhCn);
+        let zh = (
+            tr().menu_file,
+            tr_serve().mode_serve,
+            tr_cluster().source,
+            tr_options().yes,
+            tr_live().list_sep,
+        );
+        let export = export_label(crate::export::Format::Csv);
+        lang::set(Lang::En);
+        assert_eq!(zh, ("文件", "服务", "数据源", "是", "、"));
+        assert_eq!(export, "假设分析曲线（CSV）…");
+        let en = (
+            tr().menu_file,
+            tr_serve().mode_serve,
+            tr_cluster().source,
+            tr_options().yes,
+            tr_live().list_sep,
+        );
+        assert_eq!(en, ("File", "Serve", "Source", "yes", ", "));
+        assert_eq!(export_label(crate::export::Format::Csv), "What-if curves (CSV)…");
     }
 }
