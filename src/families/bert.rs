@@ -31,6 +31,10 @@ impl FamilyDef for Bert {
         &["bert"]
     }
 
+    fn read_own_config(&self, c: &ConfigSource<'_>) -> Option<Result<TransformerSpec, ConfigError>> {
+        Some(read(c.text))
+    }
+
     fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
         "BertLayer"
     }
@@ -54,6 +58,10 @@ impl FamilyDef for Bert {
 
     fn peft_modules(&self) -> Option<&'static PeftModules> {
         Some(&super::bert::PEFT)
+    }
+
+    fn default_head(&self) -> (Head, &'static str) {
+        (Head::MaskedLm, "BertForMaskedLM")
     }
 
     fn ops(&self, m: &TransformerSpec) -> OpKinds {
@@ -168,4 +176,31 @@ fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
         }
     }
     g.kept.total() - before
+}
+
+/// BERT's own keys.
+fn read(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
+    let h = r.positive("hidden_size")?;
+    let a = r.positive("num_attention_heads")?;
+    super::config::check_divides(r, "num_attention_heads", h, a)?;
+    Ok(TransformerSpec {
+        family: super::by_id("bert").unwrap_or_default(),
+        head: Head::MaskedLm,
+        hidden_size: h,
+        num_layers: r.positive("num_hidden_layers")?,
+        num_heads: a,
+        num_kv_heads: a,
+        head_dim: h / a,
+        intermediate_size: r.positive("intermediate_size")?,
+        vocab_size: r.positive("vocab_size")?,
+        max_position_embeddings: r.positive("max_position_embeddings")?,
+        type_vocab_size: r.opt_u64("type_vocab_size")?.unwrap_or(2),
+        tie_word_embeddings: r.bool_or("tie_word_embeddings", true)?,
+        qkv_bias: true,
+        o_bias: true,
+        mlp_bias: true,
+        attention_dropout: r.f64_or("attention_probs_dropout_prob", 0.1)?,
+        hidden_dropout: r.f64_or("hidden_dropout_prob", 0.1)?,
+        ..TransformerSpec::default()
+    })
 }

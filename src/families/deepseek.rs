@@ -4,6 +4,7 @@
 //! MLPs in the first `first_k_dense_replace` layers, then routed + shared experts.
 
 use super::prelude::*;
+use crate::model::Mla;
 
 /// DeepSeek-V2 and V3.
 pub(super) struct Deepseek;
@@ -31,6 +32,58 @@ impl FamilyDef for Deepseek {
 
     fn peft_modules(&self) -> Option<&'static PeftModules> {
         None
+    }
+
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "deepseek_v2" => Some(
+                r#"{"vocab_size":102400,"hidden_size":4096,"intermediate_size":11008,"num_hidden_layers":32,
+                "num_attention_heads":32,"tie_word_embeddings":false,"attention_bias":false,
+                "first_k_dense_replace":0,"kv_lora_rank":512,"q_lora_rank":1536,"n_routed_experts":64,
+                "n_shared_experts":2,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,
+                "moe_intermediate_size":1407,"moe_layer_freq":1}"#,
+            ),
+            "deepseek_v3" => Some(
+                r#"{"vocab_size":129280,"hidden_size":7168,"intermediate_size":18432,"num_hidden_layers":61,
+                "num_attention_heads":128,"tie_word_embeddings":false,"attention_bias":false,
+                "first_k_dense_replace":3,"kv_lora_rank":512,"q_lora_rank":1536,"n_routed_experts":256,
+                "n_shared_experts":1,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,
+                "moe_intermediate_size":2048,"num_experts_per_tok":8,"moe_layer_freq":1}"#,
+            ),
+            _ => None,
+        }
+    }
+
+    fn config(&self, r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        let (l, a) = (d.spec.num_layers, d.spec.num_heads);
+        let mla = Mla {
+            q_lora_rank: r.u64_or("q_lora_rank", 0)?,
+            kv_lora_rank: r.positive("kv_lora_rank")?,
+            qk_nope_head_dim: r.u64_or("qk_nope_head_dim", 0)?,
+            qk_rope_head_dim: r.u64_or("qk_rope_head_dim", 0)?,
+            v_head_dim: r.positive("v_head_dim")?,
+        };
+        d.spec.head_dim = mla.qk_head_dim();
+        d.spec.num_kv_heads = a;
+        d.spec.mla = Some(mla);
+        let experts = r.positive("n_routed_experts")?;
+        let top_k = r.positive("num_experts_per_tok")?;
+        check_top_k(r, top_k, experts)?;
+        let moe_i = r.positive("moe_intermediate_size")?;
+        let shared = r.u64_or("n_shared_experts", 0)?;
+        d.spec.dense_intermediate_size = d.spec.intermediate_size;
+        d.spec.intermediate_size = moe_i;
+        let first = r.u64_or("first_k_dense_replace", 0)?;
+        let freq = r.u64_or("moe_layer_freq", 1)?.max(1);
+        d.dense = (0..l).map(|j| j < first || !j.is_multiple_of(freq)).collect();
+        d.spec.moe = Some(Moe {
+            experts,
+            top_k,
+            shared_experts: shared,
+            shared_intermediate_size: moe_i * shared,
+            router: if model_type == "deepseek_v3" { Router::SigmoidGroup } else { Router::Softmax },
+        });
+        Ok(())
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {

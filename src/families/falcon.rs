@@ -37,6 +37,50 @@ impl FamilyDef for Falcon {
         Some(&super::gpt_neox::PEFT)
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "falcon" => Some(
+                r#"{"vocab_size":65024,"hidden_size":4544,"num_hidden_layers":32,"num_attention_heads":71,
+                "multi_query":true,"parallel_attn":true,"new_decoder_architecture":false,"bias":false,
+                "tie_word_embeddings":true,"hidden_dropout":0.0,"attention_dropout":0.0}"#,
+            ),
+            _ => None,
+        }
+    }
+
+    fn config_kv_heads(&self, r: &Reader<'_>, heads: u64) -> Result<u64, ConfigError> {
+        Ok(if r.bool_or("new_decoder_architecture", false)? {
+            r.u64_or("num_kv_heads", heads)?
+        } else if r.bool_or("multi_query", true)? {
+            1
+        } else {
+            heads
+        })
+    }
+
+    fn config_head_dim_key(&self) -> bool {
+        false
+    }
+
+    fn config_intermediate(&self, r: &Reader<'_>, hidden: u64) -> Result<u64, ConfigError> {
+        Ok(r.opt_u64("ffn_hidden_size")?.unwrap_or(4 * hidden))
+    }
+
+    fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        let s = &mut d.spec;
+        let b = r.bool_or("bias", false)?;
+        (s.qkv_bias, s.o_bias, s.mlp_bias) = (b, b, b);
+        s.parallel_norms = if r.bool_or("new_decoder_architecture", false)? {
+            r.u64_or("num_ln_in_parallel_attn", 2)?.max(1)
+        } else if r.bool_or("parallel_attn", true)? {
+            1
+        } else {
+            0
+        };
+        s.hidden_dropout = r.f64_or("hidden_dropout", 0.0)?;
+        Ok(())
+    }
+
     fn ops(&self, m: &TransformerSpec) -> OpKinds {
         OpKinds {
             // softmax(dtype=hidden_states.dtype)

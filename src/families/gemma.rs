@@ -18,6 +18,13 @@ fn scaled_embedding(g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
     g.scale_by_tensor(e, n)
 }
 
+/// Attention and final logit soft-capping (Gemma 2; Gemma 3's configs carry the keys, unset).
+fn softcaps(r: &Reader<'_>, d: &mut Draft) -> Result<(), ConfigError> {
+    d.spec.attn_softcap = r.opt_f64("attn_logit_softcapping")?.filter(|x| *x > 0.0);
+    d.spec.final_softcap = r.opt_f64("final_logit_softcapping")?.filter(|x| *x > 0.0);
+    Ok(())
+}
+
 /// Gemma's tensors; `norms` a block (2, or 4 with sandwich norms), per-head q/k norms (Gemma 3).
 fn params(p: &mut Params, m: &TransformerSpec, norms: u64, qk_norm: bool) {
     let (h, l) = (m.hidden_size, m.num_layers);
@@ -58,6 +65,17 @@ impl FamilyDef for Gemma {
         scaled_embedding(g, m)
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "gemma" => Some(
+                r#"{"vocab_size":256000,"hidden_size":3072,"intermediate_size":24576,"num_hidden_layers":28,
+                "num_attention_heads":16,"num_key_value_heads":16,"head_dim":256,"tie_word_embeddings":true,
+                "attention_bias":false}"#,
+            ),
+            _ => None,
+        }
+    }
+
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
         GEMMA.kinds()
     }
@@ -91,6 +109,25 @@ impl FamilyDef for Gemma2 {
         scaled_embedding(g, m)
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "gemma2" => Some(
+                r#"{"vocab_size":256000,"hidden_size":2304,"intermediate_size":9216,"num_hidden_layers":26,
+                "num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"tie_word_embeddings":true,
+                "attention_bias":false,"sliding_window":4096,"final_logit_softcapping":30.0,
+                "attn_logit_softcapping":50.0}"#,
+            ),
+            _ => None,
+        }
+    }
+
+    fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        let n = d.spec.num_layers as usize;
+        d.sliding =
+            r.layer_types(d.spec.num_layers)?.unwrap_or_else(|| (0..n).map(|j| (j + 1) % 2 != 0).collect());
+        softcaps(r, d)
+    }
+
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
         OpKinds { eager_only: true, ..GEMMA2.kinds() }
     }
@@ -122,6 +159,25 @@ impl FamilyDef for Gemma3 {
 
     fn embed(&self, g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
         scaled_embedding(g, m)
+    }
+
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "gemma3_text" => Some(
+                r#"{"vocab_size":262208,"hidden_size":2304,"intermediate_size":9216,"num_hidden_layers":26,
+                "num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"tie_word_embeddings":true,
+                "attention_bias":false,"sliding_window":4096,"sliding_window_pattern":6}"#,
+            ),
+            "gemma3" => Some(r#"{"tie_word_embeddings":true}"#),
+            _ => None,
+        }
+    }
+
+    fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        let l = d.spec.num_layers;
+        let p = r.any_u64(&["sliding_window_pattern", "_sliding_window_pattern"])?.unwrap_or(6).max(1);
+        d.sliding = r.layer_types(l)?.unwrap_or_else(|| (0..l).map(|j| !(j + 1).is_multiple_of(p)).collect());
+        softcaps(r, d)
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {

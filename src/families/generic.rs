@@ -28,6 +28,16 @@ impl FamilyDef for Generic {
         sequential_block(g, m, flags, x, &LLAMA)
     }
 
+    fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        d.sliding = match r.layer_types(d.spec.num_layers)? {
+            Some(t) => t,
+            None if r.bool_or("use_sliding_window", true)? => vec![true; d.spec.num_layers as usize],
+            None => Vec::new(),
+        };
+        d.spec.hidden_dropout = r.f64_or("hidden_dropout", 0.0)?;
+        Ok(())
+    }
+
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
         LLAMA.kinds()
     }

@@ -17,6 +17,10 @@ impl FamilyDef for Gpt2 {
         &["gpt2"]
     }
 
+    fn read_own_config(&self, c: &ConfigSource<'_>) -> Option<Result<TransformerSpec, ConfigError>> {
+        Some(read(c.text))
+    }
+
     fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
         "GPT2Block"
     }
@@ -113,4 +117,30 @@ fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
         g.keep_new(ctx.seq * 8, Cat::Embeddings); // position ids (wpe)
     }
     g.dropout(e, ctx.rank_tokens * m.hidden_size, m.hidden_dropout)
+}
+
+/// GPT-2's own keys.
+fn read(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
+    let h = r.positive("n_embd")?;
+    let a = r.positive("n_head")?;
+    super::config::check_divides(r, "n_head", h, a)?;
+    Ok(TransformerSpec {
+        family: super::by_id("gpt2").unwrap_or_default(),
+        head: Head::CausalLm,
+        hidden_size: h,
+        num_layers: r.positive("n_layer")?,
+        num_heads: a,
+        num_kv_heads: a,
+        head_dim: h / a,
+        intermediate_size: r.opt_u64("n_inner")?.unwrap_or(4 * h),
+        vocab_size: r.positive("vocab_size")?,
+        max_position_embeddings: r.positive("n_positions")?,
+        tie_word_embeddings: r.bool_or("tie_word_embeddings", true)?,
+        qkv_bias: true,
+        o_bias: true,
+        mlp_bias: true,
+        attention_dropout: r.f64_or("attn_pdrop", 0.1)?,
+        hidden_dropout: r.f64_or("resid_pdrop", 0.1)?,
+        ..TransformerSpec::default()
+    })
 }

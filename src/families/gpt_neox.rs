@@ -43,6 +43,37 @@ impl FamilyDef for GptNeox {
         Some(&super::gpt_neox::PEFT)
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "gpt_neox" => Some(
+                r#"{"vocab_size":50432,"hidden_size":6144,"intermediate_size":24576,"num_hidden_layers":44,
+                "num_attention_heads":64,"rotary_pct":0.25,"use_parallel_residual":true,"attention_bias":true,
+                "tie_word_embeddings":false,"hidden_dropout":0.0,"attention_dropout":0.0}"#,
+            ),
+            _ => None,
+        }
+    }
+
+    fn config_kv_heads(&self, _: &Reader<'_>, heads: u64) -> Result<u64, ConfigError> {
+        Ok(heads)
+    }
+
+    fn config_head_dim_key(&self) -> bool {
+        false
+    }
+
+    fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        let s = &mut d.spec;
+        s.qkv_bias = r.bool_or("attention_bias", true)?;
+        s.o_bias = s.qkv_bias;
+        s.mlp_bias = true;
+        let pct = r.rotary_fraction("rotary_pct")?.unwrap_or(0.25);
+        s.rope_dim = ((s.head_dim as f64) * pct) as u64;
+        s.parallel_norms = if r.bool_or("use_parallel_residual", true)? { 2 } else { 0 };
+        s.hidden_dropout = r.f64_or("hidden_dropout", 0.0)?;
+        Ok(())
+    }
+
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
         STYLE.kinds()
     }

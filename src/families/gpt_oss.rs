@@ -37,6 +37,30 @@ impl FamilyDef for GptOss {
         sequential_block(g, m, flags, x, &STYLE)
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "gpt_oss" => Some(
+                r#"{"vocab_size":201088,"hidden_size":2880,"intermediate_size":2880,"num_hidden_layers":36,
+                "num_attention_heads":64,"num_key_value_heads":8,"head_dim":64,"tie_word_embeddings":false,
+                "attention_bias":true,"sliding_window":128,"num_local_experts":128,"num_experts_per_tok":4}"#,
+            ),
+            _ => None,
+        }
+    }
+
+    fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        let experts = r.positive("num_local_experts")?;
+        let top_k = r.positive_any(&["num_experts_per_tok", "experts_per_token"])?;
+        check_top_k(r, top_k, experts)?;
+        d.spec.moe = Some(Moe { router: Router::TopkSoftmax, ..Moe::routed(experts, top_k) });
+        d.spec.qkv_bias = r.bool_or("attention_bias", true)?;
+        d.spec.o_bias = d.spec.qkv_bias;
+        let n = d.spec.num_layers as usize;
+        d.sliding =
+            r.layer_types(d.spec.num_layers)?.unwrap_or_else(|| (0..n).map(|j| (j + 1) % 2 != 0).collect());
+        Ok(())
+    }
+
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
         OpKinds { rope: Rope::Halves, sinks: true, eager_only: true, clamped_swiglu: true, ..STYLE.kinds() }
     }

@@ -27,6 +27,11 @@ impl FamilyDef for Granite {
         sequential_block(g, m, flags, x, &LLAMA)
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        // transformers' GraniteConfig keeps LlamaConfig's defaults for the keys read
+        (model_type == "granite").then(|| super::llama::Llama.class_defaults("llama")).flatten()
+    }
+
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
         LLAMA.kinds()
     }

@@ -40,6 +40,62 @@ impl FamilyDef for Llama {
         sequential_block(g, m, flags, x, &LLAMA)
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "llama" => Some(
+                r#"{"vocab_size":32000,"hidden_size":4096,"intermediate_size":11008,"num_hidden_layers":32,
+                "num_attention_heads":32,"tie_word_embeddings":false,"attention_bias":false,"mlp_bias":false}"#,
+            ),
+            "mistral" => Some(
+                r#"{"vocab_size":32000,"hidden_size":4096,"intermediate_size":14336,"num_hidden_layers":32,
+                "num_attention_heads":32,"num_key_value_heads":8,"tie_word_embeddings":false,"sliding_window":4096}"#,
+            ),
+            "mixtral" => Some(
+                r#"{"vocab_size":32000,"hidden_size":4096,"intermediate_size":14336,"num_hidden_layers":32,
+                "num_attention_heads":32,"num_key_value_heads":8,"tie_word_embeddings":false,
+                "num_local_experts":8,"num_experts_per_tok":2}"#,
+            ),
+            "qwen2" => Some(
+                r#"{"vocab_size":151936,"hidden_size":4096,"intermediate_size":22016,"num_hidden_layers":32,
+                "num_attention_heads":32,"tie_word_embeddings":false,"use_sliding_window":false,
+                "sliding_window":4096,"max_window_layers":28}"#,
+            ),
+            "qwen2_moe" => Some(
+                r#"{"vocab_size":151936,"hidden_size":2048,"intermediate_size":5632,"num_hidden_layers":24,
+                "num_attention_heads":16,"num_key_value_heads":16,"tie_word_embeddings":false,
+                "use_sliding_window":false,"max_window_layers":28,"decoder_sparse_step":1,
+                "moe_intermediate_size":1408,"shared_expert_intermediate_size":5632,"num_experts_per_tok":4,
+                "num_experts":60,"norm_topk_prob":false,"mlp_only_layers":[],"qkv_bias":true}"#,
+            ),
+            _ => None,
+        }
+    }
+
+    fn config(&self, r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        match model_type {
+            "qwen2" => {
+                (d.spec.qkv_bias, d.spec.o_bias) = (true, false);
+                qwen_sliding(r, d)?;
+            }
+            "qwen2_moe" => {
+                d.spec.qkv_bias = r.bool_or("qkv_bias", true)?;
+                d.spec.o_bias = false;
+                super::qwen3::qwen_moe(r, model_type, d)?;
+                qwen_sliding(r, d)?;
+            }
+            "mixtral" => {
+                let experts = r.positive("num_local_experts")?;
+                let top_k = r.positive("num_experts_per_tok")?;
+                check_top_k(r, top_k, experts)?;
+                d.spec.moe = Some(Moe::routed(experts, top_k));
+                d.all_sliding();
+            }
+            "mistral" => d.all_sliding(),
+            _ => {}
+        }
+        Ok(())
+    }
+
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
         LLAMA.kinds()
     }

@@ -9,6 +9,7 @@
 
 mod bert;
 mod blocks;
+mod config;
 mod deepseek;
 mod falcon;
 mod gemma;
@@ -32,11 +33,13 @@ mod toy;
 mod vit;
 
 pub(crate) use blocks::{LLAMA, Placement, QkNorm, Style, attention, dense_mlp, mlp, sequential_block};
+pub use config::{ConfigSource, Draft};
 pub use params::Params;
 pub(crate) use params::{dense_and_sparse_layers, mlp_params, moe_params};
 
 /// What a family file uses: the seam, the shared pieces, the op kinds and the model types.
 mod prelude {
+    pub(super) use super::config::{ConfigSource, Draft, check_top_k, qwen_sliding};
     pub(super) use super::{
         FamilyDef, KvLayout, LLAMA, Litgpt, OpKinds, Params, PeftModules, Placement, QkNorm, Rope, Style,
         attention, attn_of, classes, dense_and_sparse_layers, dense_mlp, dense_width, mlp, mlp_params,
@@ -46,11 +49,13 @@ mod prelude {
     pub(super) use crate::engine::ops::{
         Act, Graph, InferKind, LossKind, MlpBackward, NormKind, Shared, Softmax, Tensor,
     };
-    pub(super) use crate::model::{Head, LinearRole, ParamKind, Scope, TransformerSpec, layer};
+    pub(super) use crate::model::config::{ConfigError, Reader};
+    pub(super) use crate::model::{Head, LinearRole, Moe, ParamKind, Router, Scope, TransformerSpec, layer};
 }
 
 use crate::engine::inputs::{Ctx, Kernel};
 use crate::engine::ops::{Attn, Graph, InferKind, LossKind, MlpBackward, NormKind, Softmax, Tensor};
+use crate::model::config::{ConfigError, Reader};
 use crate::model::{Family, Head, TransformerSpec, layer};
 
 /// Everything about one family. Most methods have the Llama-like answer as their default, so a
@@ -63,6 +68,46 @@ pub trait FamilyDef: Sync {
     /// The HF `model_type`s whose `config.json` this family reads.
     fn model_types(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    /// transformers' config-class defaults (JSON) of the keys read, for one of its `model_types`.
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        let _ = model_type;
+        None
+    }
+
+    /// Reads a `config.json` unlike a decoder's (GPT-2's, BERT's, ViT's keys); `None`: the keys
+    /// every Llama-shaped decoder shares, then [`FamilyDef::config`]'s ([`read_config`]).
+    fn read_own_config(&self, c: &ConfigSource<'_>) -> Option<Result<TransformerSpec, ConfigError>> {
+        let _ = c;
+        None
+    }
+
+    /// The family's own keys (experts, biases, dropouts, sliding layers, …) on a decoder read so
+    /// far. Without sliding layers the window is dropped.
+    fn config(&self, r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        let _ = (r, model_type, d);
+        Ok(())
+    }
+
+    /// Key/value heads (`num_key_value_heads` and its aliases, else every head attends alone).
+    fn config_kv_heads(&self, r: &Reader<'_>, heads: u64) -> Result<u64, ConfigError> {
+        Ok(r.any_u64(&["num_key_value_heads", "num_kv_heads", "n_head_kv"])?.unwrap_or(heads))
+    }
+
+    /// A `head_dim` key sets the head width (else the hidden size over the heads).
+    fn config_head_dim_key(&self) -> bool {
+        true
+    }
+
+    /// The MLP width.
+    fn config_intermediate(&self, r: &Reader<'_>, hidden: u64) -> Result<u64, ConfigError> {
+        config::intermediate(r, hidden)
+    }
+
+    /// The head a config without `architectures` gets, and its class name for the note.
+    fn default_head(&self) -> (Head, &'static str) {
+        (Head::CausalLm, "ForCausalLM")
     }
 
     /// Have its rules been checked against measured PyTorch runs?
@@ -381,6 +426,17 @@ impl<'de> serde::Deserialize<'de> for Id {
 }
 
 // ---- the walk's entry points: litgpt's code where it runs, else the family's ---------------
+
+/// Reads a `config.json` as `family` does.
+pub fn read_config(family: Family, c: &ConfigSource<'_>) -> Result<TransformerSpec, ConfigError> {
+    let d = def(family);
+    d.read_own_config(c).unwrap_or_else(|| config::decoder(d, c))
+}
+
+/// The config-class defaults (JSON) of a `model_type` some family reads.
+pub fn class_defaults(model_type: &str) -> Option<&'static str> {
+    REGISTRY.iter().find_map(|d| d.class_defaults(model_type))
+}
 
 /// Walks one block of the model on `g`.
 pub(crate) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {

@@ -42,6 +42,16 @@ impl FamilyDef for Olmo2 {
         sequential_block(g, m, flags, x, &STYLE)
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "olmo2" => Some(
+                r#"{"vocab_size":50304,"hidden_size":4096,"intermediate_size":11008,"num_hidden_layers":32,
+                "num_attention_heads":32,"tie_word_embeddings":false,"attention_bias":false}"#,
+            ),
+            _ => None,
+        }
+    }
+
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
         STYLE.kinds()
     }

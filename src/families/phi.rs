@@ -56,6 +56,39 @@ impl FamilyDef for Phi {
         Some(&PeftModules { o: r"self_attn\.dense", up: "fc1", down: "fc2", ..PeftModules::LLAMA })
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "phi" => Some(
+                r#"{"vocab_size":51200,"hidden_size":2048,"intermediate_size":8192,"num_hidden_layers":24,
+                "num_attention_heads":32,"resid_pdrop":0.0,"embd_pdrop":0.0,"attention_dropout":0.0,
+                "hidden_act":"gelu_new","tie_word_embeddings":false,"partial_rotary_factor":0.5,
+                "qk_layernorm":false}"#,
+            ),
+            _ => None,
+        }
+    }
+
+    fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        let s = &mut d.spec;
+        (s.qkv_bias, s.o_bias, s.mlp_bias) = (true, true, true);
+        s.parallel_norms = 1;
+        s.hidden_dropout = r.f64_or("resid_pdrop", 0.0)?;
+        s.embedding_dropout = r.f64_or("embd_pdrop", 0.0)?;
+        s.qk_layernorm = r.bool_or("qk_layernorm", false)?;
+        s.gelu_new = match r.str("hidden_act").unwrap_or("gelu_new") {
+            "gelu_new" => true,
+            // one GELU kernel (erf or tanh): keeps its input
+            "gelu" | "gelu_pytorch_tanh" => false,
+            other => {
+                return Err(r.invalid(
+                    "hidden_act",
+                    format!("{other:?}: phi is modelled with gelu_new, gelu or gelu_pytorch_tanh"),
+                ));
+            }
+        };
+        Ok(())
+    }
+
     fn ops(&self, m: &TransformerSpec) -> OpKinds {
         style(m).kinds()
     }

@@ -38,6 +38,22 @@ impl FamilyDef for Phi3 {
         Some(&PeftModules { qkv: Some("qkv_proj"), gate_up: Some("gate_up_proj"), ..PeftModules::LLAMA })
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "phi3" => Some(
+                r#"{"vocab_size":32064,"hidden_size":3072,"intermediate_size":8192,"num_hidden_layers":32,
+                "num_attention_heads":32,"resid_pdrop":0.0,"tie_word_embeddings":false,"partial_rotary_factor":1.0}"#,
+            ),
+            _ => None,
+        }
+    }
+
+    fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        d.spec.hidden_dropout = r.f64_or("resid_pdrop", 0.0)?;
+        d.all_sliding();
+        Ok(())
+    }
+
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
         STYLE.kinds()
     }

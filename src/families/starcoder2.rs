@@ -37,6 +37,25 @@ impl FamilyDef for Starcoder2 {
         Some(&PeftModules { up: "c_fc", down: r"mlp\.c_proj", ..PeftModules::LLAMA })
     }
 
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "starcoder2" => Some(
+                r#"{"vocab_size":49152,"hidden_size":3072,"intermediate_size":12288,"num_hidden_layers":30,
+                "num_attention_heads":24,"num_key_value_heads":2,"use_bias":true,"tie_word_embeddings":true,
+                "residual_dropout":0.0}"#,
+            ),
+            _ => None,
+        }
+    }
+
+    fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        let b = r.bool_or("use_bias", true)?;
+        (d.spec.qkv_bias, d.spec.o_bias, d.spec.mlp_bias) = (b, b, b);
+        d.spec.hidden_dropout = r.f64_or("residual_dropout", 0.0)?;
+        d.all_sliding();
+        Ok(())
+    }
+
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
         STYLE.kinds()
     }

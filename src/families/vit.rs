@@ -18,6 +18,10 @@ impl FamilyDef for Vit {
         &["vit"]
     }
 
+    fn read_own_config(&self, c: &ConfigSource<'_>) -> Option<Result<TransformerSpec, ConfigError>> {
+        Some(read(c.text))
+    }
+
     fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
         "ViTLayer"
     }
@@ -44,6 +48,17 @@ impl FamilyDef for Vit {
 
     fn takes_pixels(&self) -> bool {
         true
+    }
+
+    fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
+        match model_type {
+            "vit" => Some(
+                r#"{"hidden_size":768,"intermediate_size":3072,"num_hidden_layers":12,"num_attention_heads":12,
+                "hidden_dropout_prob":0.0,"attention_probs_dropout_prob":0.0,"image_size":224,"patch_size":16,
+                "num_channels":3,"qkv_bias":true}"#,
+            ),
+            _ => None,
+        }
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
@@ -103,4 +118,34 @@ fn params(p: &mut Params, m: &TransformerSpec) {
         p.push(num_labels, h, 1, ParamKind::Head, Scope::Output, false);
         p.push(num_labels, 1, 1, k, Scope::Output, false);
     }
+}
+
+/// ViT's own keys.
+fn read(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
+    let h = r.positive("hidden_size")?;
+    let a = r.positive("num_attention_heads")?;
+    super::config::check_divides(r, "num_attention_heads", h, a)?;
+    let patch = r.positive("patch_size")?;
+    let image = r.positive("image_size")?;
+    let side = image / patch;
+    Ok(TransformerSpec {
+        family: super::by_id("vit").unwrap_or_default(),
+        head: Head::Base,
+        hidden_size: h,
+        num_layers: r.positive("num_hidden_layers")?,
+        num_heads: a,
+        num_kv_heads: a,
+        head_dim: h / a,
+        intermediate_size: r.positive("intermediate_size")?,
+        vocab_size: 0,
+        max_position_embeddings: side * side + 1,
+        rope_dim: patch,
+        tie_word_embeddings: false,
+        qkv_bias: r.bool_or("qkv_bias", true)?,
+        o_bias: true,
+        mlp_bias: true,
+        attention_dropout: r.f64_or("attention_probs_dropout_prob", 0.0)?,
+        hidden_dropout: r.f64_or("hidden_dropout_prob", 0.0)?,
+        ..TransformerSpec::default()
+    })
 }

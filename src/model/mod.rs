@@ -5,6 +5,7 @@
 //! table (parameters and activation elements per sample per layer) for non-transformer networks.
 //! Parameter counts are exact: every tensor is listed with its shape, tied embeddings once.
 
+pub mod config;
 pub mod hf_config;
 pub mod preset;
 pub mod quant;

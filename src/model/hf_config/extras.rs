@@ -21,7 +21,7 @@ pub(super) fn vision(
         VisionKind::Siglip => "siglip_vision_model",
         VisionKind::Pixtral => "pixtral",
     };
-    let r = Reader::new(path, obj, vt, "vision_config.");
+    let r = Reader::new(path, obj, vt, "vision_config.", super::class_defaults(vt));
     let (h, i) = (r.positive("hidden_size")?, r.positive("intermediate_size")?);
     let projector_params = match kind {
         VisionKind::Siglip => {

@@ -11,65 +11,12 @@
 //! without it the default head is the one HF's `AutoModelForCausalLM` / `BertForMaskedLM` would
 //! build, and a note says so. `quantization_config` becomes the spec's weight format.
 
+pub use super::config::ConfigError;
+use super::config::Reader;
 use super::quant::WeightFormat;
-use super::{Family, Head, Mla, Moe, Router, TransformerSpec, VisionKind, VisionTower, layer};
+use super::{Family, Head, TransformerSpec, VisionKind, VisionTower};
+use crate::families::ConfigSource;
 use serde_json::{Map, Value};
-use thiserror::Error;
-
-/// What can be wrong with a config file.
-#[derive(Debug, Error)]
-pub enum ConfigError {
-    /// Not valid JSON.
-    #[error("{path}: not valid JSON at line {line}, column {column}: {msg}")]
-    Json {
-        /// File name.
-        path: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// Parser message.
-        msg: String,
-    },
-    /// Top level is not an object.
-    #[error("{path}: expected a JSON object at the top level")]
-    NotObject {
-        /// File name.
-        path: String,
-    },
-    /// A required key is missing.
-    #[error("{path}: missing key \"{key}\" (needed for model_type \"{model_type}\")")]
-    Missing {
-        /// File name.
-        path: String,
-        /// The key (with its alternatives).
-        key: String,
-        /// The model type read.
-        model_type: String,
-    },
-    /// A key has the wrong type or an impossible value.
-    #[error("{path}: key \"{key}\": {msg}")]
-    Invalid {
-        /// File name.
-        path: String,
-        /// The key.
-        key: String,
-        /// What is wrong.
-        msg: String,
-    },
-    /// A `model_type` without its own family that also lacks a key the generic decoder needs.
-    #[error(
-        "{path}: model_type \"{model_type}\" has no family of its own and cannot be estimated as a generic decoder: missing key \"{key}\""
-    )]
-    UnknownType {
-        /// File name.
-        path: String,
-        /// The type read.
-        model_type: String,
-        /// The first missing key (with its alternatives).
-        key: String,
-    },
-}
 
 /// A parsed config: the spec, notes for the user, and the checkpoint dtype (`torch_dtype` /
 /// `dtype`) when the file names one.
@@ -83,226 +30,11 @@ pub struct Parsed {
     pub dtype: Option<String>,
 }
 
-mod decoder;
 mod defaults;
 mod extras;
 
-use decoder::decoder;
 use defaults::class_defaults;
 use extras::{encoder_decoder_params, quantization, vision};
-
-struct Reader<'a> {
-    path: &'a str,
-    obj: &'a Map<String, Value>,
-    defaults: Map<String, Value>,
-    model_type: String,
-    /// `"text_config."` etc. for key names in messages.
-    prefix: &'static str,
-    generic: bool,
-    /// Core shape keys the file leaves out and the class default fills (said in a note).
-    defaulted: std::cell::RefCell<Vec<String>>,
-}
-
-/// Shape keys whose class default is worth a note when a file leaves them out.
-const CORE_KEYS: &[&str] = &[
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "num_key_value_heads",
-    "intermediate_size",
-    "moe_intermediate_size",
-    "vocab_size",
-    "head_dim",
-    "num_experts",
-    "num_local_experts",
-    "n_routed_experts",
-    "num_experts_per_tok",
-];
-
-impl<'a> Reader<'a> {
-    fn new(path: &'a str, obj: &'a Map<String, Value>, model_type: &str, prefix: &'static str) -> Self {
-        let defaults = match serde_json::from_str::<Value>(class_defaults(model_type)) {
-            Ok(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        Reader {
-            path,
-            obj,
-            defaults,
-            model_type: model_type.to_owned(),
-            prefix,
-            generic: false,
-            defaulted: std::cell::RefCell::new(Vec::new()),
-        }
-    }
-
-    /// The value of `key`: the file's (null meaning "unset", as HF passes `None`), else the
-    /// config class default.
-    fn get(&self, key: &str) -> Option<&Value> {
-        match self.obj.get(key) {
-            Some(v) => (!v.is_null()).then_some(v),
-            None => {
-                let d = self.defaults.get(key).filter(|v| !v.is_null());
-                if let Some(v) = d
-                    && CORE_KEYS.contains(&key)
-                {
-                    let entry = format!("{}{key}={v}", self.prefix);
-                    let mut seen = self.defaulted.borrow_mut();
-                    if !seen.contains(&entry) {
-                        seen.push(entry);
-                    }
-                }
-                d
-            }
-        }
-    }
-
-    fn name(&self, key: &str) -> String {
-        format!("{}{key}", self.prefix)
-    }
-
-    fn invalid(&self, key: &str, msg: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid { path: self.path.to_owned(), key: self.name(key), msg: msg.into() }
-    }
-
-    fn missing(&self, keys: &[&str]) -> ConfigError {
-        let key = match keys {
-            [k] => self.name(k),
-            [k, rest @ ..] => format!("{} (or {})", self.name(k), rest.join(", ")),
-            [] => String::new(),
-        };
-        if self.generic {
-            ConfigError::UnknownType { path: self.path.to_owned(), model_type: self.model_type.clone(), key }
-        } else {
-            ConfigError::Missing { path: self.path.to_owned(), key, model_type: self.model_type.clone() }
-        }
-    }
-
-    fn opt_u64(&self, key: &str) -> Result<Option<u64>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => match v.as_u64() {
-                Some(n) if n <= (1u64 << 40) => Ok(Some(n)),
-                Some(n) => Err(self.invalid(key, format!("{n} is implausibly large"))),
-                None => Err(self.invalid(key, format!("expected a non-negative integer, found {v}"))),
-            },
-        }
-    }
-
-    fn u64_or(&self, key: &str, default: u64) -> Result<u64, ConfigError> {
-        Ok(self.opt_u64(key)?.unwrap_or(default))
-    }
-
-    /// The first of `keys` present.
-    fn any_u64(&self, keys: &[&str]) -> Result<Option<u64>, ConfigError> {
-        // a key the file spells (under any of its aliases) wins over the class defaults
-        if let Some(k) = keys.iter().find(|k| self.obj.get(**k).is_some_and(|v| !v.is_null())) {
-            return self.opt_u64(k);
-        }
-        for k in keys {
-            if let Some(n) = self.opt_u64(k)? {
-                return Ok(Some(n));
-            }
-        }
-        Ok(None)
-    }
-
-    /// The first of `keys` present, at least 1.
-    fn positive_any(&self, keys: &[&str]) -> Result<u64, ConfigError> {
-        let n = self.any_u64(keys)?.ok_or_else(|| self.missing(keys))?;
-        if n == 0 {
-            return Err(self.invalid(keys[0], "must be at least 1"));
-        }
-        Ok(n)
-    }
-
-    fn positive(&self, key: &str) -> Result<u64, ConfigError> {
-        self.positive_any(&[key])
-    }
-
-    fn opt_f64(&self, key: &str) -> Result<Option<f64>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => {
-                v.as_f64().map(Some).ok_or_else(|| self.invalid(key, format!("expected a number, found {v}")))
-            }
-        }
-    }
-
-    /// The fraction of each head that rotary rotates: transformers 5 writes it into
-    /// `rope_parameters.partial_rotary_factor`, earlier versions as the top-level `key`
-    /// (`partial_rotary_factor`, GPT-NeoX's `rotary_pct`); the file's nested value wins over both.
-    fn rotary_fraction(&self, key: &str) -> Result<Option<f64>, ConfigError> {
-        let nested = self
-            .obj
-            .get("rope_parameters")
-            .and_then(|p| p.get("partial_rotary_factor"))
-            .filter(|v| !v.is_null());
-        match nested {
-            Some(v) => v.as_f64().map(Some).ok_or_else(|| {
-                self.invalid("rope_parameters.partial_rotary_factor", format!("expected a number, found {v}"))
-            }),
-            None => self.opt_f64(key),
-        }
-    }
-
-    /// A probability (dropout), `default` when absent.
-    fn f64_or(&self, key: &str, default: f64) -> Result<f64, ConfigError> {
-        match self.opt_f64(key)? {
-            None => Ok(default),
-            Some(x) if (0.0..1.0).contains(&x) => Ok(x),
-            Some(x) => Err(self.invalid(key, format!("probability {x} is outside [0, 1)"))),
-        }
-    }
-
-    fn bool_or(&self, key: &str, default: bool) -> Result<bool, ConfigError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => {
-                v.as_bool().ok_or_else(|| self.invalid(key, format!("expected true or false, found {v}")))
-            }
-        }
-    }
-
-    fn str(&self, key: &str) -> Option<&str> {
-        self.get(key).and_then(Value::as_str)
-    }
-
-    /// A list of integers.
-    fn u64_list(&self, key: &str) -> Result<Option<Vec<u64>>, ConfigError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|x| x.as_u64().ok_or_else(|| self.invalid(key, format!("expected integers, found {x}"))))
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some),
-            Some(v) => Err(self.invalid(key, format!("expected a list of integers, found {v}"))),
-        }
-    }
-
-    /// `layer_types` as "slides?" per layer (None when absent).
-    fn layer_types(&self, layers: u64) -> Result<Option<Vec<bool>>, ConfigError> {
-        let Some(v) = self.obj.get("layer_types").filter(|v| !v.is_null()) else { return Ok(None) };
-        let Some(a) = v.as_array() else {
-            return Err(self.invalid("layer_types", format!("expected a list of names, found {v}")));
-        };
-        if a.len() as u64 != layers {
-            return Err(self.invalid(
-                "layer_types",
-                format!("{} entries for {layers} layers (num_hidden_layers)", a.len()),
-            ));
-        }
-        a.iter()
-            .map(|t| match t.as_str() {
-                Some("sliding_attention") => Ok(true),
-                Some(_) => Ok(false),
-                None => Err(self.invalid("layer_types", format!("expected names, found {t}"))),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
-    }
-}
 
 /// Parses the text of a `config.json`. `path` is used in messages only.
 pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
@@ -331,7 +63,7 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
             });
         }
     };
-    let top = Reader::new(path, obj, &model_type, "");
+    let top = Reader::new(path, obj, &model_type, "", class_defaults(&model_type));
     let arch = match obj.get("architectures") {
         Some(Value::Array(a)) => a.first().and_then(Value::as_str).map(str::to_owned),
         Some(Value::Null) | None => None,
@@ -355,7 +87,7 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
         Some(Value::Null) | None => (obj, model_type.clone(), ""),
         Some(other) => return Err(top.invalid("text_config", format!("expected an object, found {other}"))),
     };
-    let mut r = Reader::new(path, tobj, &ttype, prefix);
+    let mut r = Reader::new(path, tobj, &ttype, prefix, class_defaults(&ttype));
     let mut notes = Vec::new();
     let dtype = ["torch_dtype", "dtype"]
         .iter()
@@ -363,27 +95,10 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
         .or_else(|| ["torch_dtype", "dtype"].iter().find_map(|k| tobj.get(*k).and_then(Value::as_str)))
         .map(str::to_owned);
 
-    let mut spec = match ttype.as_str() {
-        "gpt2" => gpt2(&r)?,
-        "bert" => bert(&r)?,
-        "vit" => vit(&r)?,
-        _ => {
-            let family = crate::families::for_model_type(&ttype).unwrap_or_else(crate::families::generic);
-            r.generic = family == crate::families::generic();
-            decoder(&r, family, &ttype)?
-        }
-    };
-    // tie_word_embeddings: text_config, then the top level, then the (wrapper) class default
-    if !matches!(spec.family.id(), "gpt2" | "bert" | "vit") {
-        let explicit = |o: &Map<String, Value>| o.get("tie_word_embeddings").and_then(Value::as_bool);
-        let wrapper_default =
-            if prefix.is_empty() { None } else { top.get("tie_word_embeddings").and_then(Value::as_bool) };
-        spec.tie_word_embeddings = explicit(tobj)
-            .or_else(|| explicit(obj))
-            .or(wrapper_default)
-            .or_else(|| r.get("tie_word_embeddings").and_then(Value::as_bool))
-            .unwrap_or(true);
-    }
+    let family = crate::families::for_model_type(&ttype).unwrap_or_else(crate::families::generic);
+    r.generic = family == crate::families::generic();
+    let source = ConfigSource { text: &r, top: &top, nested: !prefix.is_empty() };
+    let mut spec = crate::families::read_config(family, &source)?;
     // vision tower of multimodal checkpoints
     match (model_type.as_str(), obj.get("vision_config")) {
         ("gemma3", v) => spec.vision = Some(vision(path, v, VisionKind::Siglip, &top, spec.hidden_size)?),
@@ -448,107 +163,12 @@ pub fn parse_config(path: &str, text: &str) -> Result<(TransformerSpec, Option<S
     Ok((p.spec, p.notes.into_iter().next()))
 }
 
-/// The registered family `id` (the readers below name their own).
-fn family(id: &str) -> Family {
-    crate::families::by_id(id).unwrap_or_default()
-}
-
-fn gpt2(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
-    let h = r.positive("n_embd")?;
-    let a = r.positive("n_head")?;
-    check_divides(r, "n_head", h, a)?;
-    Ok(TransformerSpec {
-        family: family("gpt2"),
-        head: Head::CausalLm,
-        hidden_size: h,
-        num_layers: r.positive("n_layer")?,
-        num_heads: a,
-        num_kv_heads: a,
-        head_dim: h / a,
-        intermediate_size: r.opt_u64("n_inner")?.unwrap_or(4 * h),
-        vocab_size: r.positive("vocab_size")?,
-        max_position_embeddings: r.positive("n_positions")?,
-        tie_word_embeddings: r.bool_or("tie_word_embeddings", true)?,
-        qkv_bias: true,
-        o_bias: true,
-        mlp_bias: true,
-        attention_dropout: r.f64_or("attn_pdrop", 0.1)?,
-        hidden_dropout: r.f64_or("resid_pdrop", 0.1)?,
-        ..TransformerSpec::default()
-    })
-}
-
-fn bert(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
-    let h = r.positive("hidden_size")?;
-    let a = r.positive("num_attention_heads")?;
-    check_divides(r, "num_attention_heads", h, a)?;
-    Ok(TransformerSpec {
-        family: family("bert"),
-        head: Head::MaskedLm,
-        hidden_size: h,
-        num_layers: r.positive("num_hidden_layers")?,
-        num_heads: a,
-        num_kv_heads: a,
-        head_dim: h / a,
-        intermediate_size: r.positive("intermediate_size")?,
-        vocab_size: r.positive("vocab_size")?,
-        max_position_embeddings: r.positive("max_position_embeddings")?,
-        type_vocab_size: r.opt_u64("type_vocab_size")?.unwrap_or(2),
-        tie_word_embeddings: r.bool_or("tie_word_embeddings", true)?,
-        qkv_bias: true,
-        o_bias: true,
-        mlp_bias: true,
-        attention_dropout: r.f64_or("attention_probs_dropout_prob", 0.1)?,
-        hidden_dropout: r.f64_or("hidden_dropout_prob", 0.1)?,
-        ..TransformerSpec::default()
-    })
-}
-
-fn vit(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
-    let h = r.positive("hidden_size")?;
-    let a = r.positive("num_attention_heads")?;
-    check_divides(r, "num_attention_heads", h, a)?;
-    let patch = r.positive("patch_size")?;
-    let image = r.positive("image_size")?;
-    let side = image / patch;
-    Ok(TransformerSpec {
-        family: family("vit"),
-        head: Head::Base,
-        hidden_size: h,
-        num_layers: r.positive("num_hidden_layers")?,
-        num_heads: a,
-        num_kv_heads: a,
-        head_dim: h / a,
-        intermediate_size: r.positive("intermediate_size")?,
-        vocab_size: 0,
-        max_position_embeddings: side * side + 1,
-        rope_dim: patch,
-        tie_word_embeddings: false,
-        qkv_bias: r.bool_or("qkv_bias", true)?,
-        o_bias: true,
-        mlp_bias: true,
-        attention_dropout: r.f64_or("attention_probs_dropout_prob", 0.0)?,
-        hidden_dropout: r.f64_or("hidden_dropout_prob", 0.0)?,
-        ..TransformerSpec::default()
-    })
-}
-
-fn check_divides(r: &Reader<'_>, key: &'static str, h: u64, a: u64) -> Result<(), ConfigError> {
-    if !h.is_multiple_of(a) {
-        return Err(r.invalid(key, format!("{a} heads do not divide the hidden size {h}")));
-    }
-    Ok(())
-}
-
 fn head_from_architecture(
     r: &Reader<'_>,
     family: Family,
     arch: Option<&str>,
 ) -> Result<(Head, Option<String>), ConfigError> {
-    let default = match family.id() {
-        "bert" => (Head::MaskedLm, "BertForMaskedLM"),
-        _ => (Head::CausalLm, "ForCausalLM"),
-    };
+    let default = crate::families::def(family).default_head();
     let Some(arch) = arch else {
         return Ok((default.0, Some(format!("no \"architectures\" in {}: assuming {}", r.path, default.1))));
     };

@@ -1,6 +1,7 @@
 //! The config reader's unit tests.
 
 use super::*;
+use crate::model::{Moe, layer};
 
 #[test]
 fn llama_without_head_dim_and_defaults() {

@@ -1,0 +1,197 @@
+//! Reading a family's `config.json`: the keys every Llama-shaped decoder shares ([`decoder`]),
+//! a [`Draft`] each family's own keys refine ([`super::FamilyDef::config`]), and the per-layer
+//! flags. The config classes' defaults are the families' too ([`super::FamilyDef::class_defaults`]).
+
+use super::{FamilyDef, by_id, generic};
+use crate::model::config::{ConfigError, Reader};
+use crate::model::{Head, TransformerSpec, layer};
+
+/// The config a family reads: its language model's object (a nested `text_config`, or the top
+/// level) and the top level (wrapper keys, multimodal checkpoints).
+pub struct ConfigSource<'a> {
+    /// The language model's keys.
+    pub text: &'a Reader<'a>,
+    /// The file's top level (the same object when there is no `text_config`).
+    pub top: &'a Reader<'a>,
+    /// The text model is nested in a wrapper (`text_config`).
+    pub nested: bool,
+}
+
+/// A decoder spec being read, with the per-layer lists the flags are made of.
+pub struct Draft {
+    /// The spec so far.
+    pub spec: TransformerSpec,
+    /// Layers attending within the window.
+    pub sliding: Vec<bool>,
+    /// Layers with a dense MLP in an MoE model.
+    pub dense: Vec<bool>,
+    /// Layers without rotary.
+    pub no_rope: Vec<bool>,
+    /// The window (`sliding_window`), dropped when no layer slides.
+    pub window: Option<u64>,
+}
+
+impl Draft {
+    /// Every layer slides.
+    pub fn all_sliding(&mut self) {
+        self.sliding = vec![true; self.spec.num_layers as usize];
+    }
+}
+
+/// Per-layer flags from per-layer sliding / dense / no-rope bits; empty when every layer is
+/// alike (every layer sliding is `sliding_window` alone).
+pub(crate) fn flags_of(sliding: &[bool], dense: &[bool], no_rope: &[bool], layers: u64) -> Vec<u8> {
+    let f: Vec<u8> = (0..layers as usize)
+        .map(|i| {
+            let mut x = 0;
+            if sliding.get(i).copied().unwrap_or(false) {
+                x |= layer::SLIDING;
+            }
+            if dense.get(i).copied().unwrap_or(false) {
+                x |= layer::DENSE;
+            }
+            if no_rope.get(i).copied().unwrap_or(false) {
+                x |= layer::NO_ROPE;
+            }
+            x
+        })
+        .collect();
+    match f.first() {
+        Some(&x) if (x == 0 || x == layer::SLIDING) && f.iter().all(|&y| y == x) => Vec::new(),
+        _ => f,
+    }
+}
+
+/// A Llama-shaped decoder's keys, the family's own ([`FamilyDef::config`]), the per-layer flags
+/// and the embedding tie (the text model's, the top level's, the wrapper class's, else tied).
+pub(crate) fn decoder(d: &dyn FamilyDef, c: &ConfigSource<'_>) -> Result<TransformerSpec, ConfigError> {
+    let r = c.text;
+    let mt = r.model_type.clone();
+    let family = by_id(d.id()).unwrap_or_else(generic);
+    let mut draft = shape(d, r, family)?;
+    d.config(r, &mt, &mut draft)?;
+    let Draft { spec: mut s, mut sliding, dense, no_rope, mut window } = draft;
+    if !sliding.iter().any(|&x| x) {
+        window = None;
+    }
+    if window.is_none() {
+        sliding.clear();
+    }
+    s.sliding_window = window;
+    s.layer_flags = flags_of(&sliding, &dense, &no_rope, s.num_layers);
+    if s.rope_dim == 0
+        && let Some(f) = r.rotary_fraction("partial_rotary_factor")?
+        && f > 0.0
+        && f < 1.0
+    {
+        s.rope_dim = ((s.head_dim as f64) * f) as u64;
+    }
+    s.tie_word_embeddings = tie(c);
+    Ok(s)
+}
+
+/// `tie_word_embeddings`: the text model's, then the top level's, then the wrapper class
+/// default, then the text class default, else tied.
+fn tie(c: &ConfigSource<'_>) -> bool {
+    let explicit = |r: &Reader<'_>| r.obj.get("tie_word_embeddings").and_then(|v| v.as_bool());
+    let wrapper_default =
+        if c.nested { c.top.get("tie_word_embeddings").and_then(|v| v.as_bool()) } else { None };
+    explicit(c.text)
+        .or_else(|| explicit(c.top))
+        .or(wrapper_default)
+        .or_else(|| c.text.get("tie_word_embeddings").and_then(|v| v.as_bool()))
+        .unwrap_or(true)
+}
+
+/// The shape keys every decoder has (under their aliases), an encoder-decoder's both stacks.
+fn shape(d: &dyn FamilyDef, r: &Reader<'_>, family: crate::model::Family) -> Result<Draft, ConfigError> {
+    let h = r.positive_any(&["hidden_size", "n_embd", "d_model"])?;
+    let enc_dec = r.bool_or("is_encoder_decoder", false)?;
+    let mut l = r.positive_any(&["num_hidden_layers", "n_layer", "num_layers", "encoder_layers"])?;
+    let a = r.positive_any(&["num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"])?;
+    let kv = d.config_kv_heads(r, a)?;
+    if kv == 0 || !a.is_multiple_of(kv) {
+        return Err(r.invalid("num_key_value_heads", format!("{kv} must divide num_attention_heads ({a})")));
+    }
+    let head_dim = match r.any_u64(&["head_dim", "d_kv"])? {
+        Some(width) if width > 0 && d.config_head_dim_key() => width,
+        _ => {
+            check_divides(r, "num_attention_heads", h, a)?;
+            h / a
+        }
+    };
+    let mut i = d.config_intermediate(r, h)?;
+    let v = r.positive_any(&["vocab_size", "n_vocab", "padded_vocab_size"])?;
+    if enc_dec {
+        // encoder and decoder stacks; a Llama-shaped MLP with the real MLP's parameters
+        l += r.any_u64(&["num_decoder_layers", "decoder_layers"])?.unwrap_or(l);
+        let ff_proj = r.str("feed_forward_proj").unwrap_or("relu");
+        if !ff_proj.starts_with("gated") {
+            i = (2 * i / 3).max(1);
+        }
+    }
+    let attention_bias = r.bool_or("attention_bias", false)?;
+    let spec = TransformerSpec {
+        family,
+        head: Head::CausalLm,
+        hidden_size: h,
+        num_layers: l,
+        num_heads: a,
+        num_kv_heads: kv,
+        head_dim,
+        intermediate_size: i,
+        vocab_size: v,
+        qkv_bias: attention_bias,
+        o_bias: attention_bias,
+        mlp_bias: r.bool_or("mlp_bias", false)?,
+        attention_dropout: r.f64_or("attention_dropout", 0.0)?,
+        context_length: r
+            .any_u64(&[
+                "max_position_embeddings",
+                "n_positions",
+                "max_seq_len",
+                "seq_length",
+                "max_sequence_length",
+            ])?
+            .unwrap_or(0),
+        ..TransformerSpec::default()
+    };
+    let window = r.opt_u64("sliding_window")?.filter(|w| *w > 0);
+    Ok(Draft { spec, sliding: Vec::new(), dense: Vec::new(), no_rope: Vec::new(), window })
+}
+
+/// The usual aliases of the MLP width, `4·h` when none is given.
+pub(crate) fn intermediate(r: &Reader<'_>, h: u64) -> Result<u64, ConfigError> {
+    Ok(r.any_u64(&["intermediate_size", "ffn_dim", "d_ff", "n_inner", "encoder_ffn_dim", "ffn_hidden_size"])?
+        .unwrap_or(4 * h))
+}
+
+/// `key`'s heads must divide the hidden size.
+pub(crate) fn check_divides(r: &Reader<'_>, key: &'static str, h: u64, a: u64) -> Result<(), ConfigError> {
+    if !h.is_multiple_of(a) {
+        return Err(r.invalid(key, format!("{a} heads do not divide the hidden size {h}")));
+    }
+    Ok(())
+}
+
+/// Experts per token must not exceed the experts.
+pub(crate) fn check_top_k(r: &Reader<'_>, top_k: u64, experts: u64) -> Result<(), ConfigError> {
+    if top_k > experts {
+        return Err(
+            r.invalid("num_experts_per_tok", format!("{top_k} exceeds the number of experts ({experts})"))
+        );
+    }
+    Ok(())
+}
+
+/// Qwen2's and Qwen3's sliding layers: from `max_window_layers` on when `use_sliding_window`.
+pub(crate) fn qwen_sliding(r: &Reader<'_>, d: &mut Draft) -> Result<(), ConfigError> {
+    let l = d.spec.num_layers;
+    if r.bool_or("use_sliding_window", false)? && d.window.is_some() {
+        let from = r.u64_or("max_window_layers", 28)?;
+        d.sliding = r.layer_types(l)?.unwrap_or_else(|| (0..l).map(|j| j >= from).collect());
+    } else {
+        d.window = None;
+    }
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! Reading a HuggingFace `config.json`: a [`Reader`] over one object of it, with the config
+//! class's defaults for missing keys and errors that name the file and the key ([`ConfigError`]).
+//! The families read their own keys through it ([`crate::families::FamilyDef::read_config`]).
+
+use serde_json::{Map, Value};
+use thiserror::Error;
+
+/// What can be wrong with a config file.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// Not valid JSON.
+    #[error("{path}: not valid JSON at line {line}, column {column}: {msg}")]
+    Json {
+        /// File name.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// Parser message.
+        msg: String,
+    },
+    /// Top level is not an object.
+    #[error("{path}: expected a JSON object at the top level")]
+    NotObject {
+        /// File name.
+        path: String,
+    },
+    /// A required key is missing.
+    #[error("{path}: missing key \"{key}\" (needed for model_type \"{model_type}\")")]
+    Missing {
+        /// File name.
+        path: String,
+        /// The key (with its alternatives).
+        key: String,
+        /// The model type read.
+        model_type: String,
+    },
+    /// A key has the wrong type or an impossible value.
+    #[error("{path}: key \"{key}\": {msg}")]
+    Invalid {
+        /// File name.
+        path: String,
+        /// The key.
+        key: String,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A `model_type` without its own family that also lacks a key the generic decoder needs.
+    #[error(
+        "{path}: model_type \"{model_type}\" has no family of its own and cannot be estimated as a generic decoder: missing key \"{key}\""
+    )]
+    UnknownType {
+        /// File name.
+        path: String,
+        /// The type read.
+        model_type: String,
+        /// The first missing key (with its alternatives).
+        key: String,
+    },
+}
+
+pub struct Reader<'a> {
+    /// The file, for messages.
+    pub path: &'a str,
+    /// The object read (the top level, or a nested `text_config` / `vision_config`).
+    pub obj: &'a Map<String, Value>,
+    defaults: Map<String, Value>,
+    /// Its `model_type`.
+    pub model_type: String,
+    /// `"text_config."` etc. for key names in messages.
+    prefix: &'static str,
+    /// Read as the generic decoder (a missing key is an unknown type's error).
+    pub generic: bool,
+    /// Core shape keys the file leaves out and the class default fills (said in a note).
+    pub defaulted: std::cell::RefCell<Vec<String>>,
+}
+
+/// Shape keys whose class default is worth a note when a file leaves them out.
+const CORE_KEYS: &[&str] = &[
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "moe_intermediate_size",
+    "vocab_size",
+    "head_dim",
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+    "num_experts_per_tok",
+];
+
+impl<'a> Reader<'a> {
+    /// A reader of `obj`, with the config class's defaults (`defaults`, JSON) for missing keys.
+    pub fn new(
+        path: &'a str,
+        obj: &'a Map<String, Value>,
+        model_type: &str,
+        prefix: &'static str,
+        defaults: &str,
+    ) -> Self {
+        let defaults = match serde_json::from_str::<Value>(defaults) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        Reader {
+            path,
+            obj,
+            defaults,
+            model_type: model_type.to_owned(),
+            prefix,
+            generic: false,
+            defaulted: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The value of `key`: the file's (null meaning "unset", as HF passes `None`), else the
+    /// config class default.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match self.obj.get(key) {
+            Some(v) => (!v.is_null()).then_some(v),
+            None => {
+                let d = self.defaults.get(key).filter(|v| !v.is_null());
+                if let Some(v) = d
+                    && CORE_KEYS.contains(&key)
+                {
+                    let entry = format!("{}{key}={v}", self.prefix);
+                    let mut seen = self.defaulted.borrow_mut();
+                    if !seen.contains(&entry) {
+                        seen.push(entry);
+                    }
+                }
+                d
+            }
+        }
+    }
+
+    pub fn name(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    pub fn invalid(&self, key: &str, msg: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid { path: self.path.to_owned(), key: self.name(key), msg: msg.into() }
+    }
+
+    pub fn missing(&self, keys: &[&str]) -> ConfigError {
+        let key = match keys {
+            [k] => self.name(k),
+            [k, rest @ ..] => format!("{} (or {})", self.name(k), rest.join(", ")),
+            [] => String::new(),
+        };
+        if self.generic {
+            ConfigError::UnknownType { path: self.path.to_owned(), model_type: self.model_type.clone(), key }
+        } else {
+            ConfigError::Missing { path: self.path.to_owned(), key, model_type: self.model_type.clone() }
+        }
+    }
+
+    pub fn opt_u64(&self, key: &str) -> Result<Option<u64>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n) if n <= (1u64 << 40) => Ok(Some(n)),
+                Some(n) => Err(self.invalid(key, format!("{n} is implausibly large"))),
+                None => Err(self.invalid(key, format!("expected a non-negative integer, found {v}"))),
+            },
+        }
+    }
+
+    pub fn u64_or(&self, key: &str, default: u64) -> Result<u64, ConfigError> {
+        Ok(self.opt_u64(key)?.unwrap_or(default))
+    }
+
+    /// The first of `keys` present.
+    pub fn any_u64(&self, keys: &[&str]) -> Result<Option<u64>, ConfigError> {
+        // a key the file spells (under any of its aliases) wins over the class defaults
+        if let Some(k) = keys.iter().find(|k| self.obj.get(**k).is_some_and(|v| !v.is_null())) {
+            return self.opt_u64(k);
+        }
+        for k in keys {
+            if let Some(n) = self.opt_u64(k)? {
+                return Ok(Some(n));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first of `keys` present, at least 1.
+    pub fn positive_any(&self, keys: &[&str]) -> Result<u64, ConfigError> {
+        let n = self.any_u64(keys)?.ok_or_else(|| self.missing(keys))?;
+        if n == 0 {
+            return Err(self.invalid(keys[0], "must be at least 1"));
+        }
+        Ok(n)
+    }
+
+    pub fn positive(&self, key: &str) -> Result<u64, ConfigError> {
+        self.positive_any(&[key])
+    }
+
+    pub fn opt_f64(&self, key: &str) -> Result<Option<f64>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => {
+                v.as_f64().map(Some).ok_or_else(|| self.invalid(key, format!("expected a number, found {v}")))
+            }
+        }
+    }
+
+    /// The fraction of each head that rotary rotates: transformers 5 writes it into
+    /// `rope_parameters.partial_rotary_factor`, earlier versions as the top-level `key`
+    /// (`partial_rotary_factor`, GPT-NeoX's `rotary_pct`); the file's nested value wins over both.
+    pub fn rotary_fraction(&self, key: &str) -> Result<Option<f64>, ConfigError> {
+        let nested = self
+            .obj
+            .get("rope_parameters")
+            .and_then(|p| p.get("partial_rotary_factor"))
+            .filter(|v| !v.is_null());
+        match nested {
+            Some(v) => v.as_f64().map(Some).ok_or_else(|| {
+                self.invalid("rope_parameters.partial_rotary_factor", format!("expected a number, found {v}"))
+            }),
+            None => self.opt_f64(key),
+        }
+    }
+
+    /// A probability (dropout), `default` when absent.
+    pub fn f64_or(&self, key: &str, default: f64) -> Result<f64, ConfigError> {
+        match self.opt_f64(key)? {
+            None => Ok(default),
+            Some(x) if (0.0..1.0).contains(&x) => Ok(x),
+            Some(x) => Err(self.invalid(key, format!("probability {x} is outside [0, 1)"))),
+        }
+    }
+
+    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, ConfigError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => {
+                v.as_bool().ok_or_else(|| self.invalid(key, format!("expected true or false, found {v}")))
+            }
+        }
+    }
+
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Value::as_str)
+    }
+
+    /// A list of integers.
+    pub fn u64_list(&self, key: &str) -> Result<Option<Vec<u64>>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| x.as_u64().ok_or_else(|| self.invalid(key, format!("expected integers, found {x}"))))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(v) => Err(self.invalid(key, format!("expected a list of integers, found {v}"))),
+        }
+    }
+
+    /// `layer_types` as "slides?" per layer (None when absent).
+    pub fn layer_types(&self, layers: u64) -> Result<Option<Vec<bool>>, ConfigError> {
+        let Some(v) = self.obj.get("layer_types").filter(|v| !v.is_null()) else { return Ok(None) };
+        let Some(a) = v.as_array() else {
+            return Err(self.invalid("layer_types", format!("expected a list of names, found {v}")));
+        };
+        if a.len() as u64 != layers {
+            return Err(self.invalid(
+                "layer_types",
+                format!("{} entries for {layers} layers (num_hidden_layers)", a.len()),
+            ));
+        }
+        a.iter()
+            .map(|t| match t.as_str() {
+                Some("sliding_attention") => Ok(true),
+                Some(_) => Ok(false),
+                None => Err(self.invalid("layer_types", format!("expected names, found {t}"))),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+}
