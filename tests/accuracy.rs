@@ -1,7 +1,10 @@
 //! Accuracy against ground truth measured with real PyTorch 2.15 + HF transformers 5.24 code
 //! (`tests/data/truth`, see its README): every `cuda-emu-fake` row must have exact parameter,
 //! gradient, AdamW-state and KV-cache bytes, activations within 3 % and the peak within 5 %.
-//! `cargo test --test accuracy -- --nocapture` prints the per-case table.
+//! `cargo test --test accuracy -- --nocapture` prints the per-case table. Each test renders its table
+//! as Markdown and checks it against its section of `docs/accuracy.md` (`UPDATE_DOCS=1` rewrites it).
+
+mod doc_sync;
 
 use serde_json::Value;
 use std::path::Path;
@@ -32,9 +35,105 @@ const PEAK_NOT_ASSERTED: [&str; 9] = [
 
 struct Row {
     case: String,
+    /// The reference file's letter (`reference_X.json`): the group of the docs' summary.
+    group: char,
     /// Group T (torchtune's losses, optimizer in backward) or the others.
     t: bool,
     v: Value,
+}
+
+/// What one reference row's line of the docs' table shows.
+struct Line {
+    case: String,
+    group: char,
+    /// Parameters, gradients, optimizer states or KV cache exactly as measured.
+    exact: bool,
+    /// Saved activations (predicted, measured), where the row records them.
+    act: Option<(u64, u64)>,
+    /// Peak allocated (predicted, measured) and whether the test bounds it.
+    peak: (u64, u64),
+    asserted: bool,
+}
+
+/// The groups of the reference rows, in the docs' order: file letter and what it holds
+/// (`tests/data/truth/README.md`).
+const GROUPS: [(char, &str); 10] = [
+    ('A', "tiny cases and GPT-2 124M (the shared ground truth)"),
+    ('B', "real-size GPT-2, BERT-large, Llama-2-7B, Llama-3-8B, Mistral-7B, Mixtral-8x7B"),
+    ('C', "Qwen2.5-7B, GPT-2 XL, BERT-base, Llama-2-13B, fp32 SDPA, odd shapes"),
+    ('D', "Mistral with a sliding window shorter than the sequence"),
+    ('E', "chosen after the rest was written (checkpointed eager at b > 1, Mixtral eager, ...)"),
+    ('F', "tiny configs of 17 more families"),
+    ('G', "real-size configs of those families"),
+    ('H', "real-size cases chosen and measured after the model was written"),
+    ('P', "Phi-1, Phi-1.5, Phi-2"),
+    ('T', "torchtune's losses and optimizer in backward (Llama)"),
+];
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn pct(pred: u64, meas: u64) -> String {
+    format!("{:+.2} %", 100.0 * rel(pred, meas))
+}
+
+/// Median (the upper one, as the test has always printed it) and maximum of |error| in %, and
+/// the count; "-" for an empty list.
+fn median_max(mut v: Vec<f64>) -> String {
+    if v.is_empty() {
+        return "-".into();
+    }
+    v.sort_by(f64::total_cmp);
+    format!("{:.2} % / {:.2} % ({})", 100.0 * v[v.len() / 2], 100.0 * v[v.len() - 1], v.len())
+}
+
+/// The summary by group and the per-case table, as `docs/accuracy.md` shows them.
+fn reference_tables(lines: &[Line]) -> String {
+    let mut md = String::from(
+        "| group | what | rows | parameters, gradients, AdamW states, KV cache | saved activations: median / max \\|error\\| (rows) | peak allocated: median / max \\|error\\| (rows asserted) |\n|---|---|---:|---|---|---|\n",
+    );
+    for (g, what) in GROUPS {
+        let rows: Vec<&Line> = lines.iter().filter(|l| l.group == g).collect();
+        let differ = rows.iter().filter(|l| !l.exact).count();
+        let act = rows.iter().filter_map(|l| l.act.map(|(p, m)| rel(p, m).abs())).collect();
+        let peak = rows.iter().filter(|l| l.asserted).map(|l| rel(l.peak.0, l.peak.1).abs()).collect();
+        md += &format!(
+            "| {g} | {what} | {} | {} | {} | {} |\n",
+            rows.len(),
+            if differ == 0 { "exact".to_owned() } else { format!("{differ} rows differ") },
+            median_max(act),
+            median_max(peak),
+        );
+    }
+    md += &format!("\n{} cases in all.\n\n<details><summary>Every case</summary>\n\n", lines.len());
+    md += "| case | group | activations predicted | measured | error | peak predicted | measured | error |\n";
+    md += "|---|---|---:|---:|---:|---:|---:|---:|\n";
+    for l in lines {
+        let (ap, am, ae) = match l.act {
+            Some((p, m)) => (thousands(p), thousands(m), pct(p, m)),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        md += &format!(
+            "| `{}` | {} | {ap} | {am} | {ae} | {} | {} | {}{} |\n",
+            l.case,
+            l.group,
+            thousands(l.peak.0),
+            thousands(l.peak.1),
+            pct(l.peak.0, l.peak.1),
+            if l.asserted { "" } else { " (not asserted)" }
+        );
+    }
+    md + "\n</details>\n"
 }
 
 fn rows() -> Vec<Row> {
@@ -63,7 +162,8 @@ fn rows() -> Vec<Row> {
             }
             let case = r["case"].as_str().unwrap().to_owned();
             if !out.iter().any(|o| o.case == case) {
-                out.push(Row { case, t: f == "reference_T.json", v: r.clone() });
+                let group = f.chars().nth("reference_".len()).unwrap();
+                out.push(Row { case, group, t: f == "reference_T.json", v: r.clone() });
             }
         }
     }
@@ -113,13 +213,11 @@ fn every_reference_row_is_within_bounds() {
     let mut failures = Vec::new();
     let mut act_errs = Vec::new();
     let mut peak_errs = Vec::new();
-    println!(
-        "{:<46} {:>14} {:>14} {:>8} {:>14} {:>14} {:>8}",
-        "case", "act pred", "act meas", "err", "peak pred", "peak meas", "err"
-    );
-    for Row { case, t: group_t, v: r } in &rows {
+    let mut lines = Vec::new();
+    for Row { case, group, t: group_t, v: r } in &rows {
         let sc = scenario(r);
         let e = estimate(&sc).unwrap_or_else(|err| panic!("{case}: {err}"));
+        let failures_before = failures.len();
         let exact = |name: &str, pred: u64, key: &str| {
             if let Some(m) = r[key].as_u64()
                 && pred != m
@@ -141,27 +239,21 @@ fn every_reference_row_is_within_bounds() {
         } else {
             failures.extend(exact("KV-cache bytes", e.kv_cache, "kv_cache_bytes"));
         }
+        let exact = failures.len() == failures_before;
         let peak_m = r["peak_bytes"].as_u64().unwrap();
         let peak_err = rel(e.peak_allocated, peak_m);
         let asserted = !PEAK_NOT_ASSERTED.contains(&case.as_str());
         if asserted {
             peak_errs.push((*group_t, peak_err.abs()));
         }
-        let (act_p, act_m, act_err) = match r["activation_saved_bytes"].as_u64() {
-            Some(m) => {
-                let err = rel(e.activations, m);
-                act_errs.push((*group_t, err.abs()));
-                if err.abs() > ACT_TOL {
-                    failures.push(format!(
-                        "{case}: activations {} vs {m} ({:+.2}%)",
-                        e.activations,
-                        100.0 * err
-                    ));
-                }
-                (e.activations.to_string(), m.to_string(), format!("{:+.2}%", 100.0 * err))
+        let act = r["activation_saved_bytes"].as_u64().map(|m| (e.activations, m));
+        if let Some((_, m)) = act {
+            let err = rel(e.activations, m);
+            act_errs.push((*group_t, err.abs()));
+            if err.abs() > ACT_TOL {
+                failures.push(format!("{case}: activations {} vs {m} ({:+.2}%)", e.activations, 100.0 * err));
             }
-            None => ("-".into(), "-".into(), "-".into()),
-        };
+        }
         // the predicted timeline of the step peaks where the estimate does
         let t = timeline(&sc).unwrap_or_else(|err| panic!("{case}: timeline: {err}"));
         let tmax = t.events.iter().map(|ev| ev.alive.total()).max().unwrap_or(0);
@@ -181,13 +273,17 @@ fn every_reference_row_is_within_bounds() {
                 e.peak.what
             ));
         }
-        println!(
-            "{case:<46} {act_p:>14} {act_m:>14} {act_err:>8} {:>14} {peak_m:>14} {:>+7.2}%{}",
-            e.peak_allocated,
-            100.0 * peak_err,
-            if asserted { "" } else { " (peak not asserted)" }
-        );
+        lines.push(Line {
+            case: case.clone(),
+            group: *group,
+            exact,
+            act,
+            peak: (e.peak_allocated, peak_m),
+            asserted,
+        });
     }
+    let md = reference_tables(&lines);
+    println!("{md}");
     let stats = |v: &[(bool, f64)], t: bool| {
         let mut v: Vec<f64> = v.iter().filter(|x| x.0 == t).map(|x| x.1).collect();
         v.sort_by(f64::total_cmp);
@@ -206,6 +302,7 @@ fn every_reference_row_is_within_bounds() {
         "group T rows missing (tests/data/truth/reference_T.json)"
     );
     assert!(failures.is_empty(), "out of bounds:\n{}", failures.join("\n"));
+    doc_sync::sync("docs/accuracy.md", Some("accuracy"), &md, "accuracy");
 }
 
 /// Autocast (bf16-amp) and PEFT LoRA rows measured with `tests/data/truth/probe.py` (same harness,
@@ -217,6 +314,7 @@ fn amp_and_lora_probe_rows_are_within_bounds() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/truth");
     let mut failures = Vec::new();
     let mut n = 0;
+    let mut md = String::from("| case | activations predicted | measured | error |\n|---|---:|---:|---:|\n");
     for f in ["reference_amp.json", "reference_lora.json"] {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
         for r in v.as_array().unwrap() {
@@ -245,7 +343,12 @@ fn amp_and_lora_probe_rows_are_within_bounds() {
             }
             let m = r["activation_saved_bytes"].as_u64().unwrap();
             let err = rel(e.activations, m);
-            println!("{case:<52} {:>12} {m:>12} {:>+7.2}%", e.activations, 100.0 * err);
+            md += &format!(
+                "| `{case}` | {} | {} | {} |\n",
+                thousands(e.activations),
+                thousands(m),
+                pct(e.activations, m)
+            );
             if err.abs() > ACT_TOL {
                 failures.push(format!("{case}: activations {} vs {m} ({:+.2}%)", e.activations, 100.0 * err));
             }
@@ -261,8 +364,10 @@ fn amp_and_lora_probe_rows_are_within_bounds() {
             }
         }
     }
+    println!("{md}");
     assert!(n >= 12, "probe rows missing");
     assert!(failures.is_empty(), "out of bounds:\n{}", failures.join("\n"));
+    doc_sync::sync("docs/accuracy.md", Some("accuracy-amp-lora"), &md, "accuracy");
 }
 
 /// HF `generate` rows measured with `tests/data/truth/measure_generate.py` (real CPU tensors,
@@ -277,7 +382,9 @@ fn generate_rows_are_within_bounds() {
     let v: Value = serde_json::from_str(&text).unwrap();
     let mut failures = Vec::new();
     let mut n = 0;
-    println!("{:<46} {:>14} {:>14} {:>8} {:>8}", "case", "peak", "measured", "err", "prefill");
+    let mut md = String::from(
+        "| case | peak predicted | measured | error | prefill peak predicted | measured | error |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    );
     for r in v.as_array().unwrap().iter().filter(|r| r.get("error").is_none()) {
         n += 1;
         let case = r["case"].as_str().unwrap();
@@ -298,10 +405,13 @@ fn generate_rows_are_within_bounds() {
             t.events.iter().filter(|ev| ev.op.starts_with("prefill")).map(|ev| ev.alive.total()).max();
         let pm = r["prefill_peak_bytes"].as_u64().unwrap();
         let perr = rel(prefill.unwrap_or(0), pm);
-        println!(
-            "{case:<46} {:>14} {m:>14} {:>+7.3}% {:>+7.3}%",
-            e.peak_allocated,
+        md += &format!(
+            "| `{case}` | {} | {} | {:+.3} % | {} | {} | {:+.3} % |\n",
+            thousands(e.peak_allocated),
+            thousands(m),
             100.0 * err,
+            thousands(prefill.unwrap_or(0)),
+            thousands(pm),
             100.0 * perr
         );
         let off = |pred: u64, meas: u64| rel(pred, meas).abs() > 0.01 && pred.abs_diff(meas) > 128 << 10;
@@ -316,8 +426,10 @@ fn generate_rows_are_within_bounds() {
             failures.push(format!("{case}: timeline peak {tmax} != estimate {}", e.peak_allocated));
         }
     }
+    println!("{md}");
     assert!(n >= 8, "generate rows missing");
     assert!(failures.is_empty(), "out of bounds:\n{}", failures.join("\n"));
+    doc_sync::sync("docs/accuracy.md", Some("accuracy-generate"), &md, "accuracy");
 }
 
 /// Group V (`measure_softmax_before_1_11.py`): the same steps with softmax's and log_softmax's
@@ -333,6 +445,9 @@ fn softmax_before_1_11_keeps_exactly_the_measured_inputs() {
     let v: Value = serde_json::from_str(&text).unwrap();
     let rows = v["rows"].as_array().unwrap();
     assert!(rows.len() >= 18, "{} rows", rows.len());
+    let mut md = String::from(
+        "| case | bytes softmax and log_softmax's inputs add: predicted | measured |\n|---|---:|---:|\n",
+    );
     for r in rows {
         let case = r["case"].as_str().unwrap();
         let act = |torch| {
@@ -356,6 +471,8 @@ fn softmax_before_1_11_keeps_exactly_the_measured_inputs() {
         }
         let added = act(Torch::Before1_11) - act(Torch::Before2_2);
         println!("{case}: softmax inputs kept {added} B predicted, {} B measured", old - now);
+        md += &format!("| `{case}` | {} | {} |\n", thousands(added), thousands(old - now));
         assert_eq!(added, old - now, "{case}: the inputs softmax and log_softmax keep");
     }
+    doc_sync::sync("docs/accuracy.md", Some("accuracy-torch-1-10"), &md, "accuracy");
 }

@@ -6,8 +6,12 @@
 //! Quantities: "nvml" rows compare the CUDA context measured in the same source (row 1) plus the
 //! caching allocator's reserved bytes (the replay) with nvidia-smi's used memory; "alloc" rows
 //! compare `peak_allocated` with `torch.cuda.max_memory_allocated()`.
+//!
+//! Each table is rendered as Markdown and checked against its section of `docs/accuracy.md`
+//! (`UPDATE_DOCS=1` rewrites it).
 
 mod common;
+mod doc_sync;
 
 use vramscope::estimate::{
     AttentionImpl, BaseQuant, Checkpointing, Framework, FsdpMode, Lora, Loss, Mode, ModelCode, Offload,
@@ -587,7 +591,9 @@ fn rows() -> Vec<Row> {
 fn published_real_gpu_rows_with_the_settings_their_sources_state() {
     let mut errors = Vec::new();
     let mut failures = Vec::new();
-    println!("\n| row | settings | published | predicted | error | note |\n|---|---|---|---|---|---|");
+    let mut md = String::from(
+        "| row | settings | published | predicted | error | why outside 10 % |\n|---|---|---:|---:|---:|---|\n",
+    );
     for r in rows() {
         let (e, replay) = estimate_reserved(&r.sc, None).unwrap_or_else(|err| panic!("row {}: {err}", r.id));
         let (pred, unit) = match r.unit {
@@ -598,11 +604,15 @@ fn published_real_gpu_rows_with_the_settings_their_sources_state() {
         let err = pred / r.published - 1.0;
         errors.push(err.abs());
         let note = if err.abs() > 0.10 { r.why } else { "" };
-        println!(
-            "| {} | {} | {:.2} {unit} | {:.2} {unit} | {:+.1} % | {note} |",
+        // nvidia-smi's figures are whole MiB
+        let decimals = if unit == "MiB" { 0 } else { 2 };
+        md += &format!(
+            "| {} | {} | {:.*} {unit} | {:.*} {unit} | {:+.1} % | {note} |\n",
             r.id,
             r.settings,
+            decimals,
             r.published,
+            decimals,
             pred,
             100.0 * err
         );
@@ -616,8 +626,14 @@ fn published_real_gpu_rows_with_the_settings_their_sources_state() {
     errors.sort_by(f64::total_cmp);
     let median = errors[errors.len() / 2];
     let within = errors.iter().filter(|e| **e <= 0.10).count();
-    println!("\n{} rows: median |error| {:.1} %, {within} within 10 %", errors.len(), 100.0 * median);
+    md += &format!(
+        "\n{} rows: median \\|error\\| {:.1} %, {within} within 10 %.\n",
+        errors.len(),
+        100.0 * median
+    );
+    println!("{md}");
     assert!(failures.is_empty(), "outside bounds:\n{}", failures.join("\n"));
+    doc_sync::sync("docs/accuracy.md", Some("published"), &md, "published");
 }
 
 #[test]
@@ -630,6 +646,11 @@ fn the_weights_load_row_is_the_replayed_parameters() {
     let nvml = 1343.0 + replay.after_load as f64 / MIB;
     println!("row 2: {nvml:.0} MiB predicted vs 2631 MiB published");
     assert!((nvml / 2631.0 - 1.0).abs() < 0.01, "{nvml:.0} MiB vs 2631");
+    let md = format!(
+        "Row 2, BERT-large's weights loaded on the V100: 2631 MiB published, {nvml:.0} MiB predicted ({:+.1} %).",
+        100.0 * (nvml / 2631.0 - 1.0)
+    );
+    doc_sync::sync("docs/accuracy.md", Some("published-weights"), &md, "published");
 }
 
 /// Replays an exact allocation trace (`tests/data/truth/alloc_trace`) through the allocator model,
@@ -667,6 +688,9 @@ fn the_step_replay_stays_near_an_exact_allocation_trace_of_the_same_step() {
     // rows 3 and 5a: the estimator's replay (tensors by category, one allocation per op's saves)
     // against every storage of the real step, both through the same allocator model, under
     // today's PyTorch and under 1.10 (whose softmax keeps its input: `trace_bert.py ... torch1.10`)
+    let mut md = String::from(
+        "| trace | allocated | reserved | the estimator's replay: allocated / reserved | trace reserved + context | nvidia-smi | error |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    );
     for (file, precision, torch, published) in [
         ("bert-large-seqcls-fp32-b4.trace", Precision::Fp32, Torch::Current, 14949.0),
         ("bert-large-seqcls-fp16amp-b4.trace", Precision::Fp16Amp, Torch::Current, 13939.0),
@@ -681,6 +705,13 @@ fn the_step_replay_stays_near_an_exact_allocation_trace_of_the_same_step() {
         let (ours, trace) = (replay.peak_reserved as f64 / MIB, reserved as f64 / MIB);
         let ctx = sc.overhead.cuda_context_bytes as f64 / MIB;
         let err = (trace + ctx) / published - 1.0;
+        md += &format!(
+            "| `{file}` | {:.0} MiB | {trace:.0} MiB | {:.0} / {ours:.0} MiB | {:.0} MiB | {published:.0} MiB | {:+.1} % |\n",
+            alloc as f64 / MIB,
+            replay.peak_allocated as f64 / MIB,
+            trace + ctx,
+            100.0 * err,
+        );
         println!(
             "{file}: exact trace {:.0} MiB allocated, {trace:.0} MiB reserved; the estimator's replay {:.0} / {ours:.0} MiB; with the context {:.0} MiB vs nvidia-smi's {published:.0} MiB ({:+.1} %)",
             alloc as f64 / MIB,
@@ -701,6 +732,7 @@ fn the_step_replay_stays_near_an_exact_allocation_trace_of_the_same_step() {
             assert!(err < -0.08, "{file}: {:+.1} %", 100.0 * err);
         }
     }
+    doc_sync::sync("docs/accuracy.md", Some("published-bert-traces"), &md, "published");
 }
 
 /// Exact allocation traces of a transformers causal LM's training steps (`trace_causal.py`:
@@ -714,6 +746,9 @@ fn the_llm_step_replay_stays_near_exact_traces_of_the_same_steps() {
     use Checkpointing::{Full, None as NoCkpt};
     let (hf, chunked) = (Loss::Hf, Loss::Chunked { chunks: 8 });
     let mut failed = Vec::new();
+    let mut md = String::from(
+        "| trace | allocated | reserved | the estimator's replay: allocated / reserved | reserved error |\n|---|---:|---:|---:|---:|\n",
+    );
     for (file, precision, batch, ckpt, loss, in_backward) in [
         ("llama-3.2-1b-bf16-b1.trace", Precision::Bf16, 1, NoCkpt, hf, false),
         ("llama-3.2-1b-bf16-b2.trace", Precision::Bf16, 2, NoCkpt, hf, false),
@@ -739,6 +774,14 @@ fn the_llm_step_replay_stays_near_exact_traces_of_the_same_steps() {
         let path = format!("tests/data/truth/alloc_trace/{file}");
         let (alloc, reserved) = replay_trace(&path, sc.overhead.workspace_bytes);
         let (ours, trace) = (replay.peak_reserved as f64, reserved as f64);
+        md += &format!(
+            "| `{file}` | {:.2} GiB | {:.2} GiB | {:.2} / {:.2} GiB | {:+.1} % |\n",
+            alloc as f64 / GIB,
+            trace / GIB,
+            replay.peak_allocated as f64 / GIB,
+            ours / GIB,
+            100.0 * (ours / trace - 1.0)
+        );
         println!(
             "{file}: exact trace {:.2} GiB allocated, {:.2} GiB reserved; the estimator's replay {:.2} / {:.2} GiB ({:+.1} %)",
             alloc as f64 / GIB,
@@ -759,4 +802,5 @@ fn the_llm_step_replay_stays_near_exact_traces_of_the_same_steps() {
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");
+    doc_sync::sync("docs/accuracy.md", Some("published-llm-traces"), &md, "published");
 }
