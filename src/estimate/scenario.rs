@@ -461,8 +461,19 @@ impl Scenario {
         }
     }
 
-    /// Checks ranges and combinations; the estimator trusts a validated scenario.
+    /// Checks ranges and combinations; the estimator trusts a validated scenario. The first
+    /// problem found is the one reported, in this order.
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.check_workload()?;
+        self.check_weights()?;
+        self.check_sizes()?;
+        self.check_stack()?;
+        self.check_parallel()?;
+        self.check_steps()
+    }
+
+    /// Batch, sequence, generated tokens and the model's positions.
+    fn check_workload(&self) -> Result<(), ScenarioError> {
         let bad = |m: String| Err(ScenarioError::Invalid(m));
         if self.batch == 0 || self.batch > 1 << 24 {
             return bad(format!("batch {} is out of range (1 to 16777216)", self.batch));
@@ -504,6 +515,12 @@ impl Scenario {
                 self.seq, t.max_position_embeddings
             ));
         }
+        Ok(())
+    }
+
+    /// The weight format and LoRA.
+    fn check_weights(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
         if self.mode == Mode::Train && self.precision.is_quantized() && self.lora.is_none() {
             return bad(format!(
                 "precision {} stores weights for inference only; to train on a quantized base use --lora with --base-quant nf4|int8",
@@ -532,7 +549,12 @@ impl Scenario {
                 ));
             }
         }
-        self.check_sizes()?;
+        Ok(())
+    }
+
+    /// The training stack.
+    fn check_stack(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
         if self.stack.bnb_compute_dtype.is_some()
             && !matches!(self.base_quant, BaseQuant::Nf4 | BaseQuant::Nf4NoDq)
         {
@@ -542,6 +564,12 @@ impl Scenario {
         if self.mode == Mode::Train && self.stack.optimizer_in_backward && self.optimizer == Optimizer::None {
             return bad("--optimizer-in-backward needs an optimizer".into());
         }
+        Ok(())
+    }
+
+    /// The parallel degrees against each other and against the model.
+    fn check_parallel(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
         let p = self.parallel;
         for (name, v) in
             [("data", p.dp), ("tensor", p.tp), ("pipeline", p.pp), ("context", p.cp), ("expert", p.ep)]
@@ -556,68 +584,75 @@ impl Scenario {
         if p.virtual_stages == 0 {
             return bad("virtual pipeline stages must be at least 1".into());
         }
-        if let Some(t) = self.model.transformer() {
-            if p.tp > t.num_heads {
-                return bad(format!(
-                    "tensor parallelism {} exceeds the {} attention heads",
-                    p.tp, t.num_heads
-                ));
+        let Some(t) = self.model.transformer() else {
+            if p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1 {
+                return bad(
+                    "tensor, pipeline, context and expert parallelism need a transformer model".into()
+                );
             }
-            if p.tp > 1 {
-                // Megatron's column/row split needs whole heads and whole MLP columns per rank;
-                // KV heads are split, or replicated when there are fewer than ranks
-                if !t.num_heads.is_multiple_of(p.tp) {
-                    return bad(format!("--tp {} does not divide the {} attention heads", p.tp, t.num_heads));
-                }
-                let kv = t.num_kv_heads.max(1);
-                if !kv.is_multiple_of(p.tp) && !p.tp.is_multiple_of(kv) {
-                    return bad(format!(
-                        "--tp {} neither divides the {kv} KV heads nor is a multiple of them (to replicate them)",
-                        p.tp
-                    ));
-                }
-                let shared = t.moe.map_or(0, |m| m.shared_intermediate_size);
-                for (what, n) in [
-                    ("MLP width", t.intermediate_size),
-                    ("dense MLP width", t.dense_intermediate_size),
-                    ("shared-expert MLP width", shared),
-                ] {
-                    if n > 0 && !n.is_multiple_of(p.tp) {
-                        return bad(format!("--tp {} does not divide the {what} {n}", p.tp));
-                    }
-                }
-            }
-            if p.pp * p.virtual_stages > t.num_layers {
-                return bad(format!(
-                    "{} pipeline stages x {} virtual stages exceed the {} blocks",
-                    p.pp, p.virtual_stages, t.num_layers
-                ));
-            }
-            // Megatron-LM's interleaved schedule gives every virtual stage the same blocks
-            if p.virtual_stages > 1 && !t.num_layers.is_multiple_of(p.pp * p.virtual_stages) {
-                return bad(format!(
-                    "--virtual-stages {}: the {} blocks must divide into {} pipeline stages x {} virtual stages (Megatron-LM's interleaved schedule)",
-                    p.virtual_stages, t.num_layers, p.pp, p.virtual_stages
-                ));
-            }
-            match t.moe.map(|m| m.experts) {
-                None if p.ep > 1 => {
-                    return bad(format!(
-                        "expert parallelism {} needs a mixture-of-experts model ({} has no experts)",
-                        p.ep, self.model.name
-                    ));
-                }
-                Some(experts) if p.ep > experts => {
-                    return bad(format!("expert parallelism {} exceeds the {experts} experts", p.ep));
-                }
-                _ => {}
-            }
-            if p.cp > self.seq {
-                return bad(format!("context parallelism {} exceeds the sequence length {}", p.cp, self.seq));
-            }
-        } else if p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1 {
-            return bad("tensor, pipeline, context and expert parallelism need a transformer model".into());
+            return Ok(());
+        };
+        if p.tp > t.num_heads {
+            return bad(format!("tensor parallelism {} exceeds the {} attention heads", p.tp, t.num_heads));
         }
+        if p.tp > 1 {
+            // Megatron's column/row split needs whole heads and whole MLP columns per rank;
+            // KV heads are split, or replicated when there are fewer than ranks
+            if !t.num_heads.is_multiple_of(p.tp) {
+                return bad(format!("--tp {} does not divide the {} attention heads", p.tp, t.num_heads));
+            }
+            let kv = t.num_kv_heads.max(1);
+            if !kv.is_multiple_of(p.tp) && !p.tp.is_multiple_of(kv) {
+                return bad(format!(
+                    "--tp {} neither divides the {kv} KV heads nor is a multiple of them (to replicate them)",
+                    p.tp
+                ));
+            }
+            let shared = t.moe.map_or(0, |m| m.shared_intermediate_size);
+            for (what, n) in [
+                ("MLP width", t.intermediate_size),
+                ("dense MLP width", t.dense_intermediate_size),
+                ("shared-expert MLP width", shared),
+            ] {
+                if n > 0 && !n.is_multiple_of(p.tp) {
+                    return bad(format!("--tp {} does not divide the {what} {n}", p.tp));
+                }
+            }
+        }
+        if p.pp * p.virtual_stages > t.num_layers {
+            return bad(format!(
+                "{} pipeline stages x {} virtual stages exceed the {} blocks",
+                p.pp, p.virtual_stages, t.num_layers
+            ));
+        }
+        // Megatron-LM's interleaved schedule gives every virtual stage the same blocks
+        if p.virtual_stages > 1 && !t.num_layers.is_multiple_of(p.pp * p.virtual_stages) {
+            return bad(format!(
+                "--virtual-stages {}: the {} blocks must divide into {} pipeline stages x {} virtual stages (Megatron-LM's interleaved schedule)",
+                p.virtual_stages, t.num_layers, p.pp, p.virtual_stages
+            ));
+        }
+        match t.moe.map(|m| m.experts) {
+            None if p.ep > 1 => {
+                return bad(format!(
+                    "expert parallelism {} needs a mixture-of-experts model ({} has no experts)",
+                    p.ep, self.model.name
+                ));
+            }
+            Some(experts) if p.ep > experts => {
+                return bad(format!("expert parallelism {} exceeds the {experts} experts", p.ep));
+            }
+            _ => {}
+        }
+        if p.cp > self.seq {
+            return bad(format!("context parallelism {} exceeds the sequence length {}", p.cp, self.seq));
+        }
+        Ok(())
+    }
+
+    /// The allocator reserve, checkpointing and the KV-cache dtype.
+    fn check_steps(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
         let o = self.overhead;
         if !(0.0..=1.0).contains(&o.allocator_reserve_fraction) {
             return bad(format!(

@@ -129,6 +129,75 @@ fn opt_tensor_bytes(opt: Optimizer, rows: u64, cols: u64, dt: DType) -> (u64, u6
     }
 }
 
+/// Bytes of one tensor of group `g` as the scenario stores it: a base format asked for (a LoRA
+/// run's frozen base, weights quantized at load), a quantized precision, fp32-kept routers, the
+/// checkpoint's own format, else the weight dtype.
+fn stored_bytes(sc: &Scenario, g: &ParamGroup) -> u64 {
+    let (p, train) = (sc.precision, sc.mode == Mode::Train);
+    let ckpt_format = sc.model.transformer().and_then(|t| t.quant);
+    let n = g.rows * g.cols;
+    let quantizable = matches!(g.kind, ParamKind::Linear(_) | ParamKind::Experts(_) | ParamKind::Router);
+    let fp32_kept = g.kind == ParamKind::RouterFp32;
+    // the checkpoint's own format (GPTQ, AWQ, fp8, MXFP4 experts…) applies to its projections
+    // when no other weight format is asked for
+    let from_ckpt = ckpt_format.filter(|f| {
+        // full fine-tuning dequantizes the checkpoint; inference and a LoRA base keep it
+        (!train || sc.lora.is_some())
+            && !p.is_quantized()
+            && sc.base_quant == BaseQuant::None
+            && match g.kind {
+                ParamKind::Experts(_) => true,
+                ParamKind::Linear(_) => f.covers_dense(),
+                _ => false,
+            }
+    });
+    // a base format asked for: a LoRA run's frozen base, or inference weights quantized at
+    // load (bitsandbytes through transformers or Lightning); Lightning's plugin converts the
+    // LM head as well
+    let base = sc.base_quant != BaseQuant::None && (sc.lora.is_some() || !train);
+    let head_too = g.kind == ParamKind::Head
+        && sc.stack.bnb.quantizes_head()
+        && matches!(sc.base_quant, BaseQuant::Nf4 | BaseQuant::Nf4NoDq);
+    if base && (quantizable || head_too) {
+        quantized_bytes(n, g.rows, p, sc.base_quant)
+    } else if p.is_quantized() && quantizable {
+        quantized_bytes(n, g.rows, p, BaseQuant::None)
+    } else if p.is_quantized() {
+        p.compute_dtype().bytes(n)
+    } else if fp32_kept {
+        DType::F32.bytes(n)
+    } else if let Some(f) = from_ckpt {
+        f.weight_bytes(g.rows, g.cols)
+    } else {
+        p.weight_dtype().bytes(n)
+    }
+}
+
+/// The gradients a full fine-tune's backward allocates in its order: the LM head's (or the tied
+/// embedding's) and the final norm's first, the untied embedding's last, a block's MLP before its
+/// attention runs backward.
+fn backward_grads(sc: &Scenario, st: &mut States, state_dt: DType) {
+    // the tensor-parallel rank's share: its heads, MLP width and vocabulary rows
+    let Some(t) = sc.model.transformer().map(|t| super::rank::shard_spec(t, &sc.parallel)) else { return };
+    let t = &t;
+    let gb = |n: u64| round_alloc(state_dt.bytes(n));
+    // LM head (or tied embedding) gradient + final norm weight, allocated first in backward
+    let head = match t.head {
+        crate::model::Head::CausalLm | crate::model::Head::MaskedLm => gb(t.vocab_size * t.hidden_size),
+        _ => 0,
+    };
+    st.head_grad_alloc = head + 2 * gb(t.hidden_size);
+    if !t.tie_word_embeddings && matches!(t.head, crate::model::Head::CausalLm | crate::model::Head::MaskedLm)
+    {
+        st.embed_grad_alloc = gb(t.vocab_size * t.hidden_size);
+    }
+    let experts = t.moe.map_or(1, |m| m.experts);
+    let mats = if crate::families::gated(t) { 3 } else { 2 };
+    st.grads_before_attention = mats * experts * gb(t.hidden_size * t.intermediate_size)
+        + gb(t.hidden_size * t.q_width())
+        + gb(t.hidden_size);
+}
+
 /// Computes the model states of a scenario from its parameter groups.
 pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
     let p = sc.precision;
@@ -177,40 +246,11 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         }
         largest_trainable = largest_trainable.max(n);
     };
-    let ckpt_format = sc.model.transformer().and_then(|t| t.quant);
     for g in groups {
         let n = g.rows * g.cols;
         st.n_params += n * g.count;
-        let quantizable = matches!(g.kind, ParamKind::Linear(_) | ParamKind::Experts(_) | ParamKind::Router);
+        let one = stored_bytes(sc, g);
         let fp32_kept = g.kind == ParamKind::RouterFp32;
-        // the checkpoint's own format (GPTQ, AWQ, fp8, MXFP4 experts…) applies to its projections
-        // when no other weight format is asked for
-        let from_ckpt = ckpt_format.filter(|f| {
-            // full fine-tuning dequantizes the checkpoint; inference and a LoRA base keep it
-            (!train || sc.lora.is_some())
-                && !p.is_quantized()
-                && sc.base_quant == BaseQuant::None
-                && match g.kind {
-                    ParamKind::Experts(_) => true,
-                    ParamKind::Linear(_) => f.covers_dense(),
-                    _ => false,
-                }
-        });
-        // a base format asked for: a LoRA run's frozen base, or inference weights quantized at
-        // load (bitsandbytes through transformers or Lightning); Lightning's plugin converts the
-        // LM head as well
-        let base = sc.base_quant != BaseQuant::None && (sc.lora.is_some() || !train);
-        let head_too = g.kind == ParamKind::Head
-            && sc.stack.bnb.quantizes_head()
-            && matches!(sc.base_quant, BaseQuant::Nf4 | BaseQuant::Nf4NoDq);
-        let one = match sc.lora {
-            _ if base && (quantizable || head_too) => quantized_bytes(n, g.rows, p, sc.base_quant),
-            _ if p.is_quantized() && quantizable => quantized_bytes(n, g.rows, p, BaseQuant::None),
-            _ if p.is_quantized() => p.compute_dtype().bytes(n),
-            _ if fp32_kept => DType::F32.bytes(n),
-            _ if from_ckpt.is_some() => from_ckpt.map_or(0, |f| f.weight_bytes(g.rows, g.cols)),
-            _ => weight_dt.bytes(n),
-        };
         st.param_bytes += one * g.count;
         st.param_alloc += round_alloc(one) * g.count;
         match (&sc.lora, family) {
@@ -243,29 +283,8 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         st.optimizer_step_temp += one;
         st.largest_step_temp += one;
     }
-    if train
-        && sc.lora.is_none()
-        && let Some(t) = sc.model.transformer().map(|t| super::rank::shard_spec(t, &sc.parallel))
-    {
-        // the tensor-parallel rank's share: its heads, MLP width and vocabulary rows
-        let t = &t;
-        let gb = |n: u64| round_alloc(state_dt.bytes(n));
-        // LM head (or tied embedding) gradient + final norm weight, allocated first in backward
-        let head = match t.head {
-            crate::model::Head::CausalLm | crate::model::Head::MaskedLm => gb(t.vocab_size * t.hidden_size),
-            _ => 0,
-        };
-        st.head_grad_alloc = head + 2 * gb(t.hidden_size);
-        if !t.tie_word_embeddings
-            && matches!(t.head, crate::model::Head::CausalLm | crate::model::Head::MaskedLm)
-        {
-            st.embed_grad_alloc = gb(t.vocab_size * t.hidden_size);
-        }
-        let experts = t.moe.map_or(1, |m| m.experts);
-        let mats = if crate::families::gated(t) { 3 } else { 2 };
-        st.grads_before_attention = mats * experts * gb(t.hidden_size * t.intermediate_size)
-            + gb(t.hidden_size * t.q_width())
-            + gb(t.hidden_size);
+    if train && sc.lora.is_none() {
+        backward_grads(sc, &mut st, state_dt);
     }
     st
 }
