@@ -18,6 +18,7 @@ mod gpt2;
 mod gpt_neox;
 mod gpt_oss;
 mod granite;
+mod kinds;
 mod litgpt;
 mod llama;
 mod megatron;
@@ -34,6 +35,7 @@ mod vit;
 
 pub(crate) use blocks::{LLAMA, Placement, QkNorm, Style, attention, dense_mlp, mlp, sequential_block};
 pub use config::{ConfigSource, Draft};
+pub use kinds::{KvLayout, Litgpt, OpKinds, PeftModules, Rope};
 pub use params::Params;
 pub(crate) use params::{dense_and_sparse_layers, mlp_params, moe_params};
 
@@ -54,7 +56,7 @@ mod prelude {
 }
 
 use crate::engine::inputs::{Ctx, Kernel};
-use crate::engine::ops::{Attn, Graph, InferKind, LossKind, MlpBackward, NormKind, Softmax, Tensor};
+use crate::engine::ops::{Attn, Graph, Tensor};
 use crate::model::config::{ConfigError, Reader};
 use crate::model::{Family, Head, TransformerSpec, layer};
 
@@ -163,138 +165,6 @@ pub trait FamilyDef: Sync {
     fn litgpt(&self) -> Option<Litgpt> {
         None
     }
-}
-
-/// The shape litgpt's `GPT` gives a family it covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Litgpt {
-    /// Llama-like: its RMSNorm, `LLaMAMLP`.
-    Llama,
-    /// Phi-1.5/2 and GPT-NeoX: LayerNorm, parallel residual, `GptNeoxMLP`.
-    Parallel,
-}
-
-/// The module names (regex pieces) PEFT's `target_modules` matches for each LoRA target.
-#[derive(Clone, Copy, Debug)]
-pub struct PeftModules {
-    /// One fused q/k/v projection adapted for any of q, k, v (else the three below).
-    pub qkv: Option<&'static str>,
-    /// Query, key and value projections.
-    pub q: &'static str,
-    /// Key projection.
-    pub k: &'static str,
-    /// Value projection.
-    pub v: &'static str,
-    /// Attention output projection.
-    pub o: &'static str,
-    /// One fused gate/up projection adapted for either (else the two below).
-    pub gate_up: Option<&'static str>,
-    /// Gate projection.
-    pub gate: &'static str,
-    /// Up projection.
-    pub up: &'static str,
-    /// Down projection.
-    pub down: &'static str,
-}
-
-impl PeftModules {
-    /// transformers' Llama-like names.
-    pub const LLAMA: Self = Self {
-        qkv: None,
-        q: "q_proj",
-        k: "k_proj",
-        v: "v_proj",
-        o: "o_proj",
-        gate_up: None,
-        gate: "gate_proj",
-        up: "up_proj",
-        down: "down_proj",
-    };
-}
-
-/// Rotary position embeddings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rope {
-    /// Learned positions or none (GPT-2, BERT, ViT, Megatron).
-    None,
-    /// Rotary over `rope_dim` of each head, `(s, d)` cos/sin tables.
-    Full,
-    /// The two halves rotated with `(s, d/2)` tables (gpt-oss); q is built head-major.
-    Halves,
-}
-
-/// Where inference keeps its cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KvLayout {
-    /// K and V per KV head (MLA models: the latent and the shared rotary key).
-    PerKvHead,
-    /// K and V broadcast to every query head (Falcon's new decoder architecture).
-    Broadcast,
-    /// An encoder: no cache.
-    None,
-}
-
-/// The op kinds a family uses: what the walk's rules (in [`crate::engine::ops`]) are given.
-#[derive(Clone, Copy, Debug)]
-pub struct OpKinds {
-    /// Rotary embeddings.
-    pub rope: Rope,
-    /// Gated MLP (`act(gate) * up`) or plain (`act(fc)`).
-    pub gated: bool,
-    /// gate and up come from one fused projection.
-    pub fused_gate_up: bool,
-    /// What an MLP's backward allocates at once.
-    pub mlp_backward: MlpBackward,
-    /// Eager attention's softmax.
-    pub softmax: Softmax,
-    /// SDPA always gets an explicit mask (the causal mask is materialised) and takes grouped K/V
-    /// as they are (Falcon).
-    pub always_masked: bool,
-    /// Learned attention sinks (gpt-oss).
-    pub sinks: bool,
-    /// transformers has no SDPA path for it (soft-capping, sinks): eager runs where SDPA is asked.
-    pub eager_only: bool,
-    /// The residual stream stays half under mixed precision (Megatron).
-    pub half_residual: bool,
-    /// The MoE router works on an fp32 copy of the tokens (DeepSeek).
-    pub router_fp32: bool,
-    /// The experts' clamped SwiGLU (gpt-oss).
-    pub clamped_swiglu: bool,
-    /// The loss.
-    pub loss: LossKind,
-    /// The forward working set of a block in inference.
-    pub inference: InferKind,
-    /// The eager causal mask is one storage every checkpointed block receives (GPT-2).
-    pub checkpoint_shares_mask: bool,
-    /// A fused q/k/v projection takes one LoRA adapter for any of q, k, v (GPT-2's `c_attn`).
-    pub qkv_one_adapter: bool,
-    /// Where inference keeps its cache.
-    pub kv: KvLayout,
-    /// The final norm before the head.
-    pub final_norm: NormKind,
-}
-
-impl OpKinds {
-    /// A Llama-style decoder's op kinds.
-    pub const DECODER: Self = Self {
-        rope: Rope::Full,
-        gated: true,
-        fused_gate_up: false,
-        mlp_backward: MlpBackward::Widths,
-        softmax: Softmax::Fp32,
-        always_masked: false,
-        sinks: false,
-        eager_only: false,
-        half_residual: false,
-        router_fp32: false,
-        clamped_swiglu: false,
-        loss: LossKind::CausalLm,
-        inference: InferKind::Decoder,
-        checkpoint_shares_mask: false,
-        qkv_one_adapter: false,
-        kv: KvLayout::PerKvHead,
-        final_norm: NormKind::Rms,
-    };
 }
 
 /// Every family, by id. The first entry is the default family ([`Family::default`]: Llama).

@@ -1,0 +1,260 @@
+//! A scenario's checks, run once at the edge ([`Scenario::validate`]): ranges, combinations of
+//! the weight format, LoRA, the stack, the parallel degrees against the model, checkpointing.
+
+use super::*;
+
+impl Scenario {
+    /// A training scenario with HF-like defaults: batch 1, sequence 512 (clamped to the model's
+    /// positions), bf16, AdamW, SDPA, no checkpointing.
+    pub fn new(model: ModelSpec) -> Self {
+        let seq = match model.transformer() {
+            Some(t) if t.max_position_embeddings > 0 => t.max_position_embeddings.min(512),
+            _ => 512,
+        };
+        Self {
+            model,
+            mode: Mode::Train,
+            batch: 1,
+            seq,
+            new_tokens: 0,
+            precision: Precision::Bf16,
+            optimizer: Optimizer::Adamw,
+            attention: AttentionImpl::Sdpa,
+            checkpointing: Checkpointing::None,
+            lora: None,
+            base_quant: BaseQuant::None,
+            kv_cache_dtype: None,
+            overhead: Overhead::default(),
+            parallel: Parallel::default(),
+            stack: Stack::default(),
+        }
+    }
+
+    /// Checks ranges and combinations; the estimator trusts a validated scenario. The first
+    /// problem found is the one reported, in this order.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.check_workload()?;
+        self.check_weights()?;
+        self.check_sizes()?;
+        self.check_stack()?;
+        self.check_parallel()?;
+        self.check_steps()
+    }
+
+    /// Batch, sequence, generated tokens and the model's positions.
+    fn check_workload(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
+        if self.batch == 0 || self.batch > 1 << 24 {
+            return bad(format!("batch {} is out of range (1 to 16777216)", self.batch));
+        }
+        if self.seq == 0 || self.seq > 1 << 24 {
+            return bad(format!("sequence length {} is out of range (1 to 16777216)", self.seq));
+        }
+        if self.new_tokens > 0 {
+            if self.mode != Mode::Infer {
+                return bad("--new-tokens is for inference (--mode infer): HF generate's new tokens".into());
+            }
+            if self.new_tokens > 1 << 24 {
+                return bad(format!("--new-tokens {} is out of range (1 to 16777216)", self.new_tokens));
+            }
+            let causal = self.model.transformer().is_some_and(|t| t.head == crate::model::Head::CausalLm);
+            if !causal {
+                return bad(format!(
+                    "--new-tokens needs a causal language model; {} has no generating head",
+                    self.model.name
+                ));
+            }
+        }
+        if let Some(t) = self.model.transformer()
+            && t.max_position_embeddings > 0
+            && self.new_tokens > 0
+            && self.seq + self.new_tokens - 1 > t.max_position_embeddings
+        {
+            return bad(format!(
+                "prompt {} + {} new tokens exceeds the model's {} positions",
+                self.seq, self.new_tokens, t.max_position_embeddings
+            ));
+        }
+        if let Some(t) = self.model.transformer()
+            && t.max_position_embeddings > 0
+            && self.seq > t.max_position_embeddings
+        {
+            return bad(format!(
+                "sequence length {} exceeds the model's {} learned positions",
+                self.seq, t.max_position_embeddings
+            ));
+        }
+        Ok(())
+    }
+
+    /// The weight format and LoRA.
+    fn check_weights(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
+        if self.mode == Mode::Train && self.precision.is_quantized() && self.lora.is_none() {
+            return bad(format!(
+                "precision {} stores weights for inference only; to train on a quantized base use --lora with --base-quant nf4|int8",
+                self.precision
+            ));
+        }
+        if self.base_quant != BaseQuant::None && self.mode == Mode::Train && self.lora.is_none() {
+            return bad("--base-quant in training applies to the frozen base of a LoRA run (--lora)".into());
+        }
+        if self.base_quant != BaseQuant::None && self.precision.is_quantized() {
+            return bad(
+                "--base-quant and a quantized --precision both set the weight format; pick one".into()
+            );
+        }
+        if let Some(l) = self.lora {
+            if !(0.0..1.0).contains(&l.dropout) {
+                return bad(format!("LoRA dropout {} is outside [0, 1)", l.dropout));
+            }
+            let Some(t) = self.model.transformer() else {
+                return bad("LoRA needs a transformer model (layer tables have no named projections)".into());
+            };
+            if !self.model.param_groups().iter().any(|g| crate::estimate::states::adapted(&l, t, g.kind)) {
+                return bad(format!(
+                    "--lora targets {} match no nn.Linear of this model (PEFT would refuse; routed experts are fused 3-D parameters it does not wrap)",
+                    l.targets.names()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The training stack.
+    fn check_stack(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
+        if self.stack.bnb_compute_dtype.is_some()
+            && !matches!(self.base_quant, BaseQuant::Nf4 | BaseQuant::Nf4NoDq)
+        {
+            return bad("--bnb-compute-dtype applies to a 4-bit base (--base-quant nf4 or nf4-nodq)".into());
+        }
+        self.stack.validate().map_err(ScenarioError::Invalid)?;
+        if self.mode == Mode::Train && self.stack.optimizer_in_backward && self.optimizer == Optimizer::None {
+            return bad("--optimizer-in-backward needs an optimizer".into());
+        }
+        Ok(())
+    }
+
+    /// The parallel degrees against each other and against the model.
+    fn check_parallel(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
+        let p = self.parallel;
+        for (name, v) in
+            [("data", p.dp), ("tensor", p.tp), ("pipeline", p.pp), ("context", p.cp), ("expert", p.ep)]
+        {
+            if v == 0 || v > 1 << 20 {
+                return bad(format!("{name}-parallel degree {v} is out of range (1 to 1048576)"));
+            }
+        }
+        if p.zero > 3 {
+            return bad(format!("ZeRO stage {} does not exist (0 to 3)", p.zero));
+        }
+        if p.virtual_stages == 0 {
+            return bad("virtual pipeline stages must be at least 1".into());
+        }
+        let Some(t) = self.model.transformer() else {
+            if p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1 {
+                return bad(
+                    "tensor, pipeline, context and expert parallelism need a transformer model".into()
+                );
+            }
+            return Ok(());
+        };
+        if p.tp > t.num_heads {
+            return bad(format!("tensor parallelism {} exceeds the {} attention heads", p.tp, t.num_heads));
+        }
+        if p.tp > 1 {
+            // Megatron's column/row split needs whole heads and whole MLP columns per rank;
+            // KV heads are split, or replicated when there are fewer than ranks
+            if !t.num_heads.is_multiple_of(p.tp) {
+                return bad(format!("--tp {} does not divide the {} attention heads", p.tp, t.num_heads));
+            }
+            let kv = t.num_kv_heads.max(1);
+            if !kv.is_multiple_of(p.tp) && !p.tp.is_multiple_of(kv) {
+                return bad(format!(
+                    "--tp {} neither divides the {kv} KV heads nor is a multiple of them (to replicate them)",
+                    p.tp
+                ));
+            }
+            let shared = t.moe.map_or(0, |m| m.shared_intermediate_size);
+            for (what, n) in [
+                ("MLP width", t.intermediate_size),
+                ("dense MLP width", t.dense_intermediate_size),
+                ("shared-expert MLP width", shared),
+            ] {
+                if n > 0 && !n.is_multiple_of(p.tp) {
+                    return bad(format!("--tp {} does not divide the {what} {n}", p.tp));
+                }
+            }
+        }
+        if p.pp * p.virtual_stages > t.num_layers {
+            return bad(format!(
+                "{} pipeline stages x {} virtual stages exceed the {} blocks",
+                p.pp, p.virtual_stages, t.num_layers
+            ));
+        }
+        // Megatron-LM's interleaved schedule gives every virtual stage the same blocks
+        if p.virtual_stages > 1 && !t.num_layers.is_multiple_of(p.pp * p.virtual_stages) {
+            return bad(format!(
+                "--virtual-stages {}: the {} blocks must divide into {} pipeline stages x {} virtual stages (Megatron-LM's interleaved schedule)",
+                p.virtual_stages, t.num_layers, p.pp, p.virtual_stages
+            ));
+        }
+        match t.moe.map(|m| m.experts) {
+            None if p.ep > 1 => {
+                return bad(format!(
+                    "expert parallelism {} needs a mixture-of-experts model ({} has no experts)",
+                    p.ep, self.model.name
+                ));
+            }
+            Some(experts) if p.ep > experts => {
+                return bad(format!("expert parallelism {} exceeds the {experts} experts", p.ep));
+            }
+            _ => {}
+        }
+        if p.cp > self.seq {
+            return bad(format!("context parallelism {} exceeds the sequence length {}", p.cp, self.seq));
+        }
+        Ok(())
+    }
+
+    /// The allocator reserve, checkpointing and the KV-cache dtype.
+    fn check_steps(&self) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
+        let o = self.overhead;
+        if !(0.0..=1.0).contains(&o.allocator_reserve_fraction) {
+            return bad(format!(
+                "allocator reserve fraction {} is outside [0, 1]",
+                o.allocator_reserve_fraction
+            ));
+        }
+        if let Checkpointing::Every(k) | Checkpointing::Segments(k) = self.checkpointing
+            && k == 0
+        {
+            return bad("checkpoint interval / segment count must be at least 1".into());
+        }
+        if let Some(t) = self.model.transformer() {
+            let blocks = t.num_layers;
+            match self.checkpointing {
+                // checkpoint_sequential: segment_size = len // segments, 0 when there are more
+                // segments than blocks, and range(0, end, 0) raises
+                Checkpointing::Segments(n) if n > blocks => {
+                    return bad(format!(
+                        "--checkpoint segments:{n} exceeds the {blocks} blocks (PyTorch's checkpoint_sequential raises there)"
+                    ));
+                }
+                Checkpointing::Every(k) if k > blocks => {
+                    return bad(format!("--checkpoint every:{k} exceeds the {blocks} blocks"));
+                }
+                _ => {}
+            }
+        }
+        if self.mode == Mode::Train && self.kv_cache_dtype.is_some() {
+            return bad(
+                "--kv-dtype applies to inference (--mode infer): a training step keeps no KV cache".into()
+            );
+        }
+        Ok(())
+    }
+}
