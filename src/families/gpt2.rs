@@ -86,25 +86,61 @@ pub(super) fn gpt_params(p: &mut Params, m: &TransformerSpec) {
     p.push(h, 1, 2, K::Vector, Out, false); // ln_f
 }
 
+/// GPT-2's block as transformers runs it.
+const GPT2: GptLayout = GptLayout {
+    norm: NormKind::Layer,
+    act: Act::GeluNew,
+    adapter_any_qkv: true,
+    names: ["ln_1", "c_attn", "attn.c_proj", "ln_2", "c_fc", "mlp.c_proj"],
+};
+
 fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+    gpt_block(g, m, flags, x, &GPT2)
+}
+
+/// How a GPT-2-layout block runs: GPT-2's transformers code, or Megatron's fused kernels.
+pub(super) struct GptLayout {
+    /// Both norms.
+    pub norm: NormKind,
+    /// The MLP's activation.
+    pub act: Act,
+    /// LoRA on any of q, k, v puts its one adapter on the fused projection (else only q's does).
+    pub adapter_any_qkv: bool,
+    /// The ops' names: first norm, fused qkv, output projection, second norm, MLP up, MLP down.
+    pub names: [&'static str; 6],
+}
+
+/// `x + dropout(proj(attn(qkv(norm1(x)))))`, then `+ dropout(down(act(up(norm2(·)))))`: one
+/// fused q/k/v projection (q, k, v views of one storage), learned positions outside the block.
+pub(super) fn gpt_block(
+    g: &mut Graph<'_>,
+    m: &TransformerSpec,
+    flags: u8,
+    x: Tensor,
+    k: &GptLayout,
+) -> Tensor {
     let ctx = g.ctx;
     let (t, ts, h) = (ctx.tokens, ctx.rank_tokens, m.hidden_size);
     let (n, q, i) = (ts * h, m.q_width(), m.intermediate_size);
-    let a_in = g.norm(x, ts, h, NormKind::Layer, "ln_1");
-    // LoRA on q, k or v puts one adapter on the fused c_attn
-    let role = [LinearRole::Q, LinearRole::K, LinearRole::V]
-        .into_iter()
-        .find(|r| ctx.adapted(*r))
-        .unwrap_or(LinearRole::Q);
-    let qkv = g.linear(a_in, ts, h, 3 * q, role, Cat::AttentionIo, "c_attn");
+    let [norm1, qkv_name, proj, norm2, up_name, down] = k.names;
+    let a_in = g.norm(x, ts, h, k.norm, norm1);
+    let role = if k.adapter_any_qkv {
+        [LinearRole::Q, LinearRole::K, LinearRole::V]
+            .into_iter()
+            .find(|r| ctx.adapted(*r))
+            .unwrap_or(LinearRole::Q)
+    } else {
+        LinearRole::Q
+    };
+    let qkv = g.linear(a_in, ts, h, 3 * q, role, Cat::AttentionIo, qkv_name);
     let o = g.attention(qkv, qkv, qkv, attn_of(ctx, m, flags));
-    let a = g.linear(o, t, q, h, LinearRole::O, Cat::AttentionIo, "attn.c_proj");
+    let a = g.linear(o, t, q, h, LinearRole::O, Cat::AttentionIo, proj);
     let a = g.dropout(a, n, m.hidden_dropout);
     let x2 = g.add(x, a, n, Cat::Residual);
-    let f_in = g.norm(x2, ts, h, NormKind::Layer, "ln_2");
-    let up = g.linear(f_in, ts, h, i, LinearRole::Up, Cat::Mlp, "c_fc");
-    let act = g.gelu_new(up, t * i);
-    let f = g.linear(act, t, i, h, LinearRole::Down, Cat::Mlp, "mlp.c_proj");
+    let f_in = g.norm(x2, ts, h, k.norm, norm2);
+    let up = g.linear(f_in, ts, h, i, LinearRole::Up, Cat::Mlp, up_name);
+    let act = g.act(up, t * i, k.act);
+    let f = g.linear(act, t, i, h, LinearRole::Down, Cat::Mlp, down);
     let f = g.dropout(f, n, m.hidden_dropout);
     g.add(x2, f, n, Cat::Residual)
 }

@@ -3,6 +3,7 @@
 //! keeps its half output, a fused GeLU that keeps only its input — with half activations under
 //! mixed precision, and tensor / sequence parallelism through the sharded spec.
 
+use super::gpt2::{GptLayout, gpt_block};
 use super::params::classic_head_params;
 use super::prelude::*;
 
@@ -54,22 +55,24 @@ impl FamilyDef for Megatron {
     }
 }
 
+/// The GPT-2 layout with Megatron's fused LayerNorm (fp32 statistics) and fused GeLU (keeps
+/// only its input); its LoRA adapter is q's.
+const LAYOUT: GptLayout = GptLayout {
+    norm: NormKind::LayerFp32Stats,
+    act: Act::Gelu,
+    adapter_any_qkv: false,
+    names: [
+        "input_layernorm",
+        "query_key_value",
+        "dense",
+        "post_attention_layernorm",
+        "dense_h_to_4h",
+        "dense_4h_to_h",
+    ],
+};
+
 fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
-    let ctx = g.ctx;
-    let (t, ts, h) = (ctx.tokens, ctx.rank_tokens, m.hidden_size);
-    let (n, q, i) = (ts * h, m.q_width(), m.intermediate_size);
-    let a_in = g.norm(x, ts, h, NormKind::LayerFp32Stats, "input_layernorm");
-    let qkv = g.linear(a_in, ts, h, 3 * q, LinearRole::Q, Cat::AttentionIo, "query_key_value");
-    let o = g.attention(qkv, qkv, qkv, attn_of(ctx, m, flags));
-    let a = g.linear(o, t, q, h, LinearRole::O, Cat::AttentionIo, "dense");
-    let a = g.dropout(a, n, m.hidden_dropout);
-    let x2 = g.add(x, a, n, Cat::Residual);
-    let f_in = g.norm(x2, ts, h, NormKind::LayerFp32Stats, "post_attention_layernorm");
-    let up = g.linear(f_in, ts, h, i, LinearRole::Up, Cat::Mlp, "dense_h_to_4h");
-    let act = g.act(up, t * i, Act::Gelu);
-    let f = g.linear(act, t, i, h, LinearRole::Down, Cat::Mlp, "dense_4h_to_h");
-    let f = g.dropout(f, n, m.hidden_dropout);
-    g.add(x2, f, n, Cat::Residual)
+    gpt_block(g, m, flags, x, &LAYOUT)
 }
 
 /// Token and position ids, embedding dropout.
