@@ -133,11 +133,11 @@ def main():
         f"Package: {name}",
         f"Version: {version}",
         f"Architecture: {arch}",
+        f"Section: {need(deb, 'section', '[package.metadata.deb]')}",
+        f"Priority: {need(deb, 'priority', '[package.metadata.deb]')}",
         f"Maintainer: {need(deb, 'maintainer', '[package.metadata.deb]')}",
         f"Installed-Size: {size_kib}",
         f"Depends: {depends}",
-        f"Section: {need(deb, 'section', '[package.metadata.deb]')}",
-        f"Priority: {need(deb, 'priority', '[package.metadata.deb]')}",
     ]
     if pkg.get("homepage") or pkg.get("repository"):
         control.append(f"Homepage: {pkg.get('homepage') or pkg.get('repository')}")
