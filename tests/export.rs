@@ -48,6 +48,17 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
 }
 
+/// The golden file of plan `name` in `format`: `{name}.{ext}` where the format's name is its
+/// extension (`zero3-7b.json`), else `{name}.{format}.{ext}` (`zero3-7b.deepspeed.json`).
+fn golden_path(name: &str, format: Format) -> PathBuf {
+    let (fname, ext) = (format.name(), format.extension());
+    if fname == ext {
+        golden_dir().join(format!("{name}.{ext}"))
+    } else {
+        golden_dir().join(format!("{name}.{fname}.{ext}"))
+    }
+}
+
 #[test]
 fn every_format_matches_its_golden_file() {
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
@@ -57,7 +68,7 @@ fn every_format_matches_its_golden_file() {
             let text = export::render(&plan, format).unwrap();
             // rendering is deterministic
             assert_eq!(text, export::render(&plan, format).unwrap(), "{name}.{fname}");
-            let path = golden_dir().join(format!("{name}.{fname}.{}", format.extension()));
+            let path = golden_path(name, format);
             if update {
                 std::fs::write(&path, &text).unwrap();
                 continue;
@@ -82,9 +93,26 @@ fn every_format_matches_its_golden_file() {
 }
 
 #[test]
+fn every_golden_file_is_one_the_test_reads() {
+    let read: std::collections::BTreeSet<PathBuf> = plans()
+        .iter()
+        .flat_map(|(name, _)| Format::ALL.iter().map(|&(format, _)| golden_path(name, format)))
+        .collect();
+    let mut stray = Vec::new();
+    for entry in std::fs::read_dir(golden_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if !read.contains(&path) {
+            stray.push(path.display().to_string());
+        }
+    }
+    assert!(stray.is_empty(), "golden files no test reads (renamed or stale): {stray:?}");
+    assert_eq!(read.len(), plans().len() * Format::ALL.len(), "each plan and format its own file");
+}
+
+#[test]
 fn golden_scenario_files_load_back_to_the_same_plan() {
     for (name, plan) in plans() {
-        let path = golden_dir().join(format!("{name}.ron.ron"));
+        let path = golden_path(name, Format::Ron);
         let f = ScenarioFile::load(&path).unwrap();
         assert_eq!(f, plan, "{name}");
     }

@@ -1,6 +1,9 @@
 //! `vramscope probe` (the PyTorch script) and `vramscope calibrate` (measured beside predicted,
-//! calibration profiles). The end-to-end run needs a Python with torch and transformers in
-//! `VRAMSCOPE_PYTHON`; without one it says "skipped" and passes.
+//! calibration profiles). Tests that need a tool are `#[ignore]`d with the tool in the reason, so
+//! a missing tool shows as ignored, never as a pass: the script checks under `python3` (`.ci/run`
+//! runs them: `cargo test --test probe -- --ignored python3`), and the end-to-end runs, which need
+//! a Python with torch and transformers (`VRAMSCOPE_PYTHON=/path/to/python cargo test --test probe
+//! -- --ignored`).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -36,29 +39,52 @@ fn usage_error(args: &[&str], needle: &str) {
     assert!(err.contains(needle), "{args:?}: {err}");
 }
 
-/// Writes the probe for `flags` and returns the script text (after `python3 -m py_compile`).
-fn probe_script(dir: &Path, name: &str, flags: &[&str]) -> String {
+/// Writes the probe for `flags` to `dir/{name}.py` and returns the script text.
+fn probe_script(dir: &Path, name: &str, flags: &[String]) -> String {
     let out = dir.join(format!("{name}.py"));
     let out_s = out.to_string_lossy().to_string();
     let mut args = vec!["probe"];
-    args.extend_from_slice(flags);
+    args.extend(flags.iter().map(String::as_str));
     args.extend_from_slice(&["-o", &out_s]);
     let msg = ok(&args);
     assert!(msg.contains("vramscope calibrate"), "{msg}");
-    let compiled = Command::new("python3").args(["-m", "py_compile", &out_s]).output();
-    match compiled {
-        Ok(c) => assert!(c.status.success(), "{name}: {}", String::from_utf8_lossy(&c.stderr)),
-        Err(e) => println!("skipped py_compile: no python3 ({e})"),
-    }
     std::fs::read_to_string(&out).expect("script written")
 }
 
+/// The probes the script tests write: a RON preset (its HF config generated); an HF preset (its
+/// config.json verbatim) with LoRA, full checkpointing and amp; a config.json from disk, for
+/// inference; BERT (its masked-LM class) with SGD and every third block checkpointed.
+fn script_cases() -> [(&'static str, Vec<String>); 4] {
+    let cfg = data("truth/configs/llama_tiny_gqa.json");
+    let flags = |f: &[&str]| f.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    [
+        ("gpt2", flags(&["--model", "gpt2", "--batch", "2", "--seq", "128", "--precision", "bf16"])),
+        (
+            "qwen3",
+            flags(&[
+                "--model",
+                "qwen3-0.6b",
+                "--seq",
+                "256",
+                "--precision",
+                "bf16-amp",
+                "--lora",
+                "8:q,v",
+                "--checkpoint",
+                "full",
+            ]),
+        ),
+        ("tiny", flags(&["--model", &cfg, "--mode", "infer", "--batch", "3", "--seq", "64"])),
+        ("bert", flags(&["--model", "bert-base-uncased", "--optimizer", "sgd", "--checkpoint", "every:3"])),
+    ]
+}
+
 #[test]
-fn probe_script_embeds_the_scenario_and_compiles() {
+fn probe_script_embeds_the_scenario() {
     let d = scratch("scripts");
+    let [gpt2, qwen3, tiny, bert] = script_cases().map(|(name, flags)| probe_script(&d, name, &flags));
     // a RON preset: the HF config is generated
-    let s =
-        probe_script(&d, "gpt2", &["--model", "gpt2", "--batch", "2", "--seq", "128", "--precision", "bf16"]);
+    let s = gpt2;
     for needle in [
         "\"model_type\": \"gpt2\"",
         "\"GPT2LMHeadModel\"",
@@ -73,22 +99,7 @@ fn probe_script_embeds_the_scenario_and_compiles() {
         assert!(s.contains(needle), "gpt2 script lacks {needle}");
     }
     // an HF preset: its config.json verbatim; LoRA, full checkpointing, amp
-    let s = probe_script(
-        &d,
-        "qwen3",
-        &[
-            "--model",
-            "qwen3-0.6b",
-            "--seq",
-            "256",
-            "--precision",
-            "bf16-amp",
-            "--lora",
-            "8:q,v",
-            "--checkpoint",
-            "full",
-        ],
-    );
+    let s = qwen3;
     for needle in [
         "\"Qwen3ForCausalLM\"",
         "\"config_verbatim\": true",
@@ -100,19 +111,35 @@ fn probe_script_embeds_the_scenario_and_compiles() {
         assert!(s.contains(needle), "qwen3 script lacks {needle}");
     }
     // a config.json from disk, inference; BERT's masked-LM class
-    let cfg = data("truth/configs/llama_tiny_gqa.json");
-    let s = probe_script(&d, "tiny", &["--model", &cfg, "--mode", "infer", "--batch", "3", "--seq", "64"]);
+    let s = tiny;
     assert!(s.contains("\"mode\": \"infer\"") && s.contains("\"num_key_value_heads\": 2"));
-    let s = probe_script(
-        &d,
-        "bert",
-        &["--model", "bert-base-uncased", "--optimizer", "sgd", "--checkpoint", "every:3"],
-    );
+    let s = bert;
     assert!(
         s.contains("AutoModelForMaskedLM")
             && s.contains("\"every\": 3")
             && s.contains("\"optimizer\": \"sgd\"")
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `python3`'s output for `args`; a missing `python3` fails the test (it is ignored by default).
+fn python3(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new("python3")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("this test needs python3 on PATH (Debian: apt-get install python3): {e}"))
+}
+
+#[test]
+#[ignore = "needs python3; .ci/run runs it: cargo test --test probe -- --ignored python3"]
+fn probe_scripts_compile_under_python3() {
+    let d = scratch("compile");
+    for (name, flags) in script_cases() {
+        probe_script(&d, name, &flags);
+        let path = d.join(format!("{name}.py"));
+        let c = python3(&["-m".as_ref(), "py_compile".as_ref(), path.as_os_str()]);
+        assert!(c.status.success(), "{name}: {}", String::from_utf8_lossy(&c.stderr));
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -131,23 +158,20 @@ fn probe_refuses_what_it_cannot_measure() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// The Python to run the probe with, if it has torch and transformers.
-fn python() -> Option<String> {
-    let Ok(py) = std::env::var("VRAMSCOPE_PYTHON") else {
-        println!("skipped: VRAMSCOPE_PYTHON not set");
-        return None;
-    };
+/// The Python to run the probe with (`VRAMSCOPE_PYTHON`); the test fails without one that
+/// imports torch and transformers.
+fn python_with_torch() -> String {
+    let py = std::env::var("VRAMSCOPE_PYTHON")
+        .unwrap_or_else(|_| panic!("set VRAMSCOPE_PYTHON to a Python with torch and transformers"));
     let has = Command::new(&py).args(["-c", "import torch, transformers"]).output();
-    if !has.is_ok_and(|o| o.status.success()) {
-        println!("skipped: no torch/transformers in {py}");
-        return None;
-    }
-    Some(py)
+    assert!(has.is_ok_and(|o| o.status.success()), "no torch/transformers in VRAMSCOPE_PYTHON={py}");
+    py
 }
 
 #[test]
+#[ignore = "needs a Python with torch and transformers: VRAMSCOPE_PYTHON=/path/to/python cargo test --test probe -- --ignored"]
 fn probe_end_to_end_on_the_cpu_then_calibrate() {
-    let Some(py) = python() else { return };
+    let py = python_with_torch();
     let d = scratch("e2e");
     let cfg = data("truth/configs/llama_tiny_gqa.json");
     let script = d.join("probe.py");
@@ -304,20 +328,14 @@ fn calibrate_malformed_input_is_one_line_and_exit_2() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Run without site-packages (`python3 -I -S`), so torch is absent whatever is installed.
 #[test]
-fn probe_script_without_torch_says_so() {
-    let has_python =
-        Command::new("python3").args(["-c", "import sys"]).output().is_ok_and(|o| o.status.success());
-    let has_torch =
-        Command::new("python3").args(["-c", "import torch"]).output().is_ok_and(|o| o.status.success());
-    if !has_python || has_torch {
-        println!("skipped: python3 missing, or it has torch");
-        return;
-    }
+#[ignore = "needs python3; .ci/run runs it: cargo test --test probe -- --ignored python3"]
+fn probe_script_under_python3_without_torch_says_so() {
     let d = scratch("notorch");
     let s = d.join("p.py");
     ok(&["probe", "--model", "gpt2", "-o", &s.to_string_lossy()]);
-    let out = Command::new("python3").arg(&s).output().expect("python3 runs");
+    let out = python3(&["-I".as_ref(), "-S".as_ref(), s.as_os_str()]);
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("PyTorch is not installed"));
     assert!(!d.join("p.json").exists());
@@ -325,8 +343,9 @@ fn probe_script_without_torch_says_so() {
 }
 
 #[test]
+#[ignore = "needs a Python with torch and transformers: VRAMSCOPE_PYTHON=/path/to/python cargo test --test probe -- --ignored"]
 fn probe_runs_hf_generate_and_its_kv_cache_is_the_estimate() {
-    let Some(py) = python() else { return };
+    let py = python_with_torch();
     let d = scratch("gen");
     let cfg = data("truth/configs/llama_tiny_gqa.json");
     let script_s = d.join("probe.py").to_string_lossy().to_string();

@@ -2,12 +2,24 @@
 //! decreases with batch or sequence length, and the fit search equals a brute-force scan.
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use vramscope::estimate::{
     AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Scenario, Targets, estimate, timeline,
 };
 use vramscope::fit::{Knob, max_batch, sweep};
 use vramscope::model::preset::{builtin, preset_names};
 use vramscope::units::Precision;
+
+/// `cases` cases; a failing case's seed is kept with the crate's others, in
+/// `proptest-regressions/tests/properties.txt` (the lib's unit tests use proptest's default,
+/// `proptest-regressions/<path under src>.txt`), and re-run first.
+fn config(cases: u32) -> ProptestConfig {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/tests/properties.txt");
+    ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(file))),
+        ..ProptestConfig::with_cases(cases)
+    }
+}
 
 fn arb_scenario() -> impl Strategy<Value = Scenario> {
     let names = preset_names();
@@ -55,7 +67,7 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(config(400))]
 
     #[test]
     fn parts_add_up_and_nothing_panics(sc in arb_scenario()) {
@@ -205,7 +217,7 @@ fn arb_parallel() -> impl Strategy<Value = vramscope::estimate::Parallel> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(config(400))]
 
     /// Any layout either estimates (with its parts adding up) or is rejected with a message.
     #[test]
@@ -224,7 +236,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    #![proptest_config(config(300))]
 
     /// The predicted timeline of a step peaks exactly where the estimate does (same bytes, same
     /// phase), per-op events never rise above the block-level moments around them, the forward
@@ -280,7 +292,7 @@ fn segment_checkpointing_keeps_one_input_per_segment_in_the_timeline() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(config(48))]
 
     /// The figure `vramscope estimate` gives (its most loaded stage, the allocator replayed) is
     /// the largest of `--stages`' per-stage figures, whatever the stage that holds it.

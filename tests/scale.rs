@@ -2,6 +2,7 @@
 //! must have.
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use vramscope::estimate::{
     AttentionImpl, Checkpointing, Estimate, FsdpMode, Mode, Offload, Optimizer, Parallel, Scenario,
     block_saved_bytes, estimate,
@@ -9,6 +10,17 @@ use vramscope::estimate::{
 use vramscope::model::preset::builtin;
 use vramscope::model::{Architecture, LayerTable, ModelSpec, TableLayer};
 use vramscope::units::Precision;
+
+/// `cases` cases; a failing case's seed is kept with the crate's others, in
+/// `proptest-regressions/tests/scale.txt` (the lib's unit tests use proptest's default,
+/// `proptest-regressions/<path under src>.txt`), and re-run first.
+fn config(cases: u32) -> ProptestConfig {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/tests/scale.txt");
+    ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(file))),
+        ..ProptestConfig::with_cases(cases)
+    }
+}
 
 /// A model known only by its parameter count and its largest layer, for model-state checks.
 fn states_only(total: u64, largest: u64) -> ModelSpec {
@@ -141,7 +153,7 @@ fn llama_train() -> Scenario {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(120))]
+    #![proptest_config(config(120))]
 
     #[test]
     fn more_sharding_never_costs_more_per_gpu(zero in 1u8..=3, dp in 1u64..=64, tp_exp in 0u32..=3, pp_exp in 0u32..=3, sp: bool) {

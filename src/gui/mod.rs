@@ -66,7 +66,7 @@ pub fn save_png(img: &egui::ColorImage, path: &Path) -> Result<()> {
 
 /// Opens the window (blocks until it closes).
 pub fn run(launch: Launch) -> Result<()> {
-    let options = eframe::NativeOptions {
+    let mut options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title("vramscope")
             .with_app_id("vramscope")
@@ -76,6 +76,9 @@ pub fn run(launch: Launch) -> Result<()> {
         persist_window: launch.screenshot.is_none(),
         ..Default::default()
     };
+    // the window's icon (assets/vramscope.png); a PNG that does not decode keeps eframe's own
+    let icon = eframe::icon_data::from_png_bytes(include_bytes!("../../assets/vramscope.png"));
+    options.viewport.icon = icon.ok().map(Into::into);
     let code = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(1));
     let code_in = code.clone();
     let shot = launch.screenshot.clone();
