@@ -358,30 +358,44 @@ fn checkpointed_prefix(ck: Checkpointing, layers: u64) -> u64 {
     }
 }
 
-fn infer(p: &Parts, sink: &mut impl Sink) {
-    if let Some(g) = &p.generate {
-        return generate(p, g, sink);
-    }
-    let (st, am) = (&p.st, &p.am);
-    let fwd = Phase::Forward;
-    let at = |kv: u64, acts: u64, temp: u64| Snapshot {
-        parameters: st.param_alloc,
+/// What is alive in inference: the parameters, the KV cache, the activations and a transient.
+fn infer_alive(p: &Parts, kv: u64, acts: u64, temp: u64) -> Snapshot {
+    Snapshot {
+        parameters: p.st.param_alloc,
         kv_cache: kv,
         activations: acts,
         temporaries: temp,
         ..Snapshot::default()
-    };
-    sink.push(ev(fwd, None, "embedding", Pass::Step, false, at(0, am.infer_persistent, 0)));
+    }
+}
+
+/// An inference forward block by block, each appending its keys and values to the cache as it
+/// runs, up to `kv` after the last; `names`: the embedding's, a block's and the last block's events.
+fn forward_blocks(p: &Parts, sink: &mut impl Sink, kv: u64, names: [&'static str; 3]) {
+    let am = &p.am;
+    let fwd = Phase::Forward;
+    let [embedding, block, last] = names;
+    sink.push(ev(fwd, None, embedding, Pass::Step, false, infer_alive(p, 0, am.infer_persistent, 0)));
     let layers = p.layers.max(1);
     for j in 0..p.layers.saturating_sub(1) {
-        // each block appends its keys and values to the cache as it runs
-        let kv = (p.kv_cache as u128 * (j + 1) as u128 / layers as u128) as u64;
-        let alive = at(kv, am.infer_persistent, am.infer_layer_peak);
-        sink.push(ev(fwd, Some(j), "forward", Pass::Step, false, alive));
+        let kv_j = (kv as u128 * (j + 1) as u128 / layers as u128) as u64;
+        let alive = infer_alive(p, kv_j, am.infer_persistent, am.infer_layer_peak);
+        sink.push(ev(fwd, Some(j), block, Pass::Step, false, alive));
     }
     // the last block (a layer table's whole forward), with every block's KV cache
-    let alive = at(p.kv_cache, am.infer_persistent, am.infer_layer_peak);
-    sink.push(ev(fwd, None, "last block forward", Pass::Step, true, alive));
+    let alive = infer_alive(p, kv, am.infer_persistent, am.infer_layer_peak);
+    sink.push(ev(fwd, None, last, Pass::Step, true, alive));
+}
+
+fn infer(p: &Parts, sink: &mut impl Sink) {
+    if let Some(g) = &p.generate {
+        return generate(p, g, sink);
+    }
+    let am = &p.am;
+    let fwd = Phase::Forward;
+    let at = |kv, acts, temp| infer_alive(p, kv, acts, temp);
+    let names = ["embedding", "forward", "last block forward"];
+    forward_blocks(p, sink, p.kv_cache, names);
     // only the last pipeline stage runs the head; the others send their last block's output on
     if p.stage.last() {
         sink.push(ev(fwd, None, "LM head (logits)", Pass::Step, true, at(p.kv_cache, 0, am.infer_head_peak)));
@@ -391,24 +405,11 @@ fn infer(p: &Parts, sink: &mut impl Sink) {
 /// HF `generate`: the prompt's forward block by block (as [`infer`]) with only the last token's
 /// logits, then the last decode step, where the cache is longest.
 fn generate(p: &Parts, g: &super::generate::Terms, sink: &mut impl Sink) {
-    let (st, am) = (&p.st, &p.am);
+    let am = &p.am;
     let fwd = Phase::Forward;
-    let at = |kv: u64, acts: u64, temp: u64| Snapshot {
-        parameters: st.param_alloc,
-        kv_cache: kv,
-        activations: acts,
-        temporaries: temp,
-        ..Snapshot::default()
-    };
-    sink.push(ev(fwd, None, "prefill: embedding", Pass::Step, false, at(0, am.infer_persistent, 0)));
-    let layers = p.layers.max(1);
-    for j in 0..p.layers.saturating_sub(1) {
-        let kv = (g.kv_prefill as u128 * (j + 1) as u128 / layers as u128) as u64;
-        let alive = at(kv, am.infer_persistent, am.infer_layer_peak);
-        sink.push(ev(fwd, Some(j), "prefill forward", Pass::Step, false, alive));
-    }
-    let alive = at(g.kv_prefill, am.infer_persistent, am.infer_layer_peak);
-    sink.push(ev(fwd, None, "prefill: last block forward", Pass::Step, true, alive));
+    let at = |kv, acts, temp| infer_alive(p, kv, acts, temp);
+    let names = ["prefill: embedding", "prefill forward", "prefill: last block forward"];
+    forward_blocks(p, sink, g.kv_prefill, names);
     // a 4-bit head dequantizes its weight over the prompt's rows before the logits exist
     let dequantizing = g.prefill_hidden + am.head_dequant;
     let what = if dequantizing > g.prefill_head() {
