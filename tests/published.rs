@@ -168,26 +168,33 @@ fn torchtune_8x(model: &str, batch: u64) -> Scenario {
 }
 
 fn rows() -> Vec<Row> {
+    [bert_rows(), litgpt_rows(), litgpt_more_rows(), litgpt_fsdp_rows(), torchtune_rows()]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// A row of the transformers docs' BERT page (nvidia-smi MiB).
+fn bert_row(
+    id: &'static str,
+    settings: &str,
+    published: f64,
+    sc: Scenario,
+    bound: f64,
+    why: &'static str,
+) -> Row {
+    Row { id, settings: settings.into(), published, unit: Unit::NvmlMib, sc, bound, why }
+}
+
+/// A row of litgpt's tables (max_memory_allocated in GB), within 10 %.
+fn lit(id: &'static str, settings: &str, published: f64, sc: Scenario) -> Row {
+    Row { id, settings: settings.into(), published, unit: Unit::AllocGb, sc, bound: 0.10, why: "" }
+}
+
+/// Rows 3-7: the transformers docs' BERT-large page.
+fn bert_rows() -> Vec<Row> {
     use Optimizer::{Adafactor, Adamw8bit, AdamwLoop};
     use Precision::{Fp16Amp, Fp32};
-    let bert_row = |id, settings: &str, published, sc, bound, why| Row {
-        id,
-        settings: settings.into(),
-        published,
-        unit: Unit::NvmlMib,
-        sc,
-        bound,
-        why,
-    };
-    let lit = |id, settings: &str, published, sc| Row {
-        id,
-        settings: settings.into(),
-        published,
-        unit: Unit::AllocGb,
-        sc,
-        bound: 0.10,
-        why: "",
-    };
     vec![
         bert_row("3", "fp32 AdamW b4", 14949.0, bert(Fp32, 4, false, AdamwLoop), 0.10, ""),
         bert_row("4a", "fp32 AdamW b1 (GA 4)", 8681.0, bert(Fp32, 1, false, AdamwLoop), 0.10, ""),
@@ -219,6 +226,12 @@ fn rows() -> Vec<Row> {
             0.10,
             "bitsandbytes' 8-bit step (its quantile maps and per-block buffers) is not modelled beyond the states",
         ),
+    ]
+}
+
+/// Rows 19-22: litgpt's LoRA / QLoRA and generate tables for Llama 2, Falcon and CodeLlama.
+fn litgpt_rows() -> Vec<Row> {
+    vec![
         Row {
             id: "19a",
             settings: "Llama-2-7B LoRA r8 q,v, litgpt, mb1 × 1304".into(),
@@ -327,6 +340,12 @@ fn rows() -> Vec<Row> {
             bound: 0.10,
             why: "",
         },
+    ]
+}
+
+/// litgpt's resource tables (the rest of them): phi-1.5 and StableLM-Alpha, NF4-dq, generate.
+fn litgpt_more_rows() -> Vec<Row> {
+    vec![
         // litgpt's resource tables (commit 8641822, A100-40GB): the rest of the same tables
         lit("18a", "phi-1.5 LoRA r8 q,v, litgpt, mb1 × 1044", 4.82, litgpt_seq("phi-1.5", 1044, 1, None)),
         lit(
@@ -440,6 +459,12 @@ fn rows() -> Vec<Row> {
             1.33,
             litgpt_generate_bpe("phi-1.5", Some(BaseQuant::Nf4)),
         ),
+    ]
+}
+
+/// litgpt's multi-GPU rows: FSDP on 2 and 4 A100s.
+fn litgpt_fsdp_rows() -> Vec<Row> {
+    vec![
         lit(
             "18k",
             "phi-1.5 LoRA r8 q,v, litgpt, 2 × A100 FSDP, mb1 × 1044",
@@ -508,6 +533,12 @@ fn rows() -> Vec<Row> {
             35.57,
             litgpt_fsdp("llama-2-13b", 1304, 1, 4),
         ),
+    ]
+}
+
+/// Rows 26-27: torchtune's Llama-3.1 recipes.
+fn torchtune_rows() -> Vec<Row> {
+    vec![
         Row {
             id: "26a",
             settings: "Llama-3.1-8B full FT, torchtune, paged AdamW8bit in backward".into(),
