@@ -45,6 +45,34 @@ fn base_quant_name(q: BaseQuant) -> &'static str {
 /// optimizer, checkpointing and the GPU.
 pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     let mut v: Vec<Flag> = Vec::new();
+    scenario_flags(&mut v, sc);
+    stack_flags(&mut v, sc);
+    if let Some(d) = sc.kv_cache_dtype {
+        v.push(("--kv-dtype", Some(d.name().into())));
+    }
+    v.push(("--gpu", Some(gpu.id.clone())));
+    overhead_flags(&mut v, sc, gpu);
+    parallel_flags(&mut v, sc);
+    // the switches, last
+    let (p, st) = (sc.parallel, sc.stack);
+    if p.sp {
+        v.push(("--sp", None));
+    }
+    if st.optimizer_in_backward {
+        v.push(("--optimizer-in-backward", None));
+    }
+    if st.keep_grads {
+        v.push(("--keep-grads", None));
+    }
+    if st.compiled_loss {
+        v.push(("--compile-loss", None));
+    }
+    v
+}
+
+/// The run's own settings: mode, batch, sequence, precision, optimizer, attention,
+/// checkpointing, LoRA and a quantized base.
+fn scenario_flags(v: &mut Vec<Flag>, sc: &Scenario) {
     let mut put = |k: &'static str, val: String| v.push((k, Some(val)));
     let train = sc.mode == Mode::Train;
     put("--mode", if train { "train" } else { "infer" }.into());
@@ -72,6 +100,11 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     if sc.base_quant != BaseQuant::None {
         put("--base-quant", base_quant_name(sc.base_quant).into());
     }
+}
+
+/// The training stack's settings that differ from its framework's (or the defaults).
+fn stack_flags(v: &mut Vec<Flag>, sc: &Scenario) {
+    let mut put = |k: &'static str, val: String| v.push((k, Some(val)));
     let st = sc.stack;
     if let Some(f) = st.framework {
         put("--framework", f.name().into());
@@ -108,10 +141,11 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     if st.grad_accum > 1 {
         put("--grad-accum", st.grad_accum.to_string());
     }
-    if let Some(d) = sc.kv_cache_dtype {
-        put("--kv-dtype", d.name().into());
-    }
-    put("--gpu", gpu.id.clone());
+}
+
+/// The CUDA context, workspace, reserve and allocator settings that differ from the card's.
+fn overhead_flags(v: &mut Vec<Flag>, sc: &Scenario, gpu: &Gpu) {
+    let mut put = |k: &'static str, val: String| v.push((k, Some(val)));
     let (o, d) = (sc.overhead, gpu.overhead());
     if o.cuda_context_bytes != d.cuda_context_bytes {
         put("--context-mib", (o.cuda_context_bytes >> 20).to_string());
@@ -127,6 +161,11 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     if o.allocator != crate::estimate::scenario::AllocConf::default() {
         put("--alloc-conf", o.allocator.to_string());
     }
+}
+
+/// The parallel layout's settings away from one GPU's.
+fn parallel_flags(v: &mut Vec<Flag>, sc: &Scenario) {
+    let mut put = |k: &'static str, val: String| v.push((k, Some(val)));
     let p = sc.parallel;
     for (k, val) in [("--dp", p.dp), ("--tp", p.tp), ("--pp", p.pp), ("--cp", p.cp), ("--ep", p.ep)] {
         if val != 1 {
@@ -154,19 +193,6 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
     if let Some(n) = p.nccl_bytes {
         put("--nccl-mib", (n >> 20).to_string());
     }
-    if p.sp {
-        v.push(("--sp", None));
-    }
-    if st.optimizer_in_backward {
-        v.push(("--optimizer-in-backward", None));
-    }
-    if st.keep_grads {
-        v.push(("--keep-grads", None));
-    }
-    if st.compiled_loss {
-        v.push(("--compile-loss", None));
-    }
-    v
 }
 
 /// The `--model` value for a model: its preset name, or `<name>` for the user's own config

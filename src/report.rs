@@ -363,8 +363,28 @@ fn trainable_text(e: &Estimate) -> String {
 /// Readable table for a terminal.
 pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[String]) -> String {
     let mut s = String::new();
+    text_header(&mut s, sc, e);
+    text_components(&mut s, e);
+    text_peak(&mut s, e);
+    text_overhead(&mut s, sc, e);
+    if let Some(f) = fit {
+        text_fit(&mut s, sc, e, f);
+    }
+    let all: Vec<String> = notes.iter().cloned().chain(caveats(sc)).collect();
+    for n in &all {
+        s += &format!("\n  note: {n}");
+    }
+    if !all.is_empty() {
+        s.push('\n');
+    }
+    s
+}
+
+/// The table's head: the scenario in a line, its validation, generate's terms, the stack, the
+/// checkpoint's weights and the settings.
+fn text_header(s: &mut String, sc: &Scenario, e: &Estimate) {
     let what = sc.mode_label();
-    s += &match sc.mode {
+    *s += &match sc.mode {
         Mode::Train => format!(
             "{} — {} params ({}), {what}, batch {} x seq {}, {}, {}, attention {}, checkpoint {}\n",
             sc.model.name,
@@ -388,9 +408,9 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             sc.attention.name(),
         ),
     };
-    s += &format!("  {}\n", validation_line(sc));
+    *s += &format!("  {}\n", validation_line(sc));
     if let Some(t) = e.generate {
-        s += &format!(
+        *s += &format!(
             "  generate: {} new tokens after the {}-token prompt; KV cache {} after the prompt, {} at the end ({} tokens); last-token logits {} (+ fp32 copies {} each)\n",
             t.new_tokens,
             sc.seq,
@@ -402,16 +422,20 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         );
     }
     if sc.mode == Mode::Train && !sc.stack.describe().is_empty() {
-        s += &format!("  stack: {}\n", sc.stack.describe());
+        *s += &format!("  stack: {}\n", sc.stack.describe());
     }
     if let Some(q) = sc.model.transformer().and_then(|t| t.quant) {
-        s += &format!("  checkpoint weights: {}\n", q.label());
+        *s += &format!("  checkpoint weights: {}\n", q.label());
     }
     let set = settings_line(sc);
     if !set.is_empty() {
-        s += &format!("  settings: {set}\n");
+        *s += &format!("  settings: {set}\n");
     }
-    s += "\n  component                     per GPU\n";
+}
+
+/// The components per GPU and the saved activations by category.
+fn text_components(s: &mut String, e: &Estimate) {
+    *s += "\n  component                     per GPU\n";
     let rows = [
         ("parameters", e.parameters),
         ("gradients", e.gradients),
@@ -421,14 +445,18 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     ];
     for (name, b) in rows {
         if b > 0 {
-            s += &format!("  {name:<26}{}\n", g(b));
+            *s += &format!("  {name:<26}{}\n", g(b));
         }
     }
     for (cat, b) in e.activation_breakdown.nonzero() {
-        s += &format!("    · {:<22}{}\n", cat.label(), g(b));
+        *s += &format!("    · {:<22}{}\n", cat.label(), g(b));
     }
+}
+
+/// The peak allocated and what is alive then.
+fn text_peak(s: &mut String, e: &Estimate) {
     let when = e.peak.describe();
-    s += &format!("  {:<26}{}   (at {when}; what is alive then:)\n", "peak allocated", g(e.peak_allocated));
+    *s += &format!("  {:<26}{}   (at {when}; what is alive then:)\n", "peak allocated", g(e.peak_allocated));
     let a = e.peak.alive;
     for (name, b) in [
         ("parameters", a.parameters),
@@ -439,9 +467,13 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         ("temporaries", a.temporaries),
     ] {
         if b > 0 {
-            s += &format!("    · {name:<22}{}\n", g(b));
+            *s += &format!("    · {name:<22}{}\n", g(b));
         }
     }
+}
+
+/// Reserved memory, the CUDA context, NCCL and allocator terms, the total and paged states.
+fn text_overhead(s: &mut String, sc: &Scenario, e: &Estimate) {
     if let Some(r) = e.reserved {
         // on a card the step does not fit, the replay stops at the card: its reserved bytes are
         // what the card held when it ran out, not what the step would reserve
@@ -450,9 +482,9 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         } else {
             "(the caching allocator replayed over the step)"
         };
-        s += &format!("  {:<26}{}   {why}\n", "reserved (max)", g(r));
+        *s += &format!("  {:<26}{}   {why}\n", "reserved (max)", g(r));
     }
-    s += &format!("  {:<26}{}\n", "CUDA ctx + allocator", g(e.overhead));
+    *s += &format!("  {:<26}{}\n", "CUDA ctx + allocator", g(e.overhead));
     let x = crate::estimate::context::outside(sc);
     // the default NCCL term says how it is made up
     let nccl_note = match (sc.parallel.nccl_bytes, sc.parallel.communicators()) {
@@ -477,51 +509,45 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         ),
     ];
     for (name, b, note) in terms.iter().filter(|t| t.1 > 0) {
-        s += &format!("    · {name:<22}{}{note}\n", g(*b));
+        *s += &format!("    · {name:<22}{}{note}\n", g(*b));
     }
-    s += &format!("  {:<26}{}\n", "total (nvidia-smi)", g(e.total));
+    *s += &format!("  {:<26}{}\n", "total (nvidia-smi)", g(e.total));
     if e.paged_optimizer_states > 0 {
-        s += &format!(
+        *s += &format!(
             "  {:<26}{}   (unified memory: nvidia-smi adds what is resident, up to the card; the rest is paged to host memory)\n",
             "+ paged optimizer states",
             g(e.paged_optimizer_states)
         );
     }
-    if let Some(f) = fit {
-        let cap = f.gpu.memory_bytes();
-        let verdict = if f.fits {
-            format!("fits, {} free", g(cap.saturating_sub(e.total)).trim())
-        } else if e.total > cap {
-            format!("does NOT fit, {} short", g(e.total - cap).trim())
-        } else {
-            // the total is below the card, yet the replay found no block for one request: the
-            // cache is fragmented at that moment (PyTorch would raise its OOM there)
-            format!(
-                "does NOT fit: {} below the card in total, but the caching allocator's replay finds no free block for one of the step's requests (fragmentation; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True may let it fit)",
-                g(cap - e.total).trim()
-            )
-        };
-        s += &format!("\n  {}: {} → {verdict}\n", f.gpu.name, g(cap).trim());
-        match f.max_batch {
-            // this batch fits, but a smaller one runs out of blocks in the replay (fragmentation)
-            Some(b) if f.fits && sc.batch > b => {
-                s += &format!(
-                    "  largest micro-batch that fits: {b} (with every smaller one: micro-batch {} finds no free block in the allocator replay, this one does)\n",
-                    b + 1
-                );
-            }
-            Some(b) => s += &format!("  largest micro-batch that fits: {b}\n"),
-            None => s += "  even micro-batch 1 does not fit\n",
+}
+
+/// Whether it fits the card, and the largest micro-batch that does.
+fn text_fit(s: &mut String, sc: &Scenario, e: &Estimate, f: &FitInfo) {
+    let cap = f.gpu.memory_bytes();
+    let verdict = if f.fits {
+        format!("fits, {} free", g(cap.saturating_sub(e.total)).trim())
+    } else if e.total > cap {
+        format!("does NOT fit, {} short", g(e.total - cap).trim())
+    } else {
+        // the total is below the card, yet the replay found no block for one request: the
+        // cache is fragmented at that moment (PyTorch would raise its OOM there)
+        format!(
+            "does NOT fit: {} below the card in total, but the caching allocator's replay finds no free block for one of the step's requests (fragmentation; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True may let it fit)",
+            g(cap - e.total).trim()
+        )
+    };
+    *s += &format!("\n  {}: {} → {verdict}\n", f.gpu.name, g(cap).trim());
+    match f.max_batch {
+        // this batch fits, but a smaller one runs out of blocks in the replay (fragmentation)
+        Some(b) if f.fits && sc.batch > b => {
+            *s += &format!(
+                "  largest micro-batch that fits: {b} (with every smaller one: micro-batch {} finds no free block in the allocator replay, this one does)\n",
+                b + 1
+            );
         }
+        Some(b) => *s += &format!("  largest micro-batch that fits: {b}\n"),
+        None => *s += "  even micro-batch 1 does not fit\n",
     }
-    let all: Vec<String> = notes.iter().cloned().chain(caveats(sc)).collect();
-    for n in &all {
-        s += &format!("\n  note: {n}");
-    }
-    if !all.is_empty() {
-        s.push('\n');
-    }
-    s
 }
 
 /// 6.74 B, 124.4 M, …

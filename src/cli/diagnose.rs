@@ -135,97 +135,108 @@ pub fn run_diagnose(a: &DiagnoseArgs) -> Result<String> {
         return snapshot_report(path, a.compare.as_deref(), a.json);
     }
     if let Some(path) = &a.memory_summary {
-        let text = read_capped(path, vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
-        let r = vramscope::diagnose::allocator::parse_allocator(&text).with_context(|| path.clone())?;
-        if a.json {
-            return Ok(
-                serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "allocator": r}))? + "\n"
+        return memory_summary_report(path, a.json);
+    }
+    if let Some(path) = &a.trace {
+        return trace_report(a, path);
+    }
+    oom_report(a.oom.as_deref().unwrap_or("-"), a.json)
+}
+
+/// `diagnose --memory-summary`: the allocator's report read.
+fn memory_summary_report(path: &str, json: bool) -> Result<String> {
+    let text = read_capped(path, vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
+    let r = vramscope::diagnose::allocator::parse_allocator(&text).with_context(|| path.to_owned())?;
+    if json {
+        return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "allocator": r}))? + "\n");
+    }
+    let mut s = format!("{} report\n", r.source.label());
+    if let Some(f) = r.fragmentation {
+        s += &format!("  fragmentation (1 - allocated/reserved): {:.0} %\n", 100.0 * f);
+    }
+    for line in &r.advice {
+        s += &format!("  {line}\n");
+    }
+    Ok(s)
+}
+
+/// `diagnose --trace`: each GPU's usage curve classified (a cluster's recording by host).
+fn trace_report(a: &DiagnoseArgs, path: &str) -> Result<String> {
+    let text = read_capped(path, 16 * vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
+    // a cluster's recording (`monitor --prometheus --range --json`, or the Live tab's CSV
+    // with a host column): each GPU by host and index
+    let recording = text.trim_start().starts_with('{');
+    if recording || vramscope::monitor::recording::csv_has_host(&text) {
+        if let Some(g) = a.gpu_index {
+            bail!(
+                "{path}: a cluster's recording (GPUs by host): --gpu-index {g} would mix every host's GPU {g}; drop --gpu-index to diagnose each GPU by host"
             );
         }
-        let mut s = format!("{} report\n", r.source.label());
-        if let Some(f) = r.fragmentation {
-            s += &format!("  fragmentation (1 - allocated/reserved): {:.0} %\n", 100.0 * f);
+        let snaps = vramscope::monitor::recording::read(&text).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+        let span = snaps.last().map_or(0.0, |s| s.t_s) - snaps.first().map_or(0.0, |s| s.t_s);
+        let step = span / snaps.len().saturating_sub(1).max(1) as f64;
+        let series = vramscope::monitor::recording::series_of(&snaps);
+        return super::cluster::diagnose_series(&series, step, a.json);
+    }
+    let mut samples = vramscope::diagnose::trace::parse(&text).with_context(|| path.to_owned())?;
+    if let Some(t) = a.total_mib {
+        if t == 0 {
+            bail!("--total-mib must be above 0");
         }
+        vramscope::diagnose::trace::with_total(&mut samples, t << 20);
+    }
+    if samples.iter().any(|x| x.total == 0) {
+        bail!(
+            "{path}: this log records no memory.total (nvidia-smi dmon): give the card's memory with --total-mib (e.g. 81559 for an H100 80 GB; `nvidia-smi --query-gpu=memory.total --format=csv`)"
+        );
+    }
+    let reports = match a.gpu_index {
+        Some(g) => {
+            vec![vramscope::diagnose::trace::classify(&samples, Some(g)).with_context(|| path.to_owned())?]
+        }
+        None => vramscope::diagnose::trace::classify_all(&samples).with_context(|| path.to_owned())?,
+    };
+    // the GPU to look at first: the first that fails, else the first
+    let worst = reports.iter().find(|r| r.verdict.fails()).or(reports.first());
+    if a.json {
+        return Ok(serde_json::to_string_pretty(
+            &serde_json::json!({"schema": 1, "trace": worst, "gpus": reports}),
+        )? + "\n");
+    }
+    let mut s = String::new();
+    for r in &reports {
+        s += &format!(
+            "GPU {}: {} samples, {}, peak {:.0} % of the card: {}\n",
+            r.gpu,
+            r.samples,
+            vramscope::units::count(r.iterations as u64, "iteration"),
+            100.0 * r.peak_fraction,
+            r.verdict.label()
+        );
         for line in &r.advice {
             s += &format!("  {line}\n");
         }
-        return Ok(s);
+        if let Some(t) = r.seconds_to_oom {
+            s += &format!("  at this rate the card is full in {t:.0} s\n");
+        }
     }
-    if let Some(path) = &a.trace {
-        let text = read_capped(path, 16 * vramscope::diagnose::MAX_INPUT_BYTES as u64)?;
-        // a cluster's recording (`monitor --prometheus --range --json`, or the Live tab's CSV
-        // with a host column): each GPU by host and index
-        let recording = text.trim_start().starts_with('{');
-        if recording || vramscope::monitor::recording::csv_has_host(&text) {
-            if let Some(g) = a.gpu_index {
-                bail!(
-                    "{path}: a cluster's recording (GPUs by host): --gpu-index {g} would mix every host's GPU {g}; drop --gpu-index to diagnose each GPU by host"
-                );
-            }
-            let snaps =
-                vramscope::monitor::recording::read(&text).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
-            let span = snaps.last().map_or(0.0, |s| s.t_s) - snaps.first().map_or(0.0, |s| s.t_s);
-            let step = span / snaps.len().saturating_sub(1).max(1) as f64;
-            let series = vramscope::monitor::recording::series_of(&snaps);
-            return super::cluster::diagnose_series(&series, step, a.json);
-        }
-        let mut samples = vramscope::diagnose::trace::parse(&text).with_context(|| path.clone())?;
-        if let Some(t) = a.total_mib {
-            if t == 0 {
-                bail!("--total-mib must be above 0");
-            }
-            vramscope::diagnose::trace::with_total(&mut samples, t << 20);
-        }
-        if samples.iter().any(|x| x.total == 0) {
-            bail!(
-                "{path}: this log records no memory.total (nvidia-smi dmon): give the card's memory with --total-mib (e.g. 81559 for an H100 80 GB; `nvidia-smi --query-gpu=memory.total --format=csv`)"
-            );
-        }
-        let reports = match a.gpu_index {
-            Some(g) => {
-                vec![vramscope::diagnose::trace::classify(&samples, Some(g)).with_context(|| path.clone())?]
-            }
-            None => vramscope::diagnose::trace::classify_all(&samples).with_context(|| path.clone())?,
+    if reports.len() > 1 {
+        let failing: Vec<String> =
+            reports.iter().filter(|r| r.verdict.fails()).map(|r| format!("GPU {}", r.gpu)).collect();
+        s += &if failing.is_empty() {
+            format!("all {} GPUs healthy\n", reports.len())
+        } else {
+            format!("fails: {} of {} GPUs ({})\n", failing.len(), reports.len(), failing.join(", "))
         };
-        // the GPU to look at first: the first that fails, else the first
-        let worst = reports.iter().find(|r| r.verdict.fails()).or(reports.first());
-        if a.json {
-            return Ok(serde_json::to_string_pretty(
-                &serde_json::json!({"schema": 1, "trace": worst, "gpus": reports}),
-            )? + "\n");
-        }
-        let mut s = String::new();
-        for r in &reports {
-            s += &format!(
-                "GPU {}: {} samples, {}, peak {:.0} % of the card: {}\n",
-                r.gpu,
-                r.samples,
-                vramscope::units::count(r.iterations as u64, "iteration"),
-                100.0 * r.peak_fraction,
-                r.verdict.label()
-            );
-            for line in &r.advice {
-                s += &format!("  {line}\n");
-            }
-            if let Some(t) = r.seconds_to_oom {
-                s += &format!("  at this rate the card is full in {t:.0} s\n");
-            }
-        }
-        if reports.len() > 1 {
-            let failing: Vec<String> =
-                reports.iter().filter(|r| r.verdict.fails()).map(|r| format!("GPU {}", r.gpu)).collect();
-            s += &if failing.is_empty() {
-                format!("all {} GPUs healthy\n", reports.len())
-            } else {
-                format!("fails: {} of {} GPUs ({})\n", failing.len(), reports.len(), failing.join(", "))
-            };
-        }
-        return Ok(s);
     }
-    let path = a.oom.as_deref().unwrap_or("-");
+    Ok(s)
+}
+
+/// `diagnose --oom`: the out-of-memory message explained.
+fn oom_report(path: &str, json: bool) -> Result<String> {
     let text = read_capped(path, vramscope::diagnose::MAX_INPUT_BYTES as u64 + 1)?;
     let r = vramscope::diagnose::explain_oom(&text).with_context(|| path.to_owned())?;
-    if a.json {
+    if json {
         return Ok(serde_json::to_string_pretty(&serde_json::json!({"schema": 1, "oom": r}))? + "\n");
     }
     let rocm = if r.numbers.backend.as_deref() == Some("HIP") { " on ROCm (HIP)" } else { "" };

@@ -1,12 +1,9 @@
 //! The command-line front: `vramscope <subcommand>`. Flags become a checked [`Scenario`] here,
 //! once; everything else is the core's.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use vramscope::estimate::{
-    AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Overhead, Scenario, estimate,
-};
-use vramscope::export::ScenarioFile;
+use vramscope::estimate::{AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, estimate};
 use vramscope::model::preset;
 use vramscope::report::{self, FitInfo};
 use vramscope::units::{DType, Precision};
@@ -15,6 +12,7 @@ use vramscope::{fit, gpu};
 mod cluster;
 mod diagnose;
 mod export;
+mod inputs;
 mod plan;
 mod probe;
 mod serve;
@@ -25,6 +23,7 @@ mod advice_tests;
 
 pub use diagnose::{DiagnoseArgs, MonitorArgs, run_diagnose, run_monitor};
 pub use export::{ExportArgs, run_export};
+pub use inputs::{Inputs, inputs, inputs_with};
 pub use plan::{PlanArgs, run_plan};
 pub use probe::{CalibrateArgs, ProbeArgs, run_calibrate, run_probe};
 pub use serve::{ServeArgs, run_serve};
@@ -345,254 +344,6 @@ impl ParallelArgs {
             nccl_bytes: self.nccl_mib.map(|m| m << 20),
         }
     }
-}
-
-/// What the scenario flags (or a scenario file) give, read and checked once.
-pub struct Inputs {
-    /// The checked scenario.
-    pub sc: Scenario,
-    /// Notes from loading the model.
-    pub notes: Vec<String>,
-    /// The GPU: --gpu, else the scenario file's.
-    pub gpu: Option<gpu::Gpu>,
-    /// The scenario file's global batch, if any.
-    pub global_batch: Option<u64>,
-}
-
-fn find_gpu(id: &str) -> Result<gpu::Gpu> {
-    gpu::find(id).map_err(anyhow::Error::msg)
-}
-
-/// Builds and checks the scenario from the flags, or reads it from --scenario.
-pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
-    if let Some(path) = &a.scenario {
-        let f = ScenarioFile::load(path)?;
-        let gpu = a.gpu.as_deref().or(f.gpu.as_deref()).map(find_gpu).transpose()?;
-        let mut i = Inputs { sc: f.scenario, notes: Vec::new(), gpu, global_batch: f.global_batch };
-        if a.calibrated {
-            calibrate_overhead(a, &mut i)?;
-        }
-        return Ok(i);
-    }
-    let model = a.model.as_deref().context("--model or --scenario is required")?;
-    inputs_with(a, preset::load(model)?)
-}
-
-/// Takes the --gpu's calibration profile for the overhead (explicit --context-mib / --reserve-frac
-/// stay) and says so in the notes.
-fn calibrate_overhead(a: &EstimateArgs, i: &mut Inputs) -> Result<()> {
-    let g = i.gpu.as_ref().context("--calibrated needs --gpu")?;
-    let profile = probe::load_profile(a.profile_dir.as_deref(), &g.id)?;
-    let mut o = vramscope::calibrate::apply(i.sc.overhead, &profile);
-    if let Some(m) = a.context_mib {
-        o.cuda_context_bytes = m << 20;
-    }
-    if let Some(f) = a.reserve_frac {
-        o.allocator_reserve_fraction = f;
-        o.flat_reserve = true;
-    }
-    i.sc.overhead = o;
-    i.notes.push(vramscope::calibrate::note(&profile));
-    Ok(())
-}
-
-/// Builds and checks the scenario from the flags and an already loaded model.
-pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
-    let mut sc = Scenario::new(loaded.model);
-    sc.mode = a.mode;
-    sc.batch = a.batch;
-    if let Some(s) = a.seq {
-        sc.seq = s;
-    }
-    sc.new_tokens = a.new_tokens.unwrap_or(0);
-    if a.new_tokens == Some(0) {
-        bail!("--new-tokens must be at least 1");
-    }
-    let mut notes = loaded.notes;
-    sc.precision = match (a.precision, loaded.dtype.as_deref()) {
-        (Some(p), _) => p,
-        (None, Some(d)) => {
-            let p = match d {
-                "float32" => Precision::Fp32,
-                "float16" => Precision::Fp16,
-                _ => Precision::Bf16,
-            };
-            if p != Precision::Bf16 {
-                notes.push(format!("precision {p} from the config's dtype \"{d}\" (--precision changes it)"));
-            }
-            p
-        }
-        (None, None) => Precision::Bf16,
-    };
-    if a.attention == AttentionImpl::Sdpa
-        && let Some(t) = sc.model.transformer()
-        && vramscope::families::ops(t).eager_only
-    {
-        notes.push(
-            "transformers 5 has no SDPA path for this family (soft-capping / attention sinks): eager attention is estimated (--attention flash for a FlashAttention kernel)"
-                .into(),
-        );
-    }
-    if a.mode == Mode::Infer
-        && sc.new_tokens == 0
-        && let Some(t) = sc.model.transformer()
-        && let Some(w) = t.sliding_window
-        && sc.seq > w
-        && (t.layer_flags.is_empty()
-            || t.layer_flags.iter().any(|f| f & vramscope::model::layer::SLIDING != 0))
-    {
-        notes.push(format!(
-            "KV cache as transformers 5's DynamicCache holds it after prefill: sliding-window layers keep a view of the last {} positions but the full-length storage stays allocated",
-            w.saturating_sub(1)
-        ));
-    }
-    if a.attention == AttentionImpl::Flash && sc.precision == Precision::Fp32 {
-        notes.push("FlashAttention kernels take fp16/bf16 only: with fp32 PyTorch would run SDPA's memory-efficient kernel; flash is estimated as asked".into());
-    }
-    if a.mode == Mode::Infer && (a.checkpoint != Checkpointing::None || a.optimizer != Optimizer::Adamw) {
-        notes.push("inference: --checkpoint and --optimizer do not apply".into());
-    }
-    if a.mode == Mode::Infer
-        && sc.new_tokens > 0
-        && sc.model.transformer().is_some_and(|t| t.head == vramscope::model::Head::CausalLm)
-    {
-        notes.push(format!(
-            "inference is Hugging Face generate with a DynamicCache: the {}-token prompt's forward keeps only the last token's logits, then {} new tokens (the cache ends with {} tokens; every row of the batch decodes to the end, no padding); a serving engine's KV budget and concurrency: `vramscope serve`",
-            sc.seq,
-            sc.new_tokens,
-            sc.seq + sc.new_tokens - 1
-        ));
-    } else if a.mode == Mode::Infer && sc.model.transformer().is_some_and(|t| t.family.id() != "bert") {
-        notes.push("inference is one Hugging Face forward over --seq tokens that keeps the full logits (a scoring pass); generation: --new-tokens N (HF generate); a serving engine's KV budget and concurrency: `vramscope serve`".into());
-    }
-    if let Some(q) = sc.model.transformer().and_then(|t| t.quant)
-        && a.mode == Mode::Train
-        && a.lora.is_none()
-    {
-        notes.push(format!(
-            "the checkpoint is {}: full fine-tuning dequantizes it to {}; add --lora R:TARGETS to train adapters on the quantized base",
-            q.label(),
-            sc.precision
-        ));
-    }
-    sc.optimizer = a.optimizer;
-    sc.attention = a.attention;
-    sc.checkpointing = a.checkpoint;
-    sc.lora = a.lora.map(|l| Lora { dropout: a.lora_dropout, ..l });
-    if a.lora.is_none() && a.lora_dropout != 0.0 {
-        bail!("--lora-dropout needs --lora");
-    }
-    sc.base_quant = a.base_quant;
-    if a.base_quant != BaseQuant::None && a.lora.is_none() && a.mode == Mode::Train {
-        bail!(
-            "--base-quant applies to the frozen base of a LoRA run (add --lora R:TARGETS) or to inference (--mode infer)"
-        );
-    }
-    sc.kv_cache_dtype = a.kv_dtype;
-    let mut stack = a.framework.map(vramscope::estimate::Framework::stack).unwrap_or_default();
-    if let Some(l) = a.loss {
-        stack.loss = l;
-    }
-    stack.optimizer_in_backward |= a.optimizer_in_backward;
-    if let Some(d) = a.adapter_dtype {
-        stack.adapter_dtype = d;
-    }
-    stack.bnb_compute_dtype = a.bnb_compute_dtype;
-    if let Some(n) = a.grad_accum {
-        if n == 0 {
-            bail!("--grad-accum must be at least 1");
-        }
-        stack.grad_accum = n;
-    }
-    stack.keep_grads |= a.keep_grads;
-    stack.compiled_loss |= a.compile_loss;
-    if let Some(c) = a.model_code {
-        stack.model_code = c;
-    }
-    if let Some(t) = a.torch {
-        stack.torch = t;
-    }
-    if let Some(f) = a.fsdp_impl {
-        stack.fsdp = f;
-    }
-    if let Some(v) = a.bitsandbytes.as_deref() {
-        stack.bnb = if v == "lightning" {
-            vramscope::estimate::Bnb::Lightning
-        } else {
-            stack.bnb.with_release(
-                vramscope::estimate::bnb_release_before_0_43(v).map_err(|e| anyhow::anyhow!(e))?,
-            )
-        };
-    }
-    sc.stack = stack;
-    if sc.attention == AttentionImpl::Sdpa && !sc.stack.torch.has_sdpa() {
-        // the scenario says what is estimated (its exports, reports and probe script too)
-        sc.attention = AttentionImpl::Eager;
-        notes.push(format!(
-            "--torch {}: PyTorch before 2.0 has no scaled_dot_product_attention, so the attention is eager (--attention eager)",
-            sc.stack.torch
-        ));
-    }
-    // the overhead defaults of the chosen card, else the generic ones
-    let gpu = a.gpu.as_deref().map(find_gpu).transpose()?;
-    let d = gpu.as_ref().map_or_else(Overhead::default, gpu::Gpu::overhead);
-    sc.overhead = Overhead {
-        cuda_context_bytes: a.context_mib.map_or(d.cuda_context_bytes, |m| m << 20),
-        workspace_bytes: a.workspace_mib.map_or(d.workspace_bytes, |m| m << 20),
-        allocator_reserve_fraction: a.reserve_frac.unwrap_or(d.allocator_reserve_fraction),
-        allocator: a.alloc_conf.unwrap_or_default(),
-        module_loading: a.module_loading.unwrap_or_default(),
-        flat_reserve: a.reserve_frac.is_some(),
-    };
-    if a.context_mib.is_some() && a.module_loading.is_some() {
-        bail!(
-            "--context-mib is the whole measured context; --module-loading models the card's default context instead: pass one of them"
-        );
-    }
-    sc.parallel = a.parallel.to_parallel();
-    if a.fsdp_impl.is_some() && sc.parallel.fsdp.is_none() {
-        bail!("--fsdp-impl names the code under --fsdp (add --fsdp full_shard|shard_grad_op|hybrid_shard)");
-    }
-    if a.parallel.gpus_per_node == 0 {
-        bail!("--gpus-per-node must be at least 1");
-    }
-    if let Some(g) = &gpu {
-        let o = sc.overhead;
-        if o.cuda_context_bytes + o.workspace_bytes >= g.memory_bytes() {
-            bail!(
-                "--context-mib {} + --workspace-mib {} is the whole {} ({} MiB) or more",
-                o.cuda_context_bytes >> 20,
-                o.workspace_bytes >> 20,
-                g.name,
-                g.memory_mib
-            );
-        }
-    }
-    sc.validate()?;
-    if let Some(t) = sc.model.transformer()
-        && sc.parallel.tp > t.num_kv_heads.max(1)
-    {
-        notes.push(format!(
-            "--tp {} is more than the {} KV heads: each rank holds one KV head, replicated {} times (as Megatron and vLLM do)",
-            sc.parallel.tp,
-            t.num_kv_heads,
-            sc.parallel.tp / t.num_kv_heads.max(1)
-        ));
-    }
-    if sc.mode == Mode::Infer
-        && let Some(l) = sc.lora
-    {
-        notes.push(format!(
-            "inference with unmerged LoRA adapters (rank {} on {}): their weights are counted; merged adapters (merge_and_unload) add nothing",
-            l.rank,
-            l.targets.names()
-        ));
-    }
-    let mut i = Inputs { sc, notes, gpu, global_batch: None };
-    if a.calibrated {
-        calibrate_overhead(a, &mut i)?;
-    }
-    Ok(i)
 }
 
 /// Runs `estimate`.

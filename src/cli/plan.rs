@@ -3,7 +3,9 @@
 use super::{EstimateArgs, inputs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use vramscope::estimate::{Estimate, Scenario};
 use vramscope::fit;
+use vramscope::gpu::Gpu;
 use vramscope::report::{self, FitInfo};
 
 /// Flags of `plan`.
@@ -106,63 +108,10 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
     let global = plan::resolve_job(&mut sc, a.gpus, a.estimate.parallel.dp.is_some(), global_arg)
         .map_err(anyhow::Error::msg)?;
     if a.roadmap {
-        if !(0.0..0.9).contains(&a.headroom) {
-            bail!("--headroom {} is outside [0, 0.9)", a.headroom);
-        }
-        let r = vramscope::roadmap::roadmap_with(&sc, &gpu, a.headroom)
-            .context("the scenario cannot be estimated")?;
-        if a.estimate.json {
-            return Ok(serde_json::to_string_pretty(&r)? + "\n");
-        }
-        return Ok(vramscope::roadmap::to_markdown(&sc, &r, Some(&model_arg(a))));
+        return roadmap(a, &sc, &gpu);
     }
     if a.options {
-        let paths = vramscope::options::hardware_paths(&sc, &gpu, global, &speed);
-        if a.estimate.json {
-            return Ok(serde_json::to_string_pretty(
-                &serde_json::json!({"schema": 1, "global_batch": global, "paths": paths}),
-            )? + "\n");
-        }
-        let mut s = format!(
-            "{} on {}, global batch {global}: hardware paths (under each row, what it changes and the `vramscope estimate` command that gives its total)\n\n",
-            sc.model.name, gpu.name,
-        );
-        s += "  path                                       GPU                             GPUs  layout                                          mb  accum   GiB/GPU  capacity  fits   speed-up      $/h  $/M tokens\n";
-        for p in &paths {
-            let q = &p.parallel;
-            let offload = match q.offload {
-                vramscope::estimate::Offload::None => String::new(),
-                o => format!(" offload {}", format!("{o:?}").to_lowercase()),
-            };
-            s += &format!(
-                "  {:<42} {:<31} {:>4}  {:<46} {:>3} {:>6} {:>9.1} {:>9.1}  {:<5} {:>8.2}x {:>8} {:>11}\n",
-                if p.global_batch == global {
-                    p.kind.clone()
-                } else {
-                    format!("{} (global batch {})", p.kind, p.global_batch)
-                },
-                p.gpu_name,
-                p.gpus,
-                format!("dp{} tp{} pp{} ZeRO-{} ckpt {}{offload}", q.dp, q.tp, q.pp, q.zero, p.checkpoint),
-                p.micro_batch,
-                p.grad_accum,
-                p.total_bytes as f64 / vramscope::units::GIB,
-                p.capacity as f64 / vramscope::units::GIB,
-                if p.fits { "yes" } else { "no" },
-                p.speedup,
-                p.usd_per_hour.map_or("-".into(), |x| format!("{x:.2}")),
-                p.usd_per_m_tokens.map_or("-".into(), |x| format!("{x:.2}")),
-            );
-            if !p.changes.is_empty() {
-                s += &format!("      changes: {}\n", p.changes.join(" "));
-            }
-            s += &format!(
-                "      as: vramscope estimate --model {} {}\n",
-                model_arg(a),
-                p.estimate_args.join(" ")
-            );
-        }
-        return Ok(s);
+        return hardware_options(a, &sc, &gpu, global, &speed);
     }
     // the verdict `estimate --gpu` gives (the allocator replayed on the card)
     let cap = gpu.memory_bytes();
@@ -173,35 +122,130 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
     let rule = plan::rule_of_thumb_speedup(sc.parallel.dp);
     let aware = plan::comm_aware_speedup(&sc, &gpu, sc.parallel.dp, global, &speed);
     let min = plan::min_gpus(&sc, &gpu, global);
+    let figures = Figures { e, fits, cap, global, step, rule, aware, min };
     if a.estimate.json {
-        let fit = FitInfo { fits, max_batch: fit::max_batch(&sc, cap), gpu: gpu.clone() };
-        let mut v = report::to_json(&sc, &e, Some(&fit), &notes);
-        if let Some(o) = v.as_object_mut() {
-            if let Some(b) = o.get_mut("bytes").and_then(|b| b.as_object_mut()) {
-                b.insert("cpu_bytes".into(), serde_json::json!(e.cpu_bytes));
-                b.insert("nvme_bytes".into(), serde_json::json!(e.nvme_bytes));
-            }
-            o.insert("parallel".into(), serde_json::json!(sc.parallel));
-            o.insert("world".into(), serde_json::json!(sc.parallel.world()));
-            o.insert("stage".into(), serde_json::json!(e.stage));
-            o.insert("global_batch".into(), serde_json::json!(global));
-            o.insert("step_time".into(), serde_json::json!(step));
-            o.insert(
-                "speedup".into(),
-                serde_json::json!({"rule_of_thumb": rule, "comm_aware": aware, "gpus": sc.parallel.dp}),
-            );
-            o.insert("min_gpus_for_global_batch".into(), serde_json::json!(min));
-            if let Some((flops, opts)) = costs(a, &sc, &e)? {
-                o.insert(
-                    "run".into(),
-                    serde_json::json!({"tokens": a.tokens, "flops": flops, "mfu": a.mfu, "options": opts}),
-                );
-            }
-        }
-        return Ok(serde_json::to_string_pretty(&v)? + "\n");
+        return layout_json(a, &sc, gpu, &notes, figures);
     }
-    let fit = FitInfo { fits, max_batch: fit::max_batch(&sc, cap), gpu };
-    let mut s = report::to_text(&sc, &e, Some(&fit), &notes);
+    layout_text(a, &sc, gpu, &notes, figures)
+}
+
+/// `plan --roadmap`: Markdown, or JSON with --json.
+fn roadmap(a: &PlanArgs, sc: &Scenario, gpu: &Gpu) -> Result<String> {
+    if !(0.0..0.9).contains(&a.headroom) {
+        bail!("--headroom {} is outside [0, 0.9)", a.headroom);
+    }
+    let r =
+        vramscope::roadmap::roadmap_with(sc, gpu, a.headroom).context("the scenario cannot be estimated")?;
+    if a.estimate.json {
+        return Ok(serde_json::to_string_pretty(&r)? + "\n");
+    }
+    Ok(vramscope::roadmap::to_markdown(sc, &r, Some(&model_arg(a))))
+}
+
+/// `plan --options`: the hardware paths, each with what it changes and its `estimate` command.
+fn hardware_options(
+    a: &PlanArgs,
+    sc: &Scenario,
+    gpu: &Gpu,
+    global: u64,
+    speed: &vramscope::plan::SpeedModel,
+) -> Result<String> {
+    let paths = vramscope::options::hardware_paths(sc, gpu, global, speed);
+    if a.estimate.json {
+        return Ok(serde_json::to_string_pretty(
+            &serde_json::json!({"schema": 1, "global_batch": global, "paths": paths}),
+        )? + "\n");
+    }
+    let mut s = format!(
+        "{} on {}, global batch {global}: hardware paths (under each row, what it changes and the `vramscope estimate` command that gives its total)\n\n",
+        sc.model.name, gpu.name,
+    );
+    s += "  path                                       GPU                             GPUs  layout                                          mb  accum   GiB/GPU  capacity  fits   speed-up      $/h  $/M tokens\n";
+    for p in &paths {
+        let q = &p.parallel;
+        let offload = match q.offload {
+            vramscope::estimate::Offload::None => String::new(),
+            o => format!(" offload {}", format!("{o:?}").to_lowercase()),
+        };
+        s += &format!(
+            "  {:<42} {:<31} {:>4}  {:<46} {:>3} {:>6} {:>9.1} {:>9.1}  {:<5} {:>8.2}x {:>8} {:>11}\n",
+            if p.global_batch == global {
+                p.kind.clone()
+            } else {
+                format!("{} (global batch {})", p.kind, p.global_batch)
+            },
+            p.gpu_name,
+            p.gpus,
+            format!("dp{} tp{} pp{} ZeRO-{} ckpt {}{offload}", q.dp, q.tp, q.pp, q.zero, p.checkpoint),
+            p.micro_batch,
+            p.grad_accum,
+            p.total_bytes as f64 / vramscope::units::GIB,
+            p.capacity as f64 / vramscope::units::GIB,
+            if p.fits { "yes" } else { "no" },
+            p.speedup,
+            p.usd_per_hour.map_or("-".into(), |x| format!("{x:.2}")),
+            p.usd_per_m_tokens.map_or("-".into(), |x| format!("{x:.2}")),
+        );
+        if !p.changes.is_empty() {
+            s += &format!("      changes: {}\n", p.changes.join(" "));
+        }
+        s +=
+            &format!("      as: vramscope estimate --model {} {}\n", model_arg(a), p.estimate_args.join(" "));
+    }
+    Ok(s)
+}
+
+/// A layout's figures on its card, as `plan` prints them.
+struct Figures {
+    /// The most loaded rank's estimate, as `estimate --gpu` gives it (the allocator replayed).
+    e: Estimate,
+    fits: bool,
+    /// The card's memory.
+    cap: u64,
+    global: u64,
+    step: vramscope::plan::StepTime,
+    /// Speed-ups over one GPU: the rule of thumb and the communication-aware one.
+    rule: f64,
+    aware: Option<f64>,
+    /// The fewest data-parallel GPUs that fit.
+    min: Option<u64>,
+}
+
+/// `plan --json`: the estimate's JSON with the layout, step time, speed-ups and run costs.
+fn layout_json(a: &PlanArgs, sc: &Scenario, gpu: Gpu, notes: &[String], figures: Figures) -> Result<String> {
+    let Figures { e, fits, cap, global, step, rule, aware, min } = figures;
+    let fit = FitInfo { fits, max_batch: fit::max_batch(sc, cap), gpu };
+    let mut v = report::to_json(sc, &e, Some(&fit), notes);
+    if let Some(o) = v.as_object_mut() {
+        if let Some(b) = o.get_mut("bytes").and_then(|b| b.as_object_mut()) {
+            b.insert("cpu_bytes".into(), serde_json::json!(e.cpu_bytes));
+            b.insert("nvme_bytes".into(), serde_json::json!(e.nvme_bytes));
+        }
+        o.insert("parallel".into(), serde_json::json!(sc.parallel));
+        o.insert("world".into(), serde_json::json!(sc.parallel.world()));
+        o.insert("stage".into(), serde_json::json!(e.stage));
+        o.insert("global_batch".into(), serde_json::json!(global));
+        o.insert("step_time".into(), serde_json::json!(step));
+        o.insert(
+            "speedup".into(),
+            serde_json::json!({"rule_of_thumb": rule, "comm_aware": aware, "gpus": sc.parallel.dp}),
+        );
+        o.insert("min_gpus_for_global_batch".into(), serde_json::json!(min));
+        if let Some((flops, opts)) = costs(a, sc, &e)? {
+            o.insert(
+                "run".into(),
+                serde_json::json!({"tokens": a.tokens, "flops": flops, "mfu": a.mfu, "options": opts}),
+            );
+        }
+    }
+    Ok(serde_json::to_string_pretty(&v)? + "\n")
+}
+
+/// `plan`'s table: the estimate, the layout, the step time and speed-ups, and run costs.
+fn layout_text(a: &PlanArgs, sc: &Scenario, gpu: Gpu, notes: &[String], figures: Figures) -> Result<String> {
+    let Figures { e, fits, cap, global, step, rule, aware, min } = figures;
+    let fit = FitInfo { fits, max_batch: fit::max_batch(sc, cap), gpu };
+    let mut s = report::to_text(sc, &e, Some(&fit), notes);
     let p = &sc.parallel;
     s += &format!(
         "\n  layout: {} = dp {} x tp {} x pp {} x cp {}{}; ZeRO-{}{}; most loaded rank: pipeline stage {} of {} ({} blocks, {:.1} micro-batches in flight)\n",
@@ -253,17 +297,24 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
     if let Some(m) = min {
         s += &format!("  fewest data-parallel GPUs that fit (this layout): {m}\n");
     }
-    if let Some((flops, opts)) = costs(a, &sc, &e)? {
-        s += &format!(
+    run_costs_text(&mut s, a, sc, &e)?;
+    Ok(s)
+}
+
+/// With --tokens: the run's FLOPs and its cost on every catalog instance.
+fn run_costs_text(s: &mut String, a: &PlanArgs, sc: &Scenario, e: &Estimate) -> Result<()> {
+    let p = &sc.parallel;
+    if let Some((flops, opts)) = costs(a, sc, e)? {
+        *s += &format!(
             "\n  run of {:.3e} tokens = {flops:.3e} FLOPs at MFU {:.0} %, on whole instances with at least the layout's {} GPUs, extra GPUs data-parallel (prices: presets/clouds.ron)\n",
             a.tokens.unwrap_or(0.0),
             100.0 * a.mfu,
             p.world()
         );
-        s += "  option                              GPU         fits  headroom  inst   wall h    GPU-h    on-demand         spot    committed\n";
+        *s += "  option                              GPU         fits  headroom  inst   wall h    GPU-h    on-demand         spot    committed\n";
         for o in &opts {
             let Some(c) = &o.cost else { continue };
-            s += &format!(
+            *s += &format!(
                 "  {:<35} {:<11} {:<5} {:>+8.1} {:>5} {:>8.1} {:>8.0} {:>12} {:>12} {:>12}\n",
                 format!("{} {}", o.instance.provider, o.instance.name),
                 o.instance.gpu,
@@ -277,14 +328,14 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
                 if o.instance.purchase.is_some() { "-".into() } else { vramscope::cost::usd(c.committed) },
             );
             if let Some((slices, gib, per_gpu)) = o.mig {
-                s += &format!(
+                *s += &format!(
                     "      MIG: a {slices}g slice ({gib:.0} GB) holds this job: {per_gpu} such jobs share one GPU\n"
                 );
             }
         }
-        s += "  spot: interruptions cost the time since the last checkpoint plus a restart; checkpoint often.\n";
+        *s += "  spot: interruptions cost the time since the last checkpoint plus a restart; checkpoint often.\n";
     }
-    Ok(s)
+    Ok(())
 }
 
 fn search(

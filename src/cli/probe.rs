@@ -236,25 +236,7 @@ pub fn run_calibrate(a: &CalibrateArgs) -> Result<String> {
         gpu_note = Some(format!("GPU {} matched from the device name \"{name}\" (--gpu changes it)", g.id));
         ea.gpu = Some(g.id.clone());
     }
-    let model = ea.model.clone().unwrap_or_default();
-    let i = if preset::builtin(&model).is_some() || Path::new(&model).exists() {
-        inputs(&ea)?
-    } else if let (true, Some(cfg)) = (p.config_verbatim(), &p.config) {
-        let label = format!("{shown} (embedded config of {model})");
-        let parsed = hf_config::parse(&label, &cfg.to_string())?;
-        let name = p.model.get("name").and_then(Value::as_str).unwrap_or("probed model").to_owned();
-        let loaded = preset::Loaded {
-            model: vramscope::model::ModelSpec {
-                name,
-                arch: vramscope::model::Architecture::Transformer(Box::new(parsed.spec)),
-            },
-            notes: parsed.notes,
-            dtype: parsed.dtype,
-        };
-        inputs_with(&ea, loaded)?
-    } else {
-        bail!("{shown}: model \"{model}\" is neither a preset nor a file here");
-    };
+    let i = probe_inputs(&p, &shown, &ea)?;
     let (e, _) =
         vramscope::estimate::estimate_reserved(&i.sc, i.gpu.as_ref().map(vramscope::gpu::Gpu::memory_bytes))?;
     let rows = calibrate::compare(&p, &i.sc, &e);
@@ -271,21 +253,7 @@ pub fn run_calibrate(a: &CalibrateArgs) -> Result<String> {
         ));
     }
     notes.extend(p.notes.iter().map(|n| format!("probe: {n}")));
-    let saved = if a.save {
-        let id = ea.gpu.clone().context(
-            "--save: cannot tell which catalog GPU the probe ran on; pass --gpu ID (see `vramscope gpus`)",
-        )?;
-        let id = vramscope::gpu::find(&id).map_err(anyhow::Error::msg)?.id;
-        let prof = calibrate::profile(&p, &id)?;
-        let dir = profile_dir(a.profile_dir.as_deref())?;
-        std::fs::create_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
-        let path = dir.join(format!("{id}.json"));
-        let body = serde_json::to_string_pretty(&prof).context("serialising the profile")? + "\n";
-        vramscope::export::write_atomic(&path, body.as_bytes(), true).context("writing the profile")?;
-        Some((prof, path))
-    } else {
-        None
-    };
+    let saved = if a.save { Some(save_profile(a, &p, &ea)?) } else { None };
     let env = &p.environment;
     let device = env.gpu_name.clone().or_else(|| env.device.clone()).unwrap_or_else(|| "?".into());
     if a.json {
@@ -338,4 +306,43 @@ pub fn run_calibrate(a: &CalibrateArgs) -> Result<String> {
         );
     }
     Ok(s)
+}
+
+/// The probed scenario: its flags over a preset or a model file here, else the config the probe
+/// embedded.
+fn probe_inputs(p: &ProbeResult, shown: &str, ea: &EstimateArgs) -> Result<Inputs> {
+    let model = ea.model.clone().unwrap_or_default();
+    if preset::builtin(&model).is_some() || Path::new(&model).exists() {
+        inputs(ea)
+    } else if let (true, Some(cfg)) = (p.config_verbatim(), &p.config) {
+        let label = format!("{shown} (embedded config of {model})");
+        let parsed = hf_config::parse(&label, &cfg.to_string())?;
+        let name = p.model.get("name").and_then(Value::as_str).unwrap_or("probed model").to_owned();
+        let loaded = preset::Loaded {
+            model: vramscope::model::ModelSpec {
+                name,
+                arch: vramscope::model::Architecture::Transformer(Box::new(parsed.spec)),
+            },
+            notes: parsed.notes,
+            dtype: parsed.dtype,
+        };
+        inputs_with(ea, loaded)
+    } else {
+        bail!("{shown}: model \"{model}\" is neither a preset nor a file here");
+    }
+}
+
+/// `calibrate --save`: the probe's GPU's calibration profile written to the profile folder.
+fn save_profile(a: &CalibrateArgs, p: &ProbeResult, ea: &EstimateArgs) -> Result<(Profile, PathBuf)> {
+    let id = ea.gpu.clone().context(
+        "--save: cannot tell which catalog GPU the probe ran on; pass --gpu ID (see `vramscope gpus`)",
+    )?;
+    let id = vramscope::gpu::find(&id).map_err(anyhow::Error::msg)?.id;
+    let prof = calibrate::profile(p, &id)?;
+    let dir = profile_dir(a.profile_dir.as_deref())?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
+    let path = dir.join(format!("{id}.json"));
+    let body = serde_json::to_string_pretty(&prof).context("serialising the profile")? + "\n";
+    vramscope::export::write_atomic(&path, body.as_bytes(), true).context("writing the profile")?;
+    Ok((prof, path))
 }

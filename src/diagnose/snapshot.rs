@@ -134,9 +134,7 @@ pub fn unpickle(bytes: &[u8]) -> Result<Py, PickleError> {
         return Err(PickleError::TooLarge(MAX_TREE_BYTES));
     }
     let mut r = Reader { b: bytes, i: 0 };
-    let mut stack: Vec<Py> = Vec::new();
-    let mut marks: Vec<usize> = Vec::new();
-    let mut memo: Vec<Py> = Vec::new();
+    let mut m = Machine::default();
     let mal = |at: usize| PickleError::Malformed(at);
     loop {
         let at = r.i;
@@ -148,55 +146,90 @@ pub fn unpickle(bytes: &[u8]) -> Result<Py, PickleError> {
             0x95 => {
                 r.le(8)?; // FRAME length
             }
-            b'.' => return stack.pop().ok_or(mal(at)), // STOP
-            b'}' => stack.push(Py::Dict(BTreeMap::new())),
-            b']' | b')' => stack.push(Py::List(Vec::new())),
-            b'(' => marks.push(stack.len()),
-            b'N' => stack.push(Py::None),
-            0x88 => stack.push(Py::Bool(true)),
-            0x89 => stack.push(Py::Bool(false)),
-            b'J' => stack.push(Py::Int(i128::from(r.le(4)? as u32 as i32))),
-            b'K' => stack.push(Py::Int(i128::from(r.u8()?))),
-            b'M' => stack.push(Py::Int(i128::from(r.le(2)? as u16))),
-            0x8a => {
-                // LONG1: n-byte little-endian two's complement
-                let n = usize::from(r.u8()?);
-                if n > 16 {
-                    return Err(mal(at));
-                }
-                let s = r.take(n)?;
-                let mut v: i128 = 0;
-                for (k, byte) in s.iter().enumerate() {
-                    v |= i128::from(*byte) << (8 * k);
-                }
-                if n > 0 && n < 16 && s[n - 1] & 0x80 != 0 {
-                    v -= 1i128 << (8 * n);
-                }
-                stack.push(Py::Int(v));
+            b'.' => return m.stack.pop().ok_or(mal(at)), // STOP
+            b'(' => m.marks.push(m.stack.len()),
+            0x94 | b'q' | b'r' | b'h' | b'j' => m.memo_op(op, at, &mut r)?,
+            0x85 | 0x86 | 0x87 | b't' | b'a' | b'e' | b's' | b'u' => m.fill_container(op, at)?,
+            _ => {
+                let v = value(op, at, &mut r)?;
+                m.stack.push(v);
             }
-            b'G' => {
-                let s = r.take(8)?;
-                let mut a = [0u8; 8];
-                a.copy_from_slice(s);
-                stack.push(Py::Float(f64::from_be_bytes(a)));
+        }
+        if m.stack.len() > 1 << 24 {
+            return Err(mal(at));
+        }
+    }
+}
+
+/// The pickle machine of [`unpickle`]: its stack, marks and memo.
+#[derive(Default)]
+struct Machine {
+    stack: Vec<Py>,
+    marks: Vec<usize>,
+    memo: Vec<Py>,
+}
+
+/// A scalar, string, bytes or empty container opcode's value; any other opcode is refused.
+fn value(op: u8, at: usize, r: &mut Reader<'_>) -> Result<Py, PickleError> {
+    let mal = |at: usize| PickleError::Malformed(at);
+    Ok(match op {
+        b'}' => Py::Dict(BTreeMap::new()),
+        b']' | b')' => Py::List(Vec::new()),
+        b'N' => Py::None,
+        0x88 => Py::Bool(true),
+        0x89 => Py::Bool(false),
+        b'J' => Py::Int(i128::from(r.le(4)? as u32 as i32)),
+        b'K' => Py::Int(i128::from(r.u8()?)),
+        b'M' => Py::Int(i128::from(r.le(2)? as u16)),
+        0x8a => {
+            // LONG1: n-byte little-endian two's complement
+            let n = usize::from(r.u8()?);
+            if n > 16 {
+                return Err(mal(at));
             }
-            0x8c | b'X' | 0x8d => {
-                let n = match op {
-                    0x8c => r.u8()? as usize,
-                    b'X' => r.le(4)? as usize,
-                    _ => usize::try_from(r.le(8)?).map_err(|_| mal(at))?,
-                };
-                let s = r.take(n)?;
-                stack.push(Py::Str(String::from_utf8_lossy(s).into_owned()));
+            let s = r.take(n)?;
+            let mut v: i128 = 0;
+            for (k, byte) in s.iter().enumerate() {
+                v |= i128::from(*byte) << (8 * k);
             }
-            b'C' | b'B' | 0x8e => {
-                let n = match op {
-                    b'C' => r.u8()? as usize,
-                    b'B' => r.le(4)? as usize,
-                    _ => usize::try_from(r.le(8)?).map_err(|_| mal(at))?,
-                };
-                stack.push(Py::Bytes(r.take(n)?.to_vec()));
+            if n > 0 && n < 16 && s[n - 1] & 0x80 != 0 {
+                v -= 1i128 << (8 * n);
             }
+            Py::Int(v)
+        }
+        b'G' => {
+            let s = r.take(8)?;
+            let mut a = [0u8; 8];
+            a.copy_from_slice(s);
+            Py::Float(f64::from_be_bytes(a))
+        }
+        0x8c | b'X' | 0x8d => {
+            let n = match op {
+                0x8c => r.u8()? as usize,
+                b'X' => r.le(4)? as usize,
+                _ => usize::try_from(r.le(8)?).map_err(|_| mal(at))?,
+            };
+            let s = r.take(n)?;
+            Py::Str(String::from_utf8_lossy(s).into_owned())
+        }
+        b'C' | b'B' | 0x8e => {
+            let n = match op {
+                b'C' => r.u8()? as usize,
+                b'B' => r.le(4)? as usize,
+                _ => usize::try_from(r.le(8)?).map_err(|_| mal(at))?,
+            };
+            Py::Bytes(r.take(n)?.to_vec())
+        }
+        _ => return Err(PickleError::Unsupported { op, at }),
+    })
+}
+
+impl Machine {
+    /// MEMOIZE, PUT (BINPUT, LONG_BINPUT) and GET (BINGET, LONG_BINGET).
+    fn memo_op(&mut self, op: u8, at: usize, r: &mut Reader<'_>) -> Result<(), PickleError> {
+        let mal = |at: usize| PickleError::Malformed(at);
+        let (stack, memo) = (&mut self.stack, &mut self.memo);
+        match op {
             0x94 => memo.push(stack.last().cloned().ok_or(mal(at))?), // MEMOIZE
             b'q' | b'r' => {
                 let idx = if op == b'q' { r.u8()? as usize } else { r.le(4)? as usize };
@@ -209,10 +242,19 @@ pub fn unpickle(bytes: &[u8]) -> Result<Py, PickleError> {
                 }
                 memo[idx] = v;
             }
-            b'h' | b'j' => {
+            _ => {
                 let idx = if op == b'h' { r.u8()? as usize } else { r.le(4)? as usize };
                 stack.push(memo.get(idx).cloned().ok_or(mal(at))?);
             }
+        }
+        Ok(())
+    }
+
+    /// The tuples (of the top 1-3 values or those above the mark), APPEND(S) and SETITEM(S).
+    fn fill_container(&mut self, op: u8, at: usize) -> Result<(), PickleError> {
+        let mal = |at: usize| PickleError::Malformed(at);
+        let (stack, marks) = (&mut self.stack, &mut self.marks);
+        match op {
             0x85 | 0x86 | 0x87 | b't' => {
                 let n = match op {
                     0x85 => 1,
@@ -254,7 +296,7 @@ pub fn unpickle(bytes: &[u8]) -> Result<Py, PickleError> {
                     _ => return Err(mal(at)),
                 }
             }
-            b'u' => {
+            _ => {
                 let m = marks.pop().ok_or(mal(at))?;
                 if m > stack.len() || m == 0 || !(stack.len() - m).is_multiple_of(2) {
                     return Err(mal(at));
@@ -269,11 +311,8 @@ pub fn unpickle(bytes: &[u8]) -> Result<Py, PickleError> {
                     _ => return Err(mal(at)),
                 }
             }
-            _ => return Err(PickleError::Unsupported { op, at }),
         }
-        if stack.len() > 1 << 24 {
-            return Err(mal(at));
-        }
+        Ok(())
     }
 }
 

@@ -149,8 +149,30 @@ fn knob_label(k: Knob, lang: Lang) -> &'static str {
 /// language.
 pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String {
     let sc = &f.scenario;
-    let p = &sc.parallel;
     let mut s = String::new();
+    md_inputs(&mut s, f, e, lang);
+    md_breakdown(&mut s, e, lang);
+    md_fit(&mut s, f, e, lang);
+    md_what_if(&mut s, sc, lang);
+    md_hardware(&mut s, f, lang);
+    md_roadmap(&mut s, f, lang);
+    let _ = writeln!(
+        s,
+        "{}",
+        text!(
+            lang,
+            "\n---\nvramscope {}; prices from presets/clouds.ron.",
+            "\n---\nvramscope {}；价格取自 presets/clouds.ron。",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    s
+}
+
+/// The report's title and its inputs table.
+fn md_inputs(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
+    let sc = &f.scenario;
+    let p = &sc.parallel;
     let _ = writeln!(s, "{}", text!(lang, "# Memory plan: {}\n", "# 显存规划：{}\n", sc.model.name));
     let _ = writeln!(
         s,
@@ -206,6 +228,10 @@ pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String 
     for (k, v) in rows {
         let _ = writeln!(s, "| {k} | {v} |");
     }
+}
+
+/// The breakdown table and where the peak is.
+fn md_breakdown(s: &mut String, e: &Estimate, lang: Lang) {
     let _ = writeln!(
         s,
         "\n{}\n{}\n|---|---:|---:|",
@@ -239,6 +265,11 @@ pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String 
             g(e.peak.alive.temporaries)
         ),
     };
+}
+
+/// Whether the plan fits its card, and the largest micro-batch that does.
+fn md_fit(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
+    let sc = &f.scenario;
     if let Some(gpu) = f.gpu() {
         let cap = gpu.memory_bytes();
         let verdict = if fit::fits(sc, cap) {
@@ -266,6 +297,10 @@ pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String 
             )
         );
     }
+}
+
+/// The what-if tables, one a knob.
+fn md_what_if(s: &mut String, sc: &Scenario, lang: Lang) {
     let _ = writeln!(s, "\n{}\n", lang.pick("## What if", "## 假设分析"));
     for k in Knob::ALL {
         if k == Knob::Segments && sc.mode != Mode::Train {
@@ -286,6 +321,10 @@ pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String 
         }
         s.push('\n');
     }
+}
+
+/// The hardware options table (same layout).
+fn md_hardware(s: &mut String, f: &ScenarioFile, lang: Lang) {
     let _ = writeln!(
         s,
         "{}",
@@ -309,6 +348,11 @@ pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String 
             o.max_batch.map_or_else(|| "-".into(), |b| b.to_string())
         );
     }
+}
+
+/// The plan's roadmap on its card, its headings one level down.
+fn md_roadmap(s: &mut String, f: &ScenarioFile, lang: Lang) {
+    let sc = &f.scenario;
     if let Some(r) = f.gpu().and_then(|gp| roadmap::roadmap_in(sc, &gp, 0.0, lang)) {
         let md = roadmap::to_markdown_in(sc, &r, None, lang);
         // demote the roadmap's headings one level under the report
@@ -321,17 +365,6 @@ pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String 
             s.push('\n');
         }
     }
-    let _ = writeln!(
-        s,
-        "{}",
-        text!(
-            lang,
-            "\n---\nvramscope {}; prices from presets/clouds.ron.",
-            "\n---\nvramscope {}；价格取自 presets/clouds.ron。",
-            env!("CARGO_PKG_VERSION")
-        )
-    );
-    s
 }
 
 /// Inserts a link to the chart picture under the report's breakdown heading (a report in any

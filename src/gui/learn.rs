@@ -185,229 +185,269 @@ impl Lesson {
     /// The lesson's text with the numbers of `c` (the scenario shown, which the room may have
     /// changed since) substituted; `roadmap` is the Options tab's roadmap once computed.
     pub fn body(self, c: &Computed, roadmap: Option<&crate::roadmap::Roadmap>, l: Lang) -> String {
-        let e = &c.estimate;
-        let sc = &c.scenario;
-        let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
-        let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);
-        let n = human_count(e.rank_params);
-        let wb = sc.precision.weight_dtype().bytes(8) as f64 / 8.0;
-        let dtype = sc.precision.weight_dtype().torch_name();
         match self {
-            Self::Parameters => {
-                let (p, pg, pgb) = (g(e.parameters), gb(e.parameters), g(e.parameters));
-                text!(
-                    l,
-                    "Every weight is stored in the GPU's memory: {n} parameters × {wb} B ({dtype}) = {pg} ({pgb}). \
-                     The textbook example is this BERT-base: 110 M × 4 B ≈ 0.44 GB (0.41 GiB) in fp32. The weights \
-                     do not change with the batch or the sequence: they are the curve's floor. In bf16 (2 B a \
-                     parameter) they would be half of today's {p}.",
-                    "每个权重都存放在显存中：{n} 个参数 × {wb} B（{dtype}）= {pg}（{pgb}）。教材中的经典例子就是这个 \
-                     BERT-base：1.1 亿 × 4 B ≈ 0.44 GB（0.41 GiB，fp32）。权重与批次和序列长度无关，是曲线的基线。\
-                     换成 bf16（每个参数 2 B），权重只有当前 {p} 的一半。"
-                )
-            }
-            Self::States => {
-                let temp = c
-                    .timeline
-                    .as_ref()
-                    .and_then(|t| {
-                        t.events
-                            .iter()
-                            .filter(|ev| ev.phase == Phase::OptimizerStep)
-                            .map(|ev| ev.alive.temporaries)
-                            .max()
-                    })
-                    .unwrap_or(0);
-                let (gr, op, tp) = (g(e.gradients), g(e.optimizer_states), g(temp));
-                let sum = g(e.parameters + e.gradients + e.optimizer_states + temp);
-                text!(
-                    l,
-                    "Training adds one gradient per trainable parameter ({gr}: {n} × {wb} B) and Adam's two moments, \
-                     exp_avg and exp_avg_sq: 2× the parameters ({op}). PyTorch's default foreach AdamW step also \
-                     makes a parameter-sized temporary for sqrt(exp_avg_sq) ({tp} at the step, see the timeline): \
-                     weights + gradients + moments + temporary = {sum}. The fused AdamW (adamw-fused) avoids the temporary.",
-                    "训练时每个可训练参数还要一个梯度（{gr}：{n} × {wb} B），以及 Adam 的两个矩估计 exp_avg 和 \
-                     exp_avg_sq：参数的 2 倍（{op}）。PyTorch 默认的 foreach AdamW 更新还会为 sqrt(exp_avg_sq) 分配一个与参数 \
-                     同样大小的临时张量（优化器更新步时 {tp}，见时间线）：权重 + 梯度 + 矩估计 + 临时张量 = {sum}。融合版 \
-                     AdamW（adamw-fused）没有这个临时张量。"
-                )
-            }
-            Self::Activations => {
-                let tokens = (sc.batch * sc.seq).max(1);
-                let per_token = format!("{:.1} KiB", e.activations as f64 / tokens as f64 / 1024.0);
-                let acts = g(e.activations);
-                let (b, s) = (sc.batch, sc.seq);
-                let double = c.curve(Knob::Batch).iter().find(|p| p.x == 2 * b).map(|p| g(p.activations));
-                let mb = c.max_batch.map_or_else(|| "—".to_owned(), |m| m.to_string());
-                let twice = double.unwrap_or_else(|| "—".into());
-                text!(
-                    l,
-                    "The forward pass keeps what backward needs, for every token: at b={b} × s={s} that is {acts} \
-                     ({per_token} a token). Doubling the micro-batch doubles it (b={}: {twice}); a longer sequence \
-                     too, and eager attention's scores grow with s². The curve below: the weights and states are its \
-                     floor, the activations its slope. The largest micro-batch that fits: {mb}.",
-                    "前向传播为反向传播保留每个 token 所需的张量：b={b} × s={s} 时为 {acts}（每个 token {per_token}）。\
-                     微批次加倍，激活值也加倍（b={}：{twice}）；序列变长同理，eager 注意力的分数矩阵还按 s² 增长。\
-                     下方曲线：权重和状态是底部，激活值是斜率。可容纳的最大微批次：{mb}。",
-                    2 * b
-                )
-            }
-            Self::MixedPrecision => {
-                let (p, gr, op, acts) =
-                    (g(e.parameters), g(e.gradients), g(e.optimizer_states), g(e.activations));
-                text!(
-                    l,
-                    "Mixed precision ({}) runs the matmuls in half precision: the activations are mostly bf16 \
-                     copies ({acts}). It does not halve the states: the master weights stay fp32 ({p}, 4 B × {n}), \
-                     the gradients fp32 ({gr}), Adam's moments fp32 ({op}) — 16 B a parameter, plus the half copy \
-                     autocast keeps of each weight it casts. Switch the precision to bf16 (pure) to halve those too.",
-                    "混合精度（{}）用半精度做矩阵乘法：激活值大多是 bf16 副本（{acts}）。它不会把状态减半：主权重仍是 \
-                     fp32（{p}，4 B × {n}），梯度是 fp32（{gr}），Adam 的矩估计也是 fp32（{op}）——每个参数 16 B，另加 \
-                     autocast 为每个转换的权重保留的半精度副本。把精度切换为纯 bf16，这些也会减半。",
-                    sc.precision
-                )
-            }
-            Self::Checkpointing => {
-                let curve = c.curve(Knob::Segments);
-                let segs = match sc.checkpointing {
-                    Checkpointing::Segments(k) => k,
-                    _ => 0,
-                };
-                let rule = if segs > 0 { 100.0 * (1.0 - 1.0 / segs as f64) } else { 0.0 };
-                // the curve's totals (what the headline and the bar show), not the allocated peak
-                let here = curve.iter().find(|p| p.x == segs).map_or_else(|| g(e.total), |p| g(p.total));
-                let best = curve.iter().min_by_key(|p| p.total);
-                let (bx, bp) = best.map_or((0, "—".to_owned()), |p| (p.x, g(p.total)));
-                let layers = e.stage.blocks;
-                let first = curve.iter().map(|p| p.x).min().unwrap_or(0);
-                let last = curve.iter().map(|p| p.x).max().unwrap_or(0);
-                // a U when the lowest point is inside the range; else it only falls (or rises)
-                let shape = if bx > first && bx < last {
-                    l.pick(
-                        "The real curve below is a U: few segments recompute a large segment at once, many keep \
-                         many inputs.",
-                        "下方的真实曲线呈 U 形：段数太少，一次要重算很大的一段；段数太多，要保留很多段的输入。",
-                    )
-                } else if bx == last {
-                    l.pick(
-                        "Here the real curve below falls all the way to one segment a block: recomputing a large \
-                         segment at once costs more than keeping every block's input.",
-                        "这里下方的真实曲线一直下降到每块一段：一次重算很大的一段，比保留每个块的输入更占显存。",
-                    )
-                } else {
-                    l.pick(
-                        "Here the real curve below rises with more segments: the inputs they keep cost more than \
-                         the recompute saves.",
-                        "这里下方的真实曲线随段数增加而上升：多保留的输入比重算省下的更多。",
-                    )
-                };
-                text!(
-                    l,
-                    "Checkpointing keeps only each segment's input and recomputes the rest during backward. The \
-                     rule of thumb says {segs} segments save 1 − 1/{segs} = {rule:.0} % of the activations. {shape} \
-                     Here {segs} segments need {here} in all; the least is {bx} segments ({bp}) of {layers} blocks.",
-                    "梯度检查点只保留每段的输入，其余在反向传播时重新计算。经验法则：分 {segs} 段可节省 1 − 1/{segs} = \
-                     {rule:.0} % 的激活值。{shape}当前 {segs} 段共需 {here}；最少的是 {bx} 段（{bp}），共 {layers} 个块。"
-                )
-            }
-            Self::Parallelism => {
-                let q = &sc.parallel;
-                let nn = q.dp.max(1);
-                let rule = crate::plan::rule_of_thumb_speedup(nn);
-                let speed = crate::plan::SpeedModel::default();
-                let comm = crate::plan::comm_aware_speedup(sc, &c.gpu, nn, sc.batch * nn, &speed)
-                    .map_or_else(|| "—".to_owned(), |x| format!("{x:.2}×"));
-                // what the bar shows: alive at the peak (ZeRO-3 gathers a layer's weights to compute it)
-                let (p, gr, op) = (
-                    g(Component::Parameters.at_peak(e)),
-                    g(Component::Gradients.at_peak(e)),
-                    g(Component::OptimizerStates.at_peak(e)),
-                );
-                let shard = g(e.parameters);
-                let z = q.zero;
-                text!(
-                    l,
-                    "Data parallelism copies the model to every GPU. ZeRO-1 divides the optimizer states over the \
-                     GPUs, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the weights too: here {nn} GPUs with ZeRO-{z} \
-                     hold {p} + {gr} + {op} each at the peak (a {shard} shard of the weights, plus the layer being \
-                     gathered). Tensor parallelism divides each layer's weights and most activations; pipeline \
-                     parallelism divides the blocks. Speed-up on {nn} GPUs: the rule of thumb N / (1 + 0.5 (N − 1)) \
-                     says {rule:.2}×; the step-time model of this model on this card says {comm}, counting only the \
-                     communication that does not overlap the compute.",
-                    "数据并行在每个 GPU 上复制一份模型。ZeRO-1 把优化器状态分到各 GPU，ZeRO-2 再分梯度，ZeRO-3（FSDP）\
-                     再分权重：这里 {nn} 个 GPU、ZeRO-{z}，峰值时每个 GPU 保存 {p} + {gr} + {op}（权重分片 {shard}，\
-                     外加正在聚合的那一层）。张量并行切分每层的权重和大部分激活值；流水线并行切分块。{nn} 个 GPU 的\
-                     加速比：经验法则 N / (1 + 0.5 (N − 1)) 给出 {rule:.2}×；按该模型在此显卡上的步时模型为 {comm}，\
-                     只计入不能与计算重叠的通信。"
-                )
-            }
-            Self::ReadingOom => {
-                let states = e.parameters + e.gradients + e.optimizer_states;
-                let cap = c.capacity();
-                let (total, capg, st) = (g(e.total), g(cap), g(states));
-                let finding = if states > cap {
-                    l.pick(
-                        "Here the states alone do not fit: the model is too big for the card — a smaller batch will not help.",
-                        "这里仅状态就放不下：模型对这张卡来说太大——减小批次无济于事。",
-                    )
-                } else {
-                    l.pick(
-                        "Here the states fit: what overflows is the activations — the batch is too big.",
-                        "这里状态放得下：溢出的是激活值——批次太大。",
-                    )
-                };
-                text!(
-                    l,
-                    "This job needs {total} on a {capg} card. An OOM message says what it tried to allocate and what \
-                     PyTorch already held. When weights + gradients + optimizer states ({st}) exceed the card, the \
-                     model is too big: shard it (ZeRO/FSDP) or train adapters (LoRA). When they fit and the failed \
-                     request is activation-sized, the batch is too big: lower it or checkpoint. When the memory curve \
-                     climbs step after step, it is a leak. {finding} Paste a message into the box below.",
-                    "这个作业需要 {total}，而显卡只有 {capg}。OOM 报错会写出它试图分配多少、PyTorch 已经占用多少。若权重 + \
-                     梯度 + 优化器状态（{st}）超过显卡容量，就是模型太大：要切分（ZeRO/FSDP）或只训练适配器（LoRA）。若它们\
-                     放得下、而失败的请求与激活值同量级，就是批次太大：减小批次或使用梯度检查点。若显存曲线逐步上升，\
-                     就是内存泄漏。{finding}请把报错粘贴到下方的输入框中。"
-                )
-            }
-            Self::Roadmap => {
-                let Some(r) = roadmap else {
-                    return l.pick("The roadmap is being computed…", "正在计算路线图…").to_owned();
-                };
-                // each horizon's steps: the step's name (its title up to the colon) and the total
-                // after it
-                use crate::roadmap::{Horizon, StepKind};
-                let horizon = |h: Horizon, name: &str| {
-                    let steps: Vec<String> = r
-                        .steps
-                        .iter()
-                        .filter(|s| s.kind != StepKind::NotMemory && s.horizon == h)
-                        .map(|s| {
-                            let short = s.title.split([':', '：']).next().unwrap_or(&s.title).trim();
-                            format!("{short} ({})", s.total_after.map_or_else(|| "—".into(), g))
-                        })
-                        .collect();
-                    (!steps.is_empty()).then(|| format!("{name}: {}", steps.join(", ")))
-                };
-                let path: Vec<String> = [
-                    horizon(Horizon::Short, l.pick("short term", "短期")),
-                    horizon(Horizon::Mid, l.pick("mid term", "中期")),
-                    horizon(Horizon::Long, l.pick("long term", "长期")),
-                ]
-                .into_iter()
-                .flatten()
-                .collect();
-                let before = g(r.total_before);
-                let path = path.join(l.pick("; ", "；"));
-                let head = &r.headline;
-                text!(
-                    l,
-                    "Each change on top of the ones before, measured, from {before}. {path}. {head}. The table \
-                     below has each step's flags.",
-                    "每一步都叠加在前面的改动之上并重新计算，起点 {before}。{path}。{head}。下表列出每一步的参数。"
-                )
-            }
+            Self::Parameters => parameters_text(c, l),
+            Self::States => states_text(c, l),
+            Self::Activations => activations_text(c, l),
+            Self::MixedPrecision => mixed_precision_text(c, l),
+            Self::Checkpointing => checkpointing_text(c, l),
+            Self::Parallelism => parallelism_text(c, l),
+            Self::ReadingOom => reading_oom_text(c, l),
+            Self::Roadmap => roadmap_text(roadmap, l),
         }
     }
+}
+
+/// Lesson 1: the weights, parameters × bytes per parameter.
+fn parameters_text(c: &Computed, l: Lang) -> String {
+    let e = &c.estimate;
+    let sc = &c.scenario;
+    let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
+    let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);
+    let n = human_count(e.rank_params);
+    let wb = sc.precision.weight_dtype().bytes(8) as f64 / 8.0;
+    let dtype = sc.precision.weight_dtype().torch_name();
+    let (p, pg, pgb) = (g(e.parameters), gb(e.parameters), g(e.parameters));
+    text!(
+        l,
+        "Every weight is stored in the GPU's memory: {n} parameters × {wb} B ({dtype}) = {pg} ({pgb}). \
+         The textbook example is this BERT-base: 110 M × 4 B ≈ 0.44 GB (0.41 GiB) in fp32. The weights \
+         do not change with the batch or the sequence: they are the curve's floor. In bf16 (2 B a \
+         parameter) they would be half of today's {p}.",
+        "每个权重都存放在显存中：{n} 个参数 × {wb} B（{dtype}）= {pg}（{pgb}）。教材中的经典例子就是这个 \
+         BERT-base：1.1 亿 × 4 B ≈ 0.44 GB（0.41 GiB，fp32）。权重与批次和序列长度无关，是曲线的基线。\
+         换成 bf16（每个参数 2 B），权重只有当前 {p} 的一半。"
+    )
+}
+
+/// Lesson 2: gradients, Adam's moments and the foreach step's temporary.
+fn states_text(c: &Computed, l: Lang) -> String {
+    let e = &c.estimate;
+    let sc = &c.scenario;
+    let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
+    let n = human_count(e.rank_params);
+    let wb = sc.precision.weight_dtype().bytes(8) as f64 / 8.0;
+    let temp = c
+        .timeline
+        .as_ref()
+        .and_then(|t| {
+            t.events.iter().filter(|ev| ev.phase == Phase::OptimizerStep).map(|ev| ev.alive.temporaries).max()
+        })
+        .unwrap_or(0);
+    let (gr, op, tp) = (g(e.gradients), g(e.optimizer_states), g(temp));
+    let sum = g(e.parameters + e.gradients + e.optimizer_states + temp);
+    text!(
+        l,
+        "Training adds one gradient per trainable parameter ({gr}: {n} × {wb} B) and Adam's two moments, \
+         exp_avg and exp_avg_sq: 2× the parameters ({op}). PyTorch's default foreach AdamW step also \
+         makes a parameter-sized temporary for sqrt(exp_avg_sq) ({tp} at the step, see the timeline): \
+         weights + gradients + moments + temporary = {sum}. The fused AdamW (adamw-fused) avoids the temporary.",
+        "训练时每个可训练参数还要一个梯度（{gr}：{n} × {wb} B），以及 Adam 的两个矩估计 exp_avg 和 \
+         exp_avg_sq：参数的 2 倍（{op}）。PyTorch 默认的 foreach AdamW 更新还会为 sqrt(exp_avg_sq) 分配一个与参数 \
+         同样大小的临时张量（优化器更新步时 {tp}，见时间线）：权重 + 梯度 + 矩估计 + 临时张量 = {sum}。融合版 \
+         AdamW（adamw-fused）没有这个临时张量。"
+    )
+}
+
+/// Lesson 3: activations grow with the batch and the sequence.
+fn activations_text(c: &Computed, l: Lang) -> String {
+    let e = &c.estimate;
+    let sc = &c.scenario;
+    let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
+    let tokens = (sc.batch * sc.seq).max(1);
+    let per_token = format!("{:.1} KiB", e.activations as f64 / tokens as f64 / 1024.0);
+    let acts = g(e.activations);
+    let (b, s) = (sc.batch, sc.seq);
+    let double = c.curve(Knob::Batch).iter().find(|p| p.x == 2 * b).map(|p| g(p.activations));
+    let mb = c.max_batch.map_or_else(|| "—".to_owned(), |m| m.to_string());
+    let twice = double.unwrap_or_else(|| "—".into());
+    text!(
+        l,
+        "The forward pass keeps what backward needs, for every token: at b={b} × s={s} that is {acts} \
+         ({per_token} a token). Doubling the micro-batch doubles it (b={}: {twice}); a longer sequence \
+         too, and eager attention's scores grow with s². The curve below: the weights and states are its \
+         floor, the activations its slope. The largest micro-batch that fits: {mb}.",
+        "前向传播为反向传播保留每个 token 所需的张量：b={b} × s={s} 时为 {acts}（每个 token {per_token}）。\
+         微批次加倍，激活值也加倍（b={}：{twice}）；序列变长同理，eager 注意力的分数矩阵还按 s² 增长。\
+         下方曲线：权重和状态是底部，激活值是斜率。可容纳的最大微批次：{mb}。",
+        2 * b
+    )
+}
+
+/// Lesson 4: what mixed precision halves and what stays fp32.
+fn mixed_precision_text(c: &Computed, l: Lang) -> String {
+    let e = &c.estimate;
+    let sc = &c.scenario;
+    let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
+    let n = human_count(e.rank_params);
+    let (p, gr, op, acts) = (g(e.parameters), g(e.gradients), g(e.optimizer_states), g(e.activations));
+    text!(
+        l,
+        "Mixed precision ({}) runs the matmuls in half precision: the activations are mostly bf16 \
+         copies ({acts}). It does not halve the states: the master weights stay fp32 ({p}, 4 B × {n}), \
+         the gradients fp32 ({gr}), Adam's moments fp32 ({op}) — 16 B a parameter, plus the half copy \
+         autocast keeps of each weight it casts. Switch the precision to bf16 (pure) to halve those too.",
+        "混合精度（{}）用半精度做矩阵乘法：激活值大多是 bf16 副本（{acts}）。它不会把状态减半：主权重仍是 \
+         fp32（{p}，4 B × {n}），梯度是 fp32（{gr}），Adam 的矩估计也是 fp32（{op}）——每个参数 16 B，另加 \
+         autocast 为每个转换的权重保留的半精度副本。把精度切换为纯 bf16，这些也会减半。",
+        sc.precision
+    )
+}
+
+/// Lesson 5: the checkpointing rule of thumb against the real segment curve.
+fn checkpointing_text(c: &Computed, l: Lang) -> String {
+    let e = &c.estimate;
+    let sc = &c.scenario;
+    let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
+    let curve = c.curve(Knob::Segments);
+    let segs = match sc.checkpointing {
+        Checkpointing::Segments(k) => k,
+        _ => 0,
+    };
+    let rule = if segs > 0 { 100.0 * (1.0 - 1.0 / segs as f64) } else { 0.0 };
+    // the curve's totals (what the headline and the bar show), not the allocated peak
+    let here = curve.iter().find(|p| p.x == segs).map_or_else(|| g(e.total), |p| g(p.total));
+    let best = curve.iter().min_by_key(|p| p.total);
+    let (bx, bp) = best.map_or((0, "—".to_owned()), |p| (p.x, g(p.total)));
+    let layers = e.stage.blocks;
+    let first = curve.iter().map(|p| p.x).min().unwrap_or(0);
+    let last = curve.iter().map(|p| p.x).max().unwrap_or(0);
+    // a U when the lowest point is inside the range; else it only falls (or rises)
+    let shape = if bx > first && bx < last {
+        l.pick(
+            "The real curve below is a U: few segments recompute a large segment at once, many keep \
+             many inputs.",
+            "下方的真实曲线呈 U 形：段数太少，一次要重算很大的一段；段数太多，要保留很多段的输入。",
+        )
+    } else if bx == last {
+        l.pick(
+            "Here the real curve below falls all the way to one segment a block: recomputing a large \
+             segment at once costs more than keeping every block's input.",
+            "这里下方的真实曲线一直下降到每块一段：一次重算很大的一段，比保留每个块的输入更占显存。",
+        )
+    } else {
+        l.pick(
+            "Here the real curve below rises with more segments: the inputs they keep cost more than \
+             the recompute saves.",
+            "这里下方的真实曲线随段数增加而上升：多保留的输入比重算省下的更多。",
+        )
+    };
+    text!(
+        l,
+        "Checkpointing keeps only each segment's input and recomputes the rest during backward. The \
+         rule of thumb says {segs} segments save 1 − 1/{segs} = {rule:.0} % of the activations. {shape} \
+         Here {segs} segments need {here} in all; the least is {bx} segments ({bp}) of {layers} blocks.",
+        "梯度检查点只保留每段的输入，其余在反向传播时重新计算。经验法则：分 {segs} 段可节省 1 − 1/{segs} = \
+         {rule:.0} % 的激活值。{shape}当前 {segs} 段共需 {here}；最少的是 {bx} 段（{bp}），共 {layers} 个块。"
+    )
+}
+
+/// Lesson 6: data / tensor / pipeline parallelism and ZeRO.
+fn parallelism_text(c: &Computed, l: Lang) -> String {
+    let e = &c.estimate;
+    let sc = &c.scenario;
+    let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
+    let q = &sc.parallel;
+    let nn = q.dp.max(1);
+    let rule = crate::plan::rule_of_thumb_speedup(nn);
+    let speed = crate::plan::SpeedModel::default();
+    let comm = crate::plan::comm_aware_speedup(sc, &c.gpu, nn, sc.batch * nn, &speed)
+        .map_or_else(|| "—".to_owned(), |x| format!("{x:.2}×"));
+    // what the bar shows: alive at the peak (ZeRO-3 gathers a layer's weights to compute it)
+    let (p, gr, op) = (
+        g(Component::Parameters.at_peak(e)),
+        g(Component::Gradients.at_peak(e)),
+        g(Component::OptimizerStates.at_peak(e)),
+    );
+    let shard = g(e.parameters);
+    let z = q.zero;
+    text!(
+        l,
+        "Data parallelism copies the model to every GPU. ZeRO-1 divides the optimizer states over the \
+         GPUs, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the weights too: here {nn} GPUs with ZeRO-{z} \
+         hold {p} + {gr} + {op} each at the peak (a {shard} shard of the weights, plus the layer being \
+         gathered). Tensor parallelism divides each layer's weights and most activations; pipeline \
+         parallelism divides the blocks. Speed-up on {nn} GPUs: the rule of thumb N / (1 + 0.5 (N − 1)) \
+         says {rule:.2}×; the step-time model of this model on this card says {comm}, counting only the \
+         communication that does not overlap the compute.",
+        "数据并行在每个 GPU 上复制一份模型。ZeRO-1 把优化器状态分到各 GPU，ZeRO-2 再分梯度，ZeRO-3（FSDP）\
+         再分权重：这里 {nn} 个 GPU、ZeRO-{z}，峰值时每个 GPU 保存 {p} + {gr} + {op}（权重分片 {shard}，\
+         外加正在聚合的那一层）。张量并行切分每层的权重和大部分激活值；流水线并行切分块。{nn} 个 GPU 的\
+         加速比：经验法则 N / (1 + 0.5 (N − 1)) 给出 {rule:.2}×；按该模型在此显卡上的步时模型为 {comm}，\
+         只计入不能与计算重叠的通信。"
+    )
+}
+
+/// Lesson 7: reading an OOM message and a memory curve.
+fn reading_oom_text(c: &Computed, l: Lang) -> String {
+    let e = &c.estimate;
+    let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
+    let states = e.parameters + e.gradients + e.optimizer_states;
+    let cap = c.capacity();
+    let (total, capg, st) = (g(e.total), g(cap), g(states));
+    let finding = if states > cap {
+        l.pick(
+            "Here the states alone do not fit: the model is too big for the card — a smaller batch will not help.",
+            "这里仅状态就放不下：模型对这张卡来说太大——减小批次无济于事。",
+        )
+    } else {
+        l.pick(
+            "Here the states fit: what overflows is the activations — the batch is too big.",
+            "这里状态放得下：溢出的是激活值——批次太大。",
+        )
+    };
+    text!(
+        l,
+        "This job needs {total} on a {capg} card. An OOM message says what it tried to allocate and what \
+         PyTorch already held. When weights + gradients + optimizer states ({st}) exceed the card, the \
+         model is too big: shard it (ZeRO/FSDP) or train adapters (LoRA). When they fit and the failed \
+         request is activation-sized, the batch is too big: lower it or checkpoint. When the memory curve \
+         climbs step after step, it is a leak. {finding} Paste a message into the box below.",
+        "这个作业需要 {total}，而显卡只有 {capg}。OOM 报错会写出它试图分配多少、PyTorch 已经占用多少。若权重 + \
+         梯度 + 优化器状态（{st}）超过显卡容量，就是模型太大：要切分（ZeRO/FSDP）或只训练适配器（LoRA）。若它们\
+         放得下、而失败的请求与激活值同量级，就是批次太大：减小批次或使用梯度检查点。若显存曲线逐步上升，\
+         就是内存泄漏。{finding}请把报错粘贴到下方的输入框中。"
+    )
+}
+
+/// Lesson 8: the roadmap, horizon by horizon.
+fn roadmap_text(roadmap: Option<&crate::roadmap::Roadmap>, l: Lang) -> String {
+    let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
+    let Some(r) = roadmap else {
+        return l.pick("The roadmap is being computed…", "正在计算路线图…").to_owned();
+    };
+    // each horizon's steps: the step's name (its title up to the colon) and the total
+    // after it
+    use crate::roadmap::{Horizon, StepKind};
+    let horizon = |h: Horizon, name: &str| {
+        let steps: Vec<String> = r
+            .steps
+            .iter()
+            .filter(|s| s.kind != StepKind::NotMemory && s.horizon == h)
+            .map(|s| {
+                let short = s.title.split([':', '：']).next().unwrap_or(&s.title).trim();
+                format!("{short} ({})", s.total_after.map_or_else(|| "—".into(), g))
+            })
+            .collect();
+        (!steps.is_empty()).then(|| format!("{name}: {}", steps.join(", ")))
+    };
+    let path: Vec<String> = [
+        horizon(Horizon::Short, l.pick("short term", "短期")),
+        horizon(Horizon::Mid, l.pick("mid term", "中期")),
+        horizon(Horizon::Long, l.pick("long term", "长期")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let before = g(r.total_before);
+    let path = path.join(l.pick("; ", "；"));
+    let head = &r.headline;
+    text!(
+        l,
+        "Each change on top of the ones before, measured, from {before}. {path}. {head}. The table \
+         below has each step's flags.",
+        "每一步都叠加在前面的改动之上并重新计算，起点 {before}。{path}。{head}。下表列出每一步的参数。"
+    )
 }
 
 /// Applies a Learn step to the view and the settings; returns the settings to show, if they

@@ -1,6 +1,8 @@
 //! The changes the roadmap tries: each a setting, hardware, a change of method or a step that is
 //! not a memory change, with what it does to a scenario and its card.
 
+use super::Horizon::{Long, Mid, Short};
+use super::StepKind::{Hardware, NotMemory, Setting};
 use super::{Horizon, StepKind};
 use crate::estimate::{
     Checkpointing, Framework, FsdpMode, Lora, Mode, Offload, Optimizer, Parallel, Scenario,
@@ -82,55 +84,126 @@ fn zero3_gpus(sc: &Scenario, g: &Gpu, limit: u64, max: u64) -> u64 {
 
 /// The changes the roadmap tries, in order of horizon and effort.
 pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
-    use Horizon::{Long, Mid, Short};
-    use StepKind::{Hardware, NotMemory, Setting};
     let train = sc.mode == Mode::Train;
-    let limit = move |g: &Gpu| (g.memory_bytes() as f64 * (1.0 - headroom)) as u64;
     let mut v = Vec::new();
     if train {
-        v.push(Change::new(
-            Short,
-            Setting,
-            ("Mixed precision: bf16 autocast over fp32 weights", "混合精度：在 fp32 权重上用 bf16 autocast"),
-            "low",
-            &[
-                "PyTorch: with torch.autocast(\"cuda\", dtype=torch.bfloat16): ...",
-                "HF Trainer: TrainingArguments(bf16=True)",
-            ],
-            |s, _| {
-                let was = s.precision;
-                if was == Precision::Fp32 {
-                    s.precision = Precision::Bf16Amp;
-                }
-                was == Precision::Fp32
-            },
-        ));
-        v.push(Change::new(Short, Setting, ("Gradient checkpointing on every block", "每个块都开启梯度检查点"), "low", match sc.stack.framework {
+        v.extend([
+            mixed_precision(),
+            checkpointing(sc),
+            fused_linear_ce(sc),
+            micro_batch(headroom),
+            adamw_8bit(),
+        ]);
+    }
+    v.push(expandable_segments());
+    v.push(measure_it());
+    if train {
+        v.push(shard_states(sc, headroom));
+        v.push(if sc.parallel.fsdp.is_none() { zero_offload() } else { fsdp_cpu_offload() });
+    }
+    v.push(larger_card(headroom));
+    if train {
+        v.push(more_nodes(headroom));
+    }
+    v.push(custom_allocator());
+    v
+}
+
+/// The memory a card may use with `headroom` left free.
+fn limit(headroom: f64) -> impl Fn(&Gpu) -> u64 + Copy {
+    move |g: &Gpu| (g.memory_bytes() as f64 * (1.0 - headroom)) as u64
+}
+
+/// Mixed precision: bf16 autocast over fp32 weights.
+fn mixed_precision() -> Change {
+    Change::new(
+        Short,
+        Setting,
+        ("Mixed precision: bf16 autocast over fp32 weights", "混合精度：在 fp32 权重上用 bf16 autocast"),
+        "low",
+        &[
+            "PyTorch: with torch.autocast(\"cuda\", dtype=torch.bfloat16): ...",
+            "HF Trainer: TrainingArguments(bf16=True)",
+        ],
+        |s, _| {
+            let was = s.precision;
+            if was == Precision::Fp32 {
+                s.precision = Precision::Bf16Amp;
+            }
+            was == Precision::Fp32
+        },
+    )
+}
+
+/// Gradient checkpointing on every block, as the framework turns it on.
+fn checkpointing(sc: &Scenario) -> Change {
+    Change::new(
+        Short,
+        Setting,
+        ("Gradient checkpointing on every block", "每个块都开启梯度检查点"),
+        "low",
+        match sc.stack.framework {
             // litgpt checkpoints blocks only under its FSDP strategy
             Some(Framework::Litgpt) => &[
                 "litgpt: FSDPStrategy(activation_checkpointing_policy={Block}) with --devices > 1; on one GPU its scripts have no switch: wrap Block in torch.utils.checkpoint",
             ],
             Some(Framework::Torchtune) => &["torchtune: enable_activation_checkpointing: True"],
-            _ => &["HF: model.gradient_checkpointing_enable()  or  TrainingArguments(gradient_checkpointing=True)"],
-        }, |s, _| {
+            _ => &[
+                "HF: model.gradient_checkpointing_enable()  or  TrainingArguments(gradient_checkpointing=True)",
+            ],
+        },
+        |s, _| {
             let apply = s.checkpointing != Checkpointing::Full;
             s.checkpointing = Checkpointing::Full;
             apply
-        }));
-        // Liger patches transformers' modules, not litgpt's or torchtune's (torchtune has its own
-        // chunked losses)
-        let hf_model = !own_model_code(sc);
-        v.push(Change::new(Short, Setting, ("Fused linear cross-entropy (Liger kernel): no full logits", "融合线性层与交叉熵（Liger kernel）：不生成完整的 logits"), "low", &[
+        },
+    )
+}
+
+/// Liger's fused linear cross-entropy: no full logits.
+fn fused_linear_ce(sc: &Scenario) -> Change {
+    // Liger patches transformers' modules, not litgpt's or torchtune's (torchtune has its own
+    // chunked losses)
+    let hf_model = !own_model_code(sc);
+    Change::new(
+        Short,
+        Setting,
+        (
+            "Fused linear cross-entropy (Liger kernel): no full logits",
+            "融合线性层与交叉熵（Liger kernel）：不生成完整的 logits",
+        ),
+        "low",
+        &[
             "pip install liger-kernel; from liger_kernel.transformers import apply_liger_kernel_to_llama; apply_liger_kernel_to_llama()",
-        ], move |s, _| {
-            let apply = s.stack.loss != crate::estimate::Loss::FusedLinearCe && !s.stack.compiled_loss
-                && s.model.transformer().is_some() && hf_model;
-            if apply { s.stack.loss = crate::estimate::Loss::FusedLinearCe; }
+        ],
+        move |s, _| {
+            let apply = s.stack.loss != crate::estimate::Loss::FusedLinearCe
+                && !s.stack.compiled_loss
+                && s.model.transformer().is_some()
+                && hf_model;
+            if apply {
+                s.stack.loss = crate::estimate::Loss::FusedLinearCe;
+            }
             apply
-        }));
-        v.push(Change::new(Short, Setting, ("Micro-batch with gradient accumulation (same global batch)", "减小微批次，配合梯度累积（全局批次不变）"), "low", &[
+        },
+    )
+}
+
+/// The largest micro-batch that fits, with gradient accumulation keeping the global batch.
+fn micro_batch(headroom: f64) -> Change {
+    let limit = limit(headroom);
+    Change::new(
+        Short,
+        Setting,
+        (
+            "Micro-batch with gradient accumulation (same global batch)",
+            "减小微批次，配合梯度累积（全局批次不变）",
+        ),
+        "low",
+        &[
             "HF Trainer: per_device_train_batch_size=MB, gradient_accumulation_steps=N (MB x N = the batch before)",
-        ], move |s, g| {
+        ],
+        move |s, g| {
             if s.batch <= 1 || s.stack.optimizer_in_backward || s.parallel.pp > 1 {
                 return false;
             }
@@ -138,38 +211,50 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
             let accum = u64::from(s.stack.grad_accum.max(1));
             // the largest micro-batch dividing the batch that fits, else 1
             let cap = limit(g);
-            let mb = (1..b).rev().filter(|d| b.is_multiple_of(*d)).find(|&d| {
-                let mut t = s.clone();
-                t.batch = d;
-                t.stack.grad_accum = u32::try_from(accum * (b / d)).unwrap_or(u32::MAX);
-                verdict(&t, g.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= cap)
-            }).unwrap_or(1);
+            let mb = (1..b)
+                .rev()
+                .filter(|d| b.is_multiple_of(*d))
+                .find(|&d| {
+                    let mut t = s.clone();
+                    t.batch = d;
+                    t.stack.grad_accum = u32::try_from(accum * (b / d)).unwrap_or(u32::MAX);
+                    verdict(&t, g.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= cap)
+                })
+                .unwrap_or(1);
             s.batch = mb;
             s.stack.grad_accum = u32::try_from(accum * (b / mb)).unwrap_or(u32::MAX);
             true
-        }));
-        v.push(Change::new(
-            Short,
-            Setting,
-            (
-                "8-bit AdamW (bitsandbytes): optimizer states in 8 bits",
-                "8-bit AdamW（bitsandbytes）：优化器状态以 8 位存储",
-            ),
-            "low",
-            &["pip install bitsandbytes; TrainingArguments(optim=\"adamw_bnb_8bit\")"],
-            |s, _| {
-                let apply = matches!(
-                    s.optimizer,
-                    Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused | Optimizer::AdamwLoop
-                );
-                if apply {
-                    s.optimizer = Optimizer::Adamw8bit;
-                }
-                apply
-            },
-        ));
-    }
-    v.push(Change::new(
+        },
+    )
+}
+
+/// bitsandbytes' 8-bit AdamW.
+fn adamw_8bit() -> Change {
+    Change::new(
+        Short,
+        Setting,
+        (
+            "8-bit AdamW (bitsandbytes): optimizer states in 8 bits",
+            "8-bit AdamW（bitsandbytes）：优化器状态以 8 位存储",
+        ),
+        "low",
+        &["pip install bitsandbytes; TrainingArguments(optim=\"adamw_bnb_8bit\")"],
+        |s, _| {
+            let apply = matches!(
+                s.optimizer,
+                Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused | Optimizer::AdamwLoop
+            );
+            if apply {
+                s.optimizer = Optimizer::Adamw8bit;
+            }
+            apply
+        },
+    )
+}
+
+/// The allocator's expandable segments.
+fn expandable_segments() -> Change {
+    Change::new(
         Short,
         Setting,
         (
@@ -183,115 +268,144 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
             s.overhead.allocator.expandable_segments = true;
             apply
         },
-    ));
-    v.push(Change::new(Short, NotMemory, ("Measure it: memory monitoring in the job (not a memory change)", "先测量：在任务中监控显存（不改变显存占用）"), "low", &[
-        "vramscope monitor --interval-ms 250 --count 100000 --json > trace.jsonl",
-        "torch.cuda.memory._record_memory_history(); ...; torch.cuda.memory._dump_snapshot(\"snap.pickle\")",
-    ], |_, _| false));
-    if train {
-        let node = sc.parallel.node_size();
-        v.push(Change::new(
-            Mid,
-            Hardware,
-            // named with its GPU count once applied ([`titled`])
-            (
-                "Shard model states over GPUs of this card (ZeRO-3 / FSDP full_shard)",
-                "在多张同型号 GPU 上切分模型状态（ZeRO-3 / FSDP full_shard）",
-            ),
-            "medium",
-            match sc.stack.framework {
-                Some(Framework::Litgpt) => {
-                    &["litgpt: --devices N (Lightning's FSDPStrategy, a unit per block)"]
-                }
-                Some(Framework::Torchtune) => {
-                    &["torchtune: the recipe's *_distributed variant (FSDP2 fully_shard)"]
-                }
-                _ => &[
-                    "DeepSpeed: \"zero_optimization\": {\"stage\": 3}",
-                    "accelerate: fsdp_sharding_strategy: FULL_SHARD",
-                ],
-            },
-            move |s, g| {
-                if s.parallel.effective_zero() >= 3 || s.parallel.pp > 1 {
-                    return false;
-                }
-                let n = zero3_gpus(s, g, limit(g), node);
-                s.parallel = fully_sharded(s, n);
-                true
-            },
-        ));
-        if sc.parallel.fsdp.is_none() {
-            v.push(Change::new(
-                Mid,
-                Hardware,
-                (
-                    "ZeRO-Offload: optimizer states and step on the CPU",
-                    "ZeRO-Offload：优化器状态和优化器更新步放到 CPU 上",
-                ),
-                "medium",
-                &["DeepSpeed: \"offload_optimizer\": {\"device\": \"cpu\"}"],
-                |s, _| {
-                    if s.parallel.offload != Offload::None || s.parallel.pp > 1 || s.parallel.fsdp.is_some() {
-                        return false;
-                    }
-                    s.parallel =
-                        Parallel { zero: s.parallel.zero.max(2), offload: Offload::Optimizer, ..s.parallel };
-                    true
-                },
-            ));
-        } else {
-            // FSDP has no optimizer-only offload: `CPUOffload(offload_params=True)` keeps the
-            // parameter shards, their gradients and the optimizer step on the CPU
-            v.push(Change::new(
-                Mid,
-                Hardware,
-                (
-                    "FSDP CPU offload: parameter shards, gradients and the optimizer step on the CPU",
-                    "FSDP CPU 卸载：参数分片、梯度和优化器更新步放到 CPU 上",
-                ),
-                "medium",
-                &[
-                    "FSDP: FullyShardedDataParallel(..., cpu_offload=CPUOffload(offload_params=True))",
-                    "accelerate: fsdp_offload_params: true; Lightning: FSDPStrategy(cpu_offload=True); torchtune: fsdp_cpu_offload: True",
-                    "FSDP1 keeps on the GPU its all-gathered root unit and, while gradients accumulate under no_sync, the unsharded gradients",
-                ],
-                |s, _| {
-                    if s.parallel.offload != Offload::None || s.parallel.pp > 1 || s.parallel.fsdp.is_none() {
-                        return false;
-                    }
-                    s.parallel.offload = Offload::Params;
-                    true
-                },
-            ));
-        }
-    }
-    // a larger card: the smallest that fits, in this product line first
-    v.push(Change::new(
+    )
+}
+
+/// Monitoring the job: not a memory change.
+fn measure_it() -> Change {
+    Change::new(
+        Short,
+        NotMemory,
+        (
+            "Measure it: memory monitoring in the job (not a memory change)",
+            "先测量：在任务中监控显存（不改变显存占用）",
+        ),
+        "low",
+        &[
+            "vramscope monitor --interval-ms 250 --count 100000 --json > trace.jsonl",
+            "torch.cuda.memory._record_memory_history(); ...; torch.cuda.memory._dump_snapshot(\"snap.pickle\")",
+        ],
+        |_, _| false,
+    )
+}
+
+/// Full sharding of the model states over the fewest GPUs of this card that fit (ZeRO-3, or the framework's FSDP).
+fn shard_states(sc: &Scenario, headroom: f64) -> Change {
+    let limit = limit(headroom);
+    let node = sc.parallel.node_size();
+    Change::new(
         Mid,
         Hardware,
-        ("A larger card", "换显存更大的卡"),
+        // named with its GPU count once applied ([`titled`])
+        (
+            "Shard model states over GPUs of this card (ZeRO-3 / FSDP full_shard)",
+            "在多张同型号 GPU 上切分模型状态（ZeRO-3 / FSDP full_shard）",
+        ),
         "medium",
-        &[],
+        match sc.stack.framework {
+            Some(Framework::Litgpt) => &["litgpt: --devices N (Lightning's FSDPStrategy, a unit per block)"],
+            Some(Framework::Torchtune) => {
+                &["torchtune: the recipe's *_distributed variant (FSDP2 fully_shard)"]
+            }
+            _ => &[
+                "DeepSpeed: \"zero_optimization\": {\"stage\": 3}",
+                "accelerate: fsdp_sharding_strategy: FULL_SHARD",
+            ],
+        },
         move |s, g| {
-            let line = product_line(g);
-            let mut cards: Vec<&Gpu> =
-                gpu::catalog().iter().filter(|c| c.memory_bytes() > g.memory_bytes()).collect();
-            cards.sort_by_key(|c| (product_line(c) != line, c.memory_mib));
-            let fitting = cards.into_iter().find(|c| {
-                verdict(&on_card(s, g, c), c.memory_bytes())
-                    .is_ok_and(|v| v.fits && v.estimate.total <= limit(c))
-            });
-            let Some(c) = fitting else { return false };
-            *s = on_card(s, g, c);
-            *g = c.clone();
+            if s.parallel.effective_zero() >= 3 || s.parallel.pp > 1 {
+                return false;
+            }
+            let n = zero3_gpus(s, g, limit(g), node);
+            s.parallel = fully_sharded(s, n);
             true
         },
-    ));
-    if train {
-        // more nodes: the fastest layout the plan search finds on the fewest GPUs that fit
-        v.push(Change::new(Long, Hardware, ("More nodes: a layout with tensor / pipeline parallelism", "更多节点：采用张量并行 / 流水线并行的布局"), "high", &[
+    )
+}
+
+/// ZeRO-Offload: the optimizer states and step on the CPU.
+fn zero_offload() -> Change {
+    Change::new(
+        Mid,
+        Hardware,
+        (
+            "ZeRO-Offload: optimizer states and step on the CPU",
+            "ZeRO-Offload：优化器状态和优化器更新步放到 CPU 上",
+        ),
+        "medium",
+        &["DeepSpeed: \"offload_optimizer\": {\"device\": \"cpu\"}"],
+        |s, _| {
+            if s.parallel.offload != Offload::None || s.parallel.pp > 1 || s.parallel.fsdp.is_some() {
+                return false;
+            }
+            s.parallel = Parallel { zero: s.parallel.zero.max(2), offload: Offload::Optimizer, ..s.parallel };
+            true
+        },
+    )
+}
+
+/// FSDP's CPU offload: parameter shards, gradients and the optimizer step on the CPU.
+fn fsdp_cpu_offload() -> Change {
+    // FSDP has no optimizer-only offload: `CPUOffload(offload_params=True)` keeps the
+    // parameter shards, their gradients and the optimizer step on the CPU
+    Change::new(
+        Mid,
+        Hardware,
+        (
+            "FSDP CPU offload: parameter shards, gradients and the optimizer step on the CPU",
+            "FSDP CPU 卸载：参数分片、梯度和优化器更新步放到 CPU 上",
+        ),
+        "medium",
+        &[
+            "FSDP: FullyShardedDataParallel(..., cpu_offload=CPUOffload(offload_params=True))",
+            "accelerate: fsdp_offload_params: true; Lightning: FSDPStrategy(cpu_offload=True); torchtune: fsdp_cpu_offload: True",
+            "FSDP1 keeps on the GPU its all-gathered root unit and, while gradients accumulate under no_sync, the unsharded gradients",
+        ],
+        |s, _| {
+            if s.parallel.offload != Offload::None || s.parallel.pp > 1 || s.parallel.fsdp.is_none() {
+                return false;
+            }
+            s.parallel.offload = Offload::Params;
+            true
+        },
+    )
+}
+
+/// A larger card: the smallest that fits, in this product line first.
+fn larger_card(headroom: f64) -> Change {
+    let limit = limit(headroom);
+    // a larger card: the smallest that fits, in this product line first
+    Change::new(Mid, Hardware, ("A larger card", "换显存更大的卡"), "medium", &[], move |s, g| {
+        let line = product_line(g);
+        let mut cards: Vec<&Gpu> =
+            gpu::catalog().iter().filter(|c| c.memory_bytes() > g.memory_bytes()).collect();
+        cards.sort_by_key(|c| (product_line(c) != line, c.memory_mib));
+        let fitting = cards.into_iter().find(|c| {
+            verdict(&on_card(s, g, c), c.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= limit(c))
+        });
+        let Some(c) = fitting else { return false };
+        *s = on_card(s, g, c);
+        *g = c.clone();
+        true
+    })
+}
+
+/// More nodes: the fastest layout the plan search finds on the fewest GPUs that fit.
+fn more_nodes(headroom: f64) -> Change {
+    let limit = limit(headroom);
+    // more nodes: the fastest layout the plan search finds on the fewest GPUs that fit
+    Change::new(
+        Long,
+        Hardware,
+        (
+            "More nodes: a layout with tensor / pipeline parallelism",
+            "更多节点：采用张量并行 / 流水线并行的布局",
+        ),
+        "high",
+        &[
             "Megatron-LM / DeepSpeed: the layout's --tensor-model-parallel-size and --pipeline-model-parallel-size",
-        ], move |s, g| {
+        ],
+        move |s, g| {
             let world = s.parallel.world().max(1);
             // the job's global batch (pipeline micro-batches or accumulation, whichever it uses)
             let job = s.batch * s.micro_batches_per_step() * s.parallel.dp.max(1);
@@ -307,9 +421,13 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
                 }
             }
             false
-        }));
-    }
-    v.push(Change::new(
+        },
+    )
+}
+
+/// A custom allocator: not a memory change the estimator measures.
+fn custom_allocator() -> Change {
+    Change::new(
         Long,
         NotMemory,
         (
@@ -319,8 +437,7 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
         "high",
         &["torch.cuda.memory.change_current_allocator(torch.cuda.memory.CUDAPluggableAllocator(...))"],
         |_, _| false,
-    ));
-    v
+    )
 }
 
 /// How each framework turns QLoRA on.

@@ -14,212 +14,29 @@
 //!   versions capture graphs after the KV cache is allocated);
 //! * KV = budget − non-KV, cut into pages of `block_size` tokens ([`kv`]); every rank takes the
 //!   smallest block count.
+//!
+//! `config` holds the settings and their flags' enums, `checks` what is refused before an answer
+//! (as vLLM refuses it at start-up) and the served dtype; `advice` what to change.
 
 pub mod advice;
+mod checks;
+mod config;
 pub mod kv;
 pub mod profile;
 pub mod text;
 
+pub use config::{CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConfig};
+
 use crate::estimate::{Mode, Scenario, estimate};
 use crate::gpu::Gpu;
-use crate::model::{ModelSpec, TransformerSpec};
+use crate::model::ModelSpec;
 use crate::units::{DType, Precision};
+use checks::{check, model_dtype, transformer};
 use serde::Serialize;
+use std::borrow::Cow;
 
 /// Schema version of `serve --json`.
 pub const SERVE_SCHEMA: u32 = 1;
-
-/// KV-cache element type (`--kv-cache-dtype`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KvDtype {
-    /// The model's dtype.
-    Auto,
-    /// fp8 (e4m3): one byte per element.
-    Fp8,
-    /// fp8 e5m2: one byte per element.
-    Fp8E5m2,
-}
-
-impl std::str::FromStr for KvDtype {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" => Ok(Self::Auto),
-            "fp8" | "fp8_e4m3" => Ok(Self::Fp8),
-            "fp8_e5m2" => Ok(Self::Fp8E5m2),
-            _ => Err(format!("unknown KV-cache dtype \"{s}\" (auto, fp8, fp8_e4m3, fp8_e5m2)")),
-        }
-    }
-}
-
-/// How the profiling run's dummy sampler filters top-k / top-p (`VLLM_USE_FLASHINFER_SAMPLER`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SamplerPath {
-    /// FlashInfer's `top_k_top_p_sampling_from_logits` (vLLM's default on CUDA with FlashInfer
-    /// installed): `top_k_mask_logits` then `softmax`, no sort.
-    #[default]
-    FlashInfer,
-    /// The PyTorch sort path (`VLLM_USE_FLASHINFER_SAMPLER=0`, or no FlashInfer).
-    Sort,
-}
-
-impl SamplerPath {
-    /// The `--sampler` value.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::FlashInfer => "flashinfer",
-            Self::Sort => "sort",
-        }
-    }
-}
-
-impl std::str::FromStr for SamplerPath {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "flashinfer" => Ok(Self::FlashInfer),
-            "sort" | "torch" | "native" => Ok(Self::Sort),
-            _ => Err(format!("unknown sampler \"{s}\" (flashinfer, sort)")),
-        }
-    }
-}
-
-/// Weight quantization (`--quantization`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Quantization {
-    /// The checkpoint's own (its `quantization_config`: AWQ, GPTQ, FP8, MXFP4, bitsandbytes), or
-    /// none.
-    Auto,
-    /// vLLM's online fp8: the Linear weights of an unquantized checkpoint cast to fp8 e4m3 with a
-    /// per-tensor scale (embeddings and the LM head stay in the model dtype).
-    Fp8,
-}
-
-impl std::str::FromStr for Quantization {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" | "none" => Ok(Self::Auto),
-            "fp8" => Ok(Self::Fp8),
-            "awq" | "gptq" | "mxfp4" | "bitsandbytes" => Err(format!(
-                "--quantization {s} is read from the checkpoint's config.json (quantization_config): give that model, with --quantization auto"
-            )),
-            _ => Err(format!("unknown quantization \"{s}\" (auto, fp8)")),
-        }
-    }
-}
-
-/// The server's settings; `None` fields take vLLM's defaults.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServeConfig {
-    /// Tensor-parallel size.
-    pub tp: u64,
-    /// Pipeline-parallel size.
-    pub pp: u64,
-    /// `--gpu-memory-utilization`, in (0, 1].
-    pub gpu_memory_utilization: f64,
-    /// `--max-model-len` (default: the model's maximum positions).
-    pub max_model_len: Option<u64>,
-    /// Allow a `max_model_len` above the model's positions (`VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`).
-    pub allow_long_max_model_len: bool,
-    /// `--max-num-batched-tokens` (default by card, as `vllm serve` sets it).
-    pub max_num_batched_tokens: Option<u64>,
-    /// `--max-num-seqs` (default by card).
-    pub max_num_seqs: Option<u64>,
-    /// Tokens per KV block (a power of two; vLLM's default 16).
-    pub block_size: u64,
-    /// KV-cache dtype.
-    pub kv_dtype: KvDtype,
-    /// Model dtype (`--dtype`; `None`: the checkpoint's, fp32 served as bf16).
-    pub dtype: Option<DType>,
-    /// Weight quantization.
-    pub quantization: Quantization,
-    /// `--enforce-eager`: no CUDA graphs.
-    pub enforce_eager: bool,
-    /// CUDA-graph memory subtracted before the KV cache (vLLM ≥ 0.21 estimates it), bytes.
-    pub cudagraph_bytes: Option<u64>,
-    /// Non-torch memory the profiling adds, bytes (default: the card's cuBLAS workspace, plus
-    /// NCCL buffers under TP/PP).
-    pub non_torch_bytes: Option<u64>,
-    /// The CUDA-visible total of the card, bytes (default: the catalog's).
-    pub cuda_total_bytes: Option<u64>,
-    /// A mean context length to give the concurrency at, besides `max_model_len`.
-    pub context: Option<u64>,
-    /// A what-if: the model as a quantized checkpoint of this format (an AWQ / GPTQ export of
-    /// it), for a model whose own checkpoint is not quantized.
-    pub checkpoint_format: Option<CheckpointFormat>,
-    /// The profiling sampler's top-k / top-p path.
-    pub sampler: SamplerPath,
-}
-
-/// A quantized export of an unquantized model (`--checkpoint-format`), as the Hub's
-/// `<model>-AWQ` / `-GPTQ` repositories hold it: 4-bit weights, groups of 128 input features.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CheckpointFormat {
-    /// AWQ 4-bit, group 128 (AutoAWQ / llm-compressor's GEMM packing).
-    AwqInt4,
-    /// GPTQ 4-bit, group 128.
-    GptqInt4,
-}
-
-impl CheckpointFormat {
-    /// The flag's value.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::AwqInt4 => "awq-int4",
-            Self::GptqInt4 => "gptq-int4",
-        }
-    }
-
-    /// The weight format the checkpoint stores.
-    pub const fn format(self) -> crate::model::quant::WeightFormat {
-        use crate::model::quant::WeightFormat;
-        match self {
-            Self::AwqInt4 => WeightFormat::Awq { bits: 4, group_size: 128 },
-            Self::GptqInt4 => WeightFormat::Gptq { bits: 4, group_size: 128 },
-        }
-    }
-}
-
-impl std::str::FromStr for CheckpointFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "awq-int4" | "awq" => Ok(Self::AwqInt4),
-            "gptq-int4" | "gptq" => Ok(Self::GptqInt4),
-            _ => Err(format!("unknown checkpoint format \"{s}\" (awq-int4, gptq-int4)")),
-        }
-    }
-}
-
-impl Default for ServeConfig {
-    fn default() -> Self {
-        Self {
-            tp: 1,
-            pp: 1,
-            gpu_memory_utilization: 0.9,
-            max_model_len: None,
-            allow_long_max_model_len: false,
-            max_num_batched_tokens: None,
-            max_num_seqs: None,
-            block_size: 16,
-            kv_dtype: KvDtype::Auto,
-            dtype: None,
-            quantization: Quantization::Auto,
-            enforce_eager: false,
-            cudagraph_bytes: None,
-            non_torch_bytes: None,
-            cuda_total_bytes: None,
-            context: None,
-            checkpoint_format: None,
-            sampler: SamplerPath::FlashInfer,
-        }
-    }
-}
 
 /// Why a serving question cannot be answered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -395,103 +212,6 @@ pub fn cuda_total(gpu: &Gpu) -> (u64, bool) {
     }
 }
 
-fn model_dtype(
-    cfg: &ServeConfig,
-    checkpoint: Option<&str>,
-    gpu: &Gpu,
-    notes: &mut Vec<String>,
-) -> Result<DType, ServeError> {
-    // bfloat16 needs compute capability 8.0 (Ampere) or newer
-    let no_bf16 = crate::options::generation(gpu).is_some_and(|(g, _)| g < 2);
-    if let Some(d) = cfg.dtype {
-        if d == DType::Bf16 && no_bf16 {
-            return bad(format!(
-                "--dtype bfloat16: the {} has no bfloat16 (compute capability below 8.0; vLLM refuses it): use --dtype float16",
-                gpu.name
-            ));
-        }
-        return Ok(d);
-    }
-    let d = match checkpoint {
-        Some("float16") => DType::F16,
-        Some("float32") => {
-            notes.push("the checkpoint is float32: served in bfloat16, as vLLM's dtype \"auto\" does".into());
-            DType::Bf16
-        }
-        _ => DType::Bf16,
-    };
-    if d == DType::Bf16 && no_bf16 {
-        notes.push(format!(
-            "the {} has no bfloat16: served in float16, as vLLM's dtype \"auto\" falls back",
-            gpu.name
-        ));
-        return Ok(DType::F16);
-    }
-    Ok(d)
-}
-
-fn transformer(model: &ModelSpec) -> Result<&TransformerSpec, ServeError> {
-    match model.transformer() {
-        Some(t) if t.num_heads > 0 && crate::families::has_kv_cache(t) => Ok(t),
-        _ => bad(format!("{}: serving capacity needs a decoder language model", model.name)),
-    }
-}
-
-/// Checks the settings against the model, as vLLM does at start-up.
-fn check(cfg: &ServeConfig, t: &TransformerSpec) -> Result<(), ServeError> {
-    let u = cfg.gpu_memory_utilization;
-    if !(u > 0.0 && u <= 1.0) {
-        return bad(format!("--gpu-memory-utilization {u} is outside (0, 1]"));
-    }
-    if cfg.block_size == 0 || !cfg.block_size.is_power_of_two() || cfg.block_size > 1024 {
-        return bad(format!("--block-size {} is not a power of two up to 1024", cfg.block_size));
-    }
-    if cfg.tp == 0 || cfg.pp == 0 {
-        return bad("--tp and --pp are at least 1");
-    }
-    if !t.num_heads.is_multiple_of(cfg.tp) {
-        return bad(format!("--tp {} does not divide the {} attention heads", cfg.tp, t.num_heads));
-    }
-    if t.mla.is_none()
-        && !t.num_kv_heads.is_multiple_of(cfg.tp)
-        && !cfg.tp.is_multiple_of(t.num_kv_heads.max(1))
-    {
-        return bad(format!(
-            "--tp {} neither divides the {} KV heads nor is a multiple of them (vLLM refuses it)",
-            cfg.tp, t.num_kv_heads
-        ));
-    }
-    if cfg.pp > t.num_layers {
-        return bad(format!("--pp {} is more than the {} layers", cfg.pp, t.num_layers));
-    }
-    if let Some(m) = cfg.max_model_len {
-        if m == 0 {
-            return bad("--max-model-len is at least 1");
-        }
-        if m > t.max_context() && !cfg.allow_long_max_model_len && t.max_context() > 0 {
-            return bad(format!(
-                "--max-model-len {m} is above the model's {} positions (vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: add --allow-long-max-model-len)",
-                t.max_context()
-            ));
-        }
-    } else if t.max_context() == 0 {
-        return bad(
-            "the model's config names no context length (max_position_embeddings): give --max-model-len",
-        );
-    }
-    for (name, v) in
-        [("--max-num-batched-tokens", cfg.max_num_batched_tokens), ("--max-num-seqs", cfg.max_num_seqs)]
-    {
-        if v == Some(0) {
-            return bad(format!("{name} is at least 1"));
-        }
-    }
-    if cfg.context == Some(0) {
-        return bad("--context is at least 1");
-    }
-    Ok(())
-}
-
 /// The weights on the most loaded rank, as the estimator counts them (the checkpoint's
 /// quantized formats included).
 fn weights(model: &ModelSpec, cfg: &ServeConfig, dtype: DType) -> Result<u64, ServeError> {
@@ -518,25 +238,8 @@ pub fn serve(
     cfg: &ServeConfig,
     checkpoint_dtype: Option<&str>,
 ) -> Result<Serve, ServeError> {
-    let exported;
-    let model = match cfg.checkpoint_format {
-        None => model,
-        Some(f) => {
-            if model.transformer().is_some_and(|t| t.quant.is_some()) {
-                return bad(format!(
-                    "--checkpoint-format {}: {} is already a quantized checkpoint",
-                    f.name(),
-                    model.name
-                ));
-            }
-            let mut m = model.clone();
-            if let Some(t) = m.transformer_mut() {
-                t.quant = Some(f.format());
-            }
-            exported = m;
-            &exported
-        }
-    };
+    let served = exported(model, cfg)?;
+    let model: &ModelSpec = &served;
     let t = transformer(model)?;
     check(cfg, t)?;
     let mut notes = Vec::new();
@@ -598,38 +301,11 @@ pub fn serve(
     if t.unvalidated_type.is_some() {
         notes.push(format!("{}: a generic decoder (not validated for this architecture)", model.name));
     }
-    let name = |d: DType| match d {
-        DType::F16 => "float16",
-        DType::F32 => "float32",
-        _ => "bfloat16",
-    };
     Ok(Serve {
         schema: SERVE_SCHEMA,
         model: model.name.clone(),
         gpu: gpu.id.clone(),
-        settings: ServeSettings {
-            tp: cfg.tp,
-            pp: cfg.pp,
-            gpu_memory_utilization: cfg.gpu_memory_utilization,
-            max_model_len,
-            max_num_batched_tokens: mnbt,
-            max_num_seqs,
-            block_size: cfg.block_size,
-            dtype: name(dtype).into(),
-            kv_cache_dtype: match cfg.kv_dtype {
-                KvDtype::Auto => name(dtype).into(),
-                KvDtype::Fp8 => "fp8_e4m3".into(),
-                KvDtype::Fp8E5m2 => "fp8_e5m2".into(),
-            },
-            enforce_eager: cfg.enforce_eager,
-            quantization: cfg.quantization,
-            checkpoint_format: cfg.checkpoint_format,
-            allow_long_max_model_len: cfg.allow_long_max_model_len,
-            cudagraph_mib: cfg.cudagraph_bytes.map(|b| b >> 20),
-            non_torch_mib: cfg.non_torch_bytes.map(|b| b >> 20),
-            cuda_total_mib: cfg.cuda_total_bytes.map(|b| b >> 20),
-            sampler: cfg.sampler,
-        },
+        settings: ServeSettings::of(cfg, dtype, max_model_len, mnbt, max_num_seqs),
         bytes: ServeBytes {
             cuda_total,
             budget,
@@ -651,6 +327,61 @@ pub fn serve(
         notes,
         layout,
     })
+}
+
+/// The model as served: a `--checkpoint-format` what-if stores the format's quantized weights.
+fn exported<'a>(model: &'a ModelSpec, cfg: &ServeConfig) -> Result<Cow<'a, ModelSpec>, ServeError> {
+    let Some(f) = cfg.checkpoint_format else { return Ok(Cow::Borrowed(model)) };
+    if model.transformer().is_some_and(|t| t.quant.is_some()) {
+        return bad(format!(
+            "--checkpoint-format {}: {} is already a quantized checkpoint",
+            f.name(),
+            model.name
+        ));
+    }
+    let mut m = model.clone();
+    if let Some(t) = m.transformer_mut() {
+        t.quant = Some(f.format());
+    }
+    Ok(Cow::Owned(m))
+}
+
+/// vLLM's name of a model dtype.
+fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::F16 => "float16",
+        DType::F32 => "float32",
+        _ => "bfloat16",
+    }
+}
+
+impl ServeSettings {
+    /// The settings an answer used: `cfg` with vLLM's defaults filled in.
+    fn of(cfg: &ServeConfig, dtype: DType, max_model_len: u64, mnbt: u64, max_num_seqs: u64) -> Self {
+        ServeSettings {
+            tp: cfg.tp,
+            pp: cfg.pp,
+            gpu_memory_utilization: cfg.gpu_memory_utilization,
+            max_model_len,
+            max_num_batched_tokens: mnbt,
+            max_num_seqs,
+            block_size: cfg.block_size,
+            dtype: dtype_name(dtype).into(),
+            kv_cache_dtype: match cfg.kv_dtype {
+                KvDtype::Auto => dtype_name(dtype).into(),
+                KvDtype::Fp8 => "fp8_e4m3".into(),
+                KvDtype::Fp8E5m2 => "fp8_e5m2".into(),
+            },
+            enforce_eager: cfg.enforce_eager,
+            quantization: cfg.quantization,
+            checkpoint_format: cfg.checkpoint_format,
+            allow_long_max_model_len: cfg.allow_long_max_model_len,
+            cudagraph_mib: cfg.cudagraph_bytes.map(|b| b >> 20),
+            non_torch_mib: cfg.non_torch_bytes.map(|b| b >> 20),
+            cuda_total_mib: cfg.cuda_total_bytes.map(|b| b >> 20),
+            sampler: cfg.sampler,
+        }
+    }
 }
 
 fn kv_dtype_bytes(k: KvDtype, model: DType) -> u64 {

@@ -176,114 +176,169 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed<'_>, PickleError> {
     if bytes.len() > MAX_SNAPSHOT_BYTES {
         return Err(PickleError::TooLarge(MAX_SNAPSHOT_BYTES));
     }
-    let mut p = Parsed { bytes, root: V::None, lists: Vec::new(), dicts: Vec::new() };
-    let mut stack: Vec<V> = Vec::with_capacity(4096);
-    let mut marks: Vec<usize> = Vec::new();
-    let mut memo: Vec<V> = Vec::new();
-    let mut i = 0usize;
-    let mal = PickleError::Malformed;
-    let take = |i: &mut usize, n: usize| -> Result<&[u8], PickleError> {
-        let end = i.checked_add(n).filter(|e| *e <= bytes.len()).ok_or(PickleError::Truncated(*i))?;
-        let s = &bytes[*i..end];
-        *i = end;
-        Ok(s)
+    let mut m = Machine {
+        p: Parsed { bytes, root: V::None, lists: Vec::new(), dicts: Vec::new() },
+        stack: Vec::with_capacity(4096),
+        marks: Vec::new(),
+        memo: Vec::new(),
+        i: 0,
     };
+    let mal = PickleError::Malformed;
     loop {
-        let at = i;
-        let op = *bytes.get(i).ok_or(PickleError::Truncated(i))?;
-        i += 1;
+        let at = m.i;
+        let op = *bytes.get(m.i).ok_or(PickleError::Truncated(m.i))?;
+        m.i += 1;
         match op {
             0x80 => {
-                take(&mut i, 1)?; // PROTO
+                m.take(1)?; // PROTO
             }
             0x95 => {
-                take(&mut i, 8)?; // FRAME
+                m.take(8)?; // FRAME
             }
             b'.' => {
-                p.root = stack.pop().ok_or(mal(at))?;
-                return Ok(p);
+                m.p.root = m.stack.pop().ok_or(mal(at))?;
+                return Ok(m.p);
             }
-            b'}' | b']' | b')' => {
-                if p.lists.len() + p.dicts.len() >= MAX_CONTAINERS {
-                    return Err(mal(at));
-                }
-                if op == b'}' {
-                    stack.push(V::Dict(p.dicts.len() as u32));
-                    p.dicts.push(DictSlot::Items(Vec::new()));
-                } else {
-                    stack.push(V::List(p.lists.len() as u32));
-                    p.lists.push(Vec::new());
-                }
+            b'(' => m.marks.push(m.stack.len()),
+            0x94 | b'q' | b'r' | b'h' | b'j' => m.memo_op(op, at)?,
+            b'}' | b']' | b')' | 0x85 | 0x86 | 0x87 | b't' => m.new_container(op, at)?,
+            b'a' | b'e' | b's' | b'u' => m.fill_container(op, at)?,
+            _ => {
+                let v = m.value(op, at)?;
+                m.stack.push(v);
             }
-            b'(' => marks.push(stack.len()),
-            b'N' => stack.push(V::None),
-            0x88 => stack.push(V::Bool(true)),
-            0x89 => stack.push(V::Bool(false)),
-            b'J' => stack.push(V::Int(i64::from(le(take(&mut i, 4)?) as u32 as i32))),
-            b'K' => stack.push(V::Int(i64::from(take(&mut i, 1)?[0]))),
-            b'M' => stack.push(V::Int(le(take(&mut i, 2)?) as i64)),
+        }
+        if m.stack.len() > 1 << 24 {
+            return Err(mal(at));
+        }
+    }
+}
+
+/// The pickle machine: the arenas being filled, its stack, marks and memo, and the read position.
+struct Machine<'a> {
+    p: Parsed<'a>,
+    stack: Vec<V>,
+    marks: Vec<usize>,
+    memo: Vec<V>,
+    i: usize,
+}
+
+impl<'a> Machine<'a> {
+    /// The next `n` bytes of the input.
+    fn take(&mut self, n: usize) -> Result<&'a [u8], PickleError> {
+        let bytes = self.p.bytes;
+        let end =
+            self.i.checked_add(n).filter(|e| *e <= bytes.len()).ok_or(PickleError::Truncated(self.i))?;
+        let s = &bytes[self.i..end];
+        self.i = end;
+        Ok(s)
+    }
+
+    /// A scalar, string or bytes opcode's value; any other opcode is refused.
+    fn value(&mut self, op: u8, at: usize) -> Result<V, PickleError> {
+        let mal = PickleError::Malformed;
+        Ok(match op {
+            b'N' => V::None,
+            0x88 => V::Bool(true),
+            0x89 => V::Bool(false),
+            b'J' => V::Int(i64::from(le(self.take(4)?) as u32 as i32)),
+            b'K' => V::Int(i64::from(self.take(1)?[0])),
+            b'M' => V::Int(le(self.take(2)?) as i64),
             0x8a => {
-                let n = usize::from(take(&mut i, 1)?[0]);
-                let s = take(&mut i, n)?;
-                stack.push(long1(s));
+                let n = usize::from(self.take(1)?[0]);
+                let s = self.take(n)?;
+                long1(s)
             }
             b'G' => {
                 let mut a = [0u8; 8];
-                a.copy_from_slice(take(&mut i, 8)?);
-                stack.push(V::Float(f64::from_be_bytes(a)));
+                a.copy_from_slice(self.take(8)?);
+                V::Float(f64::from_be_bytes(a))
             }
             0x8c | b'X' | 0x8d | b'C' | b'B' | 0x8e => {
                 let n = match op {
-                    0x8c | b'C' => usize::from(take(&mut i, 1)?[0]),
-                    b'X' | b'B' => le(take(&mut i, 4)?) as usize,
-                    _ => usize::try_from(le(take(&mut i, 8)?)).map_err(|_| mal(at))?,
+                    0x8c | b'C' => usize::from(self.take(1)?[0]),
+                    b'X' | b'B' => le(self.take(4)?) as usize,
+                    _ => usize::try_from(le(self.take(8)?)).map_err(|_| mal(at))?,
                 };
-                let start = i;
-                take(&mut i, n)?;
+                let start = self.i;
+                self.take(n)?;
                 // the input is at most 2 GiB, so offsets and lengths fit u32
                 let (s, l) = (start as u32, n as u32);
-                stack.push(if matches!(op, 0x8c | b'X' | 0x8d) { V::Str(s, l) } else { V::Bytes(s, l) });
+                if matches!(op, 0x8c | b'X' | 0x8d) { V::Str(s, l) } else { V::Bytes(s, l) }
             }
-            0x94 => memo.push(*stack.last().ok_or(mal(at))?), // MEMOIZE
+            _ => return Err(PickleError::Unsupported { op, at }),
+        })
+    }
+
+    /// MEMOIZE, PUT (BINPUT, LONG_BINPUT) and GET (BINGET, LONG_BINGET).
+    fn memo_op(&mut self, op: u8, at: usize) -> Result<(), PickleError> {
+        let mal = PickleError::Malformed;
+        match op {
+            0x94 => self.memo.push(*self.stack.last().ok_or(mal(at))?), // MEMOIZE
             b'q' | b'r' => {
-                let idx =
-                    if op == b'q' { usize::from(take(&mut i, 1)?[0]) } else { le(take(&mut i, 4)?) as usize };
-                let v = *stack.last().ok_or(mal(at))?;
+                let idx = if op == b'q' { usize::from(self.take(1)?[0]) } else { le(self.take(4)?) as usize };
+                let v = *self.stack.last().ok_or(mal(at))?;
                 // Python numbers its memo in order; allow a little slack, never a huge jump
-                if idx > memo.len() + 1024 {
+                if idx > self.memo.len() + 1024 {
                     return Err(mal(at));
                 }
-                if idx >= memo.len() {
-                    memo.resize(idx + 1, V::None);
+                if idx >= self.memo.len() {
+                    self.memo.resize(idx + 1, V::None);
                 }
-                memo[idx] = v;
+                self.memo[idx] = v;
             }
-            b'h' | b'j' => {
-                let idx =
-                    if op == b'h' { usize::from(take(&mut i, 1)?[0]) } else { le(take(&mut i, 4)?) as usize };
-                stack.push(*memo.get(idx).ok_or(mal(at))?);
+            _ => {
+                let idx = if op == b'h' { usize::from(self.take(1)?[0]) } else { le(self.take(4)?) as usize };
+                self.stack.push(*self.memo.get(idx).ok_or(mal(at))?);
             }
-            0x85 | 0x86 | 0x87 | b't' => {
-                let n = match op {
-                    0x85 => 1,
-                    0x86 => 2,
-                    0x87 => 3,
-                    _ => stack.len().checked_sub(marks.pop().ok_or(mal(at))?).ok_or(mal(at))?,
-                };
-                if stack.len() < n || p.lists.len() + p.dicts.len() >= MAX_CONTAINERS {
-                    return Err(mal(at));
-                }
-                let items = stack.split_off(stack.len() - n);
+        }
+        Ok(())
+    }
+
+    /// An empty dict, list or tuple, or a tuple of the top 1-3 values or those above the mark.
+    fn new_container(&mut self, op: u8, at: usize) -> Result<(), PickleError> {
+        let mal = PickleError::Malformed;
+        let (p, stack) = (&mut self.p, &mut self.stack);
+        if let b'}' | b']' | b')' = op {
+            if p.lists.len() + p.dicts.len() >= MAX_CONTAINERS {
+                return Err(mal(at));
+            }
+            if op == b'}' {
+                stack.push(V::Dict(p.dicts.len() as u32));
+                p.dicts.push(DictSlot::Items(Vec::new()));
+            } else {
                 stack.push(V::List(p.lists.len() as u32));
-                p.lists.push(items);
+                p.lists.push(Vec::new());
             }
+            return Ok(());
+        }
+        let n = match op {
+            0x85 => 1,
+            0x86 => 2,
+            0x87 => 3,
+            _ => stack.len().checked_sub(self.marks.pop().ok_or(mal(at))?).ok_or(mal(at))?,
+        };
+        if stack.len() < n || p.lists.len() + p.dicts.len() >= MAX_CONTAINERS {
+            return Err(mal(at));
+        }
+        let items = stack.split_off(stack.len() - n);
+        stack.push(V::List(p.lists.len() as u32));
+        p.lists.push(items);
+        Ok(())
+    }
+
+    /// APPEND, APPENDS, SETITEM and SETITEMS: values into the list or dict below them.
+    fn fill_container(&mut self, op: u8, at: usize) -> Result<(), PickleError> {
+        let mal = PickleError::Malformed;
+        let (p, stack) = (&mut self.p, &mut self.stack);
+        match op {
             b'a' => {
                 let v = stack.pop().ok_or(mal(at))?;
                 let Some(V::List(l)) = stack.last() else { return Err(mal(at)) };
                 p.lists[*l as usize].push(v);
             }
             b'e' => {
-                let m = marks.pop().ok_or(mal(at))?;
+                let m = self.marks.pop().ok_or(mal(at))?;
                 if m > stack.len() || m == 0 {
                     return Err(mal(at));
                 }
@@ -291,24 +346,21 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed<'_>, PickleError> {
                 p.lists[l as usize].extend_from_slice(&stack[m..]);
                 stack.truncate(m);
             }
-            b's' | b'u' => {
+            _ => {
                 let m = if op == b's' {
                     stack.len().checked_sub(2).ok_or(mal(at))?
                 } else {
-                    marks.pop().ok_or(mal(at))?
+                    self.marks.pop().ok_or(mal(at))?
                 };
                 if m > stack.len() || m == 0 || !(stack.len() - m).is_multiple_of(2) {
                     return Err(mal(at));
                 }
                 let V::Dict(d) = stack[m - 1] else { return Err(mal(at)) };
-                set_items(&mut p, d as usize, &stack[m..]);
+                set_items(p, d as usize, &stack[m..]);
                 stack.truncate(m);
             }
-            _ => return Err(PickleError::Unsupported { op, at }),
         }
-        if stack.len() > 1 << 24 {
-            return Err(mal(at));
-        }
+        Ok(())
     }
 }
 

@@ -213,6 +213,34 @@ pub fn classify(samples: &[Sample], gpu: Option<u32>) -> Result<TraceReport, Tra
 /// [`classify`] with the advice written in `lang` (the verdict and the numbers are the same in
 /// every language).
 pub fn classify_in(samples: &[Sample], gpu: Option<u32>, lang: Lang) -> Result<TraceReport, TraceError> {
+    let (gpu, s) = gpu_samples(samples, gpu)?;
+    let c = Curve::read(&s);
+    let frac = &c.frac;
+    // when the process ended: usage above 30 % of the card, then under 10 % to the end
+    let ended_at_s = frac
+        .iter()
+        .rposition(|f| *f >= 0.3)
+        .filter(|&i| i + 2 < frac.len() && frac[i + 1..].iter().all(|f| *f < 0.1))
+        .map(|i| s[i + 1].t_s);
+    let Judgement { verdict, evidence, seconds_to_oom, advice } = c.verdict(lang);
+    let Curve { iterations, growth_mib_per_iteration, growth_mib_per_s, peak_fraction, .. } = c;
+    Ok(TraceReport {
+        ended_at_s,
+        gpu,
+        samples: s.len(),
+        verdict,
+        iterations,
+        growth_mib_per_iteration,
+        growth_mib_per_s,
+        seconds_to_oom,
+        peak_fraction,
+        evidence,
+        advice,
+    })
+}
+
+/// The samples of `gpu` (the trace's first GPU when `None`), at least 8 of them.
+fn gpu_samples(samples: &[Sample], gpu: Option<u32>) -> Result<(u32, Vec<&Sample>), TraceError> {
     let gpu = gpu.or_else(|| samples.first().map(|s| s.gpu)).unwrap_or(0);
     let s: Vec<&Sample> = samples.iter().filter(|x| x.gpu == gpu).collect();
     if s.is_empty() && !samples.is_empty() {
@@ -227,143 +255,226 @@ pub fn classify_in(samples: &[Sample], gpu: Option<u32>, lang: Lang) -> Result<T
     if s.len() < 8 {
         return Err(TraceError::TooShort(s.len(), gpu));
     }
-    let cap = s.iter().map(|x| x.total).max().unwrap_or(1).max(1) as f64;
-    let frac: Vec<f64> = s.iter().map(|x| x.used as f64 / cap).collect();
-    let peak_fraction = frac.iter().copied().fold(0.0, f64::max);
-    // iterations: local maxima that rise at least 3 % of the card above the preceding trough
-    let mut peaks = Vec::new();
-    let mut trough = frac[0];
-    let mut rising_from = 0;
-    for i in 1..frac.len() {
-        if frac[i] < trough {
-            trough = frac[i];
-            rising_from = i;
+    Ok((gpu, s))
+}
+
+/// One GPU's curve as fractions of the card, and the numbers the verdict reads from it.
+struct Curve {
+    /// Samples.
+    samples: usize,
+    /// The card's memory, bytes (the largest total reported).
+    cap: f64,
+    /// Each sample's used memory, as a fraction of the card.
+    frac: Vec<f64>,
+    peak_fraction: f64,
+    /// Iterations: local maxima rising 3 % of the card above the preceding trough.
+    iterations: usize,
+    /// The iterations' (start, peak) samples that reach 95 % of the card.
+    near_cap_peaks: Vec<(usize, usize)>,
+    /// Windows of the baseline, and each one's (time, minimum used).
+    windows: usize,
+    mins: Vec<(f64, f64)>,
+    /// Windows whose minimum rises by 0.05 % of the card.
+    rises: usize,
+    /// The baseline's growth (robust slope of the minima).
+    slope_b_per_s: f64,
+    growth_mib_per_s: f64,
+    growth_mib_per_iteration: f64,
+    /// The baseline's growth over the trace, as a fraction of the card.
+    grew: f64,
+    /// Samples in the first tenth, and their lowest fraction.
+    early_len: usize,
+    early_min: f64,
+    /// The highest sample (index, fraction) and whether the process died after it.
+    top: (usize, f64),
+    died: bool,
+    /// The first sample at half the card; whether the curve sits at 97 % from there.
+    settled: usize,
+    pinned: bool,
+    /// The last sample's used memory, bytes.
+    last: f64,
+}
+
+impl Curve {
+    fn read(s: &[&Sample]) -> Self {
+        let cap = s.iter().map(|x| x.total).max().unwrap_or(1).max(1) as f64;
+        let frac: Vec<f64> = s.iter().map(|x| x.used as f64 / cap).collect();
+        let peak_fraction = frac.iter().copied().fold(0.0, f64::max);
+        // iterations: local maxima that rise at least 3 % of the card above the preceding trough
+        let mut peaks = Vec::new();
+        let mut trough = frac[0];
+        let mut rising_from = 0;
+        for i in 1..frac.len() {
+            if frac[i] < trough {
+                trough = frac[i];
+                rising_from = i;
+            }
+            let is_max = frac[i] >= frac[i - 1] && (i + 1 == frac.len() || frac[i] > frac[i + 1]);
+            if is_max && frac[i] - trough > 0.03 {
+                peaks.push((rising_from, i));
+                trough = frac[i];
+            }
         }
-        let is_max = frac[i] >= frac[i - 1] && (i + 1 == frac.len() || frac[i] > frac[i + 1]);
-        if is_max && frac[i] - trough > 0.03 {
-            peaks.push((rising_from, i));
-            trough = frac[i];
+        let iterations = peaks.len();
+        // baseline growth: per-window minima over time, robust slope
+        let windows = 12.min(s.len() / 2).max(2);
+        let per = s.len() / windows;
+        let mins: Vec<(f64, f64)> = (0..windows)
+            .map(|w| {
+                let chunk = &s[w * per..((w + 1) * per).min(s.len())];
+                chunk.iter().min_by_key(|x| x.used).map_or((0.0, 0.0), |x| (x.t_s, x.used as f64))
+            })
+            .collect();
+        let slope_b_per_s = theil_sen(&mins);
+        let duration = s.last().map_or(0.0, |x| x.t_s).max(1e-9);
+        let growth_mib_per_s = slope_b_per_s / 1048576.0;
+        let growth_mib_per_iteration = if iterations > 0 {
+            growth_mib_per_s * duration / iterations as f64
+        } else {
+            growth_mib_per_s * duration / windows as f64
+        };
+        let grew = slope_b_per_s * duration / cap; // fraction of the card over the trace
+        let early = &frac[..(frac.len() / 10).max(1)];
+        let early_min = early.iter().copied().fold(f64::INFINITY, f64::min);
+        let near_cap_peaks: Vec<(usize, usize)> =
+            peaks.iter().copied().filter(|(_, p)| frac[*p] >= 0.95).collect();
+        // the process disappeared after reaching the card: the last samples are back near zero
+        // (only the driver's own use) and stay there — the job died, most likely of an OOM
+        let top =
+            frac.iter().copied().enumerate().fold((0, 0.0), |m, (i, f)| if f >= m.1 { (i, f) } else { m });
+        let tail_from = top.0 + 1;
+        let died = top.1 >= 0.95
+            && tail_from < frac.len()
+            && frac[tail_from..].iter().all(|f| *f < 0.1)
+            && frac.len() - tail_from >= 2;
+        // a flat curve pinned at the card (one "iteration" or none): once the first rise is over,
+        // nearly every sample sits at 97 % or more
+        let settled = frac.iter().position(|f| *f >= 0.5).unwrap_or(frac.len());
+        let pinned = frac.len() - settled >= 8 && {
+            let after = &frac[settled..];
+            after.iter().filter(|f| **f >= 0.97).count() * 10 >= after.len() * 9
+        };
+        let last = s.last().map_or(0.0, |x| x.used as f64);
+        // a leak grows window after window; one step up (a plateau the caching allocator settles on)
+        // is not one: at least half the windows' minima must rise, each by 0.05 % of the card
+        let rises = mins.windows(2).filter(|w| w[1].1 > w[0].1 + cap * 5e-4).count();
+        let early_len = early.len();
+        Self {
+            samples: s.len(),
+            cap,
+            frac,
+            peak_fraction,
+            iterations,
+            near_cap_peaks,
+            windows,
+            mins,
+            rises,
+            slope_b_per_s,
+            growth_mib_per_s,
+            growth_mib_per_iteration,
+            grew,
+            early_len,
+            early_min,
+            top,
+            died,
+            settled,
+            pinned,
+            last,
         }
     }
-    let iterations = peaks.len();
-    // baseline growth: per-window minima over time, robust slope
-    let windows = 12.min(s.len() / 2).max(2);
-    let per = s.len() / windows;
-    let mins: Vec<(f64, f64)> = (0..windows)
-        .map(|w| {
-            let chunk = &s[w * per..((w + 1) * per).min(s.len())];
-            chunk.iter().min_by_key(|x| x.used).map_or((0.0, 0.0), |x| (x.t_s, x.used as f64))
-        })
-        .collect();
-    let slope_b_per_s = theil_sen(&mins);
-    let duration = s.last().map_or(0.0, |x| x.t_s).max(1e-9);
-    let growth_mib_per_s = slope_b_per_s / 1048576.0;
-    let growth_mib_per_iteration = if iterations > 0 {
-        growth_mib_per_s * duration / iterations as f64
-    } else {
-        growth_mib_per_s * duration / windows as f64
-    };
-    let grew = slope_b_per_s * duration / cap; // fraction of the card over the trace
-    let early = &frac[..(frac.len() / 10).max(1)];
-    let early_min = early.iter().copied().fold(f64::INFINITY, f64::min);
-    let near_cap_peaks: Vec<(usize, usize)> =
-        peaks.iter().copied().filter(|(_, p)| frac[*p] >= 0.95).collect();
-    // the process disappeared after reaching the card: the last samples are back near zero
-    // (only the driver's own use) and stay there — the job died, most likely of an OOM
-    let top = frac.iter().copied().enumerate().fold((0, 0.0), |m, (i, f)| if f >= m.1 { (i, f) } else { m });
-    let tail_from = top.0 + 1;
-    let died = top.1 >= 0.95
-        && tail_from < frac.len()
-        && frac[tail_from..].iter().all(|f| *f < 0.1)
-        && frac.len() - tail_from >= 2;
-    // a flat curve pinned at the card (one "iteration" or none): once the first rise is over,
-    // nearly every sample sits at 97 % or more
-    let settled = frac.iter().position(|f| *f >= 0.5).unwrap_or(frac.len());
-    let pinned = frac.len() - settled >= 8 && {
-        let after = &frac[settled..];
-        after.iter().filter(|f| **f >= 0.97).count() * 10 >= after.len() * 9
-    };
-    let mut advice = Vec::new();
-    let last = s.last().map_or(0.0, |x| x.used as f64);
-    // a leak grows window after window; one step up (a plateau the caching allocator settles on)
-    // is not one: at least half the windows' minima must rise, each by 0.05 % of the card
-    let rises = mins.windows(2).filter(|w| w[1].1 > w[0].1 + cap * 5e-4).count();
-    let (verdict, evidence, seconds_to_oom) = if grew > 0.02
-        && mins.windows(2).filter(|w| w[1].1 >= w[0].1).count() * 3 >= (windows - 1) * 2
-        && rises * 2 >= windows - 1
-    {
-        let left = (cap - last).max(0.0);
-        let tto = if slope_b_per_s > 0.0 { Some(left / slope_b_per_s) } else { None };
-        advice.push(text!(
+
+    /// What the curve's shape says, the advice in `lang`.
+    fn verdict(&self, lang: Lang) -> Judgement {
+        let Curve {
+            samples,
+            cap,
+            peak_fraction,
+            iterations,
+            windows,
+            rises,
+            slope_b_per_s,
+            growth_mib_per_s,
+            growth_mib_per_iteration,
+            grew,
+            early_len,
+            early_min,
+            top,
+            died,
+            settled,
+            pinned,
+            last,
+            ..
+        } = *self;
+        let (frac, mins) = (&self.frac, &self.mins);
+        let mut advice = Vec::new();
+        let (verdict, evidence, seconds_to_oom) = if grew > 0.02
+            && mins.windows(2).filter(|w| w[1].1 >= w[0].1).count() * 3 >= (windows - 1) * 2
+            && rises * 2 >= windows - 1
+        {
+            let left = (cap - last).max(0.0);
+            let tto = if slope_b_per_s > 0.0 { Some(left / slope_b_per_s) } else { None };
+            advice.push(text!(
             lang,
             "Memory grows by about {growth_mib_per_iteration:.1} MiB per iteration ({growth_mib_per_s:.2} MiB/s) and does not come back: something keeps tensors alive across steps.",
             "显存每次迭代增长约 {growth_mib_per_iteration:.1} MiB（{growth_mib_per_s:.2} MiB/s），且不再回落：有东西让张量在各步之间一直存活。"
         ));
-        advice.push(lang.pick(
+            advice.push(lang.pick(
             "usual causes: accumulating `loss` (not `loss.item()`) for logging, keeping outputs or hidden states in a list, a growing cache (KV cache, `torch.compile` recompiles, dataloader pinning); `torch.cuda.memory._record_memory_history()` then `_dump_snapshot()` shows which allocations stay",
             "常见原因：为记录日志累加 `loss`（而不是 `loss.item()`）、把输出或隐藏状态存进列表、不断增长的缓存（KV 缓存、`torch.compile` 反复重新编译、dataloader 的 pinning）；先调用 `torch.cuda.memory._record_memory_history()`，再调用 `_dump_snapshot()`，即可看出哪些分配一直没有释放",
         ).into());
-        (Verdict::Leak, vec![(0, s.len() - 1)], tto)
-    } else if died {
-        advice.push(text!(
+            (Verdict::Leak, vec![(0, samples - 1)], tto)
+        } else if died {
+            advice.push(text!(
             lang,
             "Usage reached {:.0} % of the card at sample {} and then dropped to nothing: the process ended there, the way a step that runs out of memory ends it.",
             "占用在第 {1} 个样本处达到整卡的 {0:.0} %，随后降到零：进程在那里结束了，正如某一步显存不足时那样。",
             100.0 * top.1,
             top.0
         ));
-        advice.push(batch_advice(lang).into());
-        (Verdict::BatchTooLarge, vec![(top.0.saturating_sub(1), frac.len() - 1)], None)
-    } else if early_min >= 0.90 || pinned {
-        // the level it sits at: the median once the load ramp is over
-        let mut after: Vec<f64> = frac[settled..].to_vec();
-        let level = if after.is_empty() { early_min } else { median(&mut after) };
-        advice.push(text!(
+            advice.push(batch_advice(lang).into());
+            (Verdict::BatchTooLarge, vec![(top.0.saturating_sub(1), frac.len() - 1)], None)
+        } else if early_min >= 0.90 || pinned {
+            // the level it sits at: the median once the load ramp is over
+            let mut after: Vec<f64> = frac[settled..].to_vec();
+            let level = if after.is_empty() { early_min } else { median(&mut after) };
+            advice.push(text!(
             lang,
             "Usage is pinned at about {:.0} % of the card from the start, with no room for a step to breathe: the model states (weights, gradients, optimizer) nearly fill it before any batch runs.",
             "占用从一开始就停在整卡的约 {:.0} %，每一步都没有回旋余地：还没跑任何批次，模型状态（权重、梯度、优化器状态）就几乎占满了显卡。",
             100.0 * level
         ));
-        advice.push(lang.pick(
+            advice.push(lang.pick(
             "shrink the states: bf16 or 8-bit optimizer, LoRA/QLoRA, ZeRO-2/3 or FSDP across GPUs, or a larger card — `vramscope plan --search` lists layouts that fit",
             "缩减这些状态：bf16 或 8-bit 优化器、LoRA/QLoRA、跨 GPU 的 ZeRO-2/3 或 FSDP，或换一张更大的卡 —— `vramscope plan --search` 会列出放得下的布局",
         ).into());
-        (Verdict::ModelTooLarge, vec![(settled.min(early.len() - 1), s.len() - 1)], None)
-    } else if near_cap_peaks.len() >= 2 {
-        advice.push(text!(
+            (Verdict::ModelTooLarge, vec![(settled.min(early_len - 1), samples - 1)], None)
+        } else if self.near_cap_peaks.len() >= 2 {
+            advice.push(text!(
             lang,
             "{} of {iterations} iterations peak at 95 % of the card or more and fall back between steps: activations of each step are what fills it.",
             "{iterations} 次迭代中有 {} 次的峰值达到整卡的 95 % 或以上，并在步与步之间回落：占满显卡的是每一步的激活值。",
-            near_cap_peaks.len()
+            self.near_cap_peaks.len()
         ));
-        advice.push(batch_advice(lang).into());
-        (Verdict::BatchTooLarge, near_cap_peaks, None)
-    } else {
-        advice.push(text!(
-            lang,
-            "Peak {:.0} % of the card, no growth across iterations.",
-            "峰值为整卡的 {:.0} %，各次迭代之间没有增长。",
-            100.0 * peak_fraction
-        ));
-        (Verdict::Healthy, Vec::new(), None)
-    };
-    // when the process ended: usage above 30 % of the card, then under 10 % to the end
-    let ended_at_s = frac
-        .iter()
-        .rposition(|f| *f >= 0.3)
-        .filter(|&i| i + 2 < frac.len() && frac[i + 1..].iter().all(|f| *f < 0.1))
-        .map(|i| s[i + 1].t_s);
-    Ok(TraceReport {
-        ended_at_s,
-        gpu,
-        samples: s.len(),
-        verdict,
-        iterations,
-        growth_mib_per_iteration,
-        growth_mib_per_s,
-        seconds_to_oom,
-        peak_fraction,
-        evidence,
-        advice,
-    })
+            advice.push(batch_advice(lang).into());
+            (Verdict::BatchTooLarge, self.near_cap_peaks.clone(), None)
+        } else {
+            advice.push(text!(
+                lang,
+                "Peak {:.0} % of the card, no growth across iterations.",
+                "峰值为整卡的 {:.0} %，各次迭代之间没有增长。",
+                100.0 * peak_fraction
+            ));
+            (Verdict::Healthy, Vec::new(), None)
+        };
+        Judgement { verdict, evidence, seconds_to_oom, advice }
+    }
+}
+
+/// What a curve's shape says: the verdict, its evidence (sample ranges), the seconds left before
+/// an out-of-memory error (a leak) and the advice.
+struct Judgement {
+    verdict: Verdict,
+    evidence: Vec<(usize, usize)>,
+    seconds_to_oom: Option<f64>,
+    advice: Vec<String>,
 }

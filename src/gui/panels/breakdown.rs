@@ -47,7 +47,11 @@ pub fn ui(
         pos2(rect.left() + 64.0, rect.top() + 22.0),
         pos2(rect.right() - 10.0, rect.bottom() - 24.0),
     );
-    let y_of = |bytes: f64| plot.bottom() - (bytes / top) as f32 * plot.height();
+    let n = bars.len() as f32;
+    let slot = plot.width() / n.max(1.0);
+    let bar_w = (slot * 0.5).min(230.0);
+    let canvas = Canvas { painter: &painter, plot, top, bar_w };
+    let y_of = |bytes: f64| canvas.y_of(bytes);
     // the grid under the bars; the tick labels go where no other label is (below)
     for (bytes, _) in tick_values(top) {
         grid_line(&painter, plot, y_of(bytes), text_color);
@@ -59,81 +63,11 @@ pub fn ui(
         FontId::proportional(13.0),
         text_color,
     );
-    let n = bars.len() as f32;
-    let slot = plot.width() / n.max(1.0);
-    let bar_w = (slot * 0.5).min(230.0);
     let mut totals = Vec::with_capacity(bars.len());
     let mut bar_tops = Vec::with_capacity(bars.len());
     for (i, (label, b)) in bars.iter().enumerate() {
         let cx = plot.left() + slot * (i as f32 + 0.5);
-        let mut acc = 0u64;
-        for comp in Component::ALL {
-            let mut bytes = comp.at_peak(&b.estimate);
-            if comp == Component::Overhead
-                && let Some(cache) = b.cache_at_peak()
-            {
-                // what the allocator reserves beyond the allocated peak, hatched, right on top of
-                // what it allocated; the context and NCCL buffers above it
-                let y0 = y_of(acc as f64);
-                acc += cache;
-                let seg =
-                    Rect::from_min_max(pos2(cx - bar_w / 2.0, y_of(acc as f64)), pos2(cx + bar_w / 2.0, y0));
-                hatched(&painter, seg, palette::color(comp), ui.visuals().panel_fill);
-                let id = ui.scope_id().with(("seg", i, "cache"));
-                let reserved = b.estimate.reserved.unwrap_or(0);
-                ui.interact(seg, id, Sense::hover()).on_hover_ui(|ui| {
-                    ui.label(egui::RichText::new(format!("{}: {}", t.c_cache, gib(cache))).strong());
-                    ui.label(exact(cache));
-                    ui.label(format!("{} {}", t.c_cache_reserved, gib(reserved)));
-                    ui.label(t.c_cache_tip);
-                });
-                bytes = bytes.saturating_sub(cache);
-            }
-            if bytes == 0 {
-                continue;
-            }
-            let y0 = y_of(acc as f64);
-            acc += bytes;
-            let y1 = y_of(acc as f64);
-            let seg = Rect::from_min_max(pos2(cx - bar_w / 2.0, y1), pos2(cx + bar_w / 2.0, y0));
-            // a lesson's segments stand out: the others fade
-            let dim = !focus.is_empty() && !focus.contains(&comp);
-            let fill = if dim { palette::color(comp).gamma_multiply(0.3) } else { palette::color(comp) };
-            painter.rect_filled(seg, 0.0, fill);
-            painter.rect_stroke(
-                seg,
-                0.0,
-                Stroke::new(1.0, ui.visuals().panel_fill),
-                egui::StrokeKind::Inside,
-            );
-            if !dim && !focus.is_empty() {
-                let stroke = Stroke::new(3.0, ui.visuals().strong_text_color());
-                painter.rect_stroke(seg, 0.0, stroke, egui::StrokeKind::Inside);
-            }
-            if seg.height() >= 15.0 {
-                // the longest label that fits the segment: "name 15.0 GiB", then "15.0 GiB"
-                let color = palette::text_on(comp);
-                let long = format!("{} {}", name(comp), gib(bytes));
-                for text in [long, gib(bytes)] {
-                    let galley = painter.layout_no_wrap(text, FontId::proportional(13.0), color);
-                    if galley.size().x + 6.0 <= seg.width() {
-                        painter.galley(seg.center() - galley.size() / 2.0, galley, color);
-                        break;
-                    }
-                }
-            }
-            let id = ui.scope_id().with(("seg", i, comp.key()));
-            let resp = ui.interact(seg, id, Sense::hover());
-            let explanation = b.explanations.iter().find(|x| x.component == comp);
-            resp.on_hover_ui(|ui| {
-                ui.label(egui::RichText::new(format!("{}: {}", name(comp), gib(bytes))).strong());
-                ui.label(exact(bytes));
-                if let Some(x) = explanation {
-                    ui.label(&x.formula);
-                    ui.label(&x.substituted);
-                }
-            });
-        }
+        let acc = bar(ui, &canvas, i, b, cx, focus);
         // the total beside the bar top, on a background so the line never cuts through it
         let galley = painter.layout_no_wrap(gib(acc), FontId::proportional(15.0), text_color);
         bar_tops.push(BarTop {
@@ -192,6 +126,93 @@ pub fn ui(
         painter.galley(r.min + vec2(2.0, 2.0), galley, text_color);
     }
     painter.galley(labels.capacity.min, cap_galley, dash);
+}
+
+/// Where the bars are drawn: the painter, the plot area and its top (bytes), a bar's width.
+struct Canvas<'p> {
+    painter: &'p egui::Painter,
+    plot: Rect,
+    top: f64,
+    bar_w: f32,
+}
+
+impl Canvas<'_> {
+    /// The screen y of `bytes`.
+    fn y_of(&self, bytes: f64) -> f32 {
+        self.plot.bottom() - (bytes / self.top) as f32 * self.plot.height()
+    }
+}
+
+/// Draws bar `i` (the scenario `b`) centred at `cx`, segment by segment with its hover texts;
+/// returns its total.
+fn bar(ui: &mut egui::Ui, canvas: &Canvas<'_>, i: usize, b: &Computed, cx: f32, focus: &[Component]) -> u64 {
+    let t = tr();
+    let (painter, bar_w) = (canvas.painter, canvas.bar_w);
+    let y_of = |bytes: f64| canvas.y_of(bytes);
+    let mut acc = 0u64;
+    for comp in Component::ALL {
+        let mut bytes = comp.at_peak(&b.estimate);
+        if comp == Component::Overhead
+            && let Some(cache) = b.cache_at_peak()
+        {
+            // what the allocator reserves beyond the allocated peak, hatched, right on top of
+            // what it allocated; the context and NCCL buffers above it
+            let y0 = y_of(acc as f64);
+            acc += cache;
+            let seg =
+                Rect::from_min_max(pos2(cx - bar_w / 2.0, y_of(acc as f64)), pos2(cx + bar_w / 2.0, y0));
+            hatched(painter, seg, palette::color(comp), ui.visuals().panel_fill);
+            let id = ui.scope_id().with(("seg", i, "cache"));
+            let reserved = b.estimate.reserved.unwrap_or(0);
+            ui.interact(seg, id, Sense::hover()).on_hover_ui(|ui| {
+                ui.label(egui::RichText::new(format!("{}: {}", t.c_cache, gib(cache))).strong());
+                ui.label(exact(cache));
+                ui.label(format!("{} {}", t.c_cache_reserved, gib(reserved)));
+                ui.label(t.c_cache_tip);
+            });
+            bytes = bytes.saturating_sub(cache);
+        }
+        if bytes == 0 {
+            continue;
+        }
+        let y0 = y_of(acc as f64);
+        acc += bytes;
+        let y1 = y_of(acc as f64);
+        let seg = Rect::from_min_max(pos2(cx - bar_w / 2.0, y1), pos2(cx + bar_w / 2.0, y0));
+        // a lesson's segments stand out: the others fade
+        let dim = !focus.is_empty() && !focus.contains(&comp);
+        let fill = if dim { palette::color(comp).gamma_multiply(0.3) } else { palette::color(comp) };
+        painter.rect_filled(seg, 0.0, fill);
+        painter.rect_stroke(seg, 0.0, Stroke::new(1.0, ui.visuals().panel_fill), egui::StrokeKind::Inside);
+        if !dim && !focus.is_empty() {
+            let stroke = Stroke::new(3.0, ui.visuals().strong_text_color());
+            painter.rect_stroke(seg, 0.0, stroke, egui::StrokeKind::Inside);
+        }
+        if seg.height() >= 15.0 {
+            // the longest label that fits the segment: "name 15.0 GiB", then "15.0 GiB"
+            let color = palette::text_on(comp);
+            let long = format!("{} {}", name(comp), gib(bytes));
+            for text in [long, gib(bytes)] {
+                let galley = painter.layout_no_wrap(text, FontId::proportional(13.0), color);
+                if galley.size().x + 6.0 <= seg.width() {
+                    painter.galley(seg.center() - galley.size() / 2.0, galley, color);
+                    break;
+                }
+            }
+        }
+        let id = ui.scope_id().with(("seg", i, comp.key()));
+        let resp = ui.interact(seg, id, Sense::hover());
+        let explanation = b.explanations.iter().find(|x| x.component == comp);
+        resp.on_hover_ui(|ui| {
+            ui.label(egui::RichText::new(format!("{}: {}", name(comp), gib(bytes))).strong());
+            ui.label(exact(bytes));
+            if let Some(x) = explanation {
+                ui.label(&x.formula);
+                ui.label(&x.substituted);
+            }
+        });
+    }
+    acc
 }
 
 /// Where the last frame's chart rect and [`Labels`] are kept in the context's temporary data.

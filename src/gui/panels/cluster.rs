@@ -5,7 +5,7 @@
 use super::gib;
 use crate::cluster::{Layout, Measured};
 use crate::gui::derived::Computed;
-use crate::gui::live::{CurveGap, Live};
+use crate::gui::live::{CurveGap, GpuCurve, Live};
 use crate::gui::strings::tr_cluster;
 use crate::gui::strings_live::tr_live;
 use eframe::egui::{self, RichText};
@@ -41,7 +41,6 @@ fn command(c: &Computed) -> String {
     )
 }
 
-/// Draws the cluster's rows into the Live tab's side column.
 /// The host-order field (in the Live tab's source bar).
 pub fn host_order(ui: &mut egui::Ui, live: &mut Live) {
     let k = tr_cluster();
@@ -54,13 +53,21 @@ pub fn host_order(ui: &mut egui::Ui, live: &mut Live) {
     .on_hover_text(k.host_order_tip);
 }
 
+/// Draws the cluster's rows into the Live tab's side column.
 pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
+    worst_lines(ui, c, l);
+    job_notes(ui, c, l);
+    let curves = live.curves().to_vec();
+    verdict_lines(ui, l, &curves);
+    ui.add_space(4.0);
+    table(ui, c, live, l, &curves);
+}
+
+/// The most loaded GPU against the plan's most loaded stage.
+fn worst_lines(ui: &mut egui::Ui, c: &Computed, l: &Layout) {
     let k = tr_cluster();
     let v = tr_live();
-    let lang = crate::gui::lang::current();
     let warn = ui.visuals().warn_fg_color;
-    let err = ui.visuals().error_fg_color;
-    // the most loaded GPU against the plan's most loaded stage
     if let Some(w) = l.worst.and_then(|i| l.rows.get(i)) {
         let stage = w.stage.unwrap_or(0);
         let line = k
@@ -87,6 +94,13 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
             ui.add(egui::Label::new(if ws == stage { text } else { text.color(warn) }).wrap());
         }
     }
+}
+
+/// Hosts the plan does not know, ranks with no GPU, GPUs outside the job.
+fn job_notes(ui: &mut egui::Ui, c: &Computed, l: &Layout) {
+    let k = tr_cluster();
+    let v = tr_live();
+    let warn = ui.visuals().warn_fg_color;
     if !l.unknown_hosts.is_empty() {
         ui.label(RichText::new(k.unknown_hosts.replace("{hosts}", &v.list(&l.unknown_hosts))).color(warn));
     }
@@ -107,7 +121,14 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
             .replace("{list}", &v.list(&outside));
         ui.add(egui::Label::new(RichText::new(line).weak()).wrap());
     }
-    let curves = live.curves().to_vec();
+}
+
+/// How many GPUs' curves fail, and which processes stopped.
+fn verdict_lines(ui: &mut egui::Ui, l: &Layout, curves: &[GpuCurve]) {
+    let k = tr_cluster();
+    let v = tr_live();
+    let warn = ui.visuals().warn_fg_color;
+    let err = ui.visuals().error_fg_color;
     let curve_of =
         |host: &str, gpu: u32| curves.iter().find(|x| x.key.0.as_deref() == Some(host) && x.key.1 == gpu);
     let verdict_of = |host: &str, gpu: u32| curve_of(host, gpu).map(|x| &x.report);
@@ -143,7 +164,14 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
             k.stopped_line.replace("{n}", &stopped.len().to_string()).replace("{list}", &v.list(&stopped));
         ui.add(egui::Label::new(RichText::new(line).color(warn)).wrap());
     }
-    ui.add_space(4.0);
+}
+
+/// Every GPU by host: its rank and stage, peak against the prediction, its curve's verdict.
+fn table(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout, curves: &[GpuCurve]) {
+    let k = tr_cluster();
+    let warn = ui.visuals().warn_fg_color;
+    let curve_of =
+        |host: &str, gpu: u32| curves.iter().find(|x| x.key.0.as_deref() == Some(host) && x.key.1 == gpu);
     let predicted_tip = format!("{}\n{}", k.predicted_tip, command(c));
     egui::Grid::new("cluster").striped(true).spacing([10.0, 1.0]).show(ui, |ui| {
         for h in [k.col_host, k.col_gpu, k.col_rank, k.col_stage] {
@@ -184,41 +212,46 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live, l: &Layout) {
             ui.label(paint(gib(r.gpu.peak))).on_hover_text(format!("{} {}", k.now, gib(r.gpu.used)));
             ui.label(paint(r.predicted.map_or(String::new(), gib))).on_hover_text(&predicted_tip);
             ui.label(paint(r.error().map_or(String::new(), percent)));
-            let curve = curve_of(&r.gpu.host, r.gpu.gpu);
-            let stopped = curve
-                .and_then(|x| x.stopped_s)
-                .map(|s| format!(" · {}", k.stopped.replace("{s}", &format!("{s:.0}"))));
-            match curve.map(|x| &x.report) {
-                Some(Ok(t)) => {
-                    let text = RichText::new(format!(
-                        "{}{}",
-                        t.verdict.label_in(lang),
-                        stopped.clone().unwrap_or_default()
-                    ));
-                    let text = if t.verdict.fails() {
-                        text.color(err)
-                    } else if stopped.is_some() {
-                        text.color(warn)
-                    } else {
-                        text
-                    };
-                    let resp = ui.label(text);
-                    if !t.advice.is_empty() {
-                        resp.on_hover_text(t.advice.join("\n"));
-                    }
-                }
-                Some(Err(gap)) => {
-                    let why = match gap {
-                        CurveGap::TooFew => k.too_few,
-                        CurveGap::NoTotal => k.no_total,
-                    };
-                    ui.label(RichText::new(format!("{why}{}", stopped.unwrap_or_default())).weak());
-                }
-                None => {
-                    ui.label(RichText::new(k.too_few).weak());
-                }
-            }
+            curve_cell(ui, curve_of(&r.gpu.host, r.gpu.gpu));
             ui.end_row();
         }
     });
+}
+
+/// A GPU's curve verdict (its advice on hover), or why there is none; when its process stopped.
+fn curve_cell(ui: &mut egui::Ui, curve: Option<&GpuCurve>) {
+    let k = tr_cluster();
+    let lang = crate::gui::lang::current();
+    let warn = ui.visuals().warn_fg_color;
+    let err = ui.visuals().error_fg_color;
+    let stopped = curve
+        .and_then(|x| x.stopped_s)
+        .map(|s| format!(" · {}", k.stopped.replace("{s}", &format!("{s:.0}"))));
+    match curve.map(|x| &x.report) {
+        Some(Ok(t)) => {
+            let text =
+                RichText::new(format!("{}{}", t.verdict.label_in(lang), stopped.clone().unwrap_or_default()));
+            let text = if t.verdict.fails() {
+                text.color(err)
+            } else if stopped.is_some() {
+                text.color(warn)
+            } else {
+                text
+            };
+            let resp = ui.label(text);
+            if !t.advice.is_empty() {
+                resp.on_hover_text(t.advice.join("\n"));
+            }
+        }
+        Some(Err(gap)) => {
+            let why = match gap {
+                CurveGap::TooFew => k.too_few,
+                CurveGap::NoTotal => k.no_total,
+            };
+            ui.label(RichText::new(format!("{why}{}", stopped.unwrap_or_default())).weak());
+        }
+        None => {
+            ui.label(RichText::new(k.too_few).weak());
+        }
+    }
 }

@@ -17,16 +17,57 @@ fn section(ui: &mut egui::Ui, title: &str) {
 
 /// Draws the controls. `path` is the text of the path field.
 pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Intent> {
-    let t = tr();
     let mut s = current.clone();
     let mut knob: &'static str = "";
-    let mut out = Vec::new();
-    let mark = |changed: bool, name: &'static str, knob: &mut &'static str| {
-        if changed {
-            *knob = name;
+    let mut out = model_section(ui, current, &mut s, &mut knob, path);
+    mode_row(ui, &mut s, &mut knob);
+    if s.serving {
+        super::serve::controls::ui(ui, &mut s, &mut knob);
+        hardware(ui, &mut s, &mut knob);
+        if !knob.is_empty() && s != *current {
+            out.push(Intent::Edit { settings: Box::new(s), knob });
         }
-    };
+        return out;
+    }
+    let train = s.mode == Mode::Train;
+    precision(ui, &mut s, &mut knob);
+    if train {
+        optimizer(ui, &mut s, &mut knob);
+        stack(ui, &mut s, &mut knob);
+    }
+    shape(ui, &mut s, &mut knob);
+    attention(ui, &mut s, &mut knob);
+    if train {
+        checkpointing_and_lora(ui, &mut s, &mut knob);
+    }
+    base_weights(ui, &mut s, &mut knob);
+    parallel_section(ui, &mut s, &mut knob);
+    hardware(ui, &mut s, &mut knob);
 
+    if !knob.is_empty() && s != *current {
+        out.push(Intent::Edit { settings: Box::new(s), knob });
+    }
+    out
+}
+
+/// `knob` names what changed.
+fn mark(changed: bool, name: &'static str, knob: &mut &'static str) {
+    if changed {
+        *knob = name;
+    }
+}
+
+/// The model: a preset, a generic model of N billion parameters, or a file; its intents (open a
+/// file, load a path).
+fn model_section(
+    ui: &mut egui::Ui,
+    current: &Settings,
+    s: &mut Settings,
+    knob: &mut &'static str,
+    path: &mut String,
+) -> Vec<Intent> {
+    let t = tr();
+    let mut out = Vec::new();
     section(ui, t.section_model);
     let model_label = match &s.model {
         ModelChoice::Preset(n) => preset::builtin(n).map_or(n.clone(), |m| m.name),
@@ -54,7 +95,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         .response
         .on_hover_text(t.model_tip);
     if s.model != before {
-        knob = "model";
+        *knob = "model";
         if let Ok(m) = s.model_spec()
             && let Some(tr) = m.transformer()
             && tr.max_position_embeddings > 0
@@ -66,7 +107,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         let r = ui
             .add(egui::Slider::new(b, 0.1..=1000.0).logarithmic(true).text(t.generic_params))
             .on_hover_text(t.generic_tip);
-        mark(r.changed(), "generic", &mut knob);
+        mark(r.changed(), "generic", knob);
     }
     ui.horizontal(|ui| {
         if ui.button(t.open_file).on_hover_text(t.open_tip).clicked() {
@@ -82,7 +123,12 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
             out.push(Intent::LoadPath(path.clone()));
         }
     });
+    out
+}
 
+/// Train, infer or serve.
+fn mode_row(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    let t = tr();
     section(ui, t.section_training);
     ui.horizontal(|ui| {
         ui.label(t.mode).on_hover_text(t.mode_tip);
@@ -97,18 +143,15 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
             if ui.selectable_label(on, label).on_hover_text(tip).clicked() && !on {
                 s.serving = serving;
                 s.mode = mode;
-                knob = "mode";
+                *knob = "mode";
             }
         }
     });
-    if s.serving {
-        super::serve::controls::ui(ui, &mut s, &mut knob);
-        hardware(ui, &mut s, &mut knob);
-        if !knob.is_empty() && s != *current {
-            out.push(Intent::Edit { settings: Box::new(s), knob });
-        }
-        return out;
-    }
+}
+
+/// The precision (quantized formats for inference and LoRA's base).
+fn precision(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    let t = tr();
     let train = s.mode == Mode::Train;
     let before = s.precision;
     egui::ComboBox::from_label(t.precision)
@@ -123,92 +166,107 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         })
         .response
         .on_hover_text(t.precision_tip);
-    mark(s.precision != before, "precision", &mut knob);
-    if train {
-        let before = s.optimizer;
-        egui::ComboBox::from_label(t.optimizer)
-            .selected_text(s.optimizer.name())
-            .show_ui(ui, |ui| {
-                for o in Optimizer::ALL {
-                    ui.selectable_value(&mut s.optimizer, o, o.name());
-                }
-            })
-            .response
-            .on_hover_text(t.optimizer_tip);
-        mark(s.optimizer != before, "optimizer", &mut knob);
-        let before = s.stack;
-        let shown = s.stack.framework.map_or(t.framework_none, crate::estimate::Framework::name);
-        egui::ComboBox::from_label(t.framework)
-            .selected_text(shown)
-            .show_ui(ui, |ui| {
-                // a preset sets the loss and dtypes; the training loop's choices stay
-                let cur = s.stack;
-                let keep = |st: crate::estimate::Stack| crate::estimate::Stack {
-                    optimizer_in_backward: cur.optimizer_in_backward,
-                    grad_accum: cur.grad_accum,
-                    keep_grads: cur.keep_grads,
-                    compiled_loss: cur.compiled_loss,
-                    torch: cur.torch,
-                    ..st
-                };
-                if ui.selectable_label(s.stack.framework.is_none(), t.framework_none).clicked() {
-                    s.stack = keep(crate::estimate::Stack::default());
-                }
-                for f in crate::estimate::Framework::ALL {
-                    if ui.selectable_label(s.stack.framework == Some(f), f.name()).clicked() {
-                        s.stack = keep(f.stack());
-                    }
-                }
-            })
-            .response
-            .on_hover_text(t.framework_tip);
-        // litgpt's code and the PyTorch release: shown under litgpt (whose published tables
-        // name both) or once either is set
-        if s.stack.framework == Some(crate::estimate::Framework::Litgpt)
-            || s.stack.model_code != crate::estimate::ModelCode::Hf
-            || s.stack.torch != crate::estimate::Torch::Current
-        {
-            use crate::estimate::{ModelCode, Torch};
-            egui::ComboBox::from_label(t.model_code)
-                .selected_text(s.stack.model_code.name())
-                .show_ui(ui, |ui| {
-                    for c in [ModelCode::Hf, ModelCode::Litgpt, ModelCode::Litgpt2023] {
-                        ui.selectable_value(&mut s.stack.model_code, c, c.name());
-                    }
-                })
-                .response
-                .on_hover_text(t.model_code_tip);
-            let name = |v: Torch| Torch::ALL.iter().position(|&x| x == v).map_or("", |i| t.torch_classes[i]);
-            egui::ComboBox::from_label(t.torch_release)
-                .selected_text(name(s.stack.torch))
-                .show_ui(ui, |ui| {
-                    for v in Torch::ALL {
-                        ui.selectable_value(&mut s.stack.torch, v, name(v));
-                    }
-                })
-                .response
-                .on_hover_text(t.torch_release_tip);
-            // PyTorch before 2.0 has no SDPA: show the eager attention the estimate walks
-            if !s.stack.torch.has_sdpa() && s.attention == crate::estimate::AttentionImpl::Sdpa {
-                s.attention = crate::estimate::AttentionImpl::Eager;
+    mark(s.precision != before, "precision", knob);
+}
+
+/// The optimizer (training).
+fn optimizer(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    let t = tr();
+    let before = s.optimizer;
+    egui::ComboBox::from_label(t.optimizer)
+        .selected_text(s.optimizer.name())
+        .show_ui(ui, |ui| {
+            for o in Optimizer::ALL {
+                ui.selectable_value(&mut s.optimizer, o, o.name());
             }
+        })
+        .response
+        .on_hover_text(t.optimizer_tip);
+    mark(s.optimizer != before, "optimizer", knob);
+}
+
+/// The training stack (training): framework, model code and PyTorch release, the loop's
+/// switches and gradient accumulation.
+fn stack(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    let t = tr();
+    let before = s.stack;
+    let shown = s.stack.framework.map_or(t.framework_none, crate::estimate::Framework::name);
+    egui::ComboBox::from_label(t.framework)
+        .selected_text(shown)
+        .show_ui(ui, |ui| {
+            // a preset sets the loss and dtypes; the training loop's choices stay
+            let cur = s.stack;
+            let keep = |st: crate::estimate::Stack| crate::estimate::Stack {
+                optimizer_in_backward: cur.optimizer_in_backward,
+                grad_accum: cur.grad_accum,
+                keep_grads: cur.keep_grads,
+                compiled_loss: cur.compiled_loss,
+                torch: cur.torch,
+                ..st
+            };
+            if ui.selectable_label(s.stack.framework.is_none(), t.framework_none).clicked() {
+                s.stack = keep(crate::estimate::Stack::default());
+            }
+            for f in crate::estimate::Framework::ALL {
+                if ui.selectable_label(s.stack.framework == Some(f), f.name()).clicked() {
+                    s.stack = keep(f.stack());
+                }
+            }
+        })
+        .response
+        .on_hover_text(t.framework_tip);
+    // litgpt's code and the PyTorch release: shown under litgpt (whose published tables
+    // name both) or once either is set
+    if s.stack.framework == Some(crate::estimate::Framework::Litgpt)
+        || s.stack.model_code != crate::estimate::ModelCode::Hf
+        || s.stack.torch != crate::estimate::Torch::Current
+    {
+        use crate::estimate::{ModelCode, Torch};
+        egui::ComboBox::from_label(t.model_code)
+            .selected_text(s.stack.model_code.name())
+            .show_ui(ui, |ui| {
+                for c in [ModelCode::Hf, ModelCode::Litgpt, ModelCode::Litgpt2023] {
+                    ui.selectable_value(&mut s.stack.model_code, c, c.name());
+                }
+            })
+            .response
+            .on_hover_text(t.model_code_tip);
+        let name = |v: Torch| Torch::ALL.iter().position(|&x| x == v).map_or("", |i| t.torch_classes[i]);
+        egui::ComboBox::from_label(t.torch_release)
+            .selected_text(name(s.stack.torch))
+            .show_ui(ui, |ui| {
+                for v in Torch::ALL {
+                    ui.selectable_value(&mut s.stack.torch, v, name(v));
+                }
+            })
+            .response
+            .on_hover_text(t.torch_release_tip);
+        // PyTorch before 2.0 has no SDPA: show the eager attention the estimate walks
+        if !s.stack.torch.has_sdpa() && s.attention == crate::estimate::AttentionImpl::Sdpa {
+            s.attention = crate::estimate::AttentionImpl::Eager;
         }
-        ui.checkbox(&mut s.stack.optimizer_in_backward, t.opt_in_bwd).on_hover_text(t.opt_in_bwd_tip);
-        ui.checkbox(&mut s.stack.compiled_loss, t.compiled_loss).on_hover_text(t.compiled_loss_tip);
-        let mut ga = s.stack.grad_accum.max(1);
-        if ui
-            .add(egui::Slider::new(&mut ga, 1..=256).logarithmic(true).text(t.grad_accum))
-            .on_hover_text(t.grad_accum_tip)
-            .changed()
-        {
-            s.stack.grad_accum = ga;
-        }
-        mark(s.stack != before, "stack", &mut knob);
     }
+    ui.checkbox(&mut s.stack.optimizer_in_backward, t.opt_in_bwd).on_hover_text(t.opt_in_bwd_tip);
+    ui.checkbox(&mut s.stack.compiled_loss, t.compiled_loss).on_hover_text(t.compiled_loss_tip);
+    let mut ga = s.stack.grad_accum.max(1);
+    if ui
+        .add(egui::Slider::new(&mut ga, 1..=256).logarithmic(true).text(t.grad_accum))
+        .on_hover_text(t.grad_accum_tip)
+        .changed()
+    {
+        s.stack.grad_accum = ga;
+    }
+    mark(s.stack != before, "stack", knob);
+}
+
+/// Micro-batch, sequence and (inference) generated tokens.
+fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    let t = tr();
+    let train = s.mode == Mode::Train;
     let r = ui
         .add(egui::Slider::new(&mut s.batch, 1..=4096).logarithmic(true).text(t.batch))
         .on_hover_text(t.batch_tip);
-    mark(r.changed(), "batch", &mut knob);
+    mark(r.changed(), "batch", knob);
     let max_seq = s
         .model_spec()
         .ok()
@@ -221,13 +279,13 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
     let r = ui
         .add(egui::Slider::new(&mut s.seq, 16.min(max_seq)..=max_seq).logarithmic(true).text(t.seq))
         .on_hover_text(t.seq_tip);
-    mark(r.changed(), "seq", &mut knob);
+    mark(r.changed(), "seq", knob);
     if !train {
         // HF generate: new tokens after the prompt (the cache grows by one token a step)
         let mut generate = s.new_tokens > 0;
         if ui.checkbox(&mut generate, t.generate).on_hover_text(t.generate_tip).changed() {
             s.new_tokens = if generate { 256 } else { 0 };
-            knob = "new tokens";
+            *knob = "new tokens";
         }
         if generate {
             let room = max_seq.saturating_sub(s.seq).saturating_add(1).max(1);
@@ -235,9 +293,14 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
             let r = ui
                 .add(egui::Slider::new(&mut s.new_tokens, 1..=room).logarithmic(true).text(t.new_tokens))
                 .on_hover_text(t.new_tokens_tip);
-            mark(r.changed(), "new tokens", &mut knob);
+            mark(r.changed(), "new tokens", knob);
         }
     }
+}
+
+/// The attention kernel.
+fn attention(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    let t = tr();
     let before = s.attention;
     egui::ComboBox::from_label(t.attention)
         .selected_text(s.attention.name())
@@ -248,54 +311,59 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         })
         .response
         .on_hover_text(t.attention_tip);
-    mark(s.attention != before, "attention", &mut knob);
-    if train {
-        let layers =
-            s.model_spec().ok().and_then(|m| m.transformer().map(|t| t.num_layers)).unwrap_or(1).max(1);
-        let before = s.checkpointing;
-        let label = match s.checkpointing {
-            Checkpointing::None => t.ckpt_none,
-            Checkpointing::Full => t.ckpt_full,
-            Checkpointing::Every(_) => t.ckpt_every,
-            Checkpointing::Segments(_) => t.ckpt_segments,
-            Checkpointing::Selective => t.ckpt_selective,
-        };
-        egui::ComboBox::from_label(t.checkpoint)
-            .selected_text(label)
-            .show_ui(ui, |ui| {
-                ui.selectable_value(&mut s.checkpointing, Checkpointing::None, t.ckpt_none);
-                ui.selectable_value(&mut s.checkpointing, Checkpointing::Full, t.ckpt_full);
-                ui.selectable_value(&mut s.checkpointing, Checkpointing::Every(2), t.ckpt_every);
-                let n = ((layers as f64).sqrt().round() as u64).max(2);
-                ui.selectable_value(&mut s.checkpointing, Checkpointing::Segments(n), t.ckpt_segments);
-                ui.selectable_value(&mut s.checkpointing, Checkpointing::Selective, t.ckpt_selective);
-            })
-            .response
-            .on_hover_text(t.checkpoint_tip);
-        mark(s.checkpointing != before, "checkpoint", &mut knob);
-        match &mut s.checkpointing {
-            Checkpointing::Every(k) => {
-                let r =
-                    ui.add(egui::Slider::new(k, 1..=layers).text(t.every_k)).on_hover_text(t.checkpoint_tip);
-                mark(r.changed(), "every", &mut knob);
-            }
-            Checkpointing::Segments(n) => {
-                let r = ui
-                    .add(egui::Slider::new(n, 1..=layers).text(t.segments_n))
-                    .on_hover_text(t.checkpoint_tip);
-                mark(r.changed(), "segments", &mut knob);
-            }
-            _ => {}
+    mark(s.attention != before, "attention", knob);
+}
+
+/// Gradient checkpointing and LoRA (training).
+fn checkpointing_and_lora(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    let t = tr();
+    let layers = s.model_spec().ok().and_then(|m| m.transformer().map(|t| t.num_layers)).unwrap_or(1).max(1);
+    let before = s.checkpointing;
+    let label = match s.checkpointing {
+        Checkpointing::None => t.ckpt_none,
+        Checkpointing::Full => t.ckpt_full,
+        Checkpointing::Every(_) => t.ckpt_every,
+        Checkpointing::Segments(_) => t.ckpt_segments,
+        Checkpointing::Selective => t.ckpt_selective,
+    };
+    egui::ComboBox::from_label(t.checkpoint)
+        .selected_text(label)
+        .show_ui(ui, |ui| {
+            ui.selectable_value(&mut s.checkpointing, Checkpointing::None, t.ckpt_none);
+            ui.selectable_value(&mut s.checkpointing, Checkpointing::Full, t.ckpt_full);
+            ui.selectable_value(&mut s.checkpointing, Checkpointing::Every(2), t.ckpt_every);
+            let n = ((layers as f64).sqrt().round() as u64).max(2);
+            ui.selectable_value(&mut s.checkpointing, Checkpointing::Segments(n), t.ckpt_segments);
+            ui.selectable_value(&mut s.checkpointing, Checkpointing::Selective, t.ckpt_selective);
+        })
+        .response
+        .on_hover_text(t.checkpoint_tip);
+    mark(s.checkpointing != before, "checkpoint", knob);
+    match &mut s.checkpointing {
+        Checkpointing::Every(k) => {
+            let r = ui.add(egui::Slider::new(k, 1..=layers).text(t.every_k)).on_hover_text(t.checkpoint_tip);
+            mark(r.changed(), "every", knob);
         }
-        let r = ui.checkbox(&mut s.lora_enabled, t.lora).on_hover_text(t.lora_tip);
-        mark(r.changed(), "lora", &mut knob);
-        if s.lora_enabled {
-            let r = ui
-                .add(egui::Slider::new(&mut s.lora_rank, 1..=256).logarithmic(true).text(t.lora_rank))
-                .on_hover_text(t.lora_tip);
-            mark(r.changed(), "lora_rank", &mut knob);
+        Checkpointing::Segments(n) => {
+            let r =
+                ui.add(egui::Slider::new(n, 1..=layers).text(t.segments_n)).on_hover_text(t.checkpoint_tip);
+            mark(r.changed(), "segments", knob);
         }
+        _ => {}
     }
+    let r = ui.checkbox(&mut s.lora_enabled, t.lora).on_hover_text(t.lora_tip);
+    mark(r.changed(), "lora", knob);
+    if s.lora_enabled {
+        let r = ui
+            .add(egui::Slider::new(&mut s.lora_rank, 1..=256).logarithmic(true).text(t.lora_rank))
+            .on_hover_text(t.lora_tip);
+        mark(r.changed(), "lora_rank", knob);
+    }
+}
+
+/// A quantized frozen base (LoRA or inference) and who quantized it.
+fn base_weights(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    let t = tr();
     if s.base_applies() {
         let before = s.base_quant;
         let name = |q: BaseQuant| match q {
@@ -313,7 +381,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
             })
             .response
             .on_hover_text(t.base_quant_tip);
-        mark(s.base_quant != before, "base weights", &mut knob);
+        mark(s.base_quant != before, "base weights", knob);
         // who quantized a 4-bit base: the bitsandbytes release, or Lightning's plugin (litgpt
         // has only the plugin: no menu under it)
         if matches!(s.base_quant, BaseQuant::Nf4 | BaseQuant::Nf4NoDq)
@@ -335,15 +403,19 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
                 })
                 .response
                 .on_hover_text(t.bnb_tip);
-            mark(s.stack.bnb != before, "bitsandbytes", &mut knob);
+            mark(s.stack.bnb != before, "bitsandbytes", knob);
         }
     }
+}
 
+/// GPUs, sharding, tensor and pipeline parallelism.
+fn parallel_section(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    let t = tr();
     section(ui, t.section_parallel);
     let r = ui
         .add(egui::Slider::new(&mut s.dp, 1..=1024).logarithmic(true).text(t.gpus))
         .on_hover_text(t.gpus_tip);
-    mark(r.changed(), "dp", &mut knob);
+    mark(r.changed(), "dp", knob);
     {
         use crate::estimate::{FsdpImpl, FsdpMode};
         let mode_name = |m: Option<FsdpMode>| match m {
@@ -365,7 +437,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
             })
             .response
             .on_hover_text(t.sharding_tip);
-        mark(s.fsdp != before, "sharding", &mut knob);
+        mark(s.fsdp != before, "sharding", knob);
         if s.fsdp.is_some() {
             let before = s.stack.fsdp;
             egui::ComboBox::from_label(t.fsdp_impl)
@@ -377,7 +449,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
                 })
                 .response
                 .on_hover_text(t.fsdp_impl_tip);
-            mark(s.stack.fsdp != before, "FSDP code", &mut knob);
+            mark(s.stack.fsdp != before, "FSDP code", knob);
         } else {
             let before = s.zero;
             egui::ComboBox::from_label(t.zero)
@@ -389,7 +461,7 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
                 })
                 .response
                 .on_hover_text(t.zero_tip);
-            mark(s.zero != before, "zero", &mut knob);
+            mark(s.zero != before, "zero", knob);
         }
     }
     let heads = s.model_spec().ok().and_then(|m| m.transformer().map(|t| (t.num_heads, t.num_layers)));
@@ -397,15 +469,15 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         let r = ui
             .add(egui::Slider::new(&mut s.tp, 1..=heads.min(64)).logarithmic(true).text(t.tp))
             .on_hover_text(t.tp_tip);
-        mark(r.changed(), "tp", &mut knob);
+        mark(r.changed(), "tp", knob);
         if s.tp > 1 {
             let r = ui.checkbox(&mut s.sp, t.sp).on_hover_text(t.sp_tip);
-            mark(r.changed(), "sp", &mut knob);
+            mark(r.changed(), "sp", knob);
         }
         let r = ui
             .add(egui::Slider::new(&mut s.pp, 1..=layers.min(128)).logarithmic(true).text(t.pp))
             .on_hover_text(t.pp_tip);
-        mark(r.changed(), "pp", &mut knob);
+        mark(r.changed(), "pp", knob);
     }
     ui.label(
         RichText::new(format!(
@@ -423,13 +495,6 @@ pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Inten
         .weak()
         .small(),
     );
-
-    hardware(ui, &mut s, &mut knob);
-
-    if !knob.is_empty() && s != *current {
-        out.push(Intent::Edit { settings: Box::new(s), knob });
-    }
-    out
 }
 
 /// The GPU section (both modes).

@@ -58,39 +58,11 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
             break;
         }
     }
-    // checkpoint segments: the forward/backward and optimizer-step peaks as their own lines (the
-    // total is the larger), beside the naive "activations / segments" rule
-    let mut extra: Vec<(&str, Vec<[f64; 2]>, LineStyle)> = Vec::new();
-    let mut sets = None;
-    if knob == Knob::Segments && !curve.is_empty() {
-        let y = |b: u64| b.min(limit as u64) as f64 / GIB;
-        let over = |p: &crate::fit::SweepPoint| p.total - p.peak;
-        let fb: Vec<[f64; 2]> =
-            curve.iter().map(|p| [to_x(p.x), y(p.phases.forward.max(p.phases.backward) + over(p))]).collect();
-        let st: Vec<[f64; 2]> =
-            curve.iter().map(|p| [to_x(p.x), y(p.phases.optimizer_step + over(p))]).collect();
-        let base = curve[0];
-        let naive: Vec<[f64; 2]> = curve
-            .iter()
-            .map(|p| {
-                let saved = (base.activations as f64 * (1.0 - 1.0 / p.x.max(1) as f64)) as u64;
-                [to_x(p.x), y(base.total.saturating_sub(saved))]
-            })
-            .collect();
-        extra.push((t.seg_backward, fb, LineStyle::Solid));
-        if curve.iter().any(|p| p.phases.optimizer_step > 0) {
-            extra.push((t.seg_step, st, LineStyle::dashed_dense()));
-        }
-        extra.push((t.seg_naive, naive, LineStyle::dotted_dense()));
-        let at = curve.iter().find(|p| p.x == current).or_else(|| curve.iter().min_by_key(|p| p.total));
-        sets = at.map(|p| {
-            if p.phases.optimizer_step >= p.phases.forward.max(p.phases.backward) {
-                t.seg_sets_step
-            } else {
-                t.seg_sets_backward
-            }
-        });
-    }
+    let (extra, sets) = if knob == Knob::Segments && !curve.is_empty() {
+        segment_lines(curve, to_x, limit, current)
+    } else {
+        (Vec::new(), None)
+    };
     if let Some(s) = sets {
         ui.label(egui::RichText::new(s).strong());
     }
@@ -156,35 +128,75 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
     // where the plot landed, for the layout tests (a projector's curve stays readable)
     let plot_rect = resp.response.rect;
     ui.ctx().data_mut(|d| d.insert_temp(plot_id(), plot_rect));
-    let mut out = Vec::new();
-    if let Some(x) = clicked_x {
-        let want = from_x(x);
-        if let Some(p) =
-            curve.iter().min_by(|a, b| (a.x as f64 - want).abs().total_cmp(&(b.x as f64 - want).abs()))
-        {
-            let mut s = settings.clone();
-            let name = match knob {
-                Knob::Batch => {
-                    s.batch = p.x;
-                    "batch"
-                }
-                Knob::Seq => {
-                    s.seq = p.x;
-                    "seq"
-                }
-                Knob::Segments => {
-                    s.checkpointing = Checkpointing::Segments(p.x);
-                    "segments"
-                }
-                Knob::Gpus => {
-                    s.dp = p.x;
-                    "dp"
-                }
-            };
-            out.push(Intent::Edit { settings: Box::new(s), knob: name });
-        }
+    clicked_x.and_then(|x| edit_at(knob, curve, settings, from_x(x))).into_iter().collect()
+}
+
+/// A line beside the total: its legend name, its points, its style.
+type NamedLine = (&'static str, Vec<[f64; 2]>, LineStyle);
+
+/// The checkpoint-segment curve's own lines: the forward/backward and optimizer-step peaks (the
+/// total is the larger), beside the naive "activations / segments" rule; and which phase sets
+/// the peak at the current (else the lowest) point.
+fn segment_lines(
+    curve: &[crate::fit::SweepPoint],
+    to_x: impl Fn(u64) -> f64,
+    limit: f64,
+    current: u64,
+) -> (Vec<NamedLine>, Option<&'static str>) {
+    let t = tr();
+    let mut extra: Vec<NamedLine> = Vec::new();
+    let y = |b: u64| b.min(limit as u64) as f64 / GIB;
+    let over = |p: &crate::fit::SweepPoint| p.total - p.peak;
+    let fb: Vec<[f64; 2]> =
+        curve.iter().map(|p| [to_x(p.x), y(p.phases.forward.max(p.phases.backward) + over(p))]).collect();
+    let st: Vec<[f64; 2]> = curve.iter().map(|p| [to_x(p.x), y(p.phases.optimizer_step + over(p))]).collect();
+    let base = curve[0];
+    let naive: Vec<[f64; 2]> = curve
+        .iter()
+        .map(|p| {
+            let saved = (base.activations as f64 * (1.0 - 1.0 / p.x.max(1) as f64)) as u64;
+            [to_x(p.x), y(base.total.saturating_sub(saved))]
+        })
+        .collect();
+    extra.push((t.seg_backward, fb, LineStyle::Solid));
+    if curve.iter().any(|p| p.phases.optimizer_step > 0) {
+        extra.push((t.seg_step, st, LineStyle::dashed_dense()));
     }
-    out
+    extra.push((t.seg_naive, naive, LineStyle::dotted_dense()));
+    let at = curve.iter().find(|p| p.x == current).or_else(|| curve.iter().min_by_key(|p| p.total));
+    let sets = at.map(|p| {
+        if p.phases.optimizer_step >= p.phases.forward.max(p.phases.backward) {
+            t.seg_sets_step
+        } else {
+            t.seg_sets_backward
+        }
+    });
+    (extra, sets)
+}
+
+/// The edit a click at knob value `want` asks for: the curve's nearest value set.
+fn edit_at(knob: Knob, curve: &[crate::fit::SweepPoint], settings: &Settings, want: f64) -> Option<Intent> {
+    let p = curve.iter().min_by(|a, b| (a.x as f64 - want).abs().total_cmp(&(b.x as f64 - want).abs()))?;
+    let mut s = settings.clone();
+    let name = match knob {
+        Knob::Batch => {
+            s.batch = p.x;
+            "batch"
+        }
+        Knob::Seq => {
+            s.seq = p.x;
+            "seq"
+        }
+        Knob::Segments => {
+            s.checkpointing = Checkpointing::Segments(p.x);
+            "segments"
+        }
+        Knob::Gpus => {
+            s.dp = p.x;
+            "dp"
+        }
+    };
+    Some(Intent::Edit { settings: Box::new(s), knob: name })
 }
 
 /// Where the last what-if plot was drawn (screen points), in the context's temporary data.

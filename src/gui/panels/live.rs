@@ -3,12 +3,15 @@
 //! stage, [`super::cluster`]) — the diagnosis of the curve, and an OOM-message explainer.
 
 use super::gib;
+use crate::cluster::Layout;
 use crate::diagnose::oom::explain_oom_in;
+use crate::diagnose::trace::TraceReport;
 use crate::gui::derived::Computed;
 use crate::gui::live::Live;
 use crate::gui::state::LiveSource;
 use crate::gui::strings::{tr, tr_cluster};
 use crate::gui::strings_live::tr_live;
+use crate::monitor::GpuSample;
 use crate::units::GIB;
 use eframe::egui::{self, RichText};
 use egui_plot::{HLine, Legend, Line, LineStyle, Plot, PlotPoints};
@@ -33,7 +36,73 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
     let t = tr();
     let k = tr_cluster();
     let v = tr_live();
-    let lang = crate::gui::lang::current();
+    let out = toolbar(ui, live);
+    if let Some(what) = &live.loaded {
+        ui.label(RichText::new(k.showing.replace("{what}", what)).weak());
+    }
+    if let Some(p) = &live.problem {
+        ui.label(RichText::new(p).color(ui.visuals().warn_fg_color));
+    }
+    let layout = if live.is_cluster() { Some(super::cluster::layout(c, live)) } else { None };
+    if let Some(w) = layout.as_ref().filter(|_| live.show_worst).and_then(|l| l.rows.get(l.worst?)) {
+        (live.host, live.gpu) = (Some(w.gpu.host.clone()), w.gpu.gpu);
+        live.show_worst = false;
+    }
+    let process = live.process.filter(|_| layout.is_none());
+    let t0 = live.history.samples.front().map_or(0.0, |s| s.t_s);
+    let pts: Vec<[f64; 2]> = live
+        .history
+        .samples
+        .iter()
+        .filter_map(|s| {
+            let g = s.gpus.iter().find(|g| live.is_shown(g))?;
+            let used = match process {
+                None => Some(g.used),
+                Some(pid) => g.processes.iter().find(|p| p.pid == pid).and_then(|p| p.used),
+            }?;
+            Some([s.t_s - t0, used as f64 / GIB])
+        })
+        .collect();
+    let shown = live.latest_gpus().iter().find(|g| live.is_shown(g)).cloned();
+    let capacity = shown.as_ref().map_or(c.capacity(), |g| g.total);
+    // a cluster's GPU against its rank's stage; this machine's against the estimate
+    let predicted = layout
+        .as_ref()
+        .and_then(|l| {
+            l.rows.iter().find(|r| Some(&r.gpu.host) == live.host.as_ref() && r.gpu.gpu == live.gpu)
+        })
+        .and_then(|r| r.predicted)
+        .unwrap_or(c.estimate.total);
+    // the verdict and the samples that show it, highlighted on the curve
+    let key = (live.host.clone(), live.gpu);
+    let report = live.curves().iter().find(|x| x.key == key).and_then(|x| x.report.as_ref().ok()).cloned();
+    let evidence: Vec<Vec<[f64; 2]>> = report
+        .as_ref()
+        .map(|r| {
+            r.evidence
+                .iter()
+                .map(|&(a, b)| pts.get(a..=b.min(pts.len().saturating_sub(1))).unwrap_or(&[]).to_vec())
+                .collect()
+        })
+        .unwrap_or_default();
+    let curve_name = match &live.host {
+        Some(h) => format!("{} {}", t.live_measured, v.host_gpu(h, live.gpu)),
+        None => t.live_measured.to_owned(),
+    };
+    let curve = Curve { name: curve_name, pts, evidence, capacity, predicted };
+    ui.columns(2, |cols| {
+        chart(&mut cols[0], &curve);
+        egui::ScrollArea::vertical().id_salt("live-side").show(&mut cols[1], |ui| {
+            side(ui, c, live, layout.as_ref(), shown.as_ref(), report.as_ref());
+        });
+    });
+    out
+}
+
+/// The source, its settings and the sampling, recording and range buttons.
+fn toolbar(ui: &mut egui::Ui, live: &mut Live) -> Vec<LiveAction> {
+    let t = tr();
+    let k = tr_cluster();
     let mut out = Vec::new();
     ui.horizontal_wrapped(|ui| {
         let before = live.settings.source;
@@ -124,145 +193,123 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
             super::cluster::host_order(ui, live);
         }
     });
-    if let Some(what) = &live.loaded {
-        ui.label(RichText::new(k.showing.replace("{what}", what)).weak());
-    }
-    if let Some(p) = &live.problem {
-        ui.label(RichText::new(p).color(ui.visuals().warn_fg_color));
-    }
-    let layout = if live.is_cluster() { Some(super::cluster::layout(c, live)) } else { None };
-    if let Some(w) = layout.as_ref().filter(|_| live.show_worst).and_then(|l| l.rows.get(l.worst?)) {
-        (live.host, live.gpu) = (Some(w.gpu.host.clone()), w.gpu.gpu);
-        live.show_worst = false;
-    }
-    let process = live.process.filter(|_| layout.is_none());
-    let t0 = live.history.samples.front().map_or(0.0, |s| s.t_s);
-    let pts: Vec<[f64; 2]> = live
-        .history
-        .samples
-        .iter()
-        .filter_map(|s| {
-            let g = s.gpus.iter().find(|g| live.is_shown(g))?;
-            let used = match process {
-                None => Some(g.used),
-                Some(pid) => g.processes.iter().find(|p| p.pid == pid).and_then(|p| p.used),
-            }?;
-            Some([s.t_s - t0, used as f64 / GIB])
-        })
-        .collect();
-    let shown = live.latest_gpus().iter().find(|g| live.is_shown(g)).cloned();
-    let capacity = shown.as_ref().map_or(c.capacity(), |g| g.total);
-    // a cluster's GPU against its rank's stage; this machine's against the estimate
-    let predicted = layout
-        .as_ref()
-        .and_then(|l| {
-            l.rows.iter().find(|r| Some(&r.gpu.host) == live.host.as_ref() && r.gpu.gpu == live.gpu)
-        })
-        .and_then(|r| r.predicted)
-        .unwrap_or(c.estimate.total);
-    // the verdict and the samples that show it, highlighted on the curve
-    let key = (live.host.clone(), live.gpu);
-    let report = live.curves().iter().find(|x| x.key == key).and_then(|x| x.report.as_ref().ok()).cloned();
-    let evidence: Vec<Vec<[f64; 2]>> = report
-        .as_ref()
-        .map(|r| {
-            r.evidence
-                .iter()
-                .map(|&(a, b)| pts.get(a..=b.min(pts.len().saturating_sub(1))).unwrap_or(&[]).to_vec())
-                .collect()
-        })
-        .unwrap_or_default();
-    let curve_name = match &live.host {
-        Some(h) => format!("{} {}", t.live_measured, v.host_gpu(h, live.gpu)),
-        None => t.live_measured.to_owned(),
-    };
-    ui.columns(2, |cols| {
-        let ui = &mut cols[0];
-        let ui_warn = ui.visuals().warn_fg_color.gamma_multiply(0.6);
-        Plot::new("live")
-            .legend(Legend::default())
-            .height((ui.available_height() - 10.0).max(120.0))
-            .x_axis_label("s")
-            .y_axis_label("GiB")
-            .include_y(0.0)
-            .include_y(capacity as f64 / GIB * 1.05)
-            .show(ui, |p| {
-                p.line(Line::new(curve_name.as_str(), PlotPoints::from(pts.clone())).width(2.0));
-                for seg in &evidence {
-                    p.line(
-                        Line::new(t.live_evidence, PlotPoints::from(seg.clone())).width(5.0).color(ui_warn),
-                    );
-                }
-                p.hline(HLine::new(t.live_predicted, predicted as f64 / GIB).width(1.5));
-                p.hline(
-                    HLine::new(t.capacity, capacity as f64 / GIB).style(LineStyle::dashed_loose()).width(1.5),
-                );
-            });
-        let ui = &mut cols[1];
-        egui::ScrollArea::vertical().id_salt("live-side").show(ui, |ui| {
-            if let Some(l) = &layout {
-                super::cluster::ui(ui, c, live, l);
-            } else if let Some(g) = &shown {
-                let usage = v
-                    .gpu_usage
-                    .replace("{name}", &g.name)
-                    .replace("{used}", &gib(g.used))
-                    .replace("{total}", &gib(g.total));
-                ui.label(RichText::new(usage).strong());
-                egui::Grid::new("procs").striped(true).show(ui, |ui| {
-                    ui.label(v.col_pid);
-                    ui.label(t.live_process);
-                    ui.label(t.live_memory);
-                    ui.end_row();
-                    ui.label("");
-                    ui.radio_value(&mut live.process, None, t.live_whole_gpu);
-                    ui.label(gib(g.used));
-                    ui.end_row();
-                    for p in &g.processes {
-                        ui.label(p.pid.to_string());
-                        ui.radio_value(&mut live.process, Some(p.pid), format!("{} ({})", p.name, p.kind));
-                        ui.label(p.used.map_or("?".into(), gib));
-                        ui.end_row();
-                    }
-                });
+    out
+}
+
+/// The shown GPU's measured curve (its diagnosis's evidence highlighted) and what it is drawn
+/// against.
+struct Curve {
+    name: String,
+    pts: Vec<[f64; 2]>,
+    evidence: Vec<Vec<[f64; 2]>>,
+    /// The card's memory and the prediction, bytes.
+    capacity: u64,
+    predicted: u64,
+}
+
+/// The curve against the prediction and the card.
+fn chart(ui: &mut egui::Ui, curve: &Curve) {
+    let t = tr();
+    let ui_warn = ui.visuals().warn_fg_color.gamma_multiply(0.6);
+    Plot::new("live")
+        .legend(Legend::default())
+        .height((ui.available_height() - 10.0).max(120.0))
+        .x_axis_label("s")
+        .y_axis_label("GiB")
+        .include_y(0.0)
+        .include_y(curve.capacity as f64 / GIB * 1.05)
+        .show(ui, |p| {
+            p.line(Line::new(curve.name.as_str(), PlotPoints::from(curve.pts.clone())).width(2.0));
+            for seg in &curve.evidence {
+                p.line(Line::new(t.live_evidence, PlotPoints::from(seg.clone())).width(5.0).color(ui_warn));
             }
-            if let Some(r) = report.as_ref().filter(|_| layout.is_none()) {
-                ui.add_space(6.0);
-                let line = v
-                    .verdict_line
-                    .replace("{label}", t.live_verdict)
-                    .replace("{verdict}", r.verdict.label_in(lang));
-                ui.label(RichText::new(line).strong());
-                for a in &r.advice {
-                    ui.add(egui::Label::new(a.as_str()).wrap());
-                }
-            }
-            ui.add_space(8.0);
-            ui.label(RichText::new(t.oom_title).strong());
-            ui.add(egui::TextEdit::multiline(&mut live.oom_text).hint_text(t.oom_hint).desired_rows(3))
-                .on_hover_text(t.oom_hint);
-            if !live.oom_text.trim().is_empty() {
-                match explain_oom_in(&live.oom_text, lang) {
-                    Ok(r) => {
-                        for line in r.explanation.iter().chain(r.fixes.iter()) {
-                            ui.add(egui::Label::new(format!("• {line}")).wrap());
-                        }
-                        ui.label(RichText::new(t.oom_ranked).strong());
-                        for f in crate::diagnose::fixes::rank_fixes_in(&c.scenario, lang).iter().take(6) {
-                            let line = v
-                                .fix_line
-                                .replace("{change}", &f.change)
-                                .replace("{saves}", &gib(f.saves))
-                                .replace("{total}", &gib(f.total_after));
-                            ui.add(egui::Label::new(line).wrap());
-                        }
-                    }
-                    Err(e) => {
-                        ui.label(e.message_in(lang));
-                    }
-                }
+            p.hline(HLine::new(t.live_predicted, curve.predicted as f64 / GIB).width(1.5));
+            p.hline(
+                HLine::new(t.capacity, curve.capacity as f64 / GIB)
+                    .style(LineStyle::dashed_loose())
+                    .width(1.5),
+            );
+        });
+}
+
+/// Beside the chart: the cluster view or this GPU's processes, the curve's verdict, the OOM box.
+fn side(
+    ui: &mut egui::Ui,
+    c: &Computed,
+    live: &mut Live,
+    layout: Option<&Layout>,
+    shown: Option<&GpuSample>,
+    report: Option<&TraceReport>,
+) {
+    let t = tr();
+    let v = tr_live();
+    let lang = crate::gui::lang::current();
+    if let Some(l) = layout {
+        super::cluster::ui(ui, c, live, l);
+    } else if let Some(g) = shown {
+        let usage = v
+            .gpu_usage
+            .replace("{name}", &g.name)
+            .replace("{used}", &gib(g.used))
+            .replace("{total}", &gib(g.total));
+        ui.label(RichText::new(usage).strong());
+        egui::Grid::new("procs").striped(true).show(ui, |ui| {
+            ui.label(v.col_pid);
+            ui.label(t.live_process);
+            ui.label(t.live_memory);
+            ui.end_row();
+            ui.label("");
+            ui.radio_value(&mut live.process, None, t.live_whole_gpu);
+            ui.label(gib(g.used));
+            ui.end_row();
+            for p in &g.processes {
+                ui.label(p.pid.to_string());
+                ui.radio_value(&mut live.process, Some(p.pid), format!("{} ({})", p.name, p.kind));
+                ui.label(p.used.map_or("?".into(), gib));
+                ui.end_row();
             }
         });
-    });
-    out
+    }
+    if let Some(r) = report.filter(|_| layout.is_none()) {
+        ui.add_space(6.0);
+        let line =
+            v.verdict_line.replace("{label}", t.live_verdict).replace("{verdict}", r.verdict.label_in(lang));
+        ui.label(RichText::new(line).strong());
+        for a in &r.advice {
+            ui.add(egui::Label::new(a.as_str()).wrap());
+        }
+    }
+    oom_box(ui, c, live);
+}
+
+/// The OOM paste box: the message explained and the fixes ranked for the scenario.
+fn oom_box(ui: &mut egui::Ui, c: &Computed, live: &mut Live) {
+    let t = tr();
+    let v = tr_live();
+    let lang = crate::gui::lang::current();
+    ui.add_space(8.0);
+    ui.label(RichText::new(t.oom_title).strong());
+    ui.add(egui::TextEdit::multiline(&mut live.oom_text).hint_text(t.oom_hint).desired_rows(3))
+        .on_hover_text(t.oom_hint);
+    if !live.oom_text.trim().is_empty() {
+        match explain_oom_in(&live.oom_text, lang) {
+            Ok(r) => {
+                for line in r.explanation.iter().chain(r.fixes.iter()) {
+                    ui.add(egui::Label::new(format!("• {line}")).wrap());
+                }
+                ui.label(RichText::new(t.oom_ranked).strong());
+                for f in crate::diagnose::fixes::rank_fixes_in(&c.scenario, lang).iter().take(6) {
+                    let line = v
+                        .fix_line
+                        .replace("{change}", &f.change)
+                        .replace("{saves}", &gib(f.saves))
+                        .replace("{total}", &gib(f.total_after));
+                    ui.add(egui::Label::new(line).wrap());
+                }
+            }
+            Err(e) => {
+                ui.label(e.message_in(lang));
+            }
+        }
+    }
 }

@@ -26,6 +26,9 @@ const STACK: [Component; 6] = [
     Component::Temporaries,
 ];
 
+/// A stacked area: its component, and its lower and upper edge at every step point (GiB).
+type Layer = (Component, Vec<f64>, Vec<f64>);
+
 fn part(e: &Event, c: Component) -> u64 {
     let a = &e.alive;
     match c {
@@ -91,7 +94,6 @@ pub fn ui(
     }
     // what PyTorch's allocator may reserve: the card less the context and NCCL's buffers
     let usable = c.capacity().saturating_sub(c.outside_allocator());
-
     let peak = tl.peak().copied();
     if let Some(p) = &peak {
         ui.label(
@@ -106,17 +108,7 @@ pub fn ui(
     }
     super::hint(ui, t.tl_hint);
     out.extend(snapshot_row(ui, snaps, path));
-    // each event holds until the next one (a step shape); the optimizer step's few events get
-    // enough width to be seen next to hundreds of per-op events
-    let wide = (ev.len() as f64 / 30.0).max(1.0);
-    let mut starts = Vec::with_capacity(ev.len() + 1);
-    let mut x = 0.0;
-    for e in ev {
-        starts.push(x);
-        x += if e.phase == Phase::OptimizerStep { wide } else { 1.0 };
-    }
-    starts.push(x);
-    let starts = std::sync::Arc::new(starts);
+    let starts = std::sync::Arc::new(event_starts(ev));
     let index_at = {
         let starts = starts.clone();
         move |x: f64| {
@@ -124,50 +116,9 @@ pub fn ui(
         }
     };
     let xs: Vec<f64> = (0..ev.len()).flat_map(|i| [starts[i], starts[i + 1]]).collect();
-    // the replayed allocator's reserved bytes after each event, as a second line
-    let reserved: Vec<[f64; 2]> = c
-        .reserved
-        .as_ref()
-        .filter(|r| r.per_event.len() == ev.len())
-        .map(|r| {
-            (0..ev.len())
-                .flat_map(|i| {
-                    [[starts[i], r.per_event[i] as f64 / GIB], [starts[i + 1], r.per_event[i] as f64 / GIB]]
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut lower = vec![0.0f64; xs.len()];
-    let mut layers: Vec<(Component, Vec<f64>, Vec<f64>)> = Vec::with_capacity(STACK.len());
-    for comp in STACK {
-        if ev.iter().all(|e| part(e, comp) == 0) {
-            continue;
-        }
-        let upper: Vec<f64> =
-            ev.iter().flat_map(|e| [part(e, comp) as f64 / GIB; 2]).zip(&lower).map(|(v, l)| l + v).collect();
-        layers.push((comp, lower.clone(), upper.clone()));
-        lower = upper;
-    }
-    // the colour key (the chart above uses the same colours)
-    ui.horizontal_wrapped(|ui| {
-        for (comp, _, _) in &layers {
-            let (rect, _) = ui.allocate_exact_size(egui::vec2(12.0, 12.0), egui::Sense::hover());
-            ui.painter().rect_filled(rect, 2.0, palette::color(*comp));
-            ui.label(super::breakdown::name(*comp));
-            ui.add_space(6.0);
-        }
-        if c.reserved.is_some() {
-            let (rect, _) = ui.allocate_exact_size(egui::vec2(16.0, 12.0), egui::Sense::hover());
-            let y = rect.center().y;
-            ui.painter().line_segment(
-                [egui::pos2(rect.left(), y), egui::pos2(rect.right(), y)],
-                egui::Stroke::new(2.0, palette::color(Component::Overhead)),
-            );
-            ui.label(t.tl_reserved);
-            ui.add_space(6.0);
-        }
-        ui.label(RichText::new(format!("- - {} {}", c.gpu.id, t.tl_usable)).weak());
-    });
+    let reserved = reserved_line(c, ev, &starts);
+    let (layers, lower) = stacked_layers(ev);
+    colour_key(ui, c, &layers);
     let measured: Vec<(String, Vec<[f64; 2]>)> = snaps
         .loaded
         .iter()
@@ -192,6 +143,21 @@ pub fn ui(
     let reserved_at: Vec<u64> = c.reserved.as_ref().map(|r| r.per_event.clone()).unwrap_or_default();
     let (at_tick, at_hover, at_click) = (index_at.clone(), index_at.clone(), index_at);
     let mut clicked = None;
+    let drawing = Drawing {
+        xs,
+        starts: starts.clone(),
+        layers,
+        reserved,
+        measured,
+        spans,
+        top,
+        usable,
+        peak,
+        peak_index: tl.peak_index,
+        selected,
+        events: ev.len(),
+        gpu_id: &c.gpu.id,
+    };
     Plot::new("timeline")
         .show_background(false)
         .height(ui.available_height().max(200.0))
@@ -227,54 +193,7 @@ pub fn ui(
             ))
         })
         .show(ui, |p| {
-            for (comp, lo, hi) in &layers {
-                p.add(
-                    FilledArea::new(super::breakdown::name(*comp), &xs, lo, hi)
-                        .fill_color(palette::color(*comp).gamma_multiply(0.85)),
-                );
-            }
-            for (phase, r) in &spans {
-                if r.start > 0 {
-                    p.vline(VLine::new("", starts[r.start]).color(egui::Color32::GRAY).width(1.0));
-                }
-                let mid = (starts[r.start] + starts[r.end]) / 2.0;
-                p.text(Text::new("", [mid, top * 1.07].into(), RichText::new(phase_name(*phase)).strong()));
-            }
-            if !reserved.is_empty() {
-                p.line(
-                    egui_plot::Line::new(t.tl_reserved, PlotPoints::from(reserved.clone()))
-                        .color(palette::color(Component::Overhead))
-                        .style(LineStyle::dashed_dense())
-                        .width(2.0),
-                );
-            }
-            for (i, (name, pts)) in measured.iter().enumerate() {
-                let color = if i == 0 { egui::Color32::WHITE } else { egui::Color32::from_rgb(240, 228, 66) };
-                p.line(
-                    egui_plot::Line::new(name.as_str(), PlotPoints::from(pts.clone()))
-                        .color(color)
-                        .width(1.5),
-                );
-            }
-            p.hline(
-                HLine::new(format!("{} {}", c.gpu.id, t.tl_usable), usable as f64 / GIB)
-                    .color(egui::Color32::from_rgb(200, 40, 30))
-                    .style(LineStyle::dashed_loose())
-                    .width(2.0),
-            );
-            if let Some(pk) = &peak {
-                let y = pk.alive.total() as f64 / GIB;
-                let px = (starts[tl.peak_index] + starts[tl.peak_index + 1]) / 2.0;
-                p.points(
-                    Points::new(format!("{} {}", t.tl_peak, gib(pk.alive.total())), vec![[px, y]])
-                        .radius(6.0)
-                        .color(egui::Color32::WHITE)
-                        .shape(egui_plot::MarkerShape::Diamond),
-                );
-            }
-            if let Some(i) = selected.filter(|i| *i < ev.len()) {
-                p.vline(VLine::new(t.tl_selected, (starts[i] + starts[i + 1]) / 2.0).width(2.0));
-            }
+            draw(p, &drawing);
             if p.response().clicked() {
                 clicked = p.pointer_coordinate().map(|c| c.x);
             }
@@ -283,6 +202,148 @@ pub fn ui(
         out.push(Intent::SelectEvent(Some(at_click(x))));
     }
     out
+}
+
+/// Where each event starts on the x axis (and where the last ends): each holds until the next
+/// one (a step shape); the optimizer step's few events get enough width to be seen next to
+/// hundreds of per-op events.
+fn event_starts(ev: &[Event]) -> Vec<f64> {
+    let wide = (ev.len() as f64 / 30.0).max(1.0);
+    let mut starts = Vec::with_capacity(ev.len() + 1);
+    let mut x = 0.0;
+    for e in ev {
+        starts.push(x);
+        x += if e.phase == Phase::OptimizerStep { wide } else { 1.0 };
+    }
+    starts.push(x);
+    starts
+}
+
+/// The replayed allocator's reserved bytes after each event, as a second line (empty without a
+/// replay).
+fn reserved_line(c: &Computed, ev: &[Event], starts: &[f64]) -> Vec<[f64; 2]> {
+    c.reserved
+        .as_ref()
+        .filter(|r| r.per_event.len() == ev.len())
+        .map(|r| {
+            (0..ev.len())
+                .flat_map(|i| {
+                    [[starts[i], r.per_event[i] as f64 / GIB], [starts[i + 1], r.per_event[i] as f64 / GIB]]
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The stacked areas, bottom to top (each component's lower and upper edge at every step
+/// point), and the stack's top.
+fn stacked_layers(ev: &[Event]) -> (Vec<Layer>, Vec<f64>) {
+    let mut lower = vec![0.0f64; 2 * ev.len()];
+    let mut layers: Vec<Layer> = Vec::with_capacity(STACK.len());
+    for comp in STACK {
+        if ev.iter().all(|e| part(e, comp) == 0) {
+            continue;
+        }
+        let upper: Vec<f64> =
+            ev.iter().flat_map(|e| [part(e, comp) as f64 / GIB; 2]).zip(&lower).map(|(v, l)| l + v).collect();
+        layers.push((comp, lower.clone(), upper.clone()));
+        lower = upper;
+    }
+    (layers, lower)
+}
+
+/// The colour key (the chart above uses the same colours).
+fn colour_key(ui: &mut egui::Ui, c: &Computed, layers: &[Layer]) {
+    let t = tr();
+    ui.horizontal_wrapped(|ui| {
+        for (comp, _, _) in layers {
+            let (rect, _) = ui.allocate_exact_size(egui::vec2(12.0, 12.0), egui::Sense::hover());
+            ui.painter().rect_filled(rect, 2.0, palette::color(*comp));
+            ui.label(super::breakdown::name(*comp));
+            ui.add_space(6.0);
+        }
+        if c.reserved.is_some() {
+            let (rect, _) = ui.allocate_exact_size(egui::vec2(16.0, 12.0), egui::Sense::hover());
+            let y = rect.center().y;
+            ui.painter().line_segment(
+                [egui::pos2(rect.left(), y), egui::pos2(rect.right(), y)],
+                egui::Stroke::new(2.0, palette::color(Component::Overhead)),
+            );
+            ui.label(t.tl_reserved);
+            ui.add_space(6.0);
+        }
+        ui.label(RichText::new(format!("- - {} {}", c.gpu.id, t.tl_usable)).weak());
+    });
+}
+
+/// What the plot draws, in plot units (x: the events' positions, y: GiB).
+struct Drawing<'a> {
+    xs: Vec<f64>,
+    starts: std::sync::Arc<Vec<f64>>,
+    layers: Vec<Layer>,
+    reserved: Vec<[f64; 2]>,
+    measured: Vec<(String, Vec<[f64; 2]>)>,
+    spans: Vec<(Phase, std::ops::Range<usize>)>,
+    top: f64,
+    /// What PyTorch's allocator may reserve, bytes.
+    usable: u64,
+    peak: Option<Event>,
+    peak_index: usize,
+    selected: Option<usize>,
+    /// Events in the step.
+    events: usize,
+    gpu_id: &'a str,
+}
+
+/// The stacked areas, the phases, the reserved and measured lines, the usable memory, the peak
+/// and the selected event.
+fn draw(p: &mut egui_plot::PlotUi<'_>, d: &Drawing<'_>) {
+    let t = tr();
+    let starts = &d.starts;
+    for (comp, lo, hi) in &d.layers {
+        p.add(
+            FilledArea::new(super::breakdown::name(*comp), &d.xs, lo, hi)
+                .fill_color(palette::color(*comp).gamma_multiply(0.85)),
+        );
+    }
+    for (phase, r) in &d.spans {
+        if r.start > 0 {
+            p.vline(VLine::new("", starts[r.start]).color(egui::Color32::GRAY).width(1.0));
+        }
+        let mid = (starts[r.start] + starts[r.end]) / 2.0;
+        p.text(Text::new("", [mid, d.top * 1.07].into(), RichText::new(phase_name(*phase)).strong()));
+    }
+    if !d.reserved.is_empty() {
+        p.line(
+            egui_plot::Line::new(t.tl_reserved, PlotPoints::from(d.reserved.clone()))
+                .color(palette::color(Component::Overhead))
+                .style(LineStyle::dashed_dense())
+                .width(2.0),
+        );
+    }
+    for (i, (name, pts)) in d.measured.iter().enumerate() {
+        let color = if i == 0 { egui::Color32::WHITE } else { egui::Color32::from_rgb(240, 228, 66) };
+        p.line(egui_plot::Line::new(name.as_str(), PlotPoints::from(pts.clone())).color(color).width(1.5));
+    }
+    p.hline(
+        HLine::new(format!("{} {}", d.gpu_id, t.tl_usable), d.usable as f64 / GIB)
+            .color(egui::Color32::from_rgb(200, 40, 30))
+            .style(LineStyle::dashed_loose())
+            .width(2.0),
+    );
+    if let Some(pk) = &d.peak {
+        let y = pk.alive.total() as f64 / GIB;
+        let px = (starts[d.peak_index] + starts[d.peak_index + 1]) / 2.0;
+        p.points(
+            Points::new(format!("{} {}", t.tl_peak, gib(pk.alive.total())), vec![[px, y]])
+                .radius(6.0)
+                .color(egui::Color32::WHITE)
+                .shape(egui_plot::MarkerShape::Diamond),
+        );
+    }
+    if let Some(i) = d.selected.filter(|i| *i < d.events) {
+        p.vline(VLine::new(t.tl_selected, (starts[i] + starts[i + 1]) / 2.0).width(2.0));
+    }
 }
 
 /// The row that opens snapshots (path field, Open, Clear) and says what is being read.

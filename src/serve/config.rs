@@ -1,0 +1,197 @@
+//! The server's settings as `vramscope serve` takes them ([`ServeConfig`], `None` fields taking
+//! vLLM's defaults) and the option enums of its flags, with their parsing.
+
+use crate::units::DType;
+use serde::Serialize;
+
+/// KV-cache element type (`--kv-cache-dtype`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvDtype {
+    /// The model's dtype.
+    Auto,
+    /// fp8 (e4m3): one byte per element.
+    Fp8,
+    /// fp8 e5m2: one byte per element.
+    Fp8E5m2,
+}
+
+impl std::str::FromStr for KvDtype {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "fp8" | "fp8_e4m3" => Ok(Self::Fp8),
+            "fp8_e5m2" => Ok(Self::Fp8E5m2),
+            _ => Err(format!("unknown KV-cache dtype \"{s}\" (auto, fp8, fp8_e4m3, fp8_e5m2)")),
+        }
+    }
+}
+
+/// How the profiling run's dummy sampler filters top-k / top-p (`VLLM_USE_FLASHINFER_SAMPLER`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplerPath {
+    /// FlashInfer's `top_k_top_p_sampling_from_logits` (vLLM's default on CUDA with FlashInfer
+    /// installed): `top_k_mask_logits` then `softmax`, no sort.
+    #[default]
+    FlashInfer,
+    /// The PyTorch sort path (`VLLM_USE_FLASHINFER_SAMPLER=0`, or no FlashInfer).
+    Sort,
+}
+
+impl SamplerPath {
+    /// The `--sampler` value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::FlashInfer => "flashinfer",
+            Self::Sort => "sort",
+        }
+    }
+}
+
+impl std::str::FromStr for SamplerPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "flashinfer" => Ok(Self::FlashInfer),
+            "sort" | "torch" | "native" => Ok(Self::Sort),
+            _ => Err(format!("unknown sampler \"{s}\" (flashinfer, sort)")),
+        }
+    }
+}
+
+/// Weight quantization (`--quantization`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantization {
+    /// The checkpoint's own (its `quantization_config`: AWQ, GPTQ, FP8, MXFP4, bitsandbytes), or
+    /// none.
+    Auto,
+    /// vLLM's online fp8: the Linear weights of an unquantized checkpoint cast to fp8 e4m3 with a
+    /// per-tensor scale (embeddings and the LM head stay in the model dtype).
+    Fp8,
+}
+
+impl std::str::FromStr for Quantization {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" | "none" => Ok(Self::Auto),
+            "fp8" => Ok(Self::Fp8),
+            "awq" | "gptq" | "mxfp4" | "bitsandbytes" => Err(format!(
+                "--quantization {s} is read from the checkpoint's config.json (quantization_config): give that model, with --quantization auto"
+            )),
+            _ => Err(format!("unknown quantization \"{s}\" (auto, fp8)")),
+        }
+    }
+}
+
+/// The server's settings; `None` fields take vLLM's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServeConfig {
+    /// Tensor-parallel size.
+    pub tp: u64,
+    /// Pipeline-parallel size.
+    pub pp: u64,
+    /// `--gpu-memory-utilization`, in (0, 1].
+    pub gpu_memory_utilization: f64,
+    /// `--max-model-len` (default: the model's maximum positions).
+    pub max_model_len: Option<u64>,
+    /// Allow a `max_model_len` above the model's positions (`VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`).
+    pub allow_long_max_model_len: bool,
+    /// `--max-num-batched-tokens` (default by card, as `vllm serve` sets it).
+    pub max_num_batched_tokens: Option<u64>,
+    /// `--max-num-seqs` (default by card).
+    pub max_num_seqs: Option<u64>,
+    /// Tokens per KV block (a power of two; vLLM's default 16).
+    pub block_size: u64,
+    /// KV-cache dtype.
+    pub kv_dtype: KvDtype,
+    /// Model dtype (`--dtype`; `None`: the checkpoint's, fp32 served as bf16).
+    pub dtype: Option<DType>,
+    /// Weight quantization.
+    pub quantization: Quantization,
+    /// `--enforce-eager`: no CUDA graphs.
+    pub enforce_eager: bool,
+    /// CUDA-graph memory subtracted before the KV cache (vLLM ≥ 0.21 estimates it), bytes.
+    pub cudagraph_bytes: Option<u64>,
+    /// Non-torch memory the profiling adds, bytes (default: the card's cuBLAS workspace, plus
+    /// NCCL buffers under TP/PP).
+    pub non_torch_bytes: Option<u64>,
+    /// The CUDA-visible total of the card, bytes (default: the catalog's).
+    pub cuda_total_bytes: Option<u64>,
+    /// A mean context length to give the concurrency at, besides `max_model_len`.
+    pub context: Option<u64>,
+    /// A what-if: the model as a quantized checkpoint of this format (an AWQ / GPTQ export of
+    /// it), for a model whose own checkpoint is not quantized.
+    pub checkpoint_format: Option<CheckpointFormat>,
+    /// The profiling sampler's top-k / top-p path.
+    pub sampler: SamplerPath,
+}
+
+/// A quantized export of an unquantized model (`--checkpoint-format`), as the Hub's
+/// `<model>-AWQ` / `-GPTQ` repositories hold it: 4-bit weights, groups of 128 input features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckpointFormat {
+    /// AWQ 4-bit, group 128 (AutoAWQ / llm-compressor's GEMM packing).
+    AwqInt4,
+    /// GPTQ 4-bit, group 128.
+    GptqInt4,
+}
+
+impl CheckpointFormat {
+    /// The flag's value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::AwqInt4 => "awq-int4",
+            Self::GptqInt4 => "gptq-int4",
+        }
+    }
+
+    /// The weight format the checkpoint stores.
+    pub const fn format(self) -> crate::model::quant::WeightFormat {
+        use crate::model::quant::WeightFormat;
+        match self {
+            Self::AwqInt4 => WeightFormat::Awq { bits: 4, group_size: 128 },
+            Self::GptqInt4 => WeightFormat::Gptq { bits: 4, group_size: 128 },
+        }
+    }
+}
+
+impl std::str::FromStr for CheckpointFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "awq-int4" | "awq" => Ok(Self::AwqInt4),
+            "gptq-int4" | "gptq" => Ok(Self::GptqInt4),
+            _ => Err(format!("unknown checkpoint format \"{s}\" (awq-int4, gptq-int4)")),
+        }
+    }
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            tp: 1,
+            pp: 1,
+            gpu_memory_utilization: 0.9,
+            max_model_len: None,
+            allow_long_max_model_len: false,
+            max_num_batched_tokens: None,
+            max_num_seqs: None,
+            block_size: 16,
+            kv_dtype: KvDtype::Auto,
+            dtype: None,
+            quantization: Quantization::Auto,
+            enforce_eager: false,
+            cudagraph_bytes: None,
+            non_torch_bytes: None,
+            cuda_total_bytes: None,
+            context: None,
+            checkpoint_format: None,
+            sampler: SamplerPath::FlashInfer,
+        }
+    }
+}
