@@ -2,7 +2,7 @@
 //! sequential block (pre-norm, sandwich or post-norm), the attention with its projections, norms
 //! and rotary, and the MLP (dense or experts).
 
-use super::{OpKinds, attn_of, dense_width, ops, rope_table_dim};
+use super::{OpKinds, attn_with, dense_width, ops, rope_cols};
 use crate::engine::inputs::saved::Cat;
 use crate::engine::ops::{Act, Graph, NormKind, Shared, Tensor};
 use crate::model::{LinearRole, TransformerSpec, layer};
@@ -107,6 +107,7 @@ pub(crate) fn sequential_block(
 /// q/k/v projections, optional q/k norms, rotary, the attention core and o_proj.
 pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor, st: &Style) -> Tensor {
     let ctx = g.ctx;
+    let kinds = ops(m);
     let (t, ts, h) = (ctx.tokens, ctx.rank_tokens, m.hidden_size);
     let (qw, kw) = (m.q_width(), m.kv_width());
     let (mut q, mut k, v) = if st.fused_qkv {
@@ -131,7 +132,7 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Te
     }
     if flags & layer::NO_ROPE == 0 {
         // gpt-oss rotates the two halves with (s, d/2) cos/sin tables
-        let rot = rope_table_dim(m);
+        let rot = rope_cols(&kinds, m);
         let table =
             if st.local_rope && flags & layer::SLIDING != 0 { Shared::RopeLocal } else { Shared::Rope };
         if st.rope_fp32 {
@@ -142,7 +143,7 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Te
             k = g.rope(k, t * kw, rot, table);
         }
     }
-    let a = attn_of(ctx, m, flags);
+    let a = attn_with(&kinds, ctx, m, flags);
     let o = g.attention(q, k, v, a);
     g.linear(o, t, qw, h, LinearRole::O, Cat::AttentionIo, "o_proj")
 }

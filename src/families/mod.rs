@@ -377,7 +377,12 @@ pub fn rope_dim(m: &TransformerSpec) -> u64 {
 
 /// Columns of the rotary cos/sin tables (gpt-oss rotates two halves with `d/2`-wide tables).
 pub fn rope_table_dim(m: &TransformerSpec) -> u64 {
-    if ops(m).rope == Rope::Halves { rope_dim(m) / 2 } else { rope_dim(m) }
+    rope_cols(&ops(m), m)
+}
+
+/// [`rope_table_dim`] for a model whose op kinds are known.
+pub(crate) fn rope_cols(k: &OpKinds, m: &TransformerSpec) -> u64 {
+    if k.rope == Rope::Halves { rope_dim(m) / 2 } else { rope_dim(m) }
 }
 
 /// Does the family use rotary embeddings at all?
@@ -428,7 +433,11 @@ pub(crate) fn kernel_of(ctx: &Ctx, m: &TransformerSpec) -> Kernel {
 
 /// The attention call of a layer.
 pub(crate) fn attn_of(ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Attn {
-    let k = ops(m);
+    attn_with(&ops(m), ctx, m, flags)
+}
+
+/// [`attn_of`] for a model whose op kinds are known.
+pub(crate) fn attn_with(k: &OpKinds, ctx: &Ctx, m: &TransformerSpec, flags: u8) -> Attn {
     let (qk_dim, v_dim) = match m.mla {
         Some(x) => (x.qk_head_dim(), x.v_head_dim),
         None => (m.head_dim, m.head_dim),

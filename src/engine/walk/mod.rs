@@ -139,15 +139,16 @@ fn walk_top(ctx: &Ctx, m: &TransformerSpec) -> Top {
 }
 
 /// The facts of a model's blocks the transient rules read, resolved once.
-fn block_facts(ctx: &Ctx, m: &TransformerSpec) -> BlockFacts {
-    let kinds = families::ops(m);
-    let kernel = families::kernel_of(ctx, m);
-    let attn = families::attn_of(ctx, m, 0);
+fn block_facts(ctx: &Ctx, m: &TransformerSpec, kinds: &families::OpKinds) -> BlockFacts {
+    let full = families::default_flags(m) & !crate::model::layer::SLIDING;
+    let kernel = crate::engine::ops::kernel(ctx, families::attn_with(kinds, ctx, m, full));
+    let attn = families::attn_with(kinds, ctx, m, 0);
     BlockFacts {
         kernel,
         // SDPA gets a mask when a layer's window is shorter than the sequence (or always)
         any_masked: ctx.attn == AttentionImpl::Sdpa
-            && (0..m.num_layers.min(8)).any(|i| families::attn_of(ctx, m, layer_flags(m, i)).masked),
+            && (kinds.always_masked
+                || (0..m.num_layers.min(8)).any(|i| families::windowed(ctx, m, layer_flags(m, i)))),
         eager_sinks: kernel == Kernel::Eager && attn.sinks,
         probs_elem: attn.softmax.elem_bytes(ctx.amp, ctx.compute_elem),
         mlp_width: families::mlp_width(m),
@@ -155,7 +156,7 @@ fn block_facts(ctx: &Ctx, m: &TransformerSpec) -> BlockFacts {
         fused_gate_up: kinds.fused_gate_up,
         gelu_new_ops: m.gelu_new && !families::litgpt_runs(ctx, m),
         router_fp32: kinds.router_fp32,
-        rope_cols: if kinds.rope == families::Rope::None { 0 } else { families::rope_table_dim(m) },
+        rope_cols: if kinds.rope == families::Rope::None { 0 } else { families::rope_cols(kinds, m) },
         classes: families::classes(m),
     }
 }
@@ -165,7 +166,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     let blocks = walk_blocks(ctx, m);
     let top = walk_top(ctx, m);
     let kinds = families::ops(m);
-    let facts = block_facts(ctx, m);
+    let facts = block_facts(ctx, m, &kinds);
     let dequant = Dequant::of(ctx, m, facts.mlp_width, facts.classes);
     let (mlp_t, attn_t) = dequant.in_backward(
         kinds.mlp_backward.transient(ctx, facts.mlp_width, facts.gated),
