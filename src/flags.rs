@@ -7,36 +7,18 @@
 //! scenario and the same total.
 
 use crate::estimate::context::ModuleLoading;
-use crate::estimate::{AdapterDtype, BaseQuant, FsdpMode, Loss, Mode, ModelCode, Offload, Scenario, Torch};
+use crate::estimate::stack::LossKeyword;
+use crate::estimate::{
+    AdapterDtype, AttentionImpl, BaseQuant, FsdpMode, Loss, Mode, ModelCode, Offload, Scenario, Torch,
+};
 use crate::gpu::Gpu;
 
 /// One flag: its name and its value (`None` for a switch).
 pub type Flag = (&'static str, Option<String>);
 
-/// The `--fsdp` name of a sharding strategy.
+/// The `--fsdp` name of a sharding strategy ([`FsdpMode::name`]).
 pub fn fsdp_name(m: FsdpMode) -> &'static str {
-    match m {
-        FsdpMode::FullShard => "full_shard",
-        FsdpMode::ShardGradOp => "shard_grad_op",
-        FsdpMode::HybridShard => "hybrid_shard",
-    }
-}
-
-fn offload_name(o: Offload) -> &'static str {
-    match o {
-        Offload::None => "none",
-        Offload::Optimizer => "optimizer",
-        Offload::Params => "params",
-    }
-}
-
-fn base_quant_name(q: BaseQuant) -> &'static str {
-    match q {
-        BaseQuant::None => "none",
-        BaseQuant::Nf4 => "nf4",
-        BaseQuant::Nf4NoDq => "nf4-nodq",
-        BaseQuant::Int8 => "int8",
-    }
+    m.name()
 }
 
 /// Every setting of `sc` on `gpu` as flags, in the order `estimate --help` lists them, without
@@ -75,7 +57,7 @@ pub fn flags(sc: &Scenario, gpu: &Gpu) -> Vec<Flag> {
 fn scenario_flags(v: &mut Vec<Flag>, sc: &Scenario) {
     let mut put = |k: &'static str, val: String| v.push((k, Some(val)));
     let train = sc.mode == Mode::Train;
-    put("--mode", if train { "train" } else { "infer" }.into());
+    put("--mode", sc.mode.name().into());
     put("--batch", sc.batch.to_string());
     put("--seq", sc.seq.to_string());
     if sc.new_tokens > 0 {
@@ -85,7 +67,7 @@ fn scenario_flags(v: &mut Vec<Flag>, sc: &Scenario) {
     if train {
         put("--optimizer", sc.optimizer.name().into());
     }
-    if sc.attention != crate::estimate::AttentionImpl::Sdpa {
+    if sc.attention != AttentionImpl::Sdpa {
         put("--attention", sc.attention.name().into());
     }
     if train {
@@ -98,7 +80,7 @@ fn scenario_flags(v: &mut Vec<Flag>, sc: &Scenario) {
         }
     }
     if sc.base_quant != BaseQuant::None {
-        put("--base-quant", base_quant_name(sc.base_quant).into());
+        put("--base-quant", sc.base_quant.name().into());
     }
 }
 
@@ -113,7 +95,7 @@ fn stack_flags(v: &mut Vec<Flag>, sc: &Scenario) {
         put("--loss", st.loss.to_string());
     }
     if st.framework.is_some() || st.adapter_dtype != AdapterDtype::Fp32 {
-        put("--adapter-dtype", if st.adapter_dtype == AdapterDtype::Fp32 { "fp32" } else { "model" }.into());
+        put("--adapter-dtype", st.adapter_dtype.name().into());
     }
     if let Some(d) = st.bnb_compute_dtype {
         put("--bnb-compute-dtype", d.name().into());
@@ -134,7 +116,7 @@ fn stack_flags(v: &mut Vec<Flag>, sc: &Scenario) {
     let preset_bnb = st.framework.map_or(crate::estimate::Bnb::default(), |f| f.stack().bnb);
     match st.bnb {
         b if b == preset_bnb => {}
-        crate::estimate::Bnb::Lightning => put("--bitsandbytes", "lightning".into()),
+        crate::estimate::Bnb::Lightning => put("--bitsandbytes", crate::estimate::Bnb::LIGHTNING.into()),
         crate::estimate::Bnb::Before0_43 => put("--bitsandbytes", "0.42".into()),
         crate::estimate::Bnb::Current => {}
     }
@@ -176,10 +158,10 @@ fn parallel_flags(v: &mut Vec<Flag>, sc: &Scenario) {
         put("--zero", p.zero.to_string());
     }
     if let Some(f) = p.fsdp {
-        put("--fsdp", fsdp_name(f).into());
+        put("--fsdp", f.name().into());
     }
     if p.offload != Offload::None {
-        put("--offload", offload_name(p.offload).into());
+        put("--offload", p.offload.name().into());
     }
     if p.micro_batches != 0 {
         put("--micro-batches", p.micro_batches.to_string());
@@ -233,12 +215,12 @@ pub fn changed(from: &[Flag], to: &[Flag]) -> Vec<Flag> {
         let back = match *k {
             "--dp" | "--tp" | "--pp" | "--cp" | "--ep" | "--virtual-stages" => Some("1"),
             "--zero" | "--micro-batches" => Some("0"),
-            "--offload" => Some("none"),
-            "--loss" => Some("hf"),
-            "--adapter-dtype" => Some("fp32"),
+            "--offload" => Some(Offload::None.name()),
+            "--loss" => Some(LossKeyword::Hf.name()),
+            "--adapter-dtype" => Some(AdapterDtype::Fp32.name()),
             "--grad-accum" => Some("1"),
-            "--base-quant" => Some("none"),
-            "--attention" => Some("sdpa"),
+            "--base-quant" => Some(BaseQuant::None.name()),
+            "--attention" => Some(AttentionImpl::Sdpa.name()),
             "--gpus-per-node" => Some("8"),
             "--context-mib" | "--workspace-mib" => Some("(the card's default)"),
             _ => None,

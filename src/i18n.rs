@@ -4,28 +4,24 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A language of the interface.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Lang {
-    /// English.
-    #[default]
-    #[serde(rename = "en")]
-    En,
-    /// Simplified Chinese.
-    #[serde(rename = "zh-CN")]
-    ZhCn,
+crate::tokens::token_enum! {
+    /// A language of the interface.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    pub enum Lang {
+        /// English.
+        #[default]
+        #[serde(rename = "en")]
+        En => "en" | "en-us" | "en-gb" | "english",
+        /// Simplified Chinese.
+        #[serde(rename = "zh-CN")]
+        ZhCn => "zh-CN" | "zh" | "zh-hans" | "zh-hans-cn" | "chinese",
+    }
 }
 
 impl Lang {
-    /// Every language, in menu order.
-    pub const ALL: [Self; 2] = [Self::En, Self::ZhCn];
-
     /// The BCP 47 tag (`--lang`'s value).
     pub const fn code(self) -> &'static str {
-        match self {
-            Self::En => "en",
-            Self::ZhCn => "zh-CN",
-        }
+        self.name()
     }
 
     /// The language's name in itself (the menu shows each so anyone can find theirs).
@@ -38,12 +34,10 @@ impl Lang {
 
     /// `en`, `zh-CN` (also `zh`, `zh_CN`, `zh-Hans`, any case).
     pub fn parse(s: &str) -> Result<Self, String> {
-        let l = s.trim().to_ascii_lowercase().replace('_', "-");
-        match l.as_str() {
-            "en" | "en-us" | "en-gb" | "english" => Ok(Self::En),
-            "zh" | "zh-cn" | "zh-hans" | "zh-hans-cn" | "chinese" => Ok(Self::ZhCn),
-            _ => Err(format!("--lang {s}: the interface speaks en or zh-CN")),
-        }
+        let tag = s.trim().replace('_', "-");
+        crate::tokens::find(&Self::SPELLINGS, &tag, true).ok_or_else(|| {
+            format!("--lang {s}: the interface speaks {}", crate::tokens::or_list(&Self::TOKENS))
+        })
     }
 
     /// The language of a POSIX locale value (`zh_CN.UTF-8` → zh-CN; anything else English).

@@ -42,6 +42,7 @@ pub mod probe;
 pub mod report;
 pub mod roadmap;
 pub mod serve;
+pub mod tokens;
 pub mod units;
 
 pub use estimate::{Estimate, Scenario, estimate};

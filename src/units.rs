@@ -1,7 +1,6 @@
 //! Data types, precision modes and byte arithmetic shared by the whole core.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::str::FromStr;
 
 /// Bytes in a GiB.
@@ -23,37 +22,27 @@ pub fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / GIB)
 }
 
-/// Element type of a tensor. Sizes are in bits so that 4-bit types are exact.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DType {
-    /// 32-bit float.
-    F32,
-    /// IEEE half.
-    F16,
-    /// bfloat16.
-    Bf16,
-    /// 8-bit float (e4m3 / e5m2).
-    F8,
-    /// 8-bit integer.
-    I8,
-    /// 4-bit integer.
-    I4,
+crate::tokens::token_enum! {
+    /// Element type of a tensor. Sizes are in bits so that 4-bit types are exact.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum DType {
+        /// 32-bit float.
+        F32 => "fp32" | "f32" | "float32",
+        /// IEEE half.
+        F16 => "fp16" | "f16" | "float16" | "half",
+        /// bfloat16.
+        Bf16 => "bf16" | "bfloat16",
+        /// 8-bit float (e4m3 / e5m2).
+        F8 => "fp8" | "f8" | "float8",
+        /// 8-bit integer.
+        I8 => "int8" | "i8",
+        /// 4-bit integer.
+        I4 => "int4" | "i4",
+    }
 }
 
 impl DType {
-    /// Short name (`fp32`, `bf16`, …), as the command line spells it.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::F32 => "fp32",
-            Self::F16 => "fp16",
-            Self::Bf16 => "bf16",
-            Self::F8 => "fp8",
-            Self::I8 => "int8",
-            Self::I4 => "int4",
-        }
-    }
-
     /// Bits per element.
     pub const fn bits(self) -> u64 {
         match self {
@@ -85,63 +74,46 @@ impl DType {
 
 impl FromStr for DType {
     type Err = String;
+    /// A token or an alias in any case (`BF16`, `float32`); the error shows it in lower case.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s.to_ascii_lowercase().as_str() {
-            "fp32" | "f32" | "float32" => Self::F32,
-            "fp16" | "f16" | "float16" | "half" => Self::F16,
-            "bf16" | "bfloat16" => Self::Bf16,
-            "fp8" | "f8" | "float8" => Self::F8,
-            "int8" | "i8" => Self::I8,
-            "int4" | "i4" => Self::I4,
-            other => {
-                return Err(format!("unknown dtype \"{other}\" (fp32, fp16, bf16, fp8, int8, int4)"));
-            }
-        })
+        let lower = s.to_ascii_lowercase();
+        Self::from_token(&lower)
+            .ok_or_else(|| format!("unknown dtype \"{lower}\" ({})", Self::TOKENS.join(", ")))
     }
 }
 
-/// Training / inference precision recipe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Precision {
-    /// Everything in fp32.
-    Fp32,
-    /// Pure bf16: weights, gradients, optimizer states and activations in bf16.
-    Bf16,
-    /// Pure fp16.
-    Fp16,
-    /// Autocast bf16: fp32 master weights, grads and states; bf16 matmuls with saved cast copies.
-    Bf16Amp,
-    /// Autocast fp16 (with a gradient scaler), otherwise as `Bf16Amp`.
-    Fp16Amp,
-    /// Megatron / DeepSpeed mixed precision: bf16 weights, gradients and activations; the
-    /// optimizer keeps an fp32 master copy next to fp32 moments (the ZeRO paper's K = 12).
-    Bf16Mixed,
-    /// As `Bf16Mixed` with fp16 (and a loss scaler).
-    Fp16Mixed,
-    /// fp8 weights, bf16 compute (inference).
-    Fp8,
-    /// int8 weights, bf16 compute (inference).
-    Int8,
-    /// int4 weights, bf16 compute (inference).
-    Int4,
+crate::tokens::token_enum! {
+    /// Training / inference precision recipe.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Precision {
+        /// Everything in fp32.
+        Fp32 => "fp32",
+        /// Pure bf16: weights, gradients, optimizer states and activations in bf16.
+        Bf16 => "bf16",
+        /// Pure fp16.
+        Fp16 => "fp16",
+        /// Autocast bf16: fp32 master weights, grads and states; bf16 matmuls with saved cast copies.
+        Bf16Amp => "bf16-amp",
+        /// Autocast fp16 (with a gradient scaler), otherwise as `Bf16Amp`.
+        Fp16Amp => "fp16-amp",
+        /// Megatron / DeepSpeed mixed precision: bf16 weights, gradients and activations; the
+        /// optimizer keeps an fp32 master copy next to fp32 moments (the ZeRO paper's K = 12).
+        Bf16Mixed => "bf16-mixed",
+        /// As `Bf16Mixed` with fp16 (and a loss scaler).
+        Fp16Mixed => "fp16-mixed",
+        /// fp8 weights, bf16 compute (inference).
+        Fp8 => "fp8",
+        /// int8 weights, bf16 compute (inference).
+        Int8 => "int8",
+        /// int4 weights, bf16 compute (inference).
+        Int4 => "int4",
+    }
+    impl FromStr = crate::tokens::Parse::named("precision").any_case();
+    impl Display;
 }
 
 impl Precision {
-    /// All modes, in menu order.
-    pub const ALL: [Self; 10] = [
-        Self::Fp32,
-        Self::Bf16,
-        Self::Fp16,
-        Self::Bf16Amp,
-        Self::Fp16Amp,
-        Self::Bf16Mixed,
-        Self::Fp16Mixed,
-        Self::Fp8,
-        Self::Int8,
-        Self::Int4,
-    ];
-
     /// Storage type of the weights held on the GPU.
     pub const fn weight_dtype(self) -> DType {
         match self {
@@ -176,37 +148,6 @@ impl Precision {
     /// Weight-only quantized (inference-only) modes.
     pub const fn is_quantized(self) -> bool {
         matches!(self, Self::Fp8 | Self::Int8 | Self::Int4)
-    }
-
-    /// Command-line name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Fp32 => "fp32",
-            Self::Bf16 => "bf16",
-            Self::Fp16 => "fp16",
-            Self::Bf16Amp => "bf16-amp",
-            Self::Fp16Amp => "fp16-amp",
-            Self::Bf16Mixed => "bf16-mixed",
-            Self::Fp16Mixed => "fp16-mixed",
-            Self::Fp8 => "fp8",
-            Self::Int8 => "int8",
-            Self::Int4 => "int4",
-        }
-    }
-}
-
-impl fmt::Display for Precision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Precision {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
-            format!("unknown precision \"{s}\" (fp32, bf16, fp16, bf16-amp, fp16-amp, bf16-mixed, fp16-mixed, fp8, int8, int4)")
-        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! `vramscope export`.
 
-use super::{EstimateArgs, inputs};
+use super::choice::choice;
+use super::{EstimateArgs, inputs, notes};
 use anyhow::{Context, Result};
 use clap::Args;
 use vramscope::export::{self, Format, ScenarioFile};
@@ -16,8 +17,8 @@ pub struct ExportArgs {
     /// data-parallel); sets gradient accumulation in the framework settings.
     #[arg(long)]
     pub global_batch: Option<u64>,
-    /// ron, md, json, csv, roadmap, roadmap-json, deepspeed, hf, fsdp, megatron (png is GUI-only).
-    #[arg(long)]
+    /// What to write (png is GUI-only).
+    #[arg(long, value_parser = choice::<Format>())]
     pub format: Format,
     /// Output file; without it the export is printed.
     #[arg(short, long, value_name = "PATH")]
@@ -25,9 +26,10 @@ pub struct ExportArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
-    /// The language of the Markdown report (--format md): en or zh-CN (简体中文). The other
-    /// formats are the same in every language.
-    #[arg(long, value_name = "en|zh-CN", default_value = "en")]
+    /// The language of the Markdown report (--format md). The other formats are the same in every
+    /// language.
+    #[arg(long, value_name = "en|zh-CN", default_value = Lang::En.name())]
+    #[arg(value_parser = choice::<Lang>().notes(notes::LANG))]
     pub lang: Lang,
 }
 

@@ -226,13 +226,7 @@ fn stack(a: &EstimateArgs) -> Result<Stack> {
         stack.fsdp = f;
     }
     if let Some(v) = a.bitsandbytes.as_deref() {
-        stack.bnb = if v == "lightning" {
-            vramscope::estimate::Bnb::Lightning
-        } else {
-            stack.bnb.with_release(
-                vramscope::estimate::bnb_release_before_0_43(v).map_err(|e| anyhow::anyhow!(e))?,
-            )
-        };
+        stack.bnb = stack.bnb.with_flag(v).map_err(|e| anyhow::anyhow!(e))?;
     }
     Ok(stack)
 }

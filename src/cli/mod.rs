@@ -2,17 +2,26 @@
 //! once; everything else is the core's.
 
 use anyhow::{Context, Result};
+use choice::choice;
 use clap::{Args, Parser, Subcommand};
-use vramscope::estimate::{AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, estimate};
+use vramscope::estimate::context::ModuleLoading;
+use vramscope::estimate::scenario::CheckpointKeyword;
+use vramscope::estimate::{
+    AdapterDtype, AttentionImpl, BaseQuant, Checkpointing, Framework, FsdpImpl, FsdpMode, Lora, Loss, Mode,
+    ModelCode, Offload, Optimizer, estimate,
+};
+use vramscope::gui::{lang::Lang, state::Tab};
 use vramscope::model::preset;
 use vramscope::report::{self, FitInfo};
 use vramscope::units::{DType, Precision};
 use vramscope::{fit, gpu};
 
+mod choice;
 mod cluster;
 mod diagnose;
 mod export;
 mod inputs;
+mod notes;
 mod plan;
 mod probe;
 mod serve;
@@ -46,10 +55,9 @@ pub struct Cli {
     /// With --screenshot: crop the picture to the stacked breakdown chart (for slides).
     #[arg(long, requires = "screenshot")]
     pub chart_only: bool,
-    /// With --screenshot: the tab to show (batch, seq, segments, timeline, gpus, compare, live,
-    /// options; concurrency with --serve).
-    #[arg(long, requires = "screenshot")]
-    pub tab: Option<vramscope::gui::state::Tab>,
+    /// With --screenshot: the tab to show.
+    #[arg(long, requires = "screenshot", value_parser = choice::<Tab>().notes(notes::TAB))]
+    pub tab: Option<Tab>,
     /// Open the app in Serve mode: a vLLM-style server's KV-cache budget, concurrency against
     /// context, serving options (the default server: the default model on its GPU, 8k context).
     #[arg(long)]
@@ -62,10 +70,10 @@ pub struct Cli {
     /// --json > run.json`, or the Live tab's CSV.
     #[arg(long, value_name = "FILE")]
     pub recording: Option<std::path::PathBuf>,
-    /// The app's language, kept for the next start: en or zh-CN (简体中文); default: the saved
-    /// choice, else the system locale (LC_ALL, LC_MESSAGES, LANG).
-    #[arg(long, value_name = "en|zh-CN")]
-    pub lang: Option<vramscope::gui::lang::Lang>,
+    /// The app's language, kept for the next start; default: the saved choice, else the system
+    /// locale (LC_ALL, LC_MESSAGES, LANG).
+    #[arg(long, value_name = "en|zh-CN", value_parser = choice::<Lang>().notes(notes::LANG))]
+    pub lang: Option<Lang>,
     /// With --screenshot: the presentation layout (View > Presentation: large type, the chart in
     /// the centre, the controls as a slim strip), as on a projector.
     #[arg(long, requires = "screenshot")]
@@ -138,8 +146,8 @@ pub struct EstimateArgs {
         "model_code", "torch", "bitsandbytes", "fsdp_impl",
     ])]
     pub scenario: Option<std::path::PathBuf>,
-    /// train or infer.
-    #[arg(long, default_value = "train")]
+    /// A training step or an inference pass.
+    #[arg(long, default_value = Mode::Train.name(), value_parser = choice::<Mode>())]
     pub mode: Mode,
     /// Micro-batch size per GPU.
     #[arg(long, default_value_t = 1)]
@@ -153,19 +161,19 @@ pub struct EstimateArgs {
     /// forward over --seq tokens with the full logits.
     #[arg(long, value_name = "N")]
     pub new_tokens: Option<u64>,
-    /// fp32, bf16, fp16, bf16-amp, fp16-amp, bf16-mixed, fp16-mixed, fp8, int8, int4 (default: the config's
-    /// `torch_dtype` — float32 → fp32, float16 → fp16 — else bf16).
-    #[arg(long)]
+    /// Precision recipe (default: the config's `torch_dtype` — float32 → fp32, float16 → fp16 —
+    /// else bf16).
+    #[arg(long, value_parser = choice::<Precision>())]
     pub precision: Option<Precision>,
-    /// adamw, adam, adamw-fused, adamw-loop, adamw-8bit, paged-adamw-8bit, paged-adamw-32bit, adafactor, sgd,
-    /// sgd-momentum, none.
-    #[arg(long, default_value = "adamw")]
+    /// Optimizer, as PyTorch, bitsandbytes or transformers implement it.
+    #[arg(long, default_value = Optimizer::Adamw.name(), value_parser = choice::<Optimizer>())]
     pub optimizer: Optimizer,
-    /// eager, sdpa or flash.
-    #[arg(long, default_value = "sdpa")]
+    /// Attention implementation (transformers' attn_implementation).
+    #[arg(long, default_value = AttentionImpl::Sdpa.name(), value_parser = choice::<AttentionImpl>())]
     pub attention: AttentionImpl,
-    /// none, full, every:K, segments:N, selective.
-    #[arg(long, default_value = "none")]
+    /// Gradient (activation) checkpointing.
+    #[arg(long, default_value = CheckpointKeyword::None.form())]
+    #[arg(value_parser = choice::<Checkpointing>().notes(notes::CHECKPOINT))]
     pub checkpoint: Checkpointing,
     /// LoRA: RANK or RANK:q,k,v,o,gate,up,down (default targets q,v).
     #[arg(long)]
@@ -174,18 +182,17 @@ pub struct EstimateArgs {
     #[arg(long, default_value_t = 0.0)]
     pub lora_dropout: f64,
     /// bitsandbytes weights quantized at load: the frozen base of a LoRA run (QLoRA), or the
-    /// weights of an inference run (transformers' BitsAndBytesConfig, litgpt --quantize bnb.*):
-    /// nf4 (double-quantized), nf4-nodq or int8.
-    #[arg(long, default_value = "none")]
+    /// weights of an inference run (transformers' BitsAndBytesConfig, litgpt --quantize bnb.*).
+    #[arg(long, default_value = BaseQuant::None.name())]
+    #[arg(value_parser = choice::<BaseQuant>().notes(notes::BASE_QUANT))]
     pub base_quant: BaseQuant,
-    /// Training framework whose defaults set --loss, --adapter-dtype and --model-code: hf-trainer, torchtune,
-    /// litgpt, deepspeed, megatron, axolotl (explicit flags win).
-    #[arg(long)]
-    pub framework: Option<vramscope::estimate::Framework>,
-    /// Loss: hf (transformers), chunked:N (torchtune), chunked-native:POSITIONS (litgpt),
-    /// fused-linear-ce (Liger / Cut Cross-Entropy).
-    #[arg(long)]
-    pub loss: Option<vramscope::estimate::Loss>,
+    /// Training framework whose defaults set --loss, --adapter-dtype and --model-code (explicit
+    /// flags win).
+    #[arg(long, value_parser = choice::<Framework>())]
+    pub framework: Option<Framework>,
+    /// How the logits and the cross-entropy loss are computed.
+    #[arg(long, value_parser = choice::<Loss>().notes(notes::LOSS))]
+    pub loss: Option<Loss>,
     /// Step each parameter in backward and free its gradient (torchtune optimizer_in_bwd).
     #[arg(long)]
     pub optimizer_in_backward: bool,
@@ -201,13 +208,12 @@ pub struct EstimateArgs {
     /// keeps the logits and a logsumexp per row, not the fp32 log-softmax.
     #[arg(long)]
     pub compile_loss: bool,
-    /// LoRA adapter dtype: fp32 (PEFT) or model (litgpt, torchtune).
-    #[arg(long)]
-    pub adapter_dtype: Option<vramscope::estimate::AdapterDtype>,
-    /// Whose model code runs a Llama-like model: hf (transformers, torchtune), litgpt (its fused
-    /// qkv and LoRAQKVLinear), litgpt-2023 (litgpt before Oct 2023: RMSNorm in the input dtype).
-    #[arg(long, value_name = "CODE")]
-    pub model_code: Option<vramscope::estimate::ModelCode>,
+    /// LoRA adapter dtype.
+    #[arg(long, value_parser = choice::<AdapterDtype>().notes(notes::ADAPTER_DTYPE))]
+    pub adapter_dtype: Option<AdapterDtype>,
+    /// Whose model code runs a Llama-like model.
+    #[arg(long, value_name = "CODE", value_parser = choice::<ModelCode>().notes(notes::MODEL_CODE))]
+    pub model_code: Option<ModelCode>,
     /// The PyTorch version (e.g. 2.1): before 2.2, `mean` keeps its input for backward, so every
     /// RMSNorm keeps its squared input; before 2.0 there is no SDPA (eager attention is
     /// estimated); before 1.11 softmax and log_softmax keep their input too. `zero_grad`'s
@@ -220,12 +226,9 @@ pub struct EstimateArgs {
     /// fp16, the LM head included.
     #[arg(long, value_name = "X.Y|lightning")]
     pub bitsandbytes: Option<String>,
-    /// Whose FSDP runs under --fsdp: fsdp1 (FullyShardedDataParallel as accelerate / the HF
-    /// Trainer run it: no_sync keeps unsharded gradients while accumulating), fsdp1-shared (LoRA
-    /// adapters inside each block's flat parameter, Lightning/litgpt: frozen weights get
-    /// gradients), fsdp2 (fully_shard, torchtune). Default: the framework's.
-    #[arg(long, value_name = "IMPL")]
-    pub fsdp_impl: Option<vramscope::estimate::FsdpImpl>,
+    /// Whose FSDP runs under --fsdp. Default: the framework's.
+    #[arg(long, value_name = "IMPL", value_parser = choice::<FsdpImpl>().notes(notes::FSDP_IMPL))]
+    pub fsdp_impl: Option<FsdpImpl>,
     /// bnb_4bit_compute_dtype of a 4-bit base: fp32, fp16, bf16 (default: the compute dtype).
     #[arg(long)]
     pub bnb_compute_dtype: Option<DType>,
@@ -239,11 +242,11 @@ pub struct EstimateArgs {
     /// CUDA context size in MiB (default 500).
     #[arg(long)]
     pub context_mib: Option<u64>,
-    /// CUDA_MODULE_LOADING: lazy (PyTorch's default with CUDA >= 11.7), eager (every kernel image
-    /// loaded with the context, about 0.9 GiB more), or the CUDA runtime version to take its
-    /// default (e.g. 11.3). Applies to the card's default context, not to --context-mib.
+    /// CUDA_MODULE_LOADING, or the CUDA runtime version to take its default (e.g. 11.3). Applies
+    /// to the card's default context, not to --context-mib.
     #[arg(long, value_name = "lazy|eager|CUDA")]
-    pub module_loading: Option<vramscope::estimate::context::ModuleLoading>,
+    #[arg(value_parser = choice::<ModuleLoading>().notes(notes::MODULE_LOADING))]
+    pub module_loading: Option<ModuleLoading>,
     /// cuBLAS workspace in MiB (default 32).
     #[arg(long)]
     pub workspace_mib: Option<u64>,
@@ -302,13 +305,13 @@ pub struct ParallelArgs {
     /// ZeRO stage 0-3 (0: DDP replicas; 1: optimizer states sharded; 2: + gradients; 3: + parameters).
     #[arg(long, default_value_t = 0)]
     pub zero: u8,
-    /// PyTorch FSDP: full_shard, shard_grad_op or hybrid_shard (overrides --zero).
-    #[arg(long)]
-    pub fsdp: Option<vramscope::estimate::FsdpMode>,
-    /// Offload: none, optimizer (ZeRO-Offload) or params (ZeRO-Infinity, NVMe; under --fsdp,
-    /// FSDP's CPUOffload: parameter shards, gradients and the optimizer step in host RAM).
-    #[arg(long, default_value = "none")]
-    pub offload: vramscope::estimate::Offload,
+    /// PyTorch FSDP's sharding strategy (overrides --zero).
+    #[arg(long, value_parser = choice::<FsdpMode>())]
+    pub fsdp: Option<FsdpMode>,
+    /// What ZeRO-Offload / ZeRO-Infinity moves off the GPU.
+    #[arg(long, default_value = Offload::None.name())]
+    #[arg(value_parser = choice::<Offload>().notes(notes::OFFLOAD))]
+    pub offload: Offload,
     /// Pipeline micro-batches per step (default: as many as stages).
     #[arg(long, default_value_t = 0)]
     pub micro_batches: u64,

@@ -3,6 +3,7 @@
 use super::{EstimateArgs, inputs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use vramscope::estimate::scenario::CheckpointKeyword;
 use vramscope::estimate::{Estimate, Scenario};
 use vramscope::fit;
 use vramscope::gpu::Gpu;
@@ -165,7 +166,7 @@ fn hardware_options(
         let q = &p.parallel;
         let offload = match q.offload {
             vramscope::estimate::Offload::None => String::new(),
-            o => format!(" offload {}", format!("{o:?}").to_lowercase()),
+            o => format!(" offload {}", o.name()),
         };
         s += &format!(
             "  {:<42} {:<31} {:>4}  {:<46} {:>3} {:>6} {:>9.1} {:>9.1}  {:<5} {:>8.2}x {:>8} {:>11}\n",
@@ -377,8 +378,8 @@ fn search(
             q.tp,
             q.pp,
             q.zero,
-            if p.checkpoint == "none" { "no" } else { "full" },
-            format!("{:?}", q.offload).to_lowercase(),
+            if p.checkpoint == CheckpointKeyword::None.name() { "no" } else { "full" },
+            q.offload.name(),
             p.micro_batch,
             p.grad_accum,
             p.total_bytes as f64 / vramscope::units::GIB,

@@ -2,7 +2,8 @@
 //! result with the estimate; save a GPU's calibration profile). The file IO of both; the logic is
 //! in `vramscope::probe` and `vramscope::calibrate`.
 
-use super::{EstimateArgs, Inputs, inputs, inputs_with};
+use super::choice::choice;
+use super::{EstimateArgs, Inputs, inputs, inputs_with, notes};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser};
 use serde_json::{Value, json};
@@ -22,8 +23,8 @@ pub struct ProbeArgs {
     /// The script to write (its result goes next to it: probe.py → probe.json).
     #[arg(short, long, value_name = "PROBE.py")]
     pub output: PathBuf,
-    /// cuda (the measurement) or cpu (same steps, no memory statistics: to test the script).
-    #[arg(long, default_value = "cuda")]
+    /// Where the script runs.
+    #[arg(long, default_value = Device::Cuda.name(), value_parser = choice::<Device>().notes(notes::DEVICE))]
     pub device: Device,
     /// Measured steps (training) or forward passes (inference).
     #[arg(long, default_value_t = 2)]
@@ -131,7 +132,7 @@ fn echo_args(a: &EstimateArgs, sc: &vramscope::Scenario) -> Vec<String> {
         v.push(val);
     };
     push("--model", a.model.clone().unwrap_or_default());
-    push("--mode", if sc.mode == vramscope::estimate::Mode::Train { "train" } else { "infer" }.into());
+    push("--mode", sc.mode.name().into());
     push("--batch", sc.batch.to_string());
     push("--seq", sc.seq.to_string());
     if sc.new_tokens > 0 {

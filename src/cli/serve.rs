@@ -1,10 +1,12 @@
 //! `vramscope serve`: what a vLLM-style server gives the KV cache, and how many requests fit.
 
+use super::choice::choice;
+use super::notes;
 use anyhow::{Result, bail};
 use clap::Args;
 use vramscope::gpu;
 use vramscope::model::preset;
-use vramscope::serve::{self, CheckpointFormat, KvDtype, Quantization, ServeConfig};
+use vramscope::serve::{self, CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConfig};
 use vramscope::units::DType;
 
 /// Flags of `serve` (vLLM's names).
@@ -40,14 +42,16 @@ pub struct ServeArgs {
     /// Tokens per KV block (a power of two).
     #[arg(long, default_value_t = 16)]
     pub block_size: u64,
-    /// KV-cache dtype: auto, fp8, fp8_e4m3, fp8_e5m2.
-    #[arg(long, alias = "kv-cache-dtype", default_value = "auto")]
+    /// KV-cache dtype.
+    #[arg(long, alias = "kv-cache-dtype", default_value = KvDtype::Auto.name())]
+    #[arg(value_parser = choice::<KvDtype>().notes(notes::KV_DTYPE))]
     pub kv_dtype: KvDtype,
     /// Model dtype: auto (the checkpoint's; float32 served as bfloat16), bfloat16, float16.
     #[arg(long, default_value = "auto")]
     pub dtype: String,
-    /// Weight quantization: auto (the checkpoint's quantization_config) or fp8 (online).
-    #[arg(long, default_value = "auto")]
+    /// Weight quantization.
+    #[arg(long, default_value = Quantization::Auto.name())]
+    #[arg(value_parser = choice::<Quantization>().notes(notes::QUANTIZATION))]
     pub quantization: Quantization,
     /// No CUDA graphs.
     #[arg(long)]
@@ -65,14 +69,14 @@ pub struct ServeArgs {
     /// Also give the concurrency at this mean context length (tokens).
     #[arg(long)]
     pub context: Option<u64>,
-    /// A what-if: the model as a 4-bit export of itself (awq-int4, gptq-int4: group 128), as a
-    /// Hub "…-AWQ" repository holds it.
-    #[arg(long, value_name = "FORMAT")]
+    /// A what-if: the model as a 4-bit export of itself (group 128), as a Hub "…-AWQ" repository
+    /// holds it.
+    #[arg(long, value_name = "FORMAT", value_parser = choice::<CheckpointFormat>())]
     pub checkpoint_format: Option<CheckpointFormat>,
-    /// The profiling sampler's top-k / top-p path: flashinfer (vLLM's default on CUDA) or sort
-    /// (`VLLM_USE_FLASHINFER_SAMPLER=0`, or FlashInfer not installed).
-    #[arg(long, default_value = "flashinfer")]
-    pub sampler: vramscope::serve::SamplerPath,
+    /// The profiling sampler's top-k / top-p path.
+    #[arg(long, default_value = SamplerPath::FlashInfer.name())]
+    #[arg(value_parser = choice::<SamplerPath>().notes(notes::SAMPLER))]
+    pub sampler: SamplerPath,
     /// Print the serving options: each change alone (utilisation, fewer sequences, fp8 KV, fp8 or
     /// 4-bit weights, more GPUs with TP, a larger card), with what the server gives after it.
     #[arg(long, conflicts_with = "roadmap")]

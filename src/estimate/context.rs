@@ -10,18 +10,20 @@
 //! user's card.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::str::FromStr;
 
-/// `CUDA_MODULE_LOADING`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ModuleLoading {
-    /// Kernels loaded on first use (CUDA ≥ 11.7; PyTorch's default since 1.13).
-    #[default]
-    Lazy,
-    /// Every kernel image loaded with the context.
-    Eager,
+crate::tokens::token_enum! {
+    /// `CUDA_MODULE_LOADING`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum ModuleLoading {
+        /// Kernels loaded on first use (CUDA ≥ 11.7; PyTorch's default since 1.13).
+        #[default]
+        Lazy => "lazy",
+        /// Every kernel image loaded with the context.
+        Eager => "eager",
+    }
+    impl Display;
 }
 
 impl ModuleLoading {
@@ -29,33 +31,21 @@ impl ModuleLoading {
     pub const fn for_cuda(major: u32, minor: u32) -> Self {
         if major > 11 || (major == 11 && minor >= 7) { Self::Lazy } else { Self::Eager }
     }
-
-    /// Name on the command line.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Lazy => "lazy",
-            Self::Eager => "eager",
-        }
-    }
-}
-
-impl fmt::Display for ModuleLoading {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 impl FromStr for ModuleLoading {
     type Err = String;
     /// `lazy`, `eager`, or a CUDA runtime version (`11.3`, `12.4`) to take its default.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "lazy" => Ok(Self::Lazy),
-            "eager" => Ok(Self::Eager),
-            v => {
-                let bad =
-                    || format!("\"{s}\" is not lazy, eager or a CUDA version like 11.3 (--module-loading)");
-                let (maj, min) = v.split_once('.').unwrap_or((v, "0"));
+        let v = s.trim().to_ascii_lowercase();
+        match Self::from_token(&v) {
+            Some(m) => Ok(m),
+            None => {
+                let bad = || {
+                    let tokens = Self::TOKENS.join(", ");
+                    format!("\"{s}\" is not {tokens} or a CUDA version like 11.3 (--module-loading)")
+                };
+                let (maj, min) = v.split_once('.').unwrap_or((&v, "0"));
                 let maj: u32 = maj.parse().map_err(|_| bad())?;
                 let min: u32 = min.split('.').next().unwrap_or("0").parse().map_err(|_| bad())?;
                 if !(9..=20).contains(&maj) {

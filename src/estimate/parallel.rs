@@ -1,56 +1,38 @@
 //! How a job is split across GPUs: data (with ZeRO / FSDP sharding), tensor, sequence, pipeline,
 //! context and expert parallelism, and offload.
 
+use crate::tokens::Parse;
 use serde::{Deserialize, Serialize};
-use std::str::FromStr;
 
-/// PyTorch FSDP sharding strategy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FsdpMode {
-    /// Parameters, gradients and optimizer states sharded (like ZeRO-3).
-    FullShard,
-    /// Gradients and optimizer states sharded (like ZeRO-2).
-    ShardGradOp,
-    /// Full sharding inside a node, replicas across nodes.
-    HybridShard,
-}
-
-impl FromStr for FsdpMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "full_shard" | "full-shard" => Ok(Self::FullShard),
-            "shard_grad_op" | "shard-grad-op" => Ok(Self::ShardGradOp),
-            "hybrid_shard" | "hybrid-shard" => Ok(Self::HybridShard),
-            _ => Err(format!("unknown FSDP mode \"{s}\" (full_shard, shard_grad_op, hybrid_shard)")),
-        }
+crate::tokens::token_enum! {
+    /// PyTorch FSDP sharding strategy.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum FsdpMode {
+        /// Parameters, gradients and optimizer states sharded (like ZeRO-3).
+        FullShard => "full_shard" | "full-shard",
+        /// Gradients and optimizer states sharded (like ZeRO-2).
+        ShardGradOp => "shard_grad_op" | "shard-grad-op",
+        /// Full sharding inside a node, replicas across nodes.
+        HybridShard => "hybrid_shard" | "hybrid-shard",
     }
+    impl FromStr = Parse::named("FSDP mode");
 }
 
-/// What ZeRO-Offload / ZeRO-Infinity moves off the GPU.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Offload {
-    /// Everything on the GPU.
-    #[default]
-    None,
-    /// ZeRO-Offload: optimizer states (and the fp32 gradients and the step) on the CPU.
-    Optimizer,
-    /// ZeRO-Infinity: parameters and optimizer states on NVMe, streamed in block by block.
-    Params,
-}
-
-impl FromStr for Offload {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "none" => Ok(Self::None),
-            "optimizer" | "cpu" => Ok(Self::Optimizer),
-            "params" | "nvme" => Ok(Self::Params),
-            _ => Err(format!("unknown offload \"{s}\" (none, optimizer, params)")),
-        }
+crate::tokens::token_enum! {
+    /// What ZeRO-Offload / ZeRO-Infinity moves off the GPU.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Offload {
+        /// Everything on the GPU.
+        #[default]
+        None => "none",
+        /// ZeRO-Offload: optimizer states (and the fp32 gradients and the step) on the CPU.
+        Optimizer => "optimizer" | "cpu",
+        /// ZeRO-Infinity: parameters and optimizer states on NVMe, streamed in block by block.
+        Params => "params" | "nvme",
     }
+    impl FromStr = Parse::named("offload");
 }
 
 fn one() -> u64 {

@@ -5,70 +5,53 @@
 //! Each choice is a rule of the ops it changes (the loss in `engine::ops::Graph::head_loss`, the
 //! 4-bit Linear in `Graph::linear`, the step in `estimate::step`), never a per-framework factor.
 
-pub use crate::engine::inputs::choices::{Loss, ModelCode, Torch};
+pub use crate::engine::inputs::choices::{Loss, LossKeyword, ModelCode, Torch};
+use crate::tokens::Parse;
 use crate::units::DType;
 use serde::{Deserialize, Serialize};
-use std::str::FromStr;
 
-/// The dtype LoRA adapter weights are kept and run in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AdapterDtype {
-    /// PEFT's default (`autocast_adapter_dtype=True`): fp32 adapters, the input copied to fp32.
-    #[default]
-    Fp32,
-    /// The model's weight dtype (litgpt's and torchtune's LoRA under `bf16-true` / `dtype: bf16`).
-    Model,
-}
-
-impl FromStr for AdapterDtype {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "fp32" => Ok(Self::Fp32),
-            "model" => Ok(Self::Model),
-            _ => Err(format!("unknown --adapter-dtype \"{s}\" (fp32, model)")),
-        }
+crate::tokens::token_enum! {
+    /// The dtype LoRA adapter weights are kept and run in.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum AdapterDtype {
+        /// PEFT's default (`autocast_adapter_dtype=True`): fp32 adapters, the input copied to fp32.
+        #[default]
+        Fp32 => "fp32",
+        /// The model's weight dtype (litgpt's and torchtune's LoRA under `bf16-true` / `dtype: bf16`).
+        Model => "model",
     }
+    impl FromStr = Parse::named("--adapter-dtype");
 }
 
-/// How FSDP runs, where the implementations keep different tensors (`--fsdp` names the sharding
-/// strategy; this names the code under it). Only a run with `--fsdp` uses it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FsdpImpl {
-    /// `FullyShardedDataParallel` (FSDP1, `use_orig_params=True`) as accelerate and the HF
-    /// Trainer run it: one flat parameter per wrapped block, the root unit (embeddings, final
-    /// norm, head) left unsharded from its forward to its backward, and `no_sync()` while
-    /// gradients accumulate, which keeps every unit's *unsharded* gradient until the micro-batch
-    /// that syncs. LoRA adapters get their own units (PEFT's `fsdp_auto_wrap_policy`, which the
-    /// Trainer sets), so the frozen weights take no gradient.
-    #[default]
-    Fsdp1,
-    /// The same FSDP1 with LoRA adapters inside each block's flat parameter (Lightning Fabric's
-    /// `FSDPStrategy(auto_wrap_policy={Block})`, litgpt): the flat parameter requires grad, so
-    /// every view of it does — the frozen weights get full-size gradients and their Linears keep
-    /// their inputs ("gradient memory ... equivalent to not freezing", FSDP's docstring).
-    #[serde(rename = "fsdp1-shared")]
-    Fsdp1Shared,
-    /// `fully_shard` (FSDP2) as torchtune runs it: parameters sharded one by one (frozen ones take
-    /// no gradient), gradients reduce-scattered after every micro-batch.
-    Fsdp2,
+crate::tokens::token_enum! {
+    /// How FSDP runs, where the implementations keep different tensors (`--fsdp` names the sharding
+    /// strategy; this names the code under it). Only a run with `--fsdp` uses it.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum FsdpImpl {
+        /// `FullyShardedDataParallel` (FSDP1, `use_orig_params=True`) as accelerate and the HF
+        /// Trainer run it: one flat parameter per wrapped block, the root unit (embeddings, final
+        /// norm, head) left unsharded from its forward to its backward, and `no_sync()` while
+        /// gradients accumulate, which keeps every unit's *unsharded* gradient until the micro-batch
+        /// that syncs. LoRA adapters get their own units (PEFT's `fsdp_auto_wrap_policy`, which the
+        /// Trainer sets), so the frozen weights take no gradient.
+        #[default]
+        Fsdp1 => "fsdp1",
+        /// The same FSDP1 with LoRA adapters inside each block's flat parameter (Lightning Fabric's
+        /// `FSDPStrategy(auto_wrap_policy={Block})`, litgpt): the flat parameter requires grad, so
+        /// every view of it does — the frozen weights get full-size gradients and their Linears keep
+        /// their inputs ("gradient memory ... equivalent to not freezing", FSDP's docstring).
+        #[serde(rename = "fsdp1-shared")]
+        Fsdp1Shared => "fsdp1-shared",
+        /// `fully_shard` (FSDP2) as torchtune runs it: parameters sharded one by one (frozen ones take
+        /// no gradient), gradients reduce-scattered after every micro-batch.
+        Fsdp2 => "fsdp2",
+    }
+    impl FromStr = Parse::named("--fsdp-impl");
 }
 
 impl FsdpImpl {
-    /// All, in menu order.
-    pub const ALL: [Self; 3] = [Self::Fsdp1, Self::Fsdp1Shared, Self::Fsdp2];
-
-    /// Command-line name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Fsdp1 => "fsdp1",
-            Self::Fsdp1Shared => "fsdp1-shared",
-            Self::Fsdp2 => "fsdp2",
-        }
-    }
-
     /// What the settings line says.
     pub const fn describe(self) -> &'static str {
         match self {
@@ -83,16 +66,6 @@ impl FsdpImpl {
     /// Gradient accumulation keeps unsharded gradients (`no_sync`).
     pub const fn accumulates_unsharded(self) -> bool {
         !matches!(self, Self::Fsdp2)
-    }
-}
-
-impl FromStr for FsdpImpl {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| format!("unknown --fsdp-impl \"{s}\" (fsdp1, fsdp1-shared, fsdp2)"))
     }
 }
 
@@ -117,6 +90,9 @@ pub enum Bnb {
 }
 
 impl Bnb {
+    /// All, in menu order.
+    pub const ALL: [Self; 3] = [Self::Current, Self::Before0_43, Self::Lightning];
+
     /// The 4-bit weights were quantized from fp16 (so they dequantize to fp16).
     pub const fn from_fp16(self) -> bool {
         !matches!(self, Self::Current)
@@ -125,6 +101,19 @@ impl Bnb {
     /// The LM head is a 4-bit Linear too.
     pub const fn quantizes_head(self) -> bool {
         matches!(self, Self::Lightning)
+    }
+
+    /// `--bitsandbytes lightning`: Lightning's plugin, whatever the release.
+    pub const LIGHTNING: &'static str = "lightning";
+
+    /// `--bitsandbytes`: [`Self::LIGHTNING`], or a release `X.Y` applied to `self` (the
+    /// framework's).
+    pub fn with_flag(self, s: &str) -> Result<Self, String> {
+        if s == Self::LIGHTNING {
+            Ok(Self::Lightning)
+        } else {
+            Ok(self.with_release(bnb_release_before_0_43(s)?))
+        }
     }
 
     /// Applies `--bitsandbytes X.Y`: the release matters only outside Lightning's plugin.
@@ -140,7 +129,10 @@ impl Bnb {
 /// `--bitsandbytes X.Y`: true for a release before 0.43.
 pub fn bnb_release_before_0_43(s: &str) -> Result<bool, String> {
     let bad = || {
-        format!("--bitsandbytes \"{s}\": expected a bitsandbytes version such as 0.41 or 0.45, or lightning")
+        format!(
+            "--bitsandbytes \"{s}\": expected a bitsandbytes version such as 0.41 or 0.45, or {}",
+            Bnb::LIGHTNING
+        )
     };
     let (major, minor) = s.split_once('.').ok_or_else(bad)?;
     let minor = minor.split('.').next().unwrap_or(minor);
@@ -151,43 +143,30 @@ pub fn bnb_release_before_0_43(s: &str) -> Result<bool, String> {
     Ok((major, minor) < (0, 43))
 }
 
-/// A training framework whose defaults set the stack choices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Framework {
-    /// transformers `Trainer` (5.x): transformers' loss, PEFT adapters in fp32.
-    HfTrainer,
-    /// torchtune (0.6): `CEWithChunkedOutputLoss` with 8 chunks, adapters in the model dtype.
-    Torchtune,
-    /// litgpt (0.5): its own model code, `chunked_cross_entropy` over 128-position chunks of the
-    /// logits Fabric returns in fp32, adapters in the model dtype.
-    Litgpt,
-    /// DeepSpeed with the HF model: transformers' loss, PEFT adapters.
-    Deepspeed,
-    /// Megatron-LM: its own fused cross-entropy keeps no fp32 logits copy beyond the vocab-parallel
-    /// logits (modelled as transformers' loss; the Megatron family has its own head rule).
-    Megatron,
-    /// Axolotl (HF Trainer underneath): transformers' loss, PEFT adapters.
-    Axolotl,
+crate::tokens::token_enum! {
+    /// A training framework whose defaults set the stack choices.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Framework {
+        /// transformers `Trainer` (5.x): transformers' loss, PEFT adapters in fp32.
+        HfTrainer => "hf-trainer",
+        /// torchtune (0.6): `CEWithChunkedOutputLoss` with 8 chunks, adapters in the model dtype.
+        Torchtune => "torchtune",
+        /// litgpt (0.5): its own model code, `chunked_cross_entropy` over 128-position chunks of the
+        /// logits Fabric returns in fp32, adapters in the model dtype.
+        Litgpt => "litgpt",
+        /// DeepSpeed with the HF model: transformers' loss, PEFT adapters.
+        Deepspeed => "deepspeed",
+        /// Megatron-LM: its own fused cross-entropy keeps no fp32 logits copy beyond the vocab-parallel
+        /// logits (modelled as transformers' loss; the Megatron family has its own head rule).
+        Megatron => "megatron",
+        /// Axolotl (HF Trainer underneath): transformers' loss, PEFT adapters.
+        Axolotl => "axolotl",
+    }
+    impl FromStr = Parse::named("--framework");
 }
 
 impl Framework {
-    /// All, in menu order.
-    pub const ALL: [Self; 6] =
-        [Self::HfTrainer, Self::Torchtune, Self::Litgpt, Self::Deepspeed, Self::Megatron, Self::Axolotl];
-
-    /// Command-line name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::HfTrainer => "hf-trainer",
-            Self::Torchtune => "torchtune",
-            Self::Litgpt => "litgpt",
-            Self::Deepspeed => "deepspeed",
-            Self::Megatron => "megatron",
-            Self::Axolotl => "axolotl",
-        }
-    }
-
     /// The stack this framework runs by default (its version is in the variant's doc).
     pub const fn stack(self) -> Stack {
         let mut s = Stack {
@@ -220,17 +199,6 @@ impl Framework {
             Self::HfTrainer | Self::Deepspeed | Self::Megatron | Self::Axolotl => {}
         }
         s
-    }
-}
-
-impl FromStr for Framework {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
-            format!(
-                "unknown --framework \"{s}\" (hf-trainer, torchtune, litgpt, deepspeed, megatron, axolotl)"
-            )
-        })
     }
 }
 

@@ -226,7 +226,8 @@ pub enum Format {
 }
 
 impl Format {
-    /// All formats with their names.
+    /// All formats with their names: the one list of `--format`'s tokens (a table of pairs, which
+    /// callers iterate, rather than a [`token_enum!`](crate::tokens)).
     pub const ALL: [(Self, &'static str); 10] = [
         (Self::Ron, "ron"),
         (Self::Markdown, "md"),
@@ -239,6 +240,17 @@ impl Format {
         (Self::Fsdp, "fsdp"),
         (Self::Megatron, "megatron"),
     ];
+
+    /// The names on the command line, in [`Self::ALL`]'s order.
+    pub const TOKENS: [&'static str; 10] = {
+        let mut names = [""; 10];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Self::ALL[i].1;
+            i += 1;
+        }
+        names
+    };
 
     /// The name on the command line.
     pub fn name(self) -> &'static str {
@@ -266,10 +278,17 @@ impl std::str::FromStr for Format {
                         `vramscope --screenshot PATH.png` for the window"
                 .into());
         }
-        Self::ALL.iter().find(|(_, n)| n.eq_ignore_ascii_case(s)).map(|(f, _)| *f).ok_or_else(|| {
-            let names: Vec<_> = Self::ALL.iter().map(|(_, n)| *n).collect();
-            format!("unknown format \"{s}\" ({})", names.join(", "))
-        })
+        Self::ALL
+            .iter()
+            .find(|(_, n)| n.eq_ignore_ascii_case(s))
+            .map(|(f, _)| *f)
+            .ok_or_else(|| format!("unknown format \"{s}\" ({})", Self::TOKENS.join(", ")))
+    }
+}
+
+impl crate::tokens::Forms for Format {
+    fn forms() -> &'static [&'static str] {
+        &Self::TOKENS
     }
 }
 

@@ -303,59 +303,28 @@ impl Settings {
     }
 }
 
-/// Which view the lower half shows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Tab {
-    #[default]
-    Batch,
-    Seq,
-    Segments,
-    Timeline,
-    Gpus,
-    Compare,
-    Live,
-    Options,
-    /// Serve mode: concurrent requests against context length.
-    Concurrency,
-}
-
-impl Tab {
-    /// Every tab, in the order of the tab row.
-    pub const ALL: [Self; 9] = [
-        Self::Concurrency,
-        Self::Batch,
-        Self::Seq,
-        Self::Segments,
-        Self::Timeline,
-        Self::Gpus,
-        Self::Compare,
-        Self::Live,
-        Self::Options,
-    ];
-
-    /// The command-line name (`--tab timeline`).
-    pub const fn key(self) -> &'static str {
-        match self {
-            Self::Batch => "batch",
-            Self::Seq => "seq",
-            Self::Segments => "segments",
-            Self::Timeline => "timeline",
-            Self::Gpus => "gpus",
-            Self::Compare => "compare",
-            Self::Live => "live",
-            Self::Options => "options",
-            Self::Concurrency => "concurrency",
-        }
+crate::tokens::token_enum! {
+    /// Which view the lower half shows; the tokens are `--tab`'s, in the order of the tab row.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum Tab {
+        /// Serve mode: concurrent requests against context length.
+        Concurrency => "concurrency",
+        #[default]
+        Batch => "batch",
+        Seq => "seq",
+        Segments => "segments",
+        Timeline => "timeline",
+        Gpus => "gpus",
+        Compare => "compare",
+        Live => "live",
+        Options => "options",
     }
 }
 
 impl std::str::FromStr for Tab {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL.into_iter().find(|t| t.key() == s).ok_or_else(|| {
-            let names: Vec<&str> = Self::ALL.iter().map(|t| t.key()).collect();
-            format!("unknown tab {s:?} (one of {})", names.join(", "))
-        })
+        Self::from_token(s).ok_or_else(|| format!("unknown tab {s:?} (one of {})", Self::TOKENS.join(", ")))
     }
 }
 

@@ -32,24 +32,16 @@ fn refuse(msg: impl Into<String>) -> ProbeError {
     ProbeError::Unsupported(msg.into())
 }
 
-/// Where the script runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Device {
-    /// A CUDA GPU (the measurement).
-    Cuda,
-    /// The CPU: same steps, no CUDA memory statistics (to test the script).
-    Cpu,
-}
-
-impl std::str::FromStr for Device {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "cuda" | "gpu" => Ok(Self::Cuda),
-            "cpu" => Ok(Self::Cpu),
-            _ => Err(format!("unknown device \"{s}\" (cuda, cpu)")),
-        }
+crate::tokens::token_enum! {
+    /// Where the script runs (the token is PyTorch's device name).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Device {
+        /// A CUDA GPU (the measurement).
+        Cuda => "cuda" | "gpu",
+        /// The CPU: same steps, no CUDA memory statistics (to test the script).
+        Cpu => "cpu",
     }
+    impl FromStr = crate::tokens::Parse::named("device");
 }
 
 /// What the script does besides the scenario.
@@ -210,7 +202,7 @@ fn run_spec(sc: &Scenario, opts: &Options) -> Result<Value, ProbeError> {
         _ => None,
     };
     Ok(json!({
-        "mode": if train { "train" } else { "infer" },
+        "mode": sc.mode.name(),
         "batch": sc.batch,
         "seq": sc.seq,
         "new_tokens": sc.new_tokens,
@@ -221,6 +213,7 @@ fn run_spec(sc: &Scenario, opts: &Options) -> Result<Value, ProbeError> {
         "dtype": dtype(sc.precision.weight_dtype()),
         "autocast": autocast,
         "grad_scaler": sc.precision == Precision::Fp16Amp,
+        // transformers' `attn_implementation` names, not the command line's tokens
         "attn_implementation": match sc.attention {
             AttentionImpl::Eager => "eager",
             AttentionImpl::Sdpa => "sdpa",
@@ -229,7 +222,7 @@ fn run_spec(sc: &Scenario, opts: &Options) -> Result<Value, ProbeError> {
         "checkpoint": checkpoint,
         "lora": lora,
         "optimizer": if train { sc.optimizer.name() } else { Optimizer::None.name() },
-        "device": match opts.device { Device::Cuda => "cuda", Device::Cpu => "cpu" },
+        "device": opts.device.name(),
         "steps": opts.steps,
         "warmup": opts.warmup,
         "snapshot_entries": opts.snapshot_entries,

@@ -1,89 +1,73 @@
 //! The server's settings as `vramscope serve` takes them ([`ServeConfig`], `None` fields taking
 //! vLLM's defaults) and the option enums of its flags, with their parsing.
 
+use crate::tokens::Parse;
 use crate::units::DType;
 use serde::Serialize;
 
-/// KV-cache element type (`--kv-cache-dtype`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KvDtype {
-    /// The model's dtype.
-    Auto,
-    /// fp8 (e4m3): one byte per element.
-    Fp8,
-    /// fp8 e5m2: one byte per element.
-    Fp8E5m2,
+crate::tokens::token_enum! {
+    /// KV-cache element type (`--kv-cache-dtype`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum KvDtype {
+        /// The model's dtype.
+        Auto => "auto",
+        /// fp8 (e4m3): one byte per element.
+        Fp8 => "fp8" | "fp8_e4m3",
+        /// fp8 e5m2: one byte per element.
+        Fp8E5m2 => "fp8_e5m2",
+    }
+    impl FromStr = Parse::named("KV-cache dtype").any_case().listing_aliases();
 }
 
-impl std::str::FromStr for KvDtype {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" => Ok(Self::Auto),
-            "fp8" | "fp8_e4m3" => Ok(Self::Fp8),
-            "fp8_e5m2" => Ok(Self::Fp8E5m2),
-            _ => Err(format!("unknown KV-cache dtype \"{s}\" (auto, fp8, fp8_e4m3, fp8_e5m2)")),
-        }
+crate::tokens::token_enum! {
+    /// How the profiling run's dummy sampler filters top-k / top-p (`VLLM_USE_FLASHINFER_SAMPLER`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum SamplerPath {
+        /// FlashInfer's `top_k_top_p_sampling_from_logits` (vLLM's default on CUDA with FlashInfer
+        /// installed): `top_k_mask_logits` then `softmax`, no sort.
+        #[default]
+        FlashInfer => "flashinfer",
+        /// The PyTorch sort path (`VLLM_USE_FLASHINFER_SAMPLER=0`, or no FlashInfer).
+        Sort => "sort" | "torch" | "native",
+    }
+    impl FromStr = Parse::named("sampler").any_case();
+}
+
+crate::tokens::token_enum! {
+    /// Weight quantization (`--quantization`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Quantization {
+        /// The checkpoint's own (its `quantization_config`: AWQ, GPTQ, FP8, MXFP4, bitsandbytes), or
+        /// none.
+        Auto => "auto" | "none",
+        /// vLLM's online fp8: the Linear weights of an unquantized checkpoint cast to fp8 e4m3 with a
+        /// per-tensor scale (embeddings and the LM head stay in the model dtype).
+        Fp8 => "fp8",
     }
 }
 
-/// How the profiling run's dummy sampler filters top-k / top-p (`VLLM_USE_FLASHINFER_SAMPLER`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SamplerPath {
-    /// FlashInfer's `top_k_top_p_sampling_from_logits` (vLLM's default on CUDA with FlashInfer
-    /// installed): `top_k_mask_logits` then `softmax`, no sort.
-    #[default]
-    FlashInfer,
-    /// The PyTorch sort path (`VLLM_USE_FLASHINFER_SAMPLER=0`, or no FlashInfer).
-    Sort,
-}
-
-impl SamplerPath {
-    /// The `--sampler` value.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::FlashInfer => "flashinfer",
-            Self::Sort => "sort",
-        }
-    }
-}
-
-impl std::str::FromStr for SamplerPath {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "flashinfer" => Ok(Self::FlashInfer),
-            "sort" | "torch" | "native" => Ok(Self::Sort),
-            _ => Err(format!("unknown sampler \"{s}\" (flashinfer, sort)")),
-        }
-    }
-}
-
-/// Weight quantization (`--quantization`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Quantization {
-    /// The checkpoint's own (its `quantization_config`: AWQ, GPTQ, FP8, MXFP4, bitsandbytes), or
-    /// none.
-    Auto,
-    /// vLLM's online fp8: the Linear weights of an unquantized checkpoint cast to fp8 e4m3 with a
-    /// per-tensor scale (embeddings and the LM head stay in the model dtype).
-    Fp8,
+impl Quantization {
+    /// The methods vLLM reads from a checkpoint's `quantization_config`, which `--quantization`
+    /// cannot ask of an unquantized one.
+    pub const FROM_CHECKPOINT: [&'static str; 4] = ["awq", "gptq", "mxfp4", "bitsandbytes"];
 }
 
 impl std::str::FromStr for Quantization {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "auto" | "none" => Ok(Self::Auto),
-            "fp8" => Ok(Self::Fp8),
-            "awq" | "gptq" | "mxfp4" | "bitsandbytes" => Err(format!(
-                "--quantization {s} is read from the checkpoint's config.json (quantization_config): give that model, with --quantization auto"
-            )),
-            _ => Err(format!("unknown quantization \"{s}\" (auto, fp8)")),
+        if let Some(q) = crate::tokens::find(&Self::SPELLINGS, s, true) {
+            return Ok(q);
         }
+        if Self::FROM_CHECKPOINT.iter().any(|m| m.eq_ignore_ascii_case(s)) {
+            return Err(format!(
+                "--quantization {s} is read from the checkpoint's config.json (quantization_config): give that model, with --quantization {}",
+                Self::Auto.name()
+            ));
+        }
+        Err(format!("unknown quantization \"{s}\" ({})", Self::TOKENS.join(", ")))
     }
 }
 
@@ -130,43 +114,27 @@ pub struct ServeConfig {
     pub sampler: SamplerPath,
 }
 
-/// A quantized export of an unquantized model (`--checkpoint-format`), as the Hub's
-/// `<model>-AWQ` / `-GPTQ` repositories hold it: 4-bit weights, groups of 128 input features.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CheckpointFormat {
-    /// AWQ 4-bit, group 128 (AutoAWQ / llm-compressor's GEMM packing).
-    AwqInt4,
-    /// GPTQ 4-bit, group 128.
-    GptqInt4,
+crate::tokens::token_enum! {
+    /// A quantized export of an unquantized model (`--checkpoint-format`), as the Hub's
+    /// `<model>-AWQ` / `-GPTQ` repositories hold it: 4-bit weights, groups of 128 input features.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum CheckpointFormat {
+        /// AWQ 4-bit, group 128 (AutoAWQ / llm-compressor's GEMM packing).
+        AwqInt4 => "awq-int4" | "awq",
+        /// GPTQ 4-bit, group 128.
+        GptqInt4 => "gptq-int4" | "gptq",
+    }
+    impl FromStr = Parse::named("checkpoint format").any_case();
 }
 
 impl CheckpointFormat {
-    /// The flag's value.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::AwqInt4 => "awq-int4",
-            Self::GptqInt4 => "gptq-int4",
-        }
-    }
-
     /// The weight format the checkpoint stores.
     pub const fn format(self) -> crate::model::quant::WeightFormat {
         use crate::model::quant::WeightFormat;
         match self {
             Self::AwqInt4 => WeightFormat::Awq { bits: 4, group_size: 128 },
             Self::GptqInt4 => WeightFormat::Gptq { bits: 4, group_size: 128 },
-        }
-    }
-}
-
-impl std::str::FromStr for CheckpointFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "awq-int4" | "awq" => Ok(Self::AwqInt4),
-            "gptq-int4" | "gptq" => Ok(Self::GptqInt4),
-            _ => Err(format!("unknown checkpoint format \"{s}\" (awq-int4, gptq-int4)")),
         }
     }
 }

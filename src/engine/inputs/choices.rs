@@ -4,44 +4,25 @@
 //! [`super::Ctx`].
 
 use crate::model::LinearRole;
+use crate::tokens::Parse;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// Attention implementation (`attn_implementation` in HF transformers).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AttentionImpl {
-    /// Explicit `softmax(QK^T)V`: saves the `b·a·s²` scores.
-    Eager,
-    /// `scaled_dot_product_attention`: flash kernel for fp16/bf16 without a mask, memory-efficient
-    /// kernel otherwise (fp32).
-    Sdpa,
-    /// FlashAttention 2 (`flash_attention_2`): saves output and logsumexp only.
-    Flash,
-}
-
-impl AttentionImpl {
-    /// Command-line name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Eager => "eager",
-            Self::Sdpa => "sdpa",
-            Self::Flash => "flash",
-        }
+crate::tokens::token_enum! {
+    /// Attention implementation (`attn_implementation` in HF transformers).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum AttentionImpl {
+        /// Explicit `softmax(QK^T)V`: saves the `b·a·s²` scores.
+        Eager => "eager",
+        /// `scaled_dot_product_attention`: flash kernel for fp16/bf16 without a mask, memory-efficient
+        /// kernel otherwise (fp32).
+        Sdpa => "sdpa",
+        /// FlashAttention 2 (`flash_attention_2`): saves output and logsumexp only.
+        Flash => "flash" | "flash_attention_2" | "fa2",
     }
-}
-
-impl FromStr for AttentionImpl {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "eager" => Ok(Self::Eager),
-            "sdpa" => Ok(Self::Sdpa),
-            "flash" | "flash_attention_2" | "fa2" => Ok(Self::Flash),
-            _ => Err(format!("unknown attention \"{s}\" (eager, sdpa, flash)")),
-        }
-    }
+    impl FromStr = Parse::named("attention");
 }
 
 /// Set of LoRA target projections.
@@ -76,22 +57,23 @@ impl Targets {
         }
     }
 
+    /// The projections an adapter can target, in the order `--lora` names them.
+    pub const ROLES: [LinearRole; 7] = [
+        LinearRole::Q,
+        LinearRole::K,
+        LinearRole::V,
+        LinearRole::O,
+        LinearRole::Gate,
+        LinearRole::Up,
+        LinearRole::Down,
+    ];
+
+    /// `--lora RANK:all`: every projection of [`Self::ROLES`].
+    pub const ALL_KEYWORD: &'static str = "all";
+
     /// Comma-separated names.
     pub fn names(self) -> String {
-        [
-            LinearRole::Q,
-            LinearRole::K,
-            LinearRole::V,
-            LinearRole::O,
-            LinearRole::Gate,
-            LinearRole::Up,
-            LinearRole::Down,
-        ]
-        .into_iter()
-        .filter(|r| self.has(*r))
-        .map(LinearRole::name)
-        .collect::<Vec<_>>()
-        .join(",")
+        Self::ROLES.into_iter().filter(|r| self.has(*r)).map(LinearRole::name).collect::<Vec<_>>().join(",")
     }
 }
 
@@ -126,11 +108,13 @@ impl FromStr for Lora {
                 set.insert(LinearRole::Q);
                 set.insert(LinearRole::V);
             }
-            Some("all") => set = Targets::ALL,
+            Some(Targets::ALL_KEYWORD) => set = Targets::ALL,
             Some(list) => {
                 for name in list.split(',') {
                     let role = LinearRole::parse(name).ok_or_else(|| {
-                        format!("--lora \"{s}\": unknown target \"{name}\" (q, k, v, o, gate, up, down, all)")
+                        let known: Vec<&str> = Targets::ROLES.iter().map(|r| r.name()).collect();
+                        let all = Targets::ALL_KEYWORD;
+                        format!("--lora \"{s}\": unknown target \"{name}\" ({}, {all})", known.join(", "))
                     })?;
                     set.insert(role);
                 }
@@ -206,87 +190,117 @@ impl Loss {
     }
 }
 
+crate::tokens::token_enum! {
+    /// The keywords of `--loss`: a loss is written `keyword` or `keyword:NUMBER`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum LossKeyword {
+        /// [`Loss::Hf`].
+        Hf => "hf" | "default",
+        /// [`Loss::Chunked`] and its chunks (8 when not given).
+        Chunked => "chunked": "N",
+        /// [`Loss::ChunkedNative`] and its positions per chunk.
+        ChunkedNative => "chunked-native": "POSITIONS",
+        /// [`Loss::LinearCe`] and its chunks (8 when not given).
+        LinearCe => "linear-ce": "N",
+        /// [`Loss::FusedLinearCe`].
+        FusedLinearCe => "fused-linear-ce" | "liger" | "cce",
+    }
+}
+
+impl Loss {
+    /// The keyword that writes it.
+    pub const fn keyword(self) -> LossKeyword {
+        match self {
+            Self::Hf => LossKeyword::Hf,
+            Self::Chunked { .. } => LossKeyword::Chunked,
+            Self::ChunkedNative { .. } => LossKeyword::ChunkedNative,
+            Self::FusedLinearCe => LossKeyword::FusedLinearCe,
+            Self::LinearCe { .. } => LossKeyword::LinearCe,
+        }
+    }
+
+    /// The number written after the keyword's colon.
+    const fn number(self) -> Option<u64> {
+        match self {
+            Self::Hf | Self::FusedLinearCe => None,
+            Self::Chunked { chunks } | Self::LinearCe { chunks } => Some(chunks),
+            Self::ChunkedNative { positions } => Some(positions),
+        }
+    }
+}
+
 impl fmt::Display for Loss {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Hf => f.write_str("hf"),
-            Self::Chunked { chunks } => write!(f, "chunked:{chunks}"),
-            Self::ChunkedNative { positions } => write!(f, "chunked-native:{positions}"),
-            Self::FusedLinearCe => f.write_str("fused-linear-ce"),
-            Self::LinearCe { chunks } => write!(f, "linear-ce:{chunks}"),
+        let keyword = self.keyword().name();
+        match self.number() {
+            Some(n) => write!(f, "{keyword}:{n}"),
+            None => f.write_str(keyword),
         }
     }
 }
 
 impl FromStr for Loss {
     type Err = String;
+    /// `keyword` or `keyword:NUMBER` ([`LossKeyword`]).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let unknown = || format!("unknown --loss \"{s}\" ({})", LossKeyword::FORMS.join(", "));
         let num = |v: &str| match v.parse::<u64>() {
             Ok(n) if (1..=1 << 20).contains(&n) => Ok(n),
             _ => Err(format!("--loss \"{s}\": expected a whole number from 1 to 1048576 after the colon")),
         };
-        match s.split_once(':') {
-            None => match s {
-                "hf" | "default" => Ok(Self::Hf),
-                "fused-linear-ce" | "liger" | "cce" => Ok(Self::FusedLinearCe),
-                "chunked" => Ok(Self::Chunked { chunks: 8 }),
-                "linear-ce" => Ok(Self::LinearCe { chunks: 8 }),
-                _ => Err(format!(
-                    "unknown --loss \"{s}\" (hf, chunked:N, chunked-native:POSITIONS, linear-ce:N, fused-linear-ce)"
-                )),
-            },
-            Some(("chunked", v)) => num(v).map(|chunks| Self::Chunked { chunks }),
-            Some(("chunked-native", v)) => num(v).map(|positions| Self::ChunkedNative { positions }),
-            Some(("linear-ce", v)) => num(v).map(|chunks| Self::LinearCe { chunks }),
-            Some(_) => Err(format!(
-                "unknown --loss \"{s}\" (hf, chunked:N, chunked-native:POSITIONS, linear-ce:N, fused-linear-ce)"
-            )),
+        let (word, number) = match s.split_once(':') {
+            Some((word, v)) => (word, Some(v)),
+            None => (s, None),
+        };
+        match (LossKeyword::from_token(word).ok_or_else(unknown)?, number) {
+            (LossKeyword::Hf, None) => Ok(Self::Hf),
+            (LossKeyword::FusedLinearCe, None) => Ok(Self::FusedLinearCe),
+            (LossKeyword::Chunked, None) => Ok(Self::Chunked { chunks: 8 }),
+            (LossKeyword::LinearCe, None) => Ok(Self::LinearCe { chunks: 8 }),
+            (LossKeyword::Chunked, Some(v)) => num(v).map(|chunks| Self::Chunked { chunks }),
+            (LossKeyword::ChunkedNative, Some(v)) => {
+                num(v).map(|positions| Self::ChunkedNative { positions })
+            }
+            (LossKeyword::LinearCe, Some(v)) => num(v).map(|chunks| Self::LinearCe { chunks }),
+            (LossKeyword::Hf | LossKeyword::FusedLinearCe, Some(_)) | (LossKeyword::ChunkedNative, None) => {
+                Err(unknown())
+            }
         }
     }
 }
 
-/// Whose implementation of the architecture runs: what a block keeps depends on the code, not
-/// only on the architecture.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ModelCode {
-    /// transformers' modelling files (and torchtune's, which keep the same tensors).
-    #[default]
-    Hf,
-    /// litgpt's `model.py` / `lora.py` for Llama-like models: one fused qkv Linear (SDPA's `v`
-    /// is a view of it, so the whole qkv output is kept), `LoRAQKVLinear` (one dropout, a grouped
-    /// `conv1d` for B, and `zero_pad`'s `index_copy`, which keeps its source when q, k and v are
-    /// not all adapted, and an int64 index), RMSNorm `x.float()`, `(x_normed * weight.float())`.
-    Litgpt,
-    /// litgpt before its "half precision fixes" (#606, 24 Oct 2023; the resource tables of
-    /// commit 8641822): the same, with RMSNorm in the input dtype (`x * rsqrt(mean(x * x))`).
-    #[serde(rename = "litgpt-2023")]
-    Litgpt2023,
+impl crate::tokens::Forms for Loss {
+    fn forms() -> &'static [&'static str] {
+        &LossKeyword::FORMS
+    }
+}
+
+crate::tokens::token_enum! {
+    /// Whose implementation of the architecture runs: what a block keeps depends on the code, not
+    /// only on the architecture.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum ModelCode {
+        /// transformers' modelling files (and torchtune's, which keep the same tensors).
+        #[default]
+        Hf => "hf",
+        /// litgpt's `model.py` / `lora.py` for Llama-like models: one fused qkv Linear (SDPA's `v`
+        /// is a view of it, so the whole qkv output is kept), `LoRAQKVLinear` (one dropout, a grouped
+        /// `conv1d` for B, and `zero_pad`'s `index_copy`, which keeps its source when q, k and v are
+        /// not all adapted, and an int64 index), RMSNorm `x.float()`, `(x_normed * weight.float())`.
+        Litgpt => "litgpt",
+        /// litgpt before its "half precision fixes" (#606, 24 Oct 2023; the resource tables of
+        /// commit 8641822): the same, with RMSNorm in the input dtype (`x * rsqrt(mean(x * x))`).
+        #[serde(rename = "litgpt-2023")]
+        Litgpt2023 => "litgpt-2023",
+    }
+    impl FromStr = Parse::named("--model-code");
 }
 
 impl ModelCode {
-    /// Command-line name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Hf => "hf",
-            Self::Litgpt => "litgpt",
-            Self::Litgpt2023 => "litgpt-2023",
-        }
-    }
-
     /// litgpt's code (either version).
     pub const fn litgpt(self) -> bool {
         matches!(self, Self::Litgpt | Self::Litgpt2023)
-    }
-}
-
-impl FromStr for ModelCode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [Self::Hf, Self::Litgpt, Self::Litgpt2023]
-            .into_iter()
-            .find(|c| c.name() == s)
-            .ok_or_else(|| format!("unknown --model-code \"{s}\" (hf, litgpt, litgpt-2023)"))
     }
 }
 

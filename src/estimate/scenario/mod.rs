@@ -4,6 +4,7 @@ pub use super::parallel::{FsdpMode, Offload, Parallel};
 pub use super::stack::{AdapterDtype, Framework, Loss, Stack};
 pub use crate::engine::inputs::choices::{AttentionImpl, Lora, Targets};
 use crate::model::ModelSpec;
+use crate::tokens::Parse;
 use crate::units::{DType, Precision};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -11,108 +12,60 @@ use std::str::FromStr;
 
 mod check;
 
-/// Training step or inference pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// One optimizer step: forward, backward, optimizer update.
-    Train,
-    /// One forward pass over the prompt that fills the KV cache (prefill), no gradients.
-    Infer,
-}
-
-impl FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "train" => Ok(Self::Train),
-            "infer" | "inference" => Ok(Self::Infer),
-            _ => Err(format!("unknown mode \"{s}\" (train, infer)")),
-        }
+crate::tokens::token_enum! {
+    /// Training step or inference pass.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Mode {
+        /// One optimizer step: forward, backward, optimizer update.
+        Train => "train",
+        /// One forward pass over the prompt that fills the KV cache (prefill), no gradients.
+        Infer => "infer" | "inference",
     }
+    impl FromStr = Parse::named("mode");
 }
 
-/// Optimizer, as PyTorch / bitsandbytes / HF implement it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Optimizer {
-    /// `torch.optim.AdamW` (foreach, the CUDA default): `exp_avg`, `exp_avg_sq`; the step allocates a
-    /// parameter-sized `sqrt(exp_avg_sq)` temporary.
-    Adamw,
-    /// `torch.optim.Adam`: same memory as AdamW.
-    Adam,
-    /// `AdamW(fused=True)`: same states, no step temporary.
-    AdamwFused,
-    /// AdamW stepping one tensor at a time (`foreach=False`, or transformers' own `AdamW`, the
-    /// Trainer's `adamw_hf` default before transformers 4.41): same states, a temporary the size of
-    /// the tensor being stepped (`exp_avg_sq.sqrt()`), so the largest tensor's at most.
-    AdamwLoop,
-    /// bitsandbytes `AdamW8bit`: 1-byte states with one fp32 absmax per 2048-element block
-    /// (tensors under 4096 elements keep 32-bit states).
-    Adamw8bit,
-    /// bitsandbytes `PagedAdamW8bit`: `AdamW8bit`'s states in CUDA unified memory (`cudaMallocManaged`),
-    /// outside PyTorch's allocator: not in `max_memory_allocated`, in nvidia-smi's used while
-    /// resident (paged out to host memory under pressure).
-    PagedAdamw8bit,
-    /// bitsandbytes `PagedAdamW32bit` (`paged_adamw_32bit`): fp32 states in unified memory.
-    PagedAdamw32bit,
-    /// HF `Adafactor` (no first moment, factored second moment for matrices).
-    Adafactor,
-    /// Plain SGD: no state.
-    Sgd,
-    /// SGD with momentum: one buffer.
-    SgdMomentum,
-    /// No optimizer (gradients only).
-    None,
-}
-
-impl Optimizer {
-    /// All choices, in menu order.
-    pub const ALL: [Self; 11] = [
-        Self::Adamw,
-        Self::Adam,
-        Self::AdamwFused,
-        Self::AdamwLoop,
-        Self::Adamw8bit,
-        Self::PagedAdamw8bit,
-        Self::PagedAdamw32bit,
-        Self::Adafactor,
-        Self::Sgd,
-        Self::SgdMomentum,
-        Self::None,
-    ];
-
-    /// Command-line name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Adamw => "adamw",
-            Self::Adam => "adam",
-            Self::AdamwFused => "adamw-fused",
-            Self::AdamwLoop => "adamw-loop",
-            Self::Adamw8bit => "adamw-8bit",
-            Self::PagedAdamw8bit => "paged-adamw-8bit",
-            Self::PagedAdamw32bit => "paged-adamw-32bit",
-            Self::Adafactor => "adafactor",
-            Self::Sgd => "sgd",
-            Self::SgdMomentum => "sgd-momentum",
-            Self::None => "none",
-        }
+crate::tokens::token_enum! {
+    /// Optimizer, as PyTorch / bitsandbytes / HF implement it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Optimizer {
+        /// `torch.optim.AdamW` (foreach, the CUDA default): `exp_avg`, `exp_avg_sq`; the step allocates a
+        /// parameter-sized `sqrt(exp_avg_sq)` temporary.
+        Adamw => "adamw",
+        /// `torch.optim.Adam`: same memory as AdamW.
+        Adam => "adam",
+        /// `AdamW(fused=True)`: same states, no step temporary.
+        AdamwFused => "adamw-fused",
+        /// AdamW stepping one tensor at a time (`foreach=False`, or transformers' own `AdamW`, the
+        /// Trainer's `adamw_hf` default before transformers 4.41): same states, a temporary the size of
+        /// the tensor being stepped (`exp_avg_sq.sqrt()`), so the largest tensor's at most.
+        AdamwLoop => "adamw-loop",
+        /// bitsandbytes `AdamW8bit`: 1-byte states with one fp32 absmax per 2048-element block
+        /// (tensors under 4096 elements keep 32-bit states).
+        Adamw8bit => "adamw-8bit",
+        /// bitsandbytes `PagedAdamW8bit`: `AdamW8bit`'s states in CUDA unified memory (`cudaMallocManaged`),
+        /// outside PyTorch's allocator: not in `max_memory_allocated`, in nvidia-smi's used while
+        /// resident (paged out to host memory under pressure).
+        PagedAdamw8bit => "paged-adamw-8bit",
+        /// bitsandbytes `PagedAdamW32bit` (`paged_adamw_32bit`): fp32 states in unified memory.
+        PagedAdamw32bit => "paged-adamw-32bit",
+        /// HF `Adafactor` (no first moment, factored second moment for matrices).
+        Adafactor => "adafactor",
+        /// Plain SGD: no state.
+        Sgd => "sgd",
+        /// SGD with momentum: one buffer.
+        SgdMomentum => "sgd-momentum",
+        /// No optimizer (gradients only).
+        None => "none",
     }
+    impl FromStr = Parse::named("optimizer");
 }
 
 impl Optimizer {
     /// Are the states in CUDA unified memory (bitsandbytes' paged optimizers)?
     pub const fn paged(self) -> bool {
         matches!(self, Self::PagedAdamw8bit | Self::PagedAdamw32bit)
-    }
-}
-
-impl FromStr for Optimizer {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| {
-            format!("unknown optimizer \"{s}\" (adamw, adam, adamw-fused, adamw-loop, adamw-8bit, paged-adamw-8bit, paged-adamw-32bit, adafactor, sgd, sgd-momentum, none)")
-        })
     }
 }
 
@@ -133,69 +86,95 @@ pub enum Checkpointing {
     Selective,
 }
 
+crate::tokens::token_enum! {
+    /// The keywords of `--checkpoint`: a choice is written `keyword` or `keyword:NUMBER`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum CheckpointKeyword {
+        /// [`Checkpointing::None`].
+        None => "none",
+        /// [`Checkpointing::Full`].
+        Full => "full",
+        /// [`Checkpointing::Every`] and its K.
+        Every => "every": "K",
+        /// [`Checkpointing::Segments`] and its N.
+        Segments => "segments": "N",
+        /// [`Checkpointing::Selective`].
+        Selective => "selective",
+    }
+}
+
+impl Checkpointing {
+    /// The keyword that writes it.
+    pub const fn keyword(self) -> CheckpointKeyword {
+        match self {
+            Self::None => CheckpointKeyword::None,
+            Self::Full => CheckpointKeyword::Full,
+            Self::Every(_) => CheckpointKeyword::Every,
+            Self::Segments(_) => CheckpointKeyword::Segments,
+            Self::Selective => CheckpointKeyword::Selective,
+        }
+    }
+}
+
 impl fmt::Display for Checkpointing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keyword = self.keyword().name();
         match self {
-            Self::None => f.write_str("none"),
-            Self::Full => f.write_str("full"),
-            Self::Every(k) => write!(f, "every:{k}"),
-            Self::Segments(n) => write!(f, "segments:{n}"),
-            Self::Selective => f.write_str("selective"),
+            Self::Every(n) | Self::Segments(n) => write!(f, "{keyword}:{n}"),
+            Self::None | Self::Full | Self::Selective => f.write_str(keyword),
         }
     }
 }
 
 impl FromStr for Checkpointing {
     type Err = String;
+    /// `keyword` or `keyword:NUMBER` ([`CheckpointKeyword`]).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("unknown checkpointing \"{s}\" (none, full, every:K, segments:N, selective)");
+        let bad = || format!("unknown checkpointing \"{s}\" ({})", CheckpointKeyword::FORMS.join(", "));
         let num = |v: &str| -> Result<u64, String> {
             match v.parse::<u64>() {
                 Ok(n) if n >= 1 => Ok(n),
                 _ => Err(format!("\"{s}\": expected a whole number of at least 1 after the colon")),
             }
         };
-        match s.split_once(':') {
-            None => match s {
-                "none" => Ok(Self::None),
-                "full" => Ok(Self::Full),
-                "selective" => Ok(Self::Selective),
-                _ => Err(bad()),
-            },
-            Some(("every", v)) => num(v).map(Self::Every),
-            Some(("segments", v)) => num(v).map(Self::Segments),
-            Some(_) => Err(bad()),
+        let (word, number) = match s.split_once(':') {
+            Some((word, v)) => (word, Some(v)),
+            None => (s, None),
+        };
+        match (CheckpointKeyword::from_token(word).ok_or_else(bad)?, number) {
+            (CheckpointKeyword::None, None) => Ok(Self::None),
+            (CheckpointKeyword::Full, None) => Ok(Self::Full),
+            (CheckpointKeyword::Selective, None) => Ok(Self::Selective),
+            (CheckpointKeyword::Every, Some(v)) => num(v).map(Self::Every),
+            (CheckpointKeyword::Segments, Some(v)) => num(v).map(Self::Segments),
+            _ => Err(bad()),
         }
     }
 }
 
-/// Quantized storage of the frozen base weights under LoRA (QLoRA).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BaseQuant {
-    /// Base weights in the precision's weight dtype.
-    None,
-    /// bitsandbytes NF4, block size 64, double quantization (8-bit absmax, fp32 per 256 blocks).
-    Nf4,
-    /// bitsandbytes NF4 without double quantization (`bnb_4bit_use_double_quant=False`, litgpt's
-    /// `bnb.nf4`): one fp32 absmax per 64 weights.
-    #[serde(rename = "nf4-nodq")]
-    Nf4NoDq,
-    /// bitsandbytes LLM.int8(): int8 weights with one fp32 scale per output row.
-    Int8,
+impl crate::tokens::Forms for Checkpointing {
+    fn forms() -> &'static [&'static str] {
+        &CheckpointKeyword::FORMS
+    }
 }
 
-impl FromStr for BaseQuant {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "none" => Ok(Self::None),
-            "nf4" | "nf4-dq" => Ok(Self::Nf4),
-            "nf4-nodq" => Ok(Self::Nf4NoDq),
-            "int8" => Ok(Self::Int8),
-            _ => Err(format!("unknown --base-quant \"{s}\" (nf4, nf4-nodq, int8)")),
-        }
+crate::tokens::token_enum! {
+    /// Quantized storage of the frozen base weights under LoRA (QLoRA).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum BaseQuant {
+        /// Base weights in the precision's weight dtype.
+        None => "none",
+        /// bitsandbytes NF4, block size 64, double quantization (8-bit absmax, fp32 per 256 blocks).
+        Nf4 => "nf4" | "nf4-dq",
+        /// bitsandbytes NF4 without double quantization (`bnb_4bit_use_double_quant=False`, litgpt's
+        /// `bnb.nf4`): one fp32 absmax per 64 weights.
+        #[serde(rename = "nf4-nodq")]
+        Nf4NoDq => "nf4-nodq",
+        /// bitsandbytes LLM.int8(): int8 weights with one fp32 scale per output row.
+        Int8 => "int8",
     }
+    impl FromStr = Parse::named("--base-quant");
 }
 
 /// Memory outside PyTorch's tensor allocations (what nvidia-smi shows on top of the peak).
@@ -232,18 +211,31 @@ pub struct AllocConf {
     pub garbage_collection_threshold: Option<f64>,
 }
 
+crate::tokens::token_enum! {
+    /// The keys of `PYTORCH_CUDA_ALLOC_CONF` that [`AllocConf`] reads.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum AllocKey {
+        /// [`AllocConf::expandable_segments`].
+        ExpandableSegments => "expandable_segments",
+        /// [`AllocConf::max_split_size_mib`].
+        MaxSplitSizeMb => "max_split_size_mb",
+        /// [`AllocConf::garbage_collection_threshold`].
+        GarbageCollectionThreshold => "garbage_collection_threshold",
+    }
+}
+
 impl fmt::Display for AllocConf {
     /// The `PYTORCH_CUDA_ALLOC_CONF` value that [`FromStr`] reads back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts = Vec::new();
         if self.expandable_segments {
-            parts.push("expandable_segments:True".to_owned());
+            parts.push(format!("{}:True", AllocKey::ExpandableSegments.name()));
         }
         if let Some(m) = self.max_split_size_mib {
-            parts.push(format!("max_split_size_mb:{m}"));
+            parts.push(format!("{}:{m}", AllocKey::MaxSplitSizeMb.name()));
         }
         if let Some(g) = self.garbage_collection_threshold {
-            parts.push(format!("garbage_collection_threshold:{g}"));
+            parts.push(format!("{}:{g}", AllocKey::GarbageCollectionThreshold.name()));
         }
         f.write_str(&parts.join(","))
     }
@@ -258,36 +250,36 @@ impl FromStr for AllocConf {
             let (k, v) =
                 part.split_once(':').ok_or_else(|| format!("--alloc-conf \"{part}\": expected key:value"))?;
             let bad = || format!("--alloc-conf \"{part}\": bad value");
-            match k.trim() {
-                "expandable_segments" => {
+            let key = AllocKey::from_token(k.trim()).ok_or_else(|| {
+                format!("--alloc-conf: unknown key \"{}\" ({})", k.trim(), AllocKey::TOKENS.join(", "))
+            })?;
+            match key {
+                AllocKey::ExpandableSegments => {
                     c.expandable_segments = match v.trim() {
                         "True" | "true" | "1" => true,
                         "False" | "false" | "0" => false,
                         _ => return Err(bad()),
                     }
                 }
-                "max_split_size_mb" => {
+                AllocKey::MaxSplitSizeMb => {
                     let m: u64 = v.trim().parse().map_err(|_| bad())?;
                     if m < 20 {
                         return Err(format!(
-                            "--alloc-conf \"{part}\": PyTorch requires max_split_size_mb of at least 20"
+                            "--alloc-conf \"{part}\": PyTorch requires {} of at least 20",
+                            key.name()
                         ));
                     }
                     c.max_split_size_mib = Some(m);
                 }
-                "garbage_collection_threshold" => {
+                AllocKey::GarbageCollectionThreshold => {
                     let f: f64 = v.trim().parse().map_err(|_| bad())?;
                     if !(f > 0.0 && f < 1.0) {
                         return Err(format!(
-                            "--alloc-conf \"{part}\": garbage_collection_threshold must be between 0 and 1"
+                            "--alloc-conf \"{part}\": {} must be between 0 and 1",
+                            key.name()
                         ));
                     }
                     c.garbage_collection_threshold = Some(f);
-                }
-                other => {
-                    return Err(format!(
-                        "--alloc-conf: unknown key \"{other}\" (expandable_segments, max_split_size_mb, garbage_collection_threshold)"
-                    ));
                 }
             }
         }

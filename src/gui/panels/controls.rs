@@ -225,7 +225,7 @@ fn stack(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
         egui::ComboBox::from_label(t.model_code)
             .selected_text(s.stack.model_code.name())
             .show_ui(ui, |ui| {
-                for c in [ModelCode::Hf, ModelCode::Litgpt, ModelCode::Litgpt2023] {
+                for c in ModelCode::ALL {
                     ui.selectable_value(&mut s.stack.model_code, c, c.name());
                 }
             })
@@ -305,7 +305,7 @@ fn attention(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
     egui::ComboBox::from_label(t.attention)
         .selected_text(s.attention.name())
         .show_ui(ui, |ui| {
-            for a in [AttentionImpl::Eager, AttentionImpl::Sdpa, AttentionImpl::Flash] {
+            for a in AttentionImpl::ALL {
                 ui.selectable_value(&mut s.attention, a, a.name());
             }
         })
@@ -375,7 +375,7 @@ fn base_weights(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
         egui::ComboBox::from_label(t.base_quant)
             .selected_text(name(s.base_quant))
             .show_ui(ui, |ui| {
-                for q in [BaseQuant::None, BaseQuant::Nf4, BaseQuant::Nf4NoDq, BaseQuant::Int8] {
+                for q in BaseQuant::ALL {
                     ui.selectable_value(&mut s.base_quant, q, name(q));
                 }
             })
@@ -397,7 +397,7 @@ fn base_weights(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
             egui::ComboBox::from_label(t.bnb)
                 .selected_text(name(s.stack.bnb))
                 .show_ui(ui, |ui| {
-                    for b in [Bnb::Current, Bnb::Before0_43, Bnb::Lightning] {
+                    for b in Bnb::ALL {
                         ui.selectable_value(&mut s.stack.bnb, b, name(b));
                     }
                 })
@@ -420,18 +420,13 @@ fn parallel_section(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str
         use crate::estimate::{FsdpImpl, FsdpMode};
         let mode_name = |m: Option<FsdpMode>| match m {
             None => t.sharding_zero.to_owned(),
-            Some(m) => format!("FSDP {}", crate::flags::fsdp_name(m)),
+            Some(m) => format!("FSDP {}", m.name()),
         };
         let before = s.fsdp;
         egui::ComboBox::from_label(t.sharding)
             .selected_text(mode_name(s.fsdp))
             .show_ui(ui, |ui| {
-                for m in [
-                    None,
-                    Some(FsdpMode::FullShard),
-                    Some(FsdpMode::ShardGradOp),
-                    Some(FsdpMode::HybridShard),
-                ] {
+                for m in std::iter::once(None).chain(FsdpMode::ALL.map(Some)) {
                     ui.selectable_value(&mut s.fsdp, m, mode_name(m));
                 }
             })
