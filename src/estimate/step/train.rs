@@ -39,6 +39,7 @@ struct Train<'p, 'a> {
 }
 
 /// The gradients and activations the blocks' backward starts from.
+#[derive(Clone, Copy)]
 struct AfterHead {
     grads: u64,
     /// Saves left once the head and the loss ran backward.
@@ -55,7 +56,7 @@ pub(super) fn train(p: &Parts, sink: &mut impl Sink) {
     t.forward(sink);
     t.head_forward(sink);
     let start = t.head_backward(sink);
-    let grads = t.blocks_backward(sink, &start);
+    let grads = t.blocks_backward(sink, start);
     t.finish(sink, grads);
 }
 
@@ -92,7 +93,7 @@ impl<'p, 'a> Train<'p, 'a> {
             },
             autocast_cache: sc.precision.is_amp() && p.recompute.checkpointed_blocks > 0,
             cast_per_block: if cached_casts { am.full_layer.get(Cat::WeightCasts) } else { 0 },
-            block_fwd: Vec::with_capacity(layers.min(1 << 16) as usize),
+            block_fwd: Vec::new(),
             cache: 0,
         }
     }
@@ -112,47 +113,44 @@ impl<'p, 'a> Train<'p, 'a> {
             sink.push(ev(FWD, None, "embedding", Pass::Step, false, self.with(p.top_input, grads, 0)));
         }
         let (mut shared_stored, mut shared_ckpt) = (false, false);
-        let mut cum: u64 = 0;
+        let (mut cum, mut cache) = (0u64, 0u64);
+        let mut block_fwd = Vec::with_capacity(layers.min(1 << 16) as usize);
+        let mut kinds = std::mem::take(&mut self.kinds);
         for j in 0..layers {
             let saves = if checkpointed(p.sc.checkpointing, layers, j) {
+                if self.autocast_cache {
+                    cache += self.cast_per_block;
+                }
                 self.checkpointed_input(j, &mut shared_ckpt)
             } else {
                 let b = stored_saves(p, j)
                     + if std::mem::replace(&mut shared_stored, true) { 0 } else { p.am.shared_layer_bytes };
-                self.op_forward_events(sink, j, b, cum);
+                if self.detail {
+                    self.op_forward_events(sink, &mut kinds, (j, b), cum, cache);
+                }
                 b
             };
-            self.block_fwd.push(saves);
+            block_fwd.push(saves);
             cum += saves;
-            // the last block lands on the estimator's composed total (pipeline in-flight scaling
-            // rounds per category there: the running sum never passes it)
-            let a = if j + 1 == layers {
-                p.top_input + p.blocks_total
-            } else {
-                p.top_input + scaled(cum, stage.in_flight).min(p.blocks_total)
-            };
             // the forward only adds: its block events stay below the last one (the estimator's
             // walk skips them)
             if self.detail || j + 1 == layers {
-                sink.push(ev(
-                    FWD,
-                    Some(j),
-                    "forward",
-                    Pass::Step,
-                    false,
-                    self.with(a + self.cache, grads, 0),
-                ));
+                // the last block lands on the estimator's composed total (pipeline in-flight
+                // scaling rounds per category there: the running sum never passes it)
+                let a = if j + 1 == layers {
+                    p.top_input + p.blocks_total
+                } else {
+                    p.top_input + scaled(cum, stage.in_flight).min(p.blocks_total)
+                };
+                sink.push(ev(FWD, Some(j), "forward", Pass::Step, false, self.with(a + cache, grads, 0)));
             }
         }
+        (self.block_fwd, self.cache, self.kinds) = (block_fwd, cache, kinds);
     }
 
     /// What checkpointed block `j` keeps: its input (once a segment under
-    /// `checkpoint_sequential`), the tensors every checkpointed block shares once; its weights'
-    /// half copies join autocast's cache.
-    fn checkpointed_input(&mut self, j: u64, shared_ckpt: &mut bool) -> u64 {
-        if self.autocast_cache {
-            self.cache += self.cast_per_block;
-        }
+    /// `checkpoint_sequential`), the tensors every checkpointed block shares once.
+    fn checkpointed_input(&self, j: u64, shared_ckpt: &mut bool) -> u64 {
         if self.segments && !j.is_multiple_of(self.seg_len) {
             0
         } else {
@@ -163,27 +161,25 @@ impl<'p, 'a> Train<'p, 'a> {
     }
 
     /// Block `j`'s ops one by one, each adding what it keeps (up to the block's `block` bytes on
-    /// top of the `cum` kept before it): the timeline's per-op forward.
-    fn op_forward_events(&mut self, sink: &mut impl Sink, j: u64, block: u64, cum: u64) {
+    /// top of the `cum` kept before it, beside autocast's `cache`): the timeline's per-op forward.
+    fn op_forward_events(
+        &self,
+        sink: &mut impl Sink,
+        kinds: &mut Vec<(u8, Ops)>,
+        (j, block): (u64, u64),
+        cum: u64,
+        cache: u64,
+    ) {
         let p = self.p;
-        if !self.detail || p.sc.checkpointing == Checkpointing::Selective {
+        if p.sc.checkpointing == Checkpointing::Selective {
             return;
         }
         let mut kept = 0;
-        for r in ops_of(p, &mut self.kinds, j).iter().filter(|r| r.kept_bytes > 0) {
+        for r in ops_of(p, kinds, j).iter().filter(|r| r.kept_bytes > 0) {
             kept = (kept + r.kept_bytes).min(block);
             let a = p.top_input + scaled(cum + kept, p.stage.in_flight).min(p.blocks_total);
-            sink.push(Event {
-                tensors: r.tensors,
-                ..ev(
-                    FWD,
-                    Some(j),
-                    r.op,
-                    Pass::OpForward,
-                    false,
-                    self.with(a + self.cache, self.base.gradients, 0),
-                )
-            });
+            let alive = self.with(a + cache, self.base.gradients, 0);
+            sink.push(Event { tensors: r.tensors, ..ev(FWD, Some(j), r.op, Pass::OpForward, false, alive) });
         }
     }
 
@@ -293,8 +289,14 @@ impl<'p, 'a> Train<'p, 'a> {
     }
 }
 
-/// What every block's backward shares.
+/// What every block's backward shares (resolved once, copied into the loop).
+#[derive(Clone, Copy)]
 struct BlockBackward {
+    /// A block's MLP and attention backward transients, with `per_param`.
+    mlp_t: u64,
+    attn_t: u64,
+    /// What a block frees before its attention runs backward.
+    freed_attn: u64,
     /// Gradients a block adds once done (0 when they do not add up).
     block_grads: u64,
     /// Gradients a block holds before its attention runs backward (its MLP's).
@@ -311,7 +313,7 @@ struct BlockBackward {
 }
 
 impl Train<'_, '_> {
-    fn block_backward(&self, start: &AfterHead) -> BlockBackward {
+    fn block_backward(&self, start: AfterHead) -> BlockBackward {
         let (p, st) = (self.p, &self.p.st);
         let (layers, ck, rc) = (p.layers, p.sc.checkpointing, &p.recompute);
         let embed = if p.stage.first() { st.embed_grad_alloc } else { 0 };
@@ -323,7 +325,11 @@ impl Train<'_, '_> {
             (_, true) => st.largest_grad_alloc.min(per_block),
             _ => 0,
         };
+        let am = &p.am;
         BlockBackward {
+            mlp_t: am.mlp_backward_transient + per_param,
+            attn_t: am.attention_backward_transient + per_param,
+            freed_attn: am.freed_before_attention_backward,
             block_grads,
             grads_before_attention,
             per_block,
@@ -337,27 +343,18 @@ impl Train<'_, '_> {
     }
 
     /// The last block's MLP and attention backward (the estimator's calibrated moments).
-    fn last_block(&self, start: &AfterHead, b: &BlockBackward, grads: u64) -> (Event, Event) {
-        let am = &self.p.am;
-        let (mlp_t, attn_t) = (am.mlp_backward_transient, am.attention_backward_transient);
-        let freed_attn = am.freed_before_attention_backward;
+    fn last_block(&self, start: AfterHead, b: BlockBackward, grads: u64) -> (Event, Event) {
+        let (mlp_t, attn_t, freed_attn) = (b.mlp_t, b.attn_t, b.freed_attn);
         let a = start.acts + self.p.recompute.at_last_block;
         (
-            ev(
-                BWD,
-                None,
-                "last block MLP backward",
-                Pass::Step,
-                true,
-                self.with(a, grads, mlp_t + b.per_param),
-            ),
+            ev(BWD, None, "last block MLP backward", Pass::Step, true, self.with(a, grads, mlp_t)),
             ev(
                 BWD,
                 None,
                 "last block attention backward",
                 Pass::Step,
                 true,
-                self.with(a - freed_attn.min(a), grads + b.grads_before_attention, attn_t + b.per_param),
+                self.with(a - freed_attn.min(a), grads + b.grads_before_attention, attn_t),
             ),
         )
     }
@@ -366,8 +363,8 @@ impl Train<'_, '_> {
     /// block's gradients exist, the embedding's (when untied) not yet.
     fn first_segment(
         &self,
-        start: &AfterHead,
-        b: &BlockBackward,
+        start: AfterHead,
+        b: BlockBackward,
         seg_blocks: u64,
         recomputed: u64,
     ) -> (Event, Event) {
@@ -399,9 +396,11 @@ impl Train<'_, '_> {
     }
 
     /// Every block's backward from the last; returns the gradients alive at the end.
-    fn blocks_backward(&mut self, sink: &mut impl Sink, start: &AfterHead) -> u64 {
+    fn blocks_backward(&mut self, sink: &mut impl Sink, start: AfterHead) -> u64 {
         let b = self.block_backward(start);
         let (layers, ck) = (self.p.layers, self.p.sc.checkpointing);
+        // the op records (timeline only) are the one thing the loop changes
+        let mut kinds = std::mem::take(&mut self.kinds);
         let mut grads = start.grads;
         // `acts`: what the forward kept and is not freed yet; `rec`: recomputed saves alive
         let (mut acts, mut rec) = (start.acts, 0u64);
@@ -411,9 +410,9 @@ impl Train<'_, '_> {
                 || j % self.seg_len == self.seg_len - 1
                 || j + 1 == checkpointed_prefix(ck, layers);
             if ckj && recomputes {
-                rec = self.recompute(sink, start, &b, j, acts, grads);
+                rec = self.recompute(sink, start, b, j, acts, grads);
             }
-            (acts, rec) = self.block_backward_events(sink, start, &b, j, (acts, rec), grads);
+            (acts, rec) = self.block_backward_events(sink, (start, b), &mut kinds, j, (acts, rec), grads);
             grads += b.block_grads;
             // a finished block holds what the next block's MLP backward starts from, without
             // its transient: only the last one (block 0) can be a maximum
@@ -430,10 +429,11 @@ impl Train<'_, '_> {
         }
         if layers == 0 {
             // a layer table: the whole model runs backward as one block
-            let (mlp, attn) = self.last_block(start, &b, grads);
+            let (mlp, attn) = self.last_block(start, b, grads);
             sink.push(mlp);
             sink.push(attn);
         }
+        self.kinds = kinds;
         grads
     }
 
@@ -442,8 +442,8 @@ impl Train<'_, '_> {
     fn recompute(
         &self,
         sink: &mut impl Sink,
-        start: &AfterHead,
-        b: &BlockBackward,
+        start: AfterHead,
+        b: BlockBackward,
         j: u64,
         acts: u64,
         grads: u64,
@@ -468,16 +468,15 @@ impl Train<'_, '_> {
     /// Block `j`'s MLP and attention backward (and its ops' frees for the timeline); returns
     /// the forward's saves and the recomputed ones still alive once it is done.
     fn block_backward_events(
-        &mut self,
+        &self,
         sink: &mut impl Sink,
-        start: &AfterHead,
-        b: &BlockBackward,
+        (start, b): (AfterHead, BlockBackward),
+        kinds: &mut Vec<(u8, Ops)>,
         j: u64,
         (acts, rec): (u64, u64),
         grads: u64,
     ) -> (u64, u64) {
         let p = self.p;
-        let am = &p.am;
         let ckj = checkpointed(p.sc.checkpointing, p.layers, j);
         let live = acts + rec;
         let own = if ckj { stored_saves(p, j) } else { self.block_fwd[j as usize] };
@@ -493,17 +492,15 @@ impl Train<'_, '_> {
         {
             self.first_segment(start, b, seg_blocks, recomputed)
         } else {
-            let (mlp_t, attn_t) =
-                (am.mlp_backward_transient + b.per_param, am.attention_backward_transient + b.per_param);
-            let a = live - am.freed_before_attention_backward.min(own);
+            let a = live - b.freed_attn.min(own);
             let g_attn = grads + b.grads_before_attention.min(b.per_block);
             (
-                ev(BWD, Some(j), "MLP backward", Pass::Step, false, self.with(live, grads, mlp_t)),
-                ev(BWD, Some(j), "attention backward", Pass::Step, false, self.with(a, g_attn, attn_t)),
+                ev(BWD, Some(j), "MLP backward", Pass::Step, false, self.with(live, grads, b.mlp_t)),
+                ev(BWD, Some(j), "attention backward", Pass::Step, false, self.with(a, g_attn, b.attn_t)),
             )
         };
         sink.push(mlp);
-        let ops = if self.detail { ops_of(p, &mut self.kinds, j) } else { Vec::new() };
+        let ops = if self.detail { ops_of(p, kinds, j) } else { Vec::new() };
         let core = ops.iter().rposition(|r| r.op == "attention");
         // the ops after the attention core run backward first, freeing what they kept
         if let Some(at) = core {
