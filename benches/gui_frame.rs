@@ -1,5 +1,6 @@
 //! GUI frame cost at 1280x800 while a slider is dragged (the scenario changes every frame, so the
-//! estimate, the explanations and all four what-if curves are recomputed), and on an idle frame.
+//! estimate, the explanations and all four what-if curves are recomputed; the largest micro-batch
+//! only when something else than the batch changed), and on an idle frame.
 //! CPU only: egui layout and tessellation, no GPU upload.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -23,6 +24,17 @@ fn benches(c: &mut Criterion) {
         bench.iter(|| {
             b = b % 64 + 1;
             h.state_mut().state.settings.batch = b;
+            h.step();
+        })
+    });
+    // any other slider searches the largest micro-batch again (the allocator replayed tens of
+    // times): the dearest frame
+    let mut h = harness();
+    let mut s = 0u64;
+    c.bench_function("gui frame while dragging the sequence slider", |bench| {
+        bench.iter(|| {
+            s = s % 16 + 1;
+            h.state_mut().state.settings.seq = 128 * s;
             h.step();
         })
     });

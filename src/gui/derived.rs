@@ -26,9 +26,42 @@ pub struct Computed {
     /// The scenario's verdict on each catalog card (fits, total), computed when first asked for
     /// (the Options tab's run costs), not on every slider move.
     card_verdicts: std::cell::OnceCell<Vec<(String, bool, u64)>>,
+    /// What stays while only the micro-batch changes (dragging the batch slider reuses it).
+    batch_free: BatchFree,
     /// Each pipeline stage's predicted total (`estimate --stages`), computed when the Live tab
     /// first reads a cluster against it.
     stage_totals: std::cell::OnceCell<Vec<u64>>,
+}
+
+/// What does not depend on the micro-batch: the largest micro-batch that fits (a search that
+/// replays the allocator tens of times) and the batch curve's exact points at it and the next,
+/// for the settings with the batch left out.
+#[derive(Clone, Debug)]
+struct BatchFree {
+    key: Settings,
+    max_batch: Option<u64>,
+    marks: Vec<SweepPoint>,
+}
+
+impl BatchFree {
+    fn key(settings: &Settings) -> Settings {
+        Settings { batch: 0, ..settings.clone() }
+    }
+
+    /// Reuses `prev` when only the micro-batch changed, else searches again.
+    fn of(settings: &Settings, scenario: &Scenario, cap: u64, prev: Option<&Self>) -> Self {
+        let key = Self::key(settings);
+        if let Some(p) = prev.filter(|p| p.key == key) {
+            return p.clone();
+        }
+        let max_batch = max_batch(scenario, cap);
+        let marks = [max_batch, max_batch.map(|m| m + 1)]
+            .into_iter()
+            .flatten()
+            .filter_map(|x| exact_point(scenario, Knob::Batch, x, cap))
+            .collect();
+        Self { key, max_batch, marks }
+    }
 }
 
 /// One timeline event explained as "Why this much?" explains the peak.
@@ -45,6 +78,12 @@ pub struct MomentView {
 impl Computed {
     /// Computes everything for `settings`.
     pub fn new(settings: &Settings) -> Result<Self, String> {
+        Self::after(settings, None)
+    }
+
+    /// Computes everything for `settings`, reusing from `prev` what only the micro-batch does
+    /// not change (the largest micro-batch and the curve's points at it).
+    pub fn after(settings: &Settings, prev: Option<&Self>) -> Result<Self, String> {
         let scenario = settings.to_scenario()?;
         let gpu = gpu::find(&settings.gpu_id)?;
         let cap = gpu.memory_bytes();
@@ -56,7 +95,8 @@ impl Computed {
         let explanations = explain_in(&scenario, &estimate, super::lang::current());
         let mut curves: Vec<(Knob, Vec<SweepPoint>)> =
             Knob::ALL.into_iter().map(|k| (k, sweep(&scenario, k, k.values(&scenario)))).collect();
-        let max_batch = max_batch(&scenario, cap);
+        let batch_free = BatchFree::of(settings, &scenario, cap, prev.map(|p| &p.batch_free));
+        let max_batch = batch_free.max_batch;
         // every curve holds, exactly, the figures the window shows elsewhere: the current value
         // (the bar's total) and, on the batch curve, the largest batch that fits and the one
         // after it (the headline's); the sampled points between are anchored to them
@@ -79,10 +119,7 @@ impl Computed {
             };
             let mut exact: Vec<SweepPoint> = current.map(|x| SweepPoint { x, ..now }).into_iter().collect();
             if *knob == Knob::Batch {
-                let marks = [max_batch, max_batch.map(|m| m + 1)];
-                exact.extend(
-                    marks.into_iter().flatten().filter_map(|x| exact_point(&scenario, Knob::Batch, x, cap)),
-                );
+                exact.extend(batch_free.marks.iter().copied());
             }
             for p in &exact {
                 insert_point(pts, *p);
@@ -110,6 +147,7 @@ impl Computed {
             curves,
             block_ops,
             card_verdicts: std::cell::OnceCell::new(),
+            batch_free,
             stage_totals: std::cell::OnceCell::new(),
         })
     }
@@ -269,7 +307,8 @@ impl Derived {
         }
         self.recomputations += 1;
         self.serve = state.settings.serving.then(|| ServeComputed::new(&state.settings));
-        self.current = Some(Computed::new(&state.settings));
+        let prev = self.current.as_ref().and_then(|c| c.as_ref().ok());
+        self.current = Some(Computed::after(&state.settings, prev));
         self.pinned = state.pinned.iter().map(|p| (p.label.clone(), Computed::new(&p.settings))).collect();
         self.key = Some((state.settings.clone(), pins, lang));
     }
@@ -295,5 +334,31 @@ impl Derived {
             self.options_lang = lang;
         }
         self.options.as_ref().map_or(&[], |(_, p)| p.as_slice())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dragging the batch slider reuses the largest micro-batch and the curve's points at it:
+    /// what it shows is what a fresh computation shows, and a change of anything else searches
+    /// again.
+    #[test]
+    fn a_new_micro_batch_reuses_only_what_the_batch_does_not_change() {
+        let s1 = Settings::default();
+        let first = Computed::new(&s1).unwrap_or_else(|e| panic!("{e}"));
+        let s2 = Settings { batch: s1.batch + 2, ..s1.clone() };
+        let reused = Computed::after(&s2, Some(&first)).unwrap_or_else(|e| panic!("{e}"));
+        let fresh = Computed::new(&s2).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(reused.max_batch, fresh.max_batch);
+        assert_eq!(reused.estimate.total, fresh.estimate.total);
+        assert_eq!(format!("{:?}", reused.curves), format!("{:?}", fresh.curves));
+        assert_eq!(reused.batch_free.key, BatchFree::key(&s1), "the batch is left out of the key");
+        // another sequence length is another search
+        let s3 = Settings { seq: s1.seq * 2, ..s1.clone() };
+        let other = Computed::after(&s3, Some(&first)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(other.max_batch, Computed::new(&s3).unwrap_or_else(|e| panic!("{e}")).max_batch);
+        assert_ne!(other.max_batch, first.max_batch, "the default model's largest batch depends on seq");
     }
 }
