@@ -57,7 +57,7 @@ impl FamilyDef for Bert {
     }
 
     fn peft_modules(&self) -> Option<&'static PeftModules> {
-        Some(&super::bert::PEFT)
+        Some(&PEFT)
     }
 
     fn default_head(&self) -> (Head, &'static str) {

@@ -40,7 +40,7 @@ impl FamilyDef for GptNeox {
     }
 
     fn peft_modules(&self) -> Option<&'static PeftModules> {
-        Some(&super::gpt_neox::PEFT)
+        Some(&PEFT)
     }
 
     fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
