@@ -48,6 +48,15 @@ impl Gpu {
         self.memory_mib << 20
     }
 
+    /// The total CUDA reports on this card (`torch.cuda.mem_get_info()[1]`), bytes, and whether it
+    /// is published (`cuda_total_mib`) rather than this rule: 1 % below NVML's total.
+    pub fn cuda_total(&self) -> (u64, bool) {
+        match self.cuda_total_mib {
+            Some(m) => (m << 20, true),
+            None => (self.memory_bytes() / 100 * 99, false),
+        }
+    }
+
     /// The overhead defaults of this card (context and workspace; allocator reserve 5 %).
     pub fn overhead(&self) -> crate::estimate::Overhead {
         crate::estimate::Overhead {

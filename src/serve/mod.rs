@@ -206,10 +206,7 @@ pub fn default_batching(gpu: &Gpu) -> (u64, u64) {
 /// The CUDA-visible total of a card: the catalog's measured figure, else (stated in the notes)
 /// 1 % below NVML's total.
 pub fn cuda_total(gpu: &Gpu) -> (u64, bool) {
-    match gpu.cuda_total_mib {
-        Some(m) => (m << 20, true),
-        None => (gpu.memory_bytes() / 100 * 99, false),
-    }
+    gpu.cuda_total()
 }
 
 /// The weights on the most loaded rank, as the estimator counts them (the checkpoint's
