@@ -4,7 +4,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use vramscope::estimate::{AttentionImpl, Checkpointing, Scenario, estimate};
-use vramscope::fit::{Knob, max_batch, sweep};
+use vramscope::fit::{Knob, max_batch, sweep_flat};
 use vramscope::model::preset::builtin;
 
 fn scenario() -> Scenario {
@@ -21,7 +21,9 @@ fn benches(c: &mut Criterion) {
     c.bench_function("estimate llama-3.1-8b (one full estimate)", |b| b.iter(|| estimate(black_box(&sc))));
     let mix = Scenario { model: builtin("mixtral-8x7b").expect("preset"), ..scenario() };
     c.bench_function("estimate mixtral-8x7b", |b| b.iter(|| estimate(black_box(&mix))));
-    c.bench_function("sweep batch 1..=2000", |b| b.iter(|| sweep(black_box(&sc), Knob::Batch, 1..=2000)));
+    c.bench_function("sweep batch 1..=2000 (flat reserve)", |b| {
+        b.iter(|| sweep_flat(black_box(&sc), Knob::Batch, 1..=2000))
+    });
     c.bench_function("max_batch on 80 GiB", |b| b.iter(|| max_batch(black_box(&sc), 80 << 30)));
     let mut big = Scenario::new(builtin("llama-2-70b").expect("preset"));
     big.seq = 4096;

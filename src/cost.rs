@@ -180,7 +180,7 @@ pub fn run_options(
         .iter()
         .filter_map(|inst| {
             let g = gpu::find(&inst.gpu).ok()?;
-            let cap = g.memory_bytes();
+            let cap = g.capacity();
             let (fits, total_bytes) = on_card(&g)?;
             let instances = world.max(1).div_ceil(inst.gpus.max(1));
             Some(RunOption {
@@ -229,7 +229,7 @@ mod tests {
     fn run_options_put_fitting_cheapest_first_and_scale_instances_with_the_layout() {
         let gib = 1u64 << 30;
         let flops = run_flops(7e9, 1e9, true); // 4.2e19
-        let flat = |t: u64| move |g: &Gpu| Some((t <= g.memory_bytes(), t));
+        let flat = |t: u64| move |g: &Gpu| Some((t <= g.capacity(), t));
         let v = run_options(flat(50 * gib), 16, flops, 0.4, &Discounts::default());
         assert!(!v.is_empty());
         let first_unfit = v.iter().position(|o| !o.fits).unwrap_or(v.len());

@@ -54,7 +54,13 @@ pub fn verdict(sc: &Scenario, capacity_bytes: u64) -> Result<Verdict, ScenarioEr
 
 /// Does `sc` fit a card of `capacity_bytes` ([`verdict`]'s answer; an invalid scenario does not)?
 pub fn fits(sc: &Scenario, capacity_bytes: u64) -> bool {
-    verdict(sc, capacity_bytes).is_ok_and(|v| v.fits)
+    if sc.overhead.flat_reserve {
+        return verdict(sc, capacity_bytes).is_ok_and(|v| v.fits);
+    }
+    // the verdict's answer without its second replay (a step that does not fit is replayed
+    // again for what it needs, which this answer does not use)
+    crate::estimate::replay_fits(sc, capacity_bytes)
+        .is_ok_and(|(e, r)| e.total <= capacity_bytes && r.ooms == 0)
 }
 
 /// Largest micro-batch that [`fits`] `capacity_bytes`, or `None` when even batch 1 does not.
@@ -65,21 +71,44 @@ pub fn fits(sc: &Scenario, capacity_bytes: u64) -> bool {
 /// decreases with the batch (a tested property of the estimate); the replay's fragmentation near
 /// the card can, so the answer is also checked downwards: every smaller batch fits.
 pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
-    let guess = max_batch_flat(sc, capacity_bytes).unwrap_or(1);
+    largest(sc, capacity_bytes, Knob::Batch, MAX_BATCH)
+}
+
+/// The longest sequence that [`fits`] `capacity_bytes` at the scenario's micro-batch, up to the
+/// model's context length (`max_position_embeddings`; 1,048,576 where the config has none), or
+/// `None` when not even one token does. Found as [`max_batch`] finds the batch.
+pub fn max_seq(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
+    largest(sc, capacity_bytes, Knob::Seq, seq_limit(sc))
+}
+
+/// The longest sequence [`max_seq`] searches: the model's context length.
+pub fn seq_limit(sc: &Scenario) -> u64 {
+    sc.model
+        .transformer()
+        .map(|t| t.max_position_embeddings)
+        .filter(|&m| m > 0)
+        .unwrap_or(1 << 20)
+        .min(1 << 24)
+}
+
+/// The largest value of `knob` up to `max` at which the scenario [`fits`] and at every value below
+/// (the replay's verdict), or `None` when it does not fit at 1.
+fn largest(sc: &Scenario, capacity_bytes: u64, knob: Knob, max: u64) -> Option<u64> {
+    let guess = largest_flat(sc, capacity_bytes, knob, max).unwrap_or(1);
     let mut s = sc.clone();
-    let mut fits_at = |b: u64| {
-        s.batch = b;
+    let mut fits_at = |x: u64| {
+        knob.apply(&mut s, x);
         fits(&s, capacity_bytes)
     };
-    // lo fits, hi does not (hi may be MAX_BATCH + 1)
+    // lo fits, hi does not (hi may be max + 1)
     let (mut lo, mut hi);
     if fits_at(guess) {
         lo = guess;
         let mut step = 1;
         loop {
             let next = lo.saturating_add(step);
-            if next > MAX_BATCH {
-                hi = MAX_BATCH + 1;
+            if next > max {
+                hi = max + 1;
                 break;
             }
             if !fits_at(next) {
@@ -109,22 +138,32 @@ pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
         let mid = lo + (hi - lo) / 2;
         if fits_at(mid) { lo = mid } else { hi = mid }
     }
-    // near the card the replay's fragmentation is not monotone in the batch (a batch can fail
-    // where a larger one fits): the answer is the largest batch below which every batch fits, so
-    // the batches under it are walked down until one fits without the allocator ever releasing
-    // its cache (it never came near the card, nor will a smaller batch)
-    let mut best = lo.min(MAX_BATCH);
-    let mut b = best;
-    while b > 1 {
-        b -= 1;
-        s.batch = b;
+    walk_down(sc, capacity_bytes, knob, lo.min(max))
+}
+
+/// Near the card the replay's fragmentation is not monotone (a value can fail where a larger one
+/// fits): the answer is the largest value below which every value fits, so the values under
+/// `from` are walked down until one fits without the allocator ever releasing its cache (it never
+/// came near the card, nor will a smaller value). Micro-batches are walked one by one; sequence
+/// lengths (thousands of values near the card) at gaps that double, 1, 2, 4, … tokens below.
+fn walk_down(sc: &Scenario, capacity_bytes: u64, knob: Knob, from: u64) -> Option<u64> {
+    let mut s = sc.clone();
+    let mut best = from;
+    let mut x = best;
+    let mut gap = 1;
+    while x > 1 {
+        x = x.saturating_sub(gap).max(1);
+        if knob == Knob::Seq {
+            gap *= 2;
+        }
+        knob.apply(&mut s, x);
         match verdict(&s, capacity_bytes) {
             Ok(v) if v.fits => {
                 if v.replay.is_none_or(|r| r.alloc_retries == 0) {
                     break;
                 }
             }
-            _ => best = b - 1,
+            _ => best = x - 1,
         }
     }
     (best > 0).then_some(best)
@@ -135,9 +174,13 @@ pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
 /// never decreases with the batch size (a tested property), so an exponential then binary search
 /// equals a scan from 1 upwards. [`max_batch`] starts from it.
 pub fn max_batch_flat(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
-    let fits = |b: u64| {
-        let mut s = sc.clone();
-        s.batch = b;
+    largest_flat(sc, capacity_bytes, Knob::Batch, MAX_BATCH)
+}
+
+fn largest_flat(sc: &Scenario, capacity_bytes: u64, knob: Knob, max: u64) -> Option<u64> {
+    let mut s = sc.clone();
+    let mut fits = |x: u64| {
+        knob.apply(&mut s, x);
         estimate(&s).is_ok_and(|e| e.total <= capacity_bytes)
     };
     if !fits(1) {
@@ -145,12 +188,15 @@ pub fn max_batch_flat(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
     }
     let mut lo = 1; // fits
     let mut hi = 2;
-    while hi <= MAX_BATCH && fits(hi) {
+    while hi <= max && fits(hi) {
         lo = hi;
         hi *= 2;
     }
-    if hi > MAX_BATCH {
-        return Some(lo);
+    if hi > max {
+        hi = max + 1;
+        if fits(max) {
+            return Some(max);
+        }
     }
     // lo fits, hi does not
     while hi - lo > 1 {
@@ -227,47 +273,80 @@ pub struct SweepPoint {
     pub x: u64,
     /// Peak allocated, bytes.
     pub peak: u64,
-    /// Peak plus overhead, bytes (compare with the GPU's capacity).
+    /// Peak plus overhead, bytes: what `vramscope estimate` prints for the scenario with the
+    /// knob at `x` ([`printed`]).
     pub total: u64,
     /// The largest allocated bytes of each phase of the step.
     pub phases: crate::estimate::step::PhasePeaks,
     /// Saved activations at the end of the forward pass, bytes.
     pub activations: u64,
+    /// Does it fit the card ([`verdict`])? `true` without a card.
+    pub fits: bool,
 }
 
-/// Estimates over `values` of one knob, skipping values the scenario rejects.
-pub fn sweep(sc: &Scenario, knob: Knob, values: impl IntoIterator<Item = u64>) -> Vec<SweepPoint> {
+impl SweepPoint {
+    fn of(x: u64, e: &Estimate, fits: bool) -> Self {
+        Self {
+            x,
+            peak: e.peak_allocated,
+            total: e.total,
+            phases: e.phase_peaks,
+            activations: e.activations,
+            fits,
+        }
+    }
+}
+
+/// The estimate `vramscope estimate` prints for `sc`, and whether it fits: on a card of
+/// `capacity` bytes the [`verdict`]; without one the allocator replayed over the step on a card
+/// without end (or the flat reserve, where the scenario asks for it), and "fits" is `true`.
+pub fn printed(sc: &Scenario, capacity: Option<u64>) -> Result<(Estimate, bool), ScenarioError> {
+    match capacity {
+        Some(c) => verdict(sc, c).map(|v| (v.estimate, v.fits)),
+        None if sc.overhead.flat_reserve => estimate(sc).map(|e| (e, true)),
+        None => estimate_reserved(sc, None).map(|(e, _)| (e, true)),
+    }
+}
+
+/// A what-if curve: [`printed`] at each of `values` of one knob (on a card of `capacity`
+/// bytes, or none), skipping values the scenario rejects. Every point is the figure
+/// `vramscope estimate` gives with the knob's flag at that value.
+pub fn sweep(
+    sc: &Scenario,
+    knob: Knob,
+    values: impl IntoIterator<Item = u64>,
+    capacity: Option<u64>,
+) -> Vec<SweepPoint> {
     let mut s = sc.clone();
     values
         .into_iter()
         .filter_map(|v| {
             knob.apply(&mut s, v);
-            estimate(&s).ok().map(|e| SweepPoint {
-                x: v,
-                peak: e.peak_allocated,
-                total: e.total,
-                phases: e.phase_peaks,
-                activations: e.activations,
-            })
+            printed(&s, capacity).ok().map(|(e, fits)| SweepPoint::of(v, &e, fits))
+        })
+        .collect()
+}
+
+/// The flat-reserve estimate at each of `values` (a few µs a point: the allocator is not
+/// replayed), for what only needs the shape of a curve, such as a search's first guess.
+pub fn sweep_flat(sc: &Scenario, knob: Knob, values: impl IntoIterator<Item = u64>) -> Vec<SweepPoint> {
+    let mut s = sc.clone();
+    values
+        .into_iter()
+        .filter_map(|v| {
+            knob.apply(&mut s, v);
+            estimate(&s).ok().map(|e| SweepPoint::of(v, &e, true))
         })
         .collect()
 }
 
 /// The point of a curve at `x` as `vramscope estimate` gives it (the allocator replayed on a card
-/// of `capacity_bytes`), for the points a chart marks: the sampled points between them use the
-/// flat reserve, these are exact.
+/// of `capacity_bytes`).
 pub fn exact_point(sc: &Scenario, knob: Knob, x: u64, capacity_bytes: u64) -> Option<SweepPoint> {
     let mut s = sc.clone();
     knob.apply(&mut s, x);
     let v = verdict(&s, capacity_bytes).ok()?;
-    let e = v.estimate;
-    Some(SweepPoint {
-        x,
-        peak: e.peak_allocated,
-        total: e.total,
-        phases: e.phase_peaks,
-        activations: e.activations,
-    })
+    Some(SweepPoint::of(x, &v.estimate, v.fits))
 }
 
 /// Puts `p` into a curve sorted by `x`, replacing a sampled point at the same value.
@@ -275,42 +354,5 @@ pub fn insert_point(curve: &mut Vec<SweepPoint>, p: SweepPoint) {
     match curve.binary_search_by_key(&p.x, |q| q.x) {
         Ok(i) => curve[i] = p,
         Err(i) => curve.insert(i, p),
-    }
-}
-
-/// Puts the sampled points of a curve on the allocator replay's footing: each keeps its own peak,
-/// and its cache (total less peak less the memory outside the allocator) is the nearest exact
-/// point's cache scaled by the ratio of the peaks. The exact points stay as they are, so the curve
-/// passes through every figure the window shows elsewhere and has no step where a sampled point
-/// meets an exact one. (The flat 5 % reserve differs from the replay by several GiB on large
-/// models: drawn side by side they would disagree about where the curve crosses the card.)
-pub fn anchor(sc: &Scenario, knob: Knob, curve: &mut [SweepPoint], exact: &[SweepPoint]) {
-    if exact.is_empty() {
-        return;
-    }
-    let outside = |x: u64| {
-        let mut s = sc.clone();
-        knob.apply(&mut s, x);
-        crate::estimate::context::outside(&s).total()
-    };
-    let anchors: Vec<(f64, u64, f64)> = exact
-        .iter()
-        .filter(|e| e.peak > 0)
-        .map(|e| {
-            let cache = e.total.saturating_sub(e.peak + outside(e.x));
-            ((e.x.max(1) as f64).ln(), e.x, cache as f64 / e.peak as f64)
-        })
-        .collect();
-    for p in curve.iter_mut() {
-        if exact.iter().any(|e| e.x == p.x) {
-            continue;
-        }
-        let lx = (p.x.max(1) as f64).ln();
-        let Some(&(_, _, ratio)) =
-            anchors.iter().min_by(|a, b| (a.0 - lx).abs().total_cmp(&(b.0 - lx).abs()))
-        else {
-            continue;
-        };
-        p.total = p.peak + outside(p.x) + (ratio * p.peak as f64) as u64;
     }
 }

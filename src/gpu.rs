@@ -43,7 +43,8 @@ fn default_workspace_mib() -> u64 {
 }
 
 impl Gpu {
-    /// Capacity in bytes.
+    /// The total NVML (nvidia-smi) reports, bytes: the card's memory as sold. Verdicts use
+    /// [`Gpu::capacity`].
     pub fn memory_bytes(&self) -> u64 {
         self.memory_mib << 20
     }
@@ -55,6 +56,14 @@ impl Gpu {
             Some(m) => (m << 20, true),
             None => (self.memory_bytes() / 100 * 99, false),
         }
+    }
+
+    /// The memory every verdict measures a job against, bytes: the total CUDA reports
+    /// ([`Gpu::cuda_total`]), of which the job's total (what its process holds, context
+    /// included) must fit. NVML's (nvidia-smi's) total, [`Gpu::memory_bytes`], is larger by what
+    /// the driver keeps and is shown beside it.
+    pub fn capacity(&self) -> u64 {
+        self.cuda_total().0
     }
 
     /// The overhead defaults of this card (context and workspace; allocator reserve 5 %).

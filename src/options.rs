@@ -131,7 +131,7 @@ pub fn hardware_paths_in(
     lang: Lang,
 ) -> Vec<HardwarePath> {
     let mut out = Vec::new();
-    let Ok(base) = crate::fit::verdict(sc, current.memory_bytes()) else { return out };
+    let Ok(base) = crate::fit::verdict(sc, current.capacity()) else { return out };
     let base_flags = flags::flags(sc, current);
     let base_tps = plan::step_time(sc, &base.estimate, current, global_batch, speed).tokens_per_s;
     let rel = |tps: f64| if base_tps > 0.0 { tps / base_tps } else { 0.0 };
@@ -146,7 +146,7 @@ pub fn hardware_paths_in(
         }
     };
     let row = |kind: String, g: &Gpu, s: Scenario, accum: u64, global_batch: u64| -> Option<HardwarePath> {
-        let v = crate::fit::verdict(&s, g.memory_bytes()).ok()?;
+        let v = crate::fit::verdict(&s, g.capacity()).ok()?;
         let st = plan::step_time(&s, &v.estimate, g, global_batch, speed);
         let gpus = s.parallel.world();
         let price = cost::on_demand_per_gpu_hour(&g.id).map(|p| p * gpus as f64);
@@ -164,10 +164,10 @@ pub fn hardware_paths_in(
             global_batch,
             grad_accum: accum,
             total_bytes: v.estimate.total,
-            capacity: g.memory_bytes(),
+            capacity: g.capacity(),
             fits: v.fits,
             headroom: v.headroom(),
-            max_batch: max_batch(&s, g.memory_bytes()),
+            max_batch: max_batch(&s, g.capacity()),
             step_s: st.step_s,
             tokens_per_s: st.tokens_per_s,
             speedup: rel(st.tokens_per_s),
@@ -189,7 +189,7 @@ pub fn hardware_paths_in(
     // the smallest card of a set that fits, else the largest of them
     let pick = |mut cards: Vec<&'static Gpu>| -> Option<&'static Gpu> {
         cards.sort_by_key(|g| g.memory_mib);
-        cards.iter().find(|g| g.memory_bytes() >= need).or(cards.last()).copied()
+        cards.iter().find(|g| g.capacity() >= need).or(cards.last()).copied()
     };
     let bigger: Vec<&Gpu> = catalog
         .iter()

@@ -370,7 +370,7 @@ pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &Sp
 /// One layout of the search: the largest micro-batch dividing the replica's batch that the
 /// allocator replay fits, with its step time; `None` when no micro-batch fits.
 fn layout_plan(s: &Scenario, gpu: &Gpu, global_batch: u64, speed: &SpeedModel) -> Option<Plan> {
-    let cap = gpu.memory_bytes();
+    let cap = gpu.capacity();
     let replica = global_batch / s.parallel.dp.max(1);
     let at = |b: u64| {
         let mut x = s.clone();
@@ -415,7 +415,7 @@ fn layout_plan(s: &Scenario, gpu: &Gpu, global_batch: u64, speed: &SpeedModel) -
 /// Smallest data-parallel GPU count (a power of two up to 4096, with the scenario's other degrees)
 /// whose most loaded rank fits, for a global batch split evenly.
 pub fn min_gpus(sc: &Scenario, gpu: &Gpu, global_batch: u64) -> Option<u64> {
-    let cap = gpu.memory_bytes();
+    let cap = gpu.capacity();
     (0..=12).map(|i| 1u64 << i).find(|&dp| {
         let mut s = sc.clone();
         s.parallel.dp = dp;

@@ -18,6 +18,9 @@ pub struct FitInfo {
     pub fits: bool,
     /// Largest micro-batch that fits (`None`: not even batch 1).
     pub max_batch: Option<u64>,
+    /// Longest sequence that fits at the scenario's micro-batch, up to the model's context
+    /// length (`None`: not even one token).
+    pub max_seq: Option<u64>,
 }
 
 /// The `--json` object. Keys are stable; new keys may be added.
@@ -128,10 +131,13 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     if let (Some(f), Some(obj)) = (fit, v.as_object_mut()) {
         obj.insert(
             "gpu".into(),
-            json!({"id": f.gpu.id, "name": f.gpu.name, "memory_bytes": f.gpu.memory_bytes()}),
+            json!({"id": f.gpu.id, "name": f.gpu.name, "memory_bytes": f.gpu.memory_bytes(), "cuda_total_bytes": f.gpu.capacity(), "cuda_total_published": f.gpu.cuda_total().1,
+                "capacity_bytes": f.gpu.capacity()}),
         );
         obj.insert("fits".into(), json!(f.fits));
         obj.insert("max_batch".into(), json!(f.max_batch));
+        obj.insert("max_seq".into(), json!(f.max_seq));
+        obj.insert("seq_limit".into(), json!(crate::fit::seq_limit(sc)));
     }
     v
 }
@@ -523,7 +529,7 @@ fn text_overhead(s: &mut String, sc: &Scenario, e: &Estimate) {
 
 /// Whether it fits the card, and the largest micro-batch that does.
 fn text_fit(s: &mut String, sc: &Scenario, e: &Estimate, f: &FitInfo) {
-    let cap = f.gpu.memory_bytes();
+    let cap = f.gpu.capacity();
     let verdict = if f.fits {
         format!("fits, {} free", g(cap.saturating_sub(e.total)).trim())
     } else if e.total > cap {
@@ -536,7 +542,17 @@ fn text_fit(s: &mut String, sc: &Scenario, e: &Estimate, f: &FitInfo) {
             g(cap - e.total).trim()
         )
     };
-    *s += &format!("\n  {}: {} → {verdict}\n", f.gpu.name, g(cap).trim());
+    let source = if f.gpu.cuda_total().1 {
+        "published"
+    } else {
+        "no published figure: 1 % below nvidia-smi's, the rule"
+    };
+    *s += &format!(
+        "\n  {}: {} usable by CUDA ({source}; nvidia-smi total {}) → {verdict}\n",
+        f.gpu.name,
+        g(cap).trim(),
+        g(f.gpu.memory_bytes()).trim()
+    );
     match f.max_batch {
         // this batch fits, but a smaller one runs out of blocks in the replay (fragmentation)
         Some(b) if f.fits && sc.batch > b => {
@@ -547,6 +563,16 @@ fn text_fit(s: &mut String, sc: &Scenario, e: &Estimate, f: &FitInfo) {
         }
         Some(b) => *s += &format!("  largest micro-batch that fits: {b}\n"),
         None => *s += "  even micro-batch 1 does not fit\n",
+    }
+    let (batch, limit) = (sc.batch, crate::fit::seq_limit(sc));
+    match f.max_seq {
+        Some(n) if n >= limit => {
+            *s += &format!(
+                "  longest sequence that fits at micro-batch {batch}: {n} (the model's context length)\n"
+            );
+        }
+        Some(n) => *s += &format!("  longest sequence that fits at micro-batch {batch}: {n}\n"),
+        None => *s += &format!("  not even a 1-token sequence fits at micro-batch {batch}\n"),
     }
 }
 

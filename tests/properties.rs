@@ -6,7 +6,7 @@ use proptest::test_runner::FileFailurePersistence;
 use vramscope::estimate::{
     AttentionImpl, BaseQuant, Checkpointing, Lora, Mode, Optimizer, Scenario, Targets, estimate, timeline,
 };
-use vramscope::fit::{Knob, max_batch, sweep};
+use vramscope::fit::{Knob, max_batch, sweep_flat};
 use vramscope::model::preset::{builtin, preset_names};
 use vramscope::units::Precision;
 
@@ -167,7 +167,7 @@ fn checkpoint_segments_curve_is_u_shaped() {
     sc.lora = Some("16:q,v".parse().unwrap());
     let layers = 80u64;
     let divisors: Vec<u64> = (1..=layers).filter(|n| layers.is_multiple_of(*n)).collect();
-    let curve = sweep(&sc, Knob::Segments, divisors.iter().copied());
+    let curve = sweep_flat(&sc, Knob::Segments, divisors.iter().copied());
     let curve: Vec<(u64, u64)> = curve.iter().map(|p| (p.x, p.peak)).collect();
     let (best_n, best) = curve.iter().copied().min_by_key(|(_, b)| *b).unwrap();
     println!("{curve:?}");

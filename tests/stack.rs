@@ -501,7 +501,7 @@ fn fsdp1_flat_gradients_leave_the_cache_no_larger_for_a_smaller_micro_batch() {
 fn a_paged_optimizer_fits_where_its_states_would_not() {
     let mut sc = common::torchtune_8b(false, false);
     assert_eq!((sc.optimizer, sc.stack.optimizer_in_backward), (Optimizer::PagedAdamw8bit, true));
-    let card = vramscope::gpu::find("rtx-4090").unwrap().memory_bytes();
+    let card = vramscope::gpu::find("rtx-4090").unwrap().capacity();
     let v = vramscope::fit::verdict(&sc, card).unwrap();
     assert!(v.fits, "{} of {card}", v.estimate.total);
     assert!(v.estimate.total + v.estimate.paged_optimizer_states > card);

@@ -253,7 +253,7 @@ fn overhead(a: &EstimateArgs, gpu: Option<&gpu::Gpu>) -> Result<Overhead> {
 /// The context and workspace leave room on the card.
 fn fits_the_card(sc: &Scenario, g: &gpu::Gpu) -> Result<()> {
     let o = sc.overhead;
-    if o.cuda_context_bytes + o.workspace_bytes >= g.memory_bytes() {
+    if o.cuda_context_bytes + o.workspace_bytes >= g.capacity() {
         bail!(
             "--context-mib {} + --workspace-mib {} is the whole {} ({} MiB) or more",
             o.cuda_context_bytes >> 20,

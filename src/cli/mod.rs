@@ -351,14 +351,25 @@ impl ParallelArgs {
 
 /// Runs `estimate`.
 pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
-    let Inputs { sc, notes, gpu, .. } = inputs(a)?;
+    let Inputs { sc, mut notes, gpu, .. } = inputs(a)?;
     // the allocator is replayed over the step on the card (a calibration profile's or
     // --reserve-frac's flat reserve stands for it where given): the verdict every advice uses
     let (e, replay, fit_info) = match gpu {
         Some(g) => {
-            let cap = g.memory_bytes();
+            let cap = g.capacity();
             let v = fit::verdict(&sc, cap)?;
-            let fit = FitInfo { fits: v.fits, max_batch: fit::max_batch(&sc, cap), gpu: g };
+            if let Some(r) = v.replay.as_ref().filter(|r| v.fits && r.alloc_retries > 0) {
+                notes.push(format!(
+                    "the caching allocator ran out of free segments {} time(s) and released its cache to serve the step (PyTorch retries a failed cudaMalloc after emptying the cache): the total is what it holds then, at the card's edge; a smaller job that never nears the card keeps more cached, so its total can be higher",
+                    r.alloc_retries
+                ));
+            }
+            let fit = FitInfo {
+                fits: v.fits,
+                max_batch: fit::max_batch(&sc, cap),
+                max_seq: fit::max_seq(&sc, cap),
+                gpu: g,
+            };
             (v.estimate, v.replay, Some(fit))
         }
         None if sc.overhead.flat_reserve => (estimate(&sc)?, None, None),
@@ -369,7 +380,7 @@ pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
     };
     let ops = if a.ops { vramscope::estimate::block_ops(&sc) } else { Vec::new() };
     let stages = if a.stages {
-        let cap = fit_info.as_ref().map(|f| f.gpu.memory_bytes());
+        let cap = fit_info.as_ref().map(|f| f.gpu.capacity());
         vramscope::estimate::per_stage(&sc, cap)?
     } else {
         Vec::new()

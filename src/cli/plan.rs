@@ -74,7 +74,7 @@ fn costs(
     Ok(Some((
         flops,
         cost::run_options(
-            |g| fit::verdict(sc, g.memory_bytes()).ok().map(|v| (v.fits, v.estimate.total)),
+            |g| fit::verdict(sc, g.capacity()).ok().map(|v| (v.fits, v.estimate.total)),
             sc.parallel.world(),
             flops,
             a.mfu,
@@ -115,7 +115,7 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
         return hardware_options(a, &sc, &gpu, global, &speed);
     }
     // the verdict `estimate --gpu` gives (the allocator replayed on the card)
-    let cap = gpu.memory_bytes();
+    let cap = gpu.capacity();
     let v = fit::verdict(&sc, cap)?;
     let fits = v.fits;
     let e = v.estimate;
@@ -215,7 +215,7 @@ struct Figures {
 /// `plan --json`: the estimate's JSON with the layout, step time, speed-ups and run costs.
 fn layout_json(a: &PlanArgs, sc: &Scenario, gpu: Gpu, notes: &[String], figures: Figures) -> Result<String> {
     let Figures { e, fits, cap, global, step, rule, aware, min } = figures;
-    let fit = FitInfo { fits, max_batch: fit::max_batch(sc, cap), gpu };
+    let fit = FitInfo { fits, max_batch: fit::max_batch(sc, cap), max_seq: fit::max_seq(sc, cap), gpu };
     let mut v = report::to_json(sc, &e, Some(&fit), notes);
     if let Some(o) = v.as_object_mut() {
         if let Some(b) = o.get_mut("bytes").and_then(|b| b.as_object_mut()) {
@@ -245,7 +245,7 @@ fn layout_json(a: &PlanArgs, sc: &Scenario, gpu: Gpu, notes: &[String], figures:
 /// `plan`'s table: the estimate, the layout, the step time and speed-ups, and run costs.
 fn layout_text(a: &PlanArgs, sc: &Scenario, gpu: Gpu, notes: &[String], figures: Figures) -> Result<String> {
     let Figures { e, fits, cap, global, step, rule, aware, min } = figures;
-    let fit = FitInfo { fits, max_batch: fit::max_batch(sc, cap), gpu };
+    let fit = FitInfo { fits, max_batch: fit::max_batch(sc, cap), max_seq: fit::max_seq(sc, cap), gpu };
     let mut s = report::to_text(sc, &e, Some(&fit), notes);
     let p = &sc.parallel;
     s += &format!(

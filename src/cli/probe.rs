@@ -176,11 +176,12 @@ pub fn run_probe(a: &ProbeArgs) -> Result<String> {
     let Inputs { sc, notes, gpu, .. } = inputs(&a.estimate)?;
     probe::check(&sc)?;
     let config = model_config(model, &sc)?;
-    let (e, _) =
-        vramscope::estimate::estimate_reserved(&sc, gpu.as_ref().map(vramscope::gpu::Gpu::memory_bytes))?;
+    // what `estimate` prints: the verdict on the card, else the replay on a card without end
+    let (e, fits) = vramscope::fit::printed(&sc, gpu.as_ref().map(vramscope::gpu::Gpu::capacity))?;
     let fit = gpu.map(|g| FitInfo {
-        fits: e.total <= g.memory_bytes(),
-        max_batch: vramscope::fit::max_batch(&sc, g.memory_bytes()),
+        fits,
+        max_batch: vramscope::fit::max_batch(&sc, g.capacity()),
+        max_seq: vramscope::fit::max_seq(&sc, g.capacity()),
         gpu: g,
     });
     let predicted = report::to_json(&sc, &e, fit.as_ref(), &notes);
@@ -239,7 +240,7 @@ pub fn run_calibrate(a: &CalibrateArgs) -> Result<String> {
     }
     let i = probe_inputs(&p, &shown, &ea)?;
     let (e, _) =
-        vramscope::estimate::estimate_reserved(&i.sc, i.gpu.as_ref().map(vramscope::gpu::Gpu::memory_bytes))?;
+        vramscope::estimate::estimate_reserved(&i.sc, i.gpu.as_ref().map(vramscope::gpu::Gpu::capacity))?;
     let rows = calibrate::compare(&p, &i.sc, &e);
     let mut notes: Vec<String> = gpu_note.into_iter().collect();
     if let Some(err) = &p.error {

@@ -306,6 +306,20 @@ pub fn replayed(
     sc: &Scenario,
     capacity: Option<u64>,
 ) -> Result<(step::Timeline, reserved::Reserved), ScenarioError> {
+    replayed_on(sc, capacity, true)
+}
+
+/// Whether the step's replay on a card of `capacity` bytes serves every request: [`replayed`]'s
+/// failed requests, without replaying a step that does not fit a second time for its need.
+pub fn replay_fits(sc: &Scenario, capacity: u64) -> Result<(Estimate, reserved::Reserved), ScenarioError> {
+    replayed_on(sc, Some(capacity), false).map(|(tl, r)| (tl.estimate, r))
+}
+
+fn replayed_on(
+    sc: &Scenario,
+    capacity: Option<u64>,
+    need: bool,
+) -> Result<(step::Timeline, reserved::Reserved), ScenarioError> {
     sc.validate()?;
     let layers = sc.model.transformer().map_or(0, |t| t.num_layers);
     // the most loaded stage: one whose replay runs out of the card (the job then does not fit),
@@ -314,7 +328,7 @@ pub fn replayed(
     let key = |r: &(step::Timeline, reserved::Reserved)| (r.1.ooms > 0, r.0.estimate.total);
     let mut worst: Option<(step::Timeline, reserved::Reserved)> = None;
     for stage in stages_of(sc, layers) {
-        let r = replay_timeline(sc, stage_timeline(sc, &stage), capacity);
+        let r = replay_timeline(sc, stage_timeline(sc, &stage), capacity, need);
         if worst.as_ref().is_none_or(|w| key(&r) > key(w)) {
             worst = Some(r);
         }
@@ -335,17 +349,21 @@ pub fn per_stage(sc: &Scenario, capacity: Option<u64>) -> Result<Vec<Estimate>, 
             if sc.overhead.flat_reserve {
                 estimate_rank(sc, stage, None)
             } else {
-                replay_timeline(sc, stage_timeline(sc, stage), capacity).0.estimate
+                replay_timeline(sc, stage_timeline(sc, stage), capacity, true).0.estimate
             }
         })
         .collect())
 }
 
 /// `tl` with the caching allocator replayed over it (see [`replayed`]).
+///
+/// When the step does not fit `capacity` and `need` is set, the totals are those of the replay
+/// on a card without end (what the job needs), the failed requests those on the card.
 fn replay_timeline(
     sc: &Scenario,
     mut tl: step::Timeline,
     capacity: Option<u64>,
+    need: bool,
 ) -> (step::Timeline, reserved::Reserved) {
     let o = sc.overhead;
     let outside = context::outside(sc).total();
@@ -355,7 +373,15 @@ fn replay_timeline(
         garbage_collection_threshold: o.allocator.garbage_collection_threshold,
         expandable_segments: o.allocator.expandable_segments,
     };
-    let r = reserved::replay(sc, &tl, cfg, o.workspace_bytes);
+    let mut r = reserved::replay(sc, &tl, cfg, o.workspace_bytes);
+    if need && r.ooms > 0 && cfg.capacity < u64::MAX {
+        // the step does not fit: where the replay ran out is not what the job needs. Its total
+        // is the replay on a card without end (the cache kept, never released), and the first
+        // replay's failed requests say it does not fit here
+        let ooms = r.ooms;
+        r = reserved::replay(sc, &tl, crate::alloc::Config { capacity: u64::MAX, ..cfg }, o.workspace_bytes);
+        r.ooms = ooms;
+    }
     let e = &mut tl.estimate;
     let cache = r.peak_reserved.saturating_sub(e.peak_allocated);
     e.reserved = Some(r.peak_reserved);

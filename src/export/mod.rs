@@ -301,7 +301,7 @@ pub(crate) fn estimate_on(
     // as `run_estimate` does: on the card the verdict; without one the allocator replayed over
     // the step, unless a flat reserve stands for it
     let e = match gpu {
-        Some(g) => crate::fit::verdict(sc, g.memory_bytes()).map(|v| v.estimate),
+        Some(g) => crate::fit::verdict(sc, g.capacity()).map(|v| v.estimate),
         None if sc.overhead.flat_reserve => estimate(sc),
         None => crate::estimate::estimate_reserved(sc, None).map(|(e, _)| e),
     };

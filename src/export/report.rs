@@ -23,10 +23,11 @@ fn g(b: u64) -> String {
 pub fn report_json(f: &ScenarioFile, e: &Estimate) -> Value {
     let gpu = f.gpu();
     let fit = gpu.as_ref().map(|g| {
-        let cap = g.memory_bytes();
+        let cap = g.capacity();
         FitInfo {
             fits: fit::fits(&f.scenario, cap),
             max_batch: fit::max_batch(&f.scenario, cap),
+            max_seq: fit::max_seq(&f.scenario, cap),
             gpu: g.clone(),
         }
     });
@@ -38,9 +39,10 @@ pub fn report_json(f: &ScenarioFile, e: &Estimate) -> Value {
         let curves: serde_json::Map<String, Value> = Knob::ALL
             .iter()
             .map(|&k| {
-                let pts: Vec<Value> = fit::sweep(&f.scenario, k, table_values(k, &f.scenario))
+                let cap = gpu.as_ref().map(|g| g.capacity());
+                let pts: Vec<Value> = fit::sweep(&f.scenario, k, table_values(k, &f.scenario), cap)
                     .iter()
-                    .map(|p| json!({"x": p.x, "peak_bytes": p.peak, "total_bytes": p.total}))
+                    .map(|p| json!({"x": p.x, "peak_bytes": p.peak, "total_bytes": p.total, "fits": p.fits}))
                     .collect();
                 (knob_name(k).to_owned(), Value::Array(pts))
             })
@@ -105,7 +107,7 @@ pub fn options(f: &ScenarioFile) -> Vec<HwOption> {
     gpu::catalog()
         .iter()
         .filter_map(|g| {
-            let cap = g.memory_bytes();
+            let cap = g.capacity();
             // each card's own verdict (the allocator replayed on it), as `estimate --gpu` gives
             let v = fit::verdict(&f.scenario, cap).ok()?;
             let cheapest = cost::cheapest_on_demand(&g.id);
@@ -153,7 +155,7 @@ pub fn report_markdown_in(f: &ScenarioFile, e: &Estimate, lang: Lang) -> String 
     md_inputs(&mut s, f, e, lang);
     md_breakdown(&mut s, e, lang);
     md_fit(&mut s, f, e, lang);
-    md_what_if(&mut s, sc, lang);
+    md_what_if(&mut s, sc, f.gpu().map(|g| g.capacity()), lang);
     md_hardware(&mut s, f, lang);
     md_roadmap(&mut s, f, lang);
     let _ = writeln!(
@@ -271,7 +273,7 @@ fn md_breakdown(s: &mut String, e: &Estimate, lang: Lang) {
 fn md_fit(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
     let sc = &f.scenario;
     if let Some(gpu) = f.gpu() {
-        let cap = gpu.memory_bytes();
+        let cap = gpu.capacity();
         let verdict = if fit::fits(sc, cap) {
             text!(lang, "fits, {} free", "放得下，剩余 {}", g(cap.saturating_sub(e.total)))
         } else if e.total > cap {
@@ -299,25 +301,33 @@ fn md_fit(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
     }
 }
 
-/// The what-if tables, one a knob.
-fn md_what_if(s: &mut String, sc: &Scenario, lang: Lang) {
+/// The what-if tables, one a knob: each row what `vramscope estimate` prints with the knob's flag
+/// at that value (the allocator replayed on the card), and whether it fits.
+fn md_what_if(s: &mut String, sc: &Scenario, cap: Option<u64>, lang: Lang) {
     let _ = writeln!(s, "\n{}\n", lang.pick("## What if", "## 假设分析"));
     for k in Knob::ALL {
         if k == Knob::Segments && sc.mode != Mode::Train {
             continue;
         }
-        let pts = fit::sweep(sc, k, table_values(k, sc));
+        let pts = fit::sweep(sc, k, table_values(k, sc), cap);
         if pts.is_empty() {
             continue;
         }
+        let (fits_head, fits_rule) =
+            if cap.is_some() { (lang.pick(" | fits", " | 可容纳"), "|---") } else { ("", "") };
         let _ = writeln!(
             s,
-            "| {} | {} |\n|---:|---:|---:|",
+            "| {} | {}{fits_head} |\n|---:|---:|---:{fits_rule}|",
             knob_label(k, lang),
             lang.pick("peak allocated | total", "已分配峰值 | 总量")
         );
         for pt in pts {
-            let _ = writeln!(s, "| {} | {} | {} |", pt.x, g(pt.peak), g(pt.total));
+            let fits = if cap.is_none() {
+                String::new()
+            } else {
+                format!(" | {}", if pt.fits { lang.pick("yes", "是") } else { lang.pick("no", "否") })
+            };
+            let _ = writeln!(s, "| {} | {} | {}{fits} |", pt.x, g(pt.peak), g(pt.total));
         }
         s.push('\n');
     }
@@ -383,11 +393,11 @@ pub fn with_chart_link(report_md: &str, png_file_name: &str) -> String {
 
 /// The what-if curves: every knob's full sweep, one row per point.
 pub fn curves_csv(f: &ScenarioFile) -> String {
-    let cap = f.gpu().map(|g| g.memory_bytes());
+    let cap = f.gpu().map(|g| g.capacity());
     let mut s = String::from("knob,value,peak_allocated_bytes,total_bytes,fits\n");
     for k in Knob::ALL {
-        for p in fit::sweep(&f.scenario, k, k.values(&f.scenario)) {
-            let fits = cap.map_or(String::new(), |c| (p.total <= c).to_string());
+        for p in fit::sweep(&f.scenario, k, k.values(&f.scenario), cap) {
+            let fits = cap.map_or(String::new(), |_| p.fits.to_string());
             let _ = writeln!(s, "{},{},{},{},{fits}", knob_name(k), p.x, p.peak, p.total);
         }
     }

@@ -4,7 +4,7 @@
 use super::state::{AppState, Settings};
 use crate::estimate::{Estimate, Scenario, estimate};
 use crate::explain::{Explanation, explain_in};
-use crate::fit::{Knob, SweepPoint, anchor, exact_point, insert_point, max_batch, sweep};
+use crate::fit::{Knob, SweepPoint, exact_point, insert_point, max_batch, sweep};
 use crate::gpu::{self, Gpu};
 
 /// Results for one scenario.
@@ -15,6 +15,8 @@ pub struct Computed {
     pub explanations: Vec<Explanation>,
     pub gpu: Gpu,
     pub max_batch: Option<u64>,
+    /// The longest sequence that fits at the micro-batch (`fit::max_seq`).
+    pub max_seq: Option<u64>,
     /// One curve per knob, in `Knob::ALL` order.
     pub curves: Vec<(Knob, Vec<SweepPoint>)>,
     /// What each op of each kind of block keeps.
@@ -28,6 +30,8 @@ pub struct Computed {
     card_verdicts: std::cell::OnceCell<Vec<(String, bool, u64)>>,
     /// What stays while only the micro-batch changes (dragging the batch slider reuses it).
     batch_free: BatchFree,
+    /// What stays while only the sequence length changes: the longest sequence that fits.
+    seq_free: (Settings, Option<u64>, Option<SweepPoint>),
     /// Each pipeline stage's predicted total (`estimate --stages`), computed when the Live tab
     /// first reads a cluster against it.
     stage_totals: std::cell::OnceCell<Vec<u64>>,
@@ -64,6 +68,59 @@ impl BatchFree {
     }
 }
 
+/// The what-if curves, one per knob in `Knob::ALL` order: every point what `vramscope estimate`
+/// prints with the knob at its value on this card (`fit::sweep`), the current value (the bar's
+/// total) and, on the batch curve, `marks` (the largest batch that fits and the one after it)
+/// among them.
+fn curves(
+    scenario: &Scenario,
+    now: &Estimate,
+    fits_now: bool,
+    cap: u64,
+    marks: &[SweepPoint],
+    seq_mark: Option<SweepPoint>,
+) -> Vec<(Knob, Vec<SweepPoint>)> {
+    Knob::ALL
+        .into_iter()
+        .map(|knob| {
+            let current = match knob {
+                Knob::Batch => Some(scenario.batch),
+                Knob::Seq => Some(scenario.seq),
+                Knob::Gpus => Some(scenario.parallel.dp),
+                Knob::Segments => match scenario.checkpointing {
+                    crate::estimate::Checkpointing::Segments(n) => Some(n),
+                    _ => None,
+                },
+            };
+            let skip = |x: u64| current == Some(x) || (knob == Knob::Batch && marks.iter().any(|m| m.x == x));
+            let values: Vec<u64> = knob.values(scenario).into_iter().filter(|&x| !skip(x)).collect();
+            let mut pts = sweep(scenario, knob, values, Some(cap));
+            if let Some(x) = current {
+                insert_point(
+                    &mut pts,
+                    SweepPoint {
+                        x,
+                        peak: now.peak_allocated,
+                        total: now.total,
+                        phases: now.phase_peaks,
+                        activations: now.activations,
+                        fits: fits_now,
+                    },
+                );
+            }
+            if knob == Knob::Batch {
+                for m in marks {
+                    insert_point(&mut pts, *m);
+                }
+            }
+            if let Some(m) = seq_mark.filter(|_| knob == Knob::Seq && current != seq_mark.map(|m| m.x)) {
+                insert_point(&mut pts, m);
+            }
+            (knob, pts)
+        })
+        .collect()
+}
+
 /// One timeline event explained as "Why this much?" explains the peak.
 #[derive(Clone, Debug)]
 pub struct MomentView {
@@ -86,60 +143,33 @@ impl Computed {
     pub fn after(settings: &Settings, prev: Option<&Self>) -> Result<Self, String> {
         let scenario = settings.to_scenario()?;
         let gpu = gpu::find(&settings.gpu_id)?;
-        let cap = gpu.memory_bytes();
+        let cap = gpu.capacity();
         // the estimate `vramscope estimate` prints: the allocator replayed on this card
         let (estimate, timeline, reserved) = match crate::estimate::replayed(&scenario, Some(cap)) {
             Ok((tl, r)) => (tl.estimate.clone(), Some(tl), Some(r)),
             Err(_) => (estimate(&scenario).map_err(|e| e.to_string())?, None, None),
         };
         let explanations = explain_in(&scenario, &estimate, super::lang::current());
-        let mut curves: Vec<(Knob, Vec<SweepPoint>)> =
-            Knob::ALL.into_iter().map(|k| (k, sweep(&scenario, k, k.values(&scenario)))).collect();
         let batch_free = BatchFree::of(settings, &scenario, cap, prev.map(|p| &p.batch_free));
         let max_batch = batch_free.max_batch;
-        // every curve holds, exactly, the figures the window shows elsewhere: the current value
-        // (the bar's total) and, on the batch curve, the largest batch that fits and the one
-        // after it (the headline's); the sampled points between are anchored to them
-        let now = SweepPoint {
-            x: 0,
-            peak: estimate.peak_allocated,
-            total: estimate.total,
-            phases: estimate.phase_peaks,
-            activations: estimate.activations,
+        let seq_key = Settings { seq: 0, ..settings.clone() };
+        let seq_free = match prev.map(|p| &p.seq_free) {
+            Some((k, m, p)) if *k == seq_key => (seq_key, *m, *p),
+            _ => {
+                let m = crate::fit::max_seq(&scenario, cap);
+                (seq_key, m, m.and_then(|x| exact_point(&scenario, Knob::Seq, x, cap)))
+            }
         };
-        for (knob, pts) in &mut curves {
-            let current = match knob {
-                Knob::Batch => Some(scenario.batch),
-                Knob::Seq => Some(scenario.seq),
-                Knob::Gpus => Some(scenario.parallel.dp),
-                Knob::Segments => match scenario.checkpointing {
-                    crate::estimate::Checkpointing::Segments(n) => Some(n),
-                    _ => None,
-                },
-            };
-            let mut exact: Vec<SweepPoint> = current.map(|x| SweepPoint { x, ..now }).into_iter().collect();
-            if *knob == Knob::Batch {
-                exact.extend(batch_free.marks.iter().copied());
-            }
-            for p in &exact {
-                insert_point(pts, *p);
-            }
-            anchor(&scenario, *knob, pts, &exact);
-            if *knob == Knob::Batch {
-                // the verdict decides what fits: a batch beyond the largest that fits does not,
-                // even where the sum of its parts stays under the card (the replayed allocator
-                // runs out first, fragmented); it is drawn at the card, not under it
-                for p in pts.iter_mut() {
-                    let fits = max_batch.is_some_and(|m| p.x <= m);
-                    p.total = if fits { p.total.min(cap) } else { p.total.max(cap + 1) };
-                }
-            }
-        }
+        let max_seq = seq_free.1;
+        let fits_now = estimate.total <= cap && reserved.as_ref().is_none_or(|r| r.ooms == 0);
+        let curves = curves(&scenario, &estimate, fits_now, cap, &batch_free.marks, seq_free.2);
         let block_ops = crate::estimate::block_ops(&scenario);
         Ok(Self {
             timeline,
             reserved,
             max_batch,
+            max_seq,
+            seq_free,
             scenario,
             estimate,
             explanations,
@@ -159,7 +189,7 @@ impl Computed {
             gpu::catalog()
                 .iter()
                 .filter_map(|c| {
-                    let v = crate::fit::verdict(&self.scenario, c.memory_bytes()).ok()?;
+                    let v = crate::fit::verdict(&self.scenario, c.capacity()).ok()?;
                     Some((c.id.clone(), v.fits, v.estimate.total))
                 })
                 .collect()
@@ -195,7 +225,7 @@ impl Computed {
 
     /// Capacity of the chosen GPU in bytes.
     pub fn capacity(&self) -> u64 {
-        self.gpu.memory_bytes()
+        self.gpu.capacity()
     }
 
     /// Does the total fit (and does the replayed allocator never run out)?
@@ -360,5 +390,24 @@ mod tests {
         let other = Computed::after(&s3, Some(&first)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(other.max_batch, Computed::new(&s3).unwrap_or_else(|e| panic!("{e}")).max_batch);
         assert_ne!(other.max_batch, first.max_batch, "the default model's largest batch depends on seq");
+    }
+
+    /// Every point of every what-if curve is what `vramscope estimate` prints with the knob's
+    /// flag at that value on this card (the allocator replayed, as the headline): once the
+    /// sampled points used the flat 5 % reserve, anchored to a few exact ones.
+    #[test]
+    fn every_curve_point_is_the_estimate_at_its_value() {
+        let s = Settings::default();
+        let c = Computed::new(&s).unwrap_or_else(|e| panic!("{e}"));
+        let cap = c.capacity();
+        for (knob, pts) in &c.curves {
+            assert!(!pts.is_empty(), "{knob:?}");
+            for p in pts.iter().step_by(7) {
+                let mut sc = c.scenario.clone();
+                knob.apply(&mut sc, p.x);
+                let (e, fits) = crate::fit::printed(&sc, Some(cap)).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!((p.total, p.fits), (e.total, fits), "{knob:?} at {}", p.x);
+            }
+        }
     }
 }

@@ -74,7 +74,7 @@ fn zero3_gpus(sc: &Scenario, g: &Gpu, limit: u64, max: u64) -> u64 {
     while n < max {
         let mut s = sc.clone();
         s.parallel = fully_sharded(sc, n);
-        if verdict(&s, g.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= limit) {
+        if verdict(&s, g.capacity()).is_ok_and(|v| v.fits && v.estimate.total <= limit) {
             return n;
         }
         n *= 2;
@@ -93,6 +93,8 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
             fused_linear_ce(sc),
             micro_batch(headroom),
             adamw_8bit(),
+            paged_optimizer(sc),
+            optimizer_in_backward(sc),
         ]);
     }
     v.push(expandable_segments());
@@ -111,7 +113,7 @@ pub(super) fn changes(sc: &Scenario, headroom: f64) -> Vec<Change> {
 
 /// The memory a card may use with `headroom` left free.
 fn limit(headroom: f64) -> impl Fn(&Gpu) -> u64 + Copy {
-    move |g: &Gpu| (g.memory_bytes() as f64 * (1.0 - headroom)) as u64
+    move |g: &Gpu| (g.capacity() as f64 * (1.0 - headroom)) as u64
 }
 
 /// Mixed precision: bf16 autocast over fp32 weights.
@@ -218,7 +220,7 @@ fn micro_batch(headroom: f64) -> Change {
                     let mut t = s.clone();
                     t.batch = d;
                     t.stack.grad_accum = u32::try_from(accum * (b / d)).unwrap_or(u32::MAX);
-                    verdict(&t, g.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= cap)
+                    verdict(&t, g.capacity()).is_ok_and(|v| v.fits && v.estimate.total <= cap)
                 })
                 .unwrap_or(1);
             s.batch = mb;
@@ -247,6 +249,71 @@ fn adamw_8bit() -> Change {
             if apply {
                 s.optimizer = Optimizer::Adamw8bit;
             }
+            apply
+        },
+    )
+}
+
+/// bitsandbytes' paged 8-bit AdamW: the states in CUDA unified memory, paged to host memory
+/// when the card runs short.
+fn paged_optimizer(sc: &Scenario) -> Change {
+    Change::new(
+        Short,
+        Setting,
+        (
+            "Paged 8-bit AdamW (bitsandbytes): optimizer states in unified memory, paged to the host when the card is full",
+            "分页 8-bit AdamW（bitsandbytes）：优化器状态放在统一内存中，显存不足时换页到主机内存",
+        ),
+        "low",
+        match sc.stack.framework {
+            Some(Framework::Torchtune) => {
+                &["torchtune: optimizer: _component_: bitsandbytes.optim.PagedAdamW8bit"]
+            }
+            Some(Framework::Litgpt) => &["litgpt: --optimizer bitsandbytes.optim.PagedAdamW8bit"],
+            _ => &["pip install bitsandbytes; TrainingArguments(optim=\"paged_adamw_8bit\")"],
+        },
+        |s, _| {
+            let apply = matches!(s.optimizer, Optimizer::Adamw8bit);
+            if apply {
+                s.optimizer = Optimizer::PagedAdamw8bit;
+            }
+            apply
+        },
+    )
+}
+
+/// The optimizer step fused into the backward pass: each gradient is stepped and freed as it is
+/// made, so no gradient of the whole model is ever held.
+fn optimizer_in_backward(sc: &Scenario) -> Change {
+    Change::new(
+        Short,
+        Setting,
+        (
+            "Optimizer step in the backward pass: each gradient is applied and freed as it is made",
+            "把优化器更新融合进反向传播：每个梯度一产生就更新并释放",
+        ),
+        "low",
+        match sc.stack.framework {
+            Some(Framework::Torchtune) => {
+                &["torchtune: optimizer_in_bwd: True (no gradient accumulation with it)"]
+            }
+            _ => &[
+                "PyTorch: one optimizer per parameter, stepped by p.register_post_accumulate_grad_hook(hook) (PyTorch tutorial \"How to save memory by fusing the optimizer step into the backward pass\")",
+                "torchtune's full_finetune_single_device recipe has it as optimizer_in_bwd: True; HF Trainer and litgpt have no switch for it",
+            ],
+        },
+        |s, _| {
+            // no gradient accumulation with it: a micro-batch above 1 is left to the smaller
+            // micro-batch with accumulation (the global batch kept), which it would rule out
+            let apply = s.mode == Mode::Train
+                && !s.stack.optimizer_in_backward
+                && s.batch == 1
+                && s.stack.grad_accum <= 1
+                && !s.stack.keep_grads
+                && s.optimizer != Optimizer::None
+                && s.parallel.world() == 1
+                && s.stack.framework != Some(Framework::Litgpt);
+            s.stack.optimizer_in_backward = true;
             apply
         },
     )
@@ -377,11 +444,10 @@ fn larger_card(headroom: f64) -> Change {
     // a larger card: the smallest that fits, in this product line first
     Change::new(Mid, Hardware, ("A larger card", "换显存更大的卡"), "medium", &[], move |s, g| {
         let line = product_line(g);
-        let mut cards: Vec<&Gpu> =
-            gpu::catalog().iter().filter(|c| c.memory_bytes() > g.memory_bytes()).collect();
+        let mut cards: Vec<&Gpu> = gpu::catalog().iter().filter(|c| c.capacity() > g.capacity()).collect();
         cards.sort_by_key(|c| (product_line(c) != line, c.memory_mib));
         let fitting = cards.into_iter().find(|c| {
-            verdict(&on_card(s, g, c), c.memory_bytes()).is_ok_and(|v| v.fits && v.estimate.total <= limit(c))
+            verdict(&on_card(s, g, c), c.capacity()).is_ok_and(|v| v.fits && v.estimate.total <= limit(c))
         });
         let Some(c) = fitting else { return false };
         *s = on_card(s, g, c);

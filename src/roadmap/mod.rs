@@ -155,11 +155,11 @@ struct Search {
 
 impl Search {
     fn limit(&self, g: &Gpu) -> u64 {
-        (g.memory_bytes() as f64 * (1.0 - self.headroom)) as u64
+        (g.capacity() as f64 * (1.0 - self.headroom)) as u64
     }
 
     fn state(&self, sc: Scenario, gpu: Gpu) -> Option<(State, bool)> {
-        let v = verdict(&sc, gpu.memory_bytes()).ok()?;
+        let v = verdict(&sc, gpu.capacity()).ok()?;
         let fits = v.fits && v.estimate.total <= self.limit(&gpu);
         Some((State { sc, gpu, e: v.estimate }, fits))
     }
@@ -186,7 +186,7 @@ impl Search {
         if !card_change && saves.is_none() {
             return None;
         }
-        if card_change && to.gpu.memory_bytes() <= from.gpu.memory_bytes() {
+        if card_change && to.gpu.capacity() <= from.gpu.capacity() {
             return None;
         }
         let before = from.sc.parallel.world().max(1) as f64
@@ -215,7 +215,7 @@ impl Search {
             },
             peak_at: to.e.peak.describe_in(self.lang),
             gpus: to.sc.parallel.world(),
-            capacity: to.gpu.memory_bytes(),
+            capacity: to.gpu.capacity(),
             fits,
             max_batch_after: self.max_batch(&to),
             cost_change,
@@ -239,7 +239,7 @@ impl Search {
             saves_pct: None,
             peak_at: String::new(),
             gpus: at.sc.parallel.world(),
-            capacity: at.gpu.memory_bytes(),
+            capacity: at.gpu.capacity(),
             fits: self.fits(at),
             max_batch_after: None,
             cost_change: None,
@@ -250,6 +250,99 @@ impl Search {
             changes: Vec::new(),
             estimate: at.e.clone(),
         }
+    }
+}
+
+/// A path: the changes taken, in order, each with the horizon at which it is done.
+type Path = Vec<(usize, Horizon)>;
+
+impl Search {
+    /// The greedy search: horizon by horizon, the first change in order that applies is taken,
+    /// then the list is tried again from its start, until the job fits.
+    fn greedy(&self, start: &State, fits_before: bool, all: &[Change]) -> Path {
+        let mut at = start.clone();
+        let mut fits = fits_before;
+        let mut path = Path::new();
+        // what an earlier horizon could not use yet comes first (it is less effort), e.g. a
+        // smaller micro-batch once sharding has moved the peak from the states to the activations
+        let mut pending: Vec<usize> = Vec::new();
+        for horizon in [Horizon::Short, Horizon::Mid, Horizon::Long] {
+            pending.extend(
+                (0..all.len()).filter(|&i| all[i].horizon == horizon && all[i].kind != StepKind::NotMemory),
+            );
+            // a change that saved nothing while another phase held the peak (a smaller
+            // micro-batch under an optimizer-step peak) gets its turn before anything costlier
+            while !fits {
+                let found = pending
+                    .iter()
+                    .enumerate()
+                    .find_map(|(k, &i)| self.try_step(&at, &all[i]).map(|r| (k, r)));
+                let Some((k, (step, to))) = found else { break };
+                // done at this stage of the path (a setting that only helps once sharding moved
+                // the peak is part of that stage)
+                path.push((pending.remove(k), horizon));
+                fits = step.fits;
+                at = to;
+            }
+        }
+        path
+    }
+
+    /// The path without the steps it does not need: from the costliest (the last) down, a step
+    /// is dropped when the job still fits without it. The greedy search takes a cheap change that
+    /// saves little before the one that makes it fit (checkpointing under an optimizer-step
+    /// peak); the roadmap names only what the fit needs.
+    /// A step is kept where dropping it would change the hardware the path ends on (a larger
+    /// card, more GPUs): a setting is cheaper than hardware.
+    fn prune(&self, start: &State, all: &[Change], mut path: Path) -> Path {
+        let hardware = |st: &State| (st.gpu.id.clone(), st.sc.parallel.world());
+        let (_, end, _, _) = self.walk(start, false, all, &path);
+        let mut k = path.len();
+        while k > 0 {
+            k -= 1;
+            let mut without = path.clone();
+            without.remove(k);
+            let (_, at, fits, _) = self.walk(start, false, all, &without);
+            if fits && hardware(&at) == hardware(&end) {
+                path = without;
+            }
+        }
+        path
+    }
+
+    /// The steps of `path` from `start`, with the notes (steps that are not memory changes) of
+    /// each horizon before its steps: the steps, the state after them, whether it fits, and the
+    /// state after the short-term steps. A change of the path that no longer saves anything is
+    /// left out.
+    fn walk(
+        &self,
+        start: &State,
+        fits_before: bool,
+        all: &[Change],
+        path: &[(usize, Horizon)],
+    ) -> (Vec<Step>, State, bool, State) {
+        let mut at = start.clone();
+        let mut fits = fits_before;
+        let mut steps = Vec::new();
+        let mut short_state = None;
+        for horizon in [Horizon::Short, Horizon::Mid, Horizon::Long] {
+            if horizon != Horizon::Short && short_state.is_none() {
+                short_state = Some(at.clone());
+            }
+            for c in all.iter().filter(|c| c.horizon == horizon && c.kind == StepKind::NotMemory) {
+                steps.push(self.note(&at, c));
+            }
+            for &(i, h) in path.iter().filter(|p| p.1 == horizon) {
+                let Some((mut step, to)) = self.try_step(&at, &all[i]) else { continue };
+                titled(&all[i], &mut step, &to, self.lang);
+                step.horizon = h;
+                fits = step.fits;
+                steps.push(step);
+                at = to;
+            }
+        }
+        let short_state = short_state.unwrap_or_else(|| at.clone());
+        (steps, at, fits, short_state)
     }
 }
 
@@ -294,47 +387,17 @@ pub fn roadmap_with(sc: &Scenario, gpu: &Gpu, headroom: f64) -> Option<Roadmap> 
 pub fn roadmap_in(sc: &Scenario, gpu: &Gpu, headroom: f64, lang: Lang) -> Option<Roadmap> {
     let search = Search { headroom: headroom.clamp(0.0, 0.9), lang };
     let (start, fits_before) = search.state(sc.clone(), gpu.clone())?;
-    let mut at = start.clone();
-    let mut fits = fits_before;
-    let mut steps = Vec::new();
-    // changes not applied (they did not apply, saved nothing, or came after the job fitted)
-    let mut rest: Vec<usize> = Vec::new();
-    let mut short_state = None;
     let all = changes(sc, search.headroom);
-    for horizon in [Horizon::Short, Horizon::Mid, Horizon::Long] {
-        if horizon != Horizon::Short && short_state.is_none() {
-            short_state = Some(at.clone());
-        }
-        let now = (0..all.len()).filter(|&i| all[i].horizon == horizon);
-        // what an earlier horizon could not use yet comes first (it is less effort), e.g. a
-        // smaller micro-batch once sharding has moved the peak from the states to the activations
-        let mut pending = std::mem::take(&mut rest);
-        for i in now {
-            if all[i].kind == StepKind::NotMemory {
-                steps.push(search.note(&at, &all[i]));
-            } else {
-                pending.push(i);
-            }
-        }
-        // the first change in order that applies is taken, then the list is tried again from
-        // its start: a change that saved nothing while another phase held the peak (a smaller
-        // micro-batch under an optimizer-step peak) gets its turn before anything costlier
-        while !fits {
-            let found =
-                pending.iter().enumerate().find_map(|(k, &i)| search.try_step(&at, &all[i]).map(|r| (k, r)));
-            let Some((k, (mut step, to))) = found else { break };
-            let c = &all[pending.remove(k)];
-            titled(c, &mut step, &to, lang);
-            // done at this stage of the path (a setting that only helps once sharding moved the
-            // peak is part of that stage)
-            step.horizon = horizon;
-            fits = step.fits;
-            steps.push(step);
-            at = to;
-        }
-        rest.extend(pending);
+    let mut path = search.greedy(&start, fits_before, &all);
+    if !fits_before {
+        path = search.prune(&start, &all, path);
     }
-    let short_state = short_state.unwrap_or_else(|| at.clone());
+    let (steps, at, fits, short_state) = search.walk(&start, fits_before, &all, &path);
+    // changes not on the path (they did not apply, saved nothing, came after the job fitted or
+    // were not needed for it)
+    let rest: Vec<usize> = (0..all.len())
+        .filter(|&i| all[i].kind != StepKind::NotMemory && !path.iter().any(|p| p.0 == i))
+        .collect();
     // once it fits: what raises the micro-batch, each change alone on the fitted job
     let mb_now = search.max_batch(&at);
     let mut raise_batch = Vec::new();
@@ -391,7 +454,7 @@ pub fn roadmap_in(sc: &Scenario, gpu: &Gpu, headroom: f64, lang: Lang) -> Option
     };
     Some(Roadmap {
         total_before: start.e.total,
-        capacity_before: gpu.memory_bytes(),
+        capacity_before: gpu.capacity(),
         headroom: search.headroom,
         max_batch_before,
         max_batch_after,

@@ -138,6 +138,16 @@ pub fn advice_in(a: &ServeAdvice, model: &str, options: bool, lang: Lang) -> Str
         for st in &a.options {
             row(&mut o, st);
         }
+        // the headline names where the path ends: the path itself, so that its command is here
+        if !a.roadmap.is_empty() {
+            o += lang.pick(
+                "\n  the path the headline names (each step on top of the ones before):\n",
+                "\n  标题所指的路线（每一步叠加在之前各步之上）：\n",
+            );
+            for st in &a.roadmap {
+                row(&mut o, st);
+            }
+        }
     } else {
         o += lang.pick(
             "  the path (each step on top of the ones before):\n",

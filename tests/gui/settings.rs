@@ -200,7 +200,7 @@ fn qlora_and_quantized_inference_come_from_the_base_weights_menu() {
         let sc = h.state().state.settings.to_scenario().unwrap_or_else(|e| panic!("{e}"));
         let line = vramscope::flags::line(&vramscope::flags::flags(&sc, &gpu));
         assert!(line.contains(flag), "{line}");
-        let (e, _) = vramscope::estimate::estimate_reserved(&sc, Some(gpu.memory_bytes()))
+        let (e, _) = vramscope::estimate::estimate_reserved(&sc, Some(gpu.capacity()))
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(e.total, total(&h), "{choice}");
     }

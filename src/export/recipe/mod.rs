@@ -415,7 +415,7 @@ pub fn recipe(f: &ScenarioFile, format: Format) -> Result<Option<Recipe>, Export
         .validate()
         .map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: format!("{framework}: {e}") })?;
     let gpu = f.gpu();
-    let implied_fits = gpu.as_ref().map(|g| crate::fit::fits(&implied, g.memory_bytes()));
+    let implied_fits = gpu.as_ref().map(|g| crate::fit::fits(&implied, g.capacity()));
     // Megatron's fp32 gradient buffer (accumulate_allreduce_grads_in_fp32) against bf16-mixed's
     // half-precision gradients: 2 more bytes per trainable parameter while the backward runs
     let unmodelled = if format == Format::Megatron && implied.precision == Precision::Bf16Mixed {

@@ -30,7 +30,7 @@ fn deepspeed_bf16_is_the_mixed_recipe_and_says_so_with_both_totals() {
     assert!(r.differs.contains(&("--precision", Some("bf16-mixed".into()))), "{:?}", r.differs);
     assert!(r.differs.contains(&("--optimizer", Some("adamw-fused".into()))), "{:?}", r.differs);
     // both totals are the estimator's verdicts, and fp32 master weights + moments cost more
-    let cap = f.gpu().unwrap().memory_bytes();
+    let cap = f.gpu().unwrap().capacity();
     assert_eq!(r.scenario_total, crate::fit::verdict(&f.scenario, cap).unwrap().estimate.total);
     assert_eq!(r.implied_total, crate::fit::verdict(&r.implied, cap).unwrap().estimate.total);
     assert!(r.implied_total > r.scenario_total + (8 << 30), "{} vs {}", r.implied_total, r.scenario_total);

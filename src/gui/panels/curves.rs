@@ -41,7 +41,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
     let marked = match knob {
         // the headline's figure, which the curve holds as an exact point
         Knob::Batch => c.max_batch.map(|x| (x, t.largest_fit)),
-        Knob::Seq => curve.iter().filter(|p| p.total <= cap).map(|p| p.x).max().map(|x| (x, t.largest_fit)),
+        Knob::Seq => c.max_seq.map(|x| (x, t.largest_fit)),
         Knob::Gpus => curve.iter().filter(|p| p.total <= cap).map(|p| p.x).min().map(|x| (x, t.fewest_gpus)),
         Knob::Segments => curve.iter().min_by_key(|p| p.total).map(|p| (p.x, t.lowest_peak)),
     };

@@ -30,6 +30,18 @@ pub fn max_batch_text(c: &Computed) -> String {
     }
 }
 
+/// "longest sequence that fits at micro-batch B: N" (the model's context length at most).
+pub fn max_seq_text(c: &Computed) -> String {
+    let t = tr();
+    match c.max_seq {
+        Some(n) => t
+            .max_seq_tpl
+            .replace("{b}", &c.scenario.batch.to_string())
+            .replace("{n}", &crate::units::digits(n)),
+        None => t.max_seq_none.to_owned(),
+    }
+}
+
 /// "does it fit" in words: "fits, 2.9 GiB free", "does NOT fit, 4.1 GiB short".
 pub fn verdict(c: &Computed) -> String {
     let t = tr();
@@ -124,6 +136,8 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings, presentation: bo
     );
     ui.horizontal_wrapped(|ui| {
         phrase(ui, RichText::new(mb).size(14.0));
+        phrase(ui, RichText::new("·").size(14.0));
+        phrase(ui, RichText::new(max_seq_text(c)).size(14.0));
         if !presentation {
             // the caption above says which model and GPU in the presentation layout, and the
             // room needs no note on units

@@ -192,6 +192,9 @@ strings! {
         peak_at: "peak at" / "峰值出现在",
         max_batch: "Largest micro-batch that fits" / "可容纳的最大微批次",
         max_batch_none: "Even micro-batch 1 does not fit" / "即使微批次为 1 也无法容纳",
+        /// `{n}`: the longest sequence that fits at the micro-batch `{b}`.
+        max_seq_tpl: "longest sequence that fits at micro-batch {b}: {n}" / "微批次 {b} 下可容纳的最长序列：{n}",
+        max_seq_none: "not even a 1-token sequence fits" / "连长度为 1 的序列也放不下",
         /// After the largest micro-batch when the current, larger one fits: `{next}` is the batch
         /// after the largest, which the allocator replay cannot place.
         max_batch_above_tpl: "(with every smaller one; micro-batch {next} finds no free block in the allocator replay, this one does)"

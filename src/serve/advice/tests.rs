@@ -114,3 +114,19 @@ fn too_long_a_context_is_offered_shorter_requests_beside_the_path() {
     assert!(b.starts && b.kind == StepKind::Method);
     assert!(b.serve_args.contains(&a.before.max_model_len_that_fits.to_string()));
 }
+
+/// `serve --options --target-concurrency` names in its headline where a path ends ("holds 64
+/// concurrent requests after 6 step(s) … on 8×H100"): the text prints that path, each step with
+/// its command, so the command of the headline's answer is on the page (it once listed only
+/// the changes alone).
+#[test]
+fn the_options_print_the_path_their_headline_names() {
+    let s = setup("llama-3.1-8b", "rtx-4090", ServeConfig::default());
+    let a = advise(&s, Some(64.0)).unwrap();
+    assert!(!a.roadmap.is_empty(), "{}", a.headline);
+    let text = crate::serve::text::advice(&a, "llama-3.1-8b", true);
+    let last = a.roadmap.last().unwrap();
+    let cmd = format!("vramscope serve --model llama-3.1-8b {}", last.serve_args.join(" "));
+    assert!(text.contains(&cmd), "the headline's path is missing from:\n{text}");
+    assert!(text.contains("the path the headline names"), "{text}");
+}
