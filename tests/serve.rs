@@ -208,7 +208,10 @@ fn a_server_that_would_not_start_exits_3_with_the_reason() {
         let out = cli(&a);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{a:?}: {err}");
-        assert!(err.trim().lines().count() == 1 && err.contains("would not start") && err.contains(needle), "{err}");
+        assert!(
+            err.trim().lines().count() == 1 && err.contains("would not start") && err.contains(needle),
+            "{err}"
+        );
         assert!(!out.stdout.is_empty(), "the answer is still printed");
     }
     // the advice is answered whether the server starts or not
@@ -222,7 +225,15 @@ fn a_server_that_would_not_start_exits_3_with_the_reason() {
 fn the_release_picks_the_profiling_sampler() {
     let run = |v: &str| {
         let out = cli(&[
-            "serve", "--model", "qwen3-32b", "--gpu", "h100-80gb", "--max-model-len", "16000", "--vllm-version", v,
+            "serve",
+            "--model",
+            "qwen3-32b",
+            "--gpu",
+            "h100-80gb",
+            "--max-model-len",
+            "16000",
+            "--vllm-version",
+            v,
             "--json",
         ]);
         assert!(out.status.success(), "{v}: {}", String::from_utf8_lossy(&out.stderr));

@@ -6,7 +6,9 @@ use anyhow::{Result, bail};
 use clap::Args;
 use vramscope::gpu;
 use vramscope::model::preset;
-use vramscope::serve::{self, CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConfig, VllmRelease};
+use vramscope::serve::{
+    self, CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConfig, VllmRelease,
+};
 use vramscope::units::DType;
 
 /// Flags of `serve` (vLLM's names).

@@ -96,8 +96,12 @@ pub fn peak(
         let r = seqs.min(tokens).max(1);
         let v = t.vocab_size;
         let at = match sampler {
-            super::SamplerPath::FlashInfer => "sampler: FlashInfer top-k mask and softmax over the vocabulary",
-            super::SamplerPath::Triton => "sampler: Triton top-k / top-p, softmax and draw over the vocabulary",
+            super::SamplerPath::FlashInfer => {
+                "sampler: FlashInfer top-k mask and softmax over the vocabulary"
+            }
+            super::SamplerPath::Triton => {
+                "sampler: Triton top-k / top-p, softmax and draw over the vocabulary"
+            }
             super::SamplerPath::Sort => "sampler: top-k / top-p sort over the vocabulary",
         };
         // the forward's hidden states (T×h), the R rows gathered for the logits and
