@@ -73,6 +73,12 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
+            // `serve` of a server that would not start: its answer as usual, the reason, exit 3
+            if let Some(w) = e.downcast_ref::<cli::WouldNotStart>() {
+                let _ = std::io::stdout().lock().write_all(w.output.as_bytes());
+                eprintln!("error: {}", w.reason);
+                return ExitCode::from(3);
+            }
             eprintln!("error: {}", message(&e));
             // a missing or failing driver is not a usage error: scripts can tell them apart
             if e.downcast_ref::<vramscope::monitor::MonitorError>().is_some() {

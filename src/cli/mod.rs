@@ -35,7 +35,7 @@ pub use export::{ExportArgs, run_export};
 pub use inputs::{Inputs, inputs, inputs_with};
 pub use plan::{PlanArgs, run_plan};
 pub use probe::{CalibrateArgs, ProbeArgs, run_calibrate, run_probe};
-pub use serve::{ServeArgs, run_serve};
+pub use serve::{ServeArgs, WouldNotStart, run_serve};
 pub use timeline::{TimelineArgs, run_timeline};
 
 /// How much GPU memory a deep-learning job needs, why, and what to change so it fits.
@@ -116,6 +116,9 @@ pub enum Command {
     Timeline(TimelineArgs),
     /// Serving capacity of a vLLM-style server: its KV-cache budget, tokens, concurrent
     /// requests and the longest max_model_len that fits.
+    #[command(
+        after_help = "Exit codes: 0 the server starts (or --options / --roadmap answered); 2 bad input (one line on stderr); 3 the server would not start (the model leaves no KV cache, or one --max-model-len request does not fit): the answer on stdout as usual, the reason on one line on stderr."
+    )]
     Serve(ServeArgs),
     /// Write the plan to a file: the scenario (.ron), a report (md/json), the what-if curves
     /// (csv), the roadmap, or framework settings (deepspeed/hf/fsdp/megatron).

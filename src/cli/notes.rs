@@ -105,6 +105,13 @@ pub const QUANTIZATION: Notes = &[
 
 /// `serve --sampler`.
 pub const SAMPLER: Notes = &[
-    (SamplerPath::FlashInfer.name(), "vLLM's default on CUDA"),
-    (SamplerPath::Sort.name(), "VLLM_USE_FLASHINFER_SAMPLER=0, or FlashInfer not installed"),
+    (
+        SamplerPath::FlashInfer.name(),
+        "the default to 0.11 and from 0.21; VLLM_USE_FLASHINFER_SAMPLER=1 between",
+    ),
+    (SamplerPath::Triton.name(), "the default from 0.17 to 0.20 (8 rows or more)"),
+    (
+        SamplerPath::Sort.name(),
+        "the default from 0.12 to 0.16; VLLM_USE_FLASHINFER_SAMPLER=0, or no FlashInfer",
+    ),
 ];

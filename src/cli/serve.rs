@@ -6,7 +6,9 @@ use anyhow::{Result, bail};
 use clap::Args;
 use vramscope::gpu;
 use vramscope::model::preset;
-use vramscope::serve::{self, CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConfig};
+use vramscope::serve::{
+    self, CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConfig, VllmRelease,
+};
 use vramscope::units::DType;
 
 /// Flags of `serve` (vLLM's names).
@@ -73,10 +75,16 @@ pub struct ServeArgs {
     /// holds it.
     #[arg(long, value_name = "FORMAT", value_parser = choice::<CheckpointFormat>())]
     pub checkpoint_format: Option<CheckpointFormat>,
-    /// The profiling sampler's top-k / top-p path.
-    #[arg(long, default_value = SamplerPath::FlashInfer.name())]
+    /// The vLLM release (0.8 to 0.11, 0.12 to 0.16, 0.17 to 0.20, 0.21 on are modelled
+    /// classes: the profiling sampler and whether CUDA-graph memory is subtracted change
+    /// between them), e.g. 0.19.1.
+    #[arg(long, value_name = "VERSION", default_value = "0.19")]
+    #[arg(value_parser = |s: &str| VllmRelease::of_version(s))]
+    pub vllm_version: VllmRelease,
+    /// The profiling sampler's top-k / top-p path (default: the release's).
+    #[arg(long)]
     #[arg(value_parser = choice::<SamplerPath>().notes(notes::SAMPLER))]
-    pub sampler: SamplerPath,
+    pub sampler: Option<SamplerPath>,
     /// Print the serving options: each change alone (utilisation, fewer sequences, fp8 KV, fp8 or
     /// 4-bit weights, more GPUs with TP, a larger card), with what the server gives after it.
     #[arg(long, conflicts_with = "roadmap")]
@@ -123,6 +131,7 @@ pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
         context: a.context,
         checkpoint_format: a.checkpoint_format,
         sampler: a.sampler,
+        release: a.vllm_version,
     };
     let setup = serve::advice::Setup { model: loaded.model, gpu: g, cfg, checkpoint_dtype: loaded.dtype };
     Ok((setup, loaded.notes))
@@ -143,8 +152,31 @@ pub fn run_serve(a: &ServeArgs) -> Result<String> {
     }
     let mut s = serve::serve(&setup.model, &setup.gpu, &setup.cfg, setup.checkpoint_dtype.as_deref())?;
     s.notes.splice(0..0, load_notes);
-    if a.json {
-        return Ok(serde_json::to_string_pretty(&s)? + "\n");
+    let out = if a.json {
+        serde_json::to_string_pretty(&s)? + "\n"
+    } else {
+        serve::text::answer(&s, &setup.gpu.name)
+    };
+    match s.refusal() {
+        Some(reason) => Err(WouldNotStart { output: out, reason }.into()),
+        None => Ok(out),
     }
-    Ok(serve::text::answer(&s, &setup.gpu.name))
 }
+
+/// The answer of a server that would not start: printed as usual on stdout, the reason on one
+/// line on stderr, exit code 3 (`main`).
+#[derive(Debug)]
+pub struct WouldNotStart {
+    /// What `serve` prints on stdout (the text or the JSON).
+    pub output: String,
+    /// Why, on one line.
+    pub reason: String,
+}
+
+impl std::fmt::Display for WouldNotStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for WouldNotStart {}

@@ -21,18 +21,107 @@ crate::tokens::token_enum! {
 }
 
 crate::tokens::token_enum! {
-    /// How the profiling run's dummy sampler filters top-k / top-p (`VLLM_USE_FLASHINFER_SAMPLER`).
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+    /// How the profiling run's dummy sampler filters top-k / top-p (`topk_topp_sampler.py`; the
+    /// default follows the release, [`VllmRelease::sampler`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
     #[serde(rename_all = "snake_case")]
     pub enum SamplerPath {
-        /// FlashInfer's `top_k_top_p_sampling_from_logits` (vLLM's default on CUDA with FlashInfer
-        /// installed): `top_k_mask_logits` then `softmax`, no sort.
-        #[default]
+        /// FlashInfer's `top_k_top_p_sampling_from_logits`: `top_k_mask_logits` then `softmax`,
+        /// no sort (the default up to 0.11 with FlashInfer installed, and from 0.21; opt-in with
+        /// `VLLM_USE_FLASHINFER_SAMPLER=1` from 0.12 to 0.20).
         FlashInfer => "flashinfer",
-        /// The PyTorch sort path (`VLLM_USE_FLASHINFER_SAMPLER=0`, or no FlashInfer).
+        /// vLLM's Triton top-k / top-p kernel (`topk_topp_triton.py`, 0.17 to 0.20, 8 rows or
+        /// more): in place on the fp32 logits, then `softmax` and the exponential draw.
+        Triton => "triton",
+        /// The PyTorch sort path (`apply_top_k_top_p`: the default from 0.12 to 0.16, below 8 rows
+        /// from 0.17, or `VLLM_USE_FLASHINFER_SAMPLER=0` / no FlashInfer).
         Sort => "sort" | "torch" | "native",
     }
     impl FromStr = Parse::named("sampler").any_case();
+}
+
+crate::tokens::token_enum! {
+    /// The vLLM release whose start-up is modelled (`--vllm-version`), as the classes its
+    /// profiling defaults fall into (read in each release's `topk_topp_sampler.py`, `envs.py`
+    /// and `gpu_worker.py::determine_available_memory`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+    pub enum VllmRelease {
+        /// V1 up to 0.11: FlashInfer's sampler when FlashInfer imports (`VLLM_USE_FLASHINFER_SAMPLER`
+        /// unset means on), CUDA graphs captured after the KV cache is sized (read in 0.11.0;
+        /// 0.8 to 0.10 taken as alike).
+        Upto0_11 => "0.11",
+        /// 0.12 to 0.16: FlashInfer's sampler opt-in, so the PyTorch sort path; graphs not
+        /// subtracted.
+        From0_12 => "0.12",
+        /// 0.17 to 0.20: the Triton top-k / top-p kernel for 8 rows or more; 0.18 on measure
+        /// the CUDA-graph memory but subtract it only with
+        /// `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1` (read in 0.17.0 to 0.19.1; 0.20 assumed).
+        #[default]
+        From0_17 => "0.17",
+        /// 0.21 on: FlashInfer's sampler on by default, the CUDA-graph estimate subtracted before
+        /// the KV cache (`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` defaults to 1).
+        From0_21 => "0.21",
+    }
+}
+
+impl VllmRelease {
+    /// The release class of a version ("0.19.1", "v0.11.0", "0.21"). V0-engine releases (below
+    /// 0.8, or run with `VLLM_USE_V1=0`) are not modelled by a class.
+    pub fn of_version(s: &str) -> Result<Self, String> {
+        let v = s.trim().trim_start_matches(['v', 'V']);
+        let mut parts = v.split('.');
+        let num = |p: Option<&str>| p.and_then(|x| x.trim().parse::<u64>().ok());
+        let (Some(major), Some(minor)) = (num(parts.next()), num(parts.next())) else {
+            return Err(format!("\"{s}\" is not a version (e.g. 0.19.1)"));
+        };
+        if major > 0 {
+            return Ok(Self::From0_21);
+        }
+        Ok(match minor {
+            0..=7 => {
+                return Err(format!(
+                    "{s}: vLLM before 0.8 ran the V0 engine, whose profiling is not modelled (0.8 to 0.11 are one class)"
+                ));
+            }
+            8..=11 => Self::Upto0_11,
+            12..=16 => Self::From0_12,
+            17..=20 => Self::From0_17,
+            _ => Self::From0_21,
+        })
+    }
+
+    /// The profiling sampler's path by default with `rows` dummy requests (the Triton kernel
+    /// runs from 8 rows: `apply_top_k_top_p`'s `logits.shape[0] >= 8`).
+    pub const fn sampler(self, rows: u64) -> SamplerPath {
+        match self {
+            Self::Upto0_11 | Self::From0_21 => SamplerPath::FlashInfer,
+            Self::From0_12 => SamplerPath::Sort,
+            Self::From0_17 if rows >= 8 => SamplerPath::Triton,
+            Self::From0_17 => SamplerPath::Sort,
+        }
+    }
+
+    /// Whether the release subtracts its CUDA-graph estimate before sizing the KV cache.
+    pub const fn subtracts_cudagraphs(self) -> bool {
+        matches!(self, Self::From0_21)
+    }
+
+    /// The releases the class covers, in words.
+    pub const fn span(self) -> &'static str {
+        match self {
+            Self::Upto0_11 => "vLLM 0.8 to 0.11",
+            Self::From0_12 => "vLLM 0.12 to 0.16",
+            Self::From0_17 => "vLLM 0.17 to 0.20",
+            Self::From0_21 => "vLLM 0.21 or later",
+        }
+    }
+}
+
+impl std::str::FromStr for VllmRelease {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::of_version(s)
+    }
 }
 
 crate::tokens::token_enum! {
@@ -110,8 +199,10 @@ pub struct ServeConfig {
     /// A what-if: the model as a quantized checkpoint of this format (an AWQ / GPTQ export of
     /// it), for a model whose own checkpoint is not quantized.
     pub checkpoint_format: Option<CheckpointFormat>,
-    /// The profiling sampler's top-k / top-p path.
-    pub sampler: SamplerPath,
+    /// The profiling sampler's top-k / top-p path (`None`: the release's default).
+    pub sampler: Option<SamplerPath>,
+    /// The vLLM release modelled.
+    pub release: VllmRelease,
 }
 
 crate::tokens::token_enum! {
@@ -159,7 +250,8 @@ impl Default for ServeConfig {
             cuda_total_bytes: None,
             context: None,
             checkpoint_format: None,
-            sampler: SamplerPath::FlashInfer,
+            sampler: None,
+            release: VllmRelease::default(),
         }
     }
 }

@@ -1,17 +1,20 @@
 //! Serving capacity: what a vLLM-style server gives the KV cache, and how many requests fit.
 //!
-//! The model follows vLLM's V1 engine as of its `memory_profiling` accounting (v0.7 to v0.20;
-//! `vllm/v1/worker/gpu_worker.py::determine_available_memory`, `vllm/v1/core/kv_cache_utils.py`,
-//! `vllm/v1/kv_cache_interface.py`), each term reported on its own and overridable:
+//! The model follows vLLM's V1 engine as of its `memory_profiling` accounting
+//! (`vllm/v1/worker/gpu_worker.py::determine_available_memory`, `vllm/v1/core/kv_cache_utils.py`,
+//! `vllm/v1/kv_cache_interface.py`), by release class ([`VllmRelease`], `--vllm-version`: what
+//! changes between them is the profiling sampler's path and whether CUDA-graph memory is
+//! subtracted), each term reported on its own and overridable:
 //!
 //! * budget = the CUDA-visible total (`torch.cuda.mem_get_info()[1]`, less than NVML's total) ×
 //!   `--gpu-memory-utilization`;
 //! * non-KV = the weights on the rank + the torch peak increase of the profiling forward over
 //!   `max_num_batched_tokens` ([`profile`]: the largest of a decoder layer's transient tensors and
-//!   the dummy sampler's, attention itself not executed while profiling) + the non-torch increase
-//!   (cuBLAS workspace, NCCL buffers under TP/PP; the CUDA context predates vLLM's baseline) + a
-//!   CUDA-graph estimate when one is given (vLLM ≥ 0.21 subtracts its own by default; earlier
-//!   versions capture graphs after the KV cache is allocated);
+//!   the dummy sampler's — FlashInfer's, Triton's or the sort path's, as the release picks —,
+//!   attention itself not executed while profiling) + the non-torch increase (cuBLAS workspace,
+//!   NCCL buffers under TP/PP; the CUDA context predates vLLM's baseline) + a CUDA-graph
+//!   estimate when one is given (vLLM ≥ 0.21 subtracts its own by default; earlier versions
+//!   capture graphs after the KV cache is allocated);
 //! * KV = budget − non-KV, cut into pages of `block_size` tokens ([`kv`]); every rank takes the
 //!   smallest block count.
 //!
@@ -25,7 +28,7 @@ pub mod kv;
 pub mod profile;
 pub mod text;
 
-pub use config::{CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConfig};
+pub use config::{CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConfig, VllmRelease};
 
 use crate::estimate::{Mode, Scenario, estimate};
 use crate::gpu::Gpu;
@@ -106,6 +109,8 @@ pub struct ServeSettings {
     pub cuda_total_mib: Option<u64>,
     /// The profiling sampler's path.
     pub sampler: SamplerPath,
+    /// The vLLM release class modelled.
+    pub vllm_version: VllmRelease,
 }
 
 impl ServeSettings {
@@ -144,7 +149,10 @@ impl ServeSettings {
                 put(k, m.to_string());
             }
         }
-        if self.sampler != SamplerPath::FlashInfer {
+        if self.vllm_version != VllmRelease::default() {
+            put("--vllm-version", self.vllm_version.name().into());
+        }
+        if self.sampler != self.vllm_version.sampler(self.max_num_seqs) {
             put("--sampler", self.sampler.name().into());
         }
         if self.enforce_eager {
@@ -267,7 +275,8 @@ pub fn serve(
     if cfg.quantization == Quantization::Fp8 {
         notes.push("online fp8: the weights counted as the estimator's fp8 precision (one byte per Linear weight and a per-tensor scale)".into());
     }
-    let peak = profile::peak(t, cfg.tp, cfg.pp, mnbt, max_num_seqs, dtype, cfg.sampler);
+    let sampler = cfg.sampler.unwrap_or_else(|| cfg.release.sampler(max_num_seqs));
+    let peak = profile::peak(t, cfg.tp, cfg.pp, mnbt, max_num_seqs, dtype, sampler);
     let world = cfg.tp * cfg.pp;
     let non_torch = cfg.non_torch_bytes.unwrap_or_else(|| {
         let nccl = crate::estimate::Parallel { tp: cfg.tp, pp: cfg.pp, ..Default::default() }.nccl();
@@ -275,7 +284,11 @@ pub fn serve(
     });
     let cudagraph = if cfg.enforce_eager { 0 } else { cfg.cudagraph_bytes.unwrap_or(0) };
     if !cfg.enforce_eager && cfg.cudagraph_bytes.is_none() {
-        notes.push("CUDA graphs are captured after the KV cache is allocated (vLLM ≤ 0.20): not subtracted; vLLM ≥ 0.21 subtracts its own estimate first (give it with --cudagraph-mib, or --enforce-eager)".into());
+        notes.push(if cfg.release.subtracts_cudagraphs() {
+            "vLLM ≥ 0.21 subtracts its own CUDA-graph estimate before the KV cache: not modelled, give it with --cudagraph-mib (its start-up log's estimate), or --enforce-eager".into()
+        } else {
+            format!("{}: CUDA graphs are captured after the KV cache is allocated, not subtracted (0.18 to 0.20 subtract their estimate with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1: give it with --cudagraph-mib)", cfg.release.span())
+        });
     }
     let non_kv = weights + peak.bytes + non_torch + cudagraph;
     let kv_cache = budget.saturating_sub(non_kv);
@@ -302,7 +315,7 @@ pub fn serve(
         schema: SERVE_SCHEMA,
         model: model.name.clone(),
         gpu: gpu.id.clone(),
-        settings: ServeSettings::of(cfg, dtype, max_model_len, mnbt, max_num_seqs),
+        settings: ServeSettings::of(cfg, dtype, (max_model_len, mnbt, max_num_seqs), sampler),
         bytes: ServeBytes {
             cuda_total,
             budget,
@@ -354,7 +367,8 @@ fn dtype_name(d: DType) -> &'static str {
 
 impl ServeSettings {
     /// The settings an answer used: `cfg` with vLLM's defaults filled in.
-    fn of(cfg: &ServeConfig, dtype: DType, max_model_len: u64, mnbt: u64, max_num_seqs: u64) -> Self {
+    fn of(cfg: &ServeConfig, dtype: DType, lens: (u64, u64, u64), sampler: SamplerPath) -> Self {
+        let (max_model_len, mnbt, max_num_seqs) = lens;
         ServeSettings {
             tp: cfg.tp,
             pp: cfg.pp,
@@ -376,7 +390,8 @@ impl ServeSettings {
             cudagraph_mib: cfg.cudagraph_bytes.map(|b| b >> 20),
             non_torch_mib: cfg.non_torch_bytes.map(|b| b >> 20),
             cuda_total_mib: cfg.cuda_total_bytes.map(|b| b >> 20),
-            sampler: cfg.sampler,
+            sampler,
+            vllm_version: cfg.release,
         }
     }
 }
@@ -392,6 +407,33 @@ fn kv_dtype_bytes(k: KvDtype, model: DType) -> u64 {
 mod tests;
 
 impl Serve {
+    /// Why the server would not start, on one line (`None` when it starts): what `vramscope
+    /// serve` writes on stderr with exit code 3.
+    pub fn refusal(&self) -> Option<String> {
+        use crate::units::{digits, gib};
+        if self.fits {
+            return None;
+        }
+        let b = &self.bytes;
+        Some(if b.kv_cache == 0 {
+            format!(
+                "the server would not start: nothing is left for the KV cache (weights {} + profiling peak {} + non-torch {} + CUDA graphs {} against a budget of {})",
+                gib(b.weights),
+                gib(b.activation_peak),
+                gib(b.non_torch),
+                gib(b.cudagraph),
+                gib(b.budget)
+            )
+        } else {
+            format!(
+                "the server would not start: one {}-token request needs more than the {} tokens of KV cache left (--max-model-len {} fits)",
+                digits(self.settings.max_model_len),
+                digits(self.kv_tokens),
+                self.max_model_len_that_fits
+            )
+        })
+    }
+
     /// No memory left for KV blocks.
     pub fn kv_cache_is_empty(&self) -> bool {
         self.bytes.kv_cache == 0

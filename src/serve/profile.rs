@@ -12,12 +12,19 @@
 //!   plain MLP: `fc1`'s output + the activation; fused MoE: the router logits, the three
 //!   `fused_moe` caches (`T·k·2I`, `T·k·I`, `T·k·h`) and the top-k weights and ids;
 //! * sampler (`sampler.py`, `topk_topp_sampler.py`, with top-k and top-p set as the dummy run
-//!   sets them), with the last hidden states (`T×h`) still referenced and the model-dtype
-//!   logits `R×V`:
-//!   - FlashInfer (the default on CUDA): the sampler's fp32 copy, `top_k_mask_logits`' fp32
-//!     output and the `softmax` of it — `(c + 12)·R·V` bytes;
-//!   - the sort path: the fp32 copy, the sorted values and int64 indices, the top-p softmax and
-//!     cumulative sum and the boolean mask — `(c + 25)·R·V` bytes.
+//!   sets them), with the last hidden states (`T×h`), the `R` rows gathered for the logits and
+//!   the `torch.rand_like` copy `_dummy_sampler_run` feeds `compute_logits` still referenced, the model-dtype logits `R×V` and the sampler's fp32 copy of them
+//!   (`logits.to(torch.float32)`, the same tensor when the model runs in fp32); then, per
+//!   `R×V` entry ([`sampler_bytes_per_entry`]):
+//!   - FlashInfer: `top_k_mask_logits`' fp32 output and the `softmax` of it;
+//!   - Triton (0.17 to 0.20): the kernel works in place on the fp32 logits; `softmax` and the
+//!     exponential draw `q` (`random_sample`) are fp32 each (the kernel's per-SM buffer,
+//!     `SMs × V` fp32, is left out: about 65 MiB for a 128k vocabulary on an H100);
+//!   - the sort path: `logits.sort` returns fp32 values and int64 indices, and inside it
+//!     PyTorch's `segmented_sort_pairs` (1,024 rows ≥ 128 segments; `SortStable.cu`) allocates
+//!     an int64 index per entry and CUB's `DeviceSegmentedRadixSort::SortPairs` its alternate
+//!     key (fp32) and value (int64) buffers: 36 bytes an entry besides the model-dtype logits,
+//!     the peak of the path (the top-k / top-p masks and the scatter that follow stay below it).
 
 use crate::model::TransformerSpec;
 use crate::units::DType;
@@ -88,18 +95,40 @@ pub fn peak(
     if crate::families::has_kv_cache(t) {
         let r = seqs.min(tokens).max(1);
         let v = t.vocab_size;
-        let (per, at) = match sampler {
+        let at = match sampler {
             super::SamplerPath::FlashInfer => {
-                (12, "sampler: FlashInfer top-k mask and softmax over the vocabulary")
+                "sampler: FlashInfer top-k mask and softmax over the vocabulary"
             }
-            super::SamplerPath::Sort => (25, "sampler: top-k / top-p sort over the vocabulary"),
+            super::SamplerPath::Triton => {
+                "sampler: Triton top-k / top-p, softmax and draw over the vocabulary"
+            }
+            super::SamplerPath::Sort => "sampler: top-k / top-p sort over the vocabulary",
         };
-        let bytes = tk * h * b + r * h * b + r * v * b + r * v * per;
+        // the forward's hidden states (T×h), the R rows gathered for the logits and
+        // `_dummy_sampler_run`'s `torch.rand_like` of them (R×h each)
+        let bytes = tk * h * b + 2 * r * h * b + r * v * sampler_bytes_per_entry(sampler, dtype);
         if bytes > best.bytes {
             best = Peak { bytes, at };
         }
     }
     best
+}
+
+/// Bytes alive per entry of the `R×V` logits at the sampler's peak: the model-dtype logits, the
+/// fp32 copy (none when the model runs in fp32) and what the path allocates (module docs).
+pub fn sampler_bytes_per_entry(sampler: super::SamplerPath, dtype: DType) -> u64 {
+    let b = dtype.bytes(1);
+    let fp32_copy = if dtype == DType::F32 { 0 } else { 4 };
+    let path = match sampler {
+        // top_k_mask_logits' output + softmax
+        super::SamplerPath::FlashInfer => 4 + 4,
+        // softmax + q (the kernel is in place)
+        super::SamplerPath::Triton => 4 + 4,
+        // sorted values + int64 indices + segmented_sort_pairs' int64 indices + CUB's alternate
+        // fp32 keys and int64 values
+        super::SamplerPath::Sort => 4 + 8 + 8 + 4 + 8,
+    };
+    b + fp32_copy + path
 }
 
 /// Where the profiling forward peaks (`Serve::activation_peak_at`, English in the data) in `lang`.
@@ -110,6 +139,9 @@ pub fn peak_at_in(at: &str, lang: crate::i18n::Lang) -> std::borrow::Cow<'_, str
         "decoder attention projections" => "解码器注意力投影",
         "sampler: FlashInfer top-k mask and softmax over the vocabulary" => {
             "采样器：FlashInfer 在整个词表上做 top-k 掩码和 softmax"
+        }
+        "sampler: Triton top-k / top-p, softmax and draw over the vocabulary" => {
+            "采样器：Triton 在整个词表上做 top-k / top-p、softmax 和抽样"
         }
         "sampler: top-k / top-p sort over the vocabulary" => "采样器：在整个词表上做 top-k / top-p 排序",
         _ => return at.into(),
@@ -127,6 +159,7 @@ mod peak_at_tests {
         // every place this file names (the strings the peaks are made with)
         for at in ["decoder MLP", "decoder attention projections"].into_iter().chain([
             "sampler: FlashInfer top-k mask and softmax over the vocabulary",
+            "sampler: Triton top-k / top-p, softmax and draw over the vocabulary",
             "sampler: top-k / top-p sort over the vocabulary",
         ]) {
             assert!(src.contains(&format!("\"{at}\"")), "{at}");

@@ -96,3 +96,67 @@ fn more_kv_with_tp_fp8_and_a_shorter_context() {
     let s = serve(&big, &g, &ServeConfig::default(), None).unwrap();
     assert!(!s.fits && s.kv_cache_is_empty());
 }
+
+#[test]
+fn each_release_class_profiles_its_own_sampler() {
+    // the classes as each release's topk_topp_sampler.py / envs.py default them
+    let of = |v: &str| VllmRelease::of_version(v).unwrap();
+    assert_eq!(of("0.11.0"), VllmRelease::Upto0_11);
+    assert_eq!(of("v0.8.5"), VllmRelease::Upto0_11);
+    assert_eq!(of("0.12.0"), VllmRelease::From0_12);
+    assert_eq!(of("0.16"), VllmRelease::From0_12);
+    assert_eq!(of("0.19.1"), VllmRelease::From0_17);
+    assert_eq!(of("0.20.2"), VllmRelease::From0_17);
+    assert_eq!(of("0.21.0"), VllmRelease::From0_21);
+    assert_eq!(of("1.0"), VllmRelease::From0_21);
+    assert!(VllmRelease::of_version("0.6.3").unwrap_err().contains("V0 engine"));
+    assert!(VllmRelease::of_version("latest").unwrap_err().contains("not a version"));
+    assert_eq!(VllmRelease::Upto0_11.sampler(1024), SamplerPath::FlashInfer);
+    assert_eq!(VllmRelease::From0_12.sampler(1024), SamplerPath::Sort);
+    assert_eq!(VllmRelease::From0_17.sampler(1024), SamplerPath::Triton);
+    // the Triton kernel runs from 8 rows (`logits.shape[0] >= 8`): below, the sort
+    assert_eq!(VllmRelease::From0_17.sampler(7), SamplerPath::Sort);
+    assert_eq!(VllmRelease::From0_21.sampler(1024), SamplerPath::FlashInfer);
+    assert!(VllmRelease::From0_21.subtracts_cudagraphs() && !VllmRelease::From0_17.subtracts_cudagraphs());
+}
+
+#[test]
+fn the_sort_sampler_holds_38_bytes_an_entry() {
+    use crate::units::DType;
+    // bf16 logits 2 + fp32 copy 4 + sorted values 4 + int64 indices 8 + segmented_sort_pairs'
+    // int64 indices 8 + CUB's alternate fp32 keys 4 and int64 values 8
+    assert_eq!(profile::sampler_bytes_per_entry(SamplerPath::Sort, DType::Bf16), 38);
+    // an fp32 model: `logits.to(torch.float32)` is the same tensor
+    assert_eq!(profile::sampler_bytes_per_entry(SamplerPath::Sort, DType::F32), 36);
+    assert_eq!(profile::sampler_bytes_per_entry(SamplerPath::Triton, DType::Bf16), 14);
+    assert_eq!(profile::sampler_bytes_per_entry(SamplerPath::FlashInfer, DType::Bf16), 14);
+    // Llama-3.1-8B at 16,000 tokens on an H100 with 0.12-0.16's sort sampler: 4.76 GiB printed
+    // (llm-d-planner docs/empirical-vllm-memory-results.md); 0.19's Triton path: 1.89 GiB
+    let m = builtin("llama-3.1-8b").unwrap();
+    let run = |release| {
+        let cfg = ServeConfig { max_model_len: Some(16000), release, ..Default::default() };
+        serve(&m, &gpu("h100-80gb"), &cfg, None).unwrap()
+    };
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let old = run(VllmRelease::From0_12);
+    assert!((gib(old.bytes.activation_peak) / 4.76 - 1.0).abs() < 0.02, "{}", gib(old.bytes.activation_peak));
+    assert_eq!(old.settings.sampler, SamplerPath::Sort);
+    assert!(old.settings.args().windows(2).any(|w| w == ["--vllm-version", "0.12"]));
+    let new = run(VllmRelease::From0_17);
+    assert!((gib(new.bytes.activation_peak) / 1.89 - 1.0).abs() < 0.07, "{}", gib(new.bytes.activation_peak));
+    assert!(!new.settings.args().iter().any(|a| a == "--vllm-version" || a == "--sampler"));
+}
+
+#[test]
+fn a_server_that_does_not_start_says_why_on_one_line() {
+    let m = builtin("llama-3.1-70b").unwrap();
+    let s = serve(&m, &gpu("rtx-4090"), &ServeConfig::default(), None).unwrap();
+    let r = s.refusal().unwrap();
+    assert!(r.contains("nothing is left for the KV cache") && !r.contains('\n'), "{r}");
+    let m = builtin("llama-3.1-8b").unwrap();
+    let s = serve(&m, &gpu("rtx-4090"), &ServeConfig::default(), None).unwrap();
+    let r = s.refusal().unwrap();
+    assert!(r.contains("one 131,072-token request") && r.contains("--max-model-len "), "{r}");
+    let s = serve(&m, &gpu("h100-80gb"), &ServeConfig::default(), None).unwrap();
+    assert_eq!(s.refusal(), None);
+}
