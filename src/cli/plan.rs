@@ -1,6 +1,6 @@
 //! `vramscope plan`.
 
-use super::{EstimateArgs, inputs};
+use super::{EstimateArgs, bounds, inputs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use vramscope::estimate::scenario::CheckpointKeyword;
@@ -16,26 +16,26 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub estimate: EstimateArgs,
     /// GPUs in the job (default: the product of the parallel degrees).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, bounds::MAX_GPUS))]
     pub gpus: Option<u64>,
     /// Sequences per optimizer step over the whole job (default: micro-batch x data-parallel).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub global_batch: Option<u64>,
     /// Search layouts (TP, PP, ZeRO, checkpointing, offload) of --gpus GPUs and rank them.
     #[arg(long)]
     pub search: bool,
     /// Model FLOPs utilisation assumed for step times.
-    #[arg(long, default_value_t = 0.4)]
+    #[arg(long, default_value_t = 0.4, value_parser = bounds::fraction())]
     pub mfu: f64,
     /// Show this many plans with --search.
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = 15, value_parser = bounds::count(1, 1000))]
     pub top: usize,
     /// Print a short / mid / long-term roadmap (Markdown, or JSON with --json) of the changes
     /// that make the scenario fit, each measured by the estimator.
     #[arg(long, conflicts_with = "search")]
     pub roadmap: bool,
     /// With --roadmap: the share of the card kept free for "fits" (e.g. 0.1).
-    #[arg(long, default_value_t = 0.0, requires = "roadmap")]
+    #[arg(long, default_value_t = 0.0, requires = "roadmap", value_parser = bounds::share())]
     pub headroom: f64,
     /// Print the hardware paths: a bigger card of the same generation, a newer generation, and
     /// the fewest GPUs of this card that some layout fits, with speed-up and price.
@@ -43,13 +43,13 @@ pub struct PlanArgs {
     pub options: bool,
     /// Tokens of the whole run (e.g. 2e12): adds GPU-hours and cost on every catalog instance
     /// (6 x active params x tokens FLOPs to train, 2 x for inference, at --mfu).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = bounds::real(1.0, bounds::End::Closed, 1e18, bounds::End::Closed))]
     pub tokens: Option<f64>,
     /// Spot / preemptible discount on on-demand prices.
-    #[arg(long, default_value_t = 0.70)]
+    #[arg(long, default_value_t = 0.70, value_parser = bounds::share())]
     pub spot_discount: f64,
     /// Committed-use / savings-plan discount on on-demand prices.
-    #[arg(long, default_value_t = 0.40)]
+    #[arg(long, default_value_t = 0.40, value_parser = bounds::share())]
     pub committed_discount: f64,
 }
 

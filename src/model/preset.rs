@@ -198,15 +198,7 @@ fn normalise(s: &str) -> String {
 /// Levenshtein distance of the normalised names, for "did you mean".
 fn distance(a: &str, b: &str) -> usize {
     let (a, b): (Vec<char>, Vec<char>) = (normalise(a).chars().collect(), normalise(b).chars().collect());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    crate::tokens::edit_distance(&a, &b)
 }
 
 /// The nearest preset name (by name or Hub id), if one is close.
