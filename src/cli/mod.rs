@@ -176,7 +176,8 @@ pub struct EstimateArgs {
     #[arg(long, default_value = CheckpointKeyword::None.form())]
     #[arg(value_parser = choice::<Checkpointing>().notes(notes::CHECKPOINT))]
     pub checkpoint: Checkpointing,
-    /// LoRA: RANK or RANK:q,k,v,o,gate,up,down (default targets q,v).
+    /// LoRA: RANK (targets q,v, PEFT's default for Llama-like models), RANK:all (every projection:
+    /// q,k,v,o,gate,up,down), or RANK:LIST of those (e.g. 16:q,k,v,o).
     #[arg(long)]
     pub lora: Option<Lora>,
     /// LoRA adapter dropout probability.

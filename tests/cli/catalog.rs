@@ -81,3 +81,14 @@ fn the_gpu_list_shows_the_cuda_total_beside_nvidia_smi_s() {
     assert!(line.contains('*'), "{line}");
     assert!(g.contains("* no published CUDA total"), "{g}");
 }
+
+#[test]
+fn lora_help_names_all_and_a_missing_path_is_no_such_file() {
+    let help = String::from_utf8(run(&["estimate", "--help"]).stdout).unwrap();
+    assert!(help.contains("RANK:all"), "{help}");
+    assert_usage_error(
+        &["estimate", "--model", "./no/such/config.json"],
+        "no such file: ./no/such/config.json",
+    );
+    assert_usage_error(&["estimate", "--model", "nobody/nothing"], "Hub ids are not fetched");
+}
