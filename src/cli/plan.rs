@@ -7,6 +7,7 @@ use vramscope::estimate::scenario::CheckpointKeyword;
 use vramscope::estimate::{Estimate, Scenario};
 use vramscope::fit;
 use vramscope::gpu::Gpu;
+use vramscope::i18n::Lang;
 use vramscope::report::{self, FitInfo};
 
 /// Flags of `plan`.
@@ -35,8 +36,14 @@ pub struct PlanArgs {
     #[arg(long, conflicts_with = "search")]
     pub roadmap: bool,
     /// With --roadmap: the share of the card kept free for "fits" (e.g. 0.1).
-    #[arg(long, default_value_t = 0.0, requires = "roadmap", value_parser = bounds::share())]
+    #[arg(long, default_value_t = 0.0, requires = "roadmap")]
+    #[arg(value_parser = bounds::real(0.0, bounds::End::Closed, 0.9, bounds::End::Open))]
     pub headroom: f64,
+    /// With --roadmap: the language of its text (titles, headline, headings, prose); the figures,
+    /// flags and commands are the same in every language, as in `export --format roadmap`.
+    #[arg(long, value_name = "en|zh-CN", default_value = Lang::En.name(), requires = "roadmap")]
+    #[arg(value_parser = super::choice::choice::<Lang>().notes(super::notes::LANG))]
+    pub lang: Lang,
     /// Print the hardware paths: a bigger card of the same generation, a newer generation, and
     /// the fewest GPUs of this card that some layout fits, with speed-up and price.
     #[arg(long, conflicts_with_all = ["search", "roadmap"])]
@@ -132,15 +139,12 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
 
 /// `plan --roadmap`: Markdown, or JSON with --json.
 fn roadmap(a: &PlanArgs, sc: &Scenario, gpu: &Gpu) -> Result<String> {
-    if !(0.0..0.9).contains(&a.headroom) {
-        bail!("--headroom {} is outside [0, 0.9)", a.headroom);
-    }
-    let r =
-        vramscope::roadmap::roadmap_with(sc, gpu, a.headroom).context("the scenario cannot be estimated")?;
+    let r = vramscope::roadmap::roadmap_in(sc, gpu, a.headroom, a.lang)
+        .context("the scenario cannot be estimated")?;
     if a.estimate.json {
         return Ok(serde_json::to_string_pretty(&r)? + "\n");
     }
-    Ok(vramscope::roadmap::to_markdown(sc, &r, Some(&model_arg(a))))
+    Ok(vramscope::roadmap::to_markdown_in(sc, &r, Some(&model_arg(a)), a.lang))
 }
 
 /// `plan --options`: the hardware paths, each with what it changes and its `estimate` command.

@@ -92,3 +92,34 @@ fn lora_help_names_all_and_a_missing_path_is_no_such_file() {
     );
     assert_usage_error(&["estimate", "--model", "nobody/nothing"], "Hub ids are not fetched");
 }
+
+#[test]
+fn the_roadmap_speaks_chinese_with_the_same_figures() {
+    let args = ["plan", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--roadmap"];
+    let en = run(&args);
+    let mut zh_args = args.to_vec();
+    zh_args.extend(["--lang", "zh-CN"]);
+    let zh = run(&zh_args);
+    assert!(zh.status.success(), "{}", String::from_utf8_lossy(&zh.stderr));
+    let (en, zh) = (String::from_utf8(en.stdout).unwrap(), String::from_utf8(zh.stdout).unwrap());
+    assert!(zh.starts_with("# 显存路线图") && zh.contains("## 做法"), "{zh}");
+    // the figures and commands are the language's only constant: every GiB figure of the English
+    // roadmap is in the Chinese one
+    let figures = |s: &str| -> Vec<String> {
+        s.split_whitespace()
+            .filter(|w| w.ends_with("GiB") || w.parse::<f64>().is_ok())
+            .map(str::to_owned)
+            .collect()
+    };
+    for f in figures(&en) {
+        assert!(zh.contains(&f), "{f} missing from the Chinese roadmap");
+    }
+    // JSON: the titles in Chinese, the numbers the same
+    let mut j = zh_args.clone();
+    j.push("--json");
+    let v = json(&j);
+    assert!(v["headline"].as_str().unwrap().contains("容纳"), "{}", v["headline"]);
+    assert_eq!(v["steps"][1]["effort"], "低");
+    // --lang is the roadmap's: elsewhere plan says it needs --roadmap
+    assert_usage_error(&["plan", "--model", "gpt2", "--gpu", "h100-80gb", "--lang", "zh-CN"], "--roadmap");
+}
