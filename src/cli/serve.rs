@@ -126,7 +126,9 @@ pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
         sampler: a.sampler,
     };
     let setup = serve::advice::Setup { model: loaded.model, gpu: g, cfg, checkpoint_dtype: loaded.dtype };
-    Ok((setup, loaded.notes))
+    let mut notes = loaded.notes;
+    notes.extend(gpu::default_note(&a.gpu));
+    Ok((setup, notes))
 }
 
 /// Runs `serve`.

@@ -17,6 +17,8 @@ fn a_family_name_takes_its_sxm_part_and_says_so() {
     assert_eq!(v["gpu"]["id"], "h100-80gb");
     let notes = v["notes"].to_string();
     assert!(notes.contains("--gpu h100 is taken as h100-80gb") && notes.contains("h100-pcie"), "{notes}");
+    let v = json(&["serve", "--model", "llama-3.1-8b", "--gpu", "h100", "--json"]);
+    assert!(v["notes"].to_string().contains("--gpu h100 is taken as h100-80gb"), "{}", v["notes"]);
     // where the parts differ in memory the short form stays an error naming them
     assert_usage_error(&["estimate", "--model", "gpt2", "--gpu", "a100"], "a100-40gb, a100-80gb");
 }
