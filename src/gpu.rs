@@ -124,7 +124,7 @@ pub fn find(id: &str) -> Result<Gpu, String> {
         [one] => return Ok((*one).clone()),
         [] => {}
         many => {
-            if let Some(g) = many.iter().find(|g| g.default_for.iter().any(|d| *d == norm)) {
+            if let Some(g) = many.iter().find(|g| g.default_for.contains(&norm)) {
                 return Ok((*g).clone());
             }
             let ids: Vec<&str> = many.iter().map(|g| g.id.as_str()).collect();
@@ -145,7 +145,7 @@ fn short_form_of(norm: &str, id: &str) -> bool {
     let typed: Vec<&str> = norm.split('-').filter(|w| !w.is_empty()).collect();
     !typed.is_empty()
         && (id.starts_with(norm)
-            || parts.iter().any(|p| *p == norm)
+            || parts.contains(&norm)
             || typed.iter().all(|w| parts.iter().any(|p| p.starts_with(w))))
 }
 
@@ -153,7 +153,7 @@ fn short_form_of(norm: &str, id: &str) -> bool {
 /// resolved through a card's `default_for` rather than naming one card.
 pub fn default_note(id: &str) -> Option<String> {
     let norm = id.trim().to_ascii_lowercase().replace(['_', ' '], "-");
-    let g = catalog().iter().find(|g| g.default_for.iter().any(|d| *d == norm))?;
+    let g = catalog().iter().find(|g| g.default_for.contains(&norm))?;
     let others: Vec<&str> = catalog()
         .iter()
         .filter(|o| o.id != g.id && short_form_of(&norm, &o.id))
