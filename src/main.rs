@@ -26,6 +26,12 @@ fn main() -> ExitCode {
                 line.push(' ');
                 line.push_str(l.trim());
             }
+            // clap's "tip: a similar argument exists" sits below a blank line: keep it on the line
+            if let Some(tip) = suggestion(&e)
+                && !line.contains(&tip)
+            {
+                line.push_str(&format!(" (did you mean {tip}?)"));
+            }
             eprintln!("{line}");
             return ExitCode::from(2);
         }
@@ -88,6 +94,18 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The flag, value or subcommand clap suggests for a misspelled one (`--bacth` → `--batch`).
+fn suggestion(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    [ContextKind::SuggestedArg, ContextKind::SuggestedValue, ContextKind::SuggestedSubcommand]
+        .iter()
+        .find_map(|k| match e.get(*k)? {
+            ContextValue::String(s) => Some(s.clone()),
+            ContextValue::Strings(v) => v.first().cloned(),
+            _ => None,
+        })
 }
 
 /// The error and its causes on one line, a cause left out when the text before already says it

@@ -14,13 +14,14 @@ use serde::Serialize;
 /// Architecture generation of a catalog card, oldest first (`None` when unknown).
 pub fn generation(g: &Gpu) -> Option<(u8, &'static str)> {
     let id = g.id.as_str();
+    // an NPU (ascend-) has none: no CUDA card is its generation or its successor
     let gens: [(&[&str], u8, &str); 6] = [
         (&["v100"], 0, "Volta"),
         (&["t4"], 1, "Turing"),
-        (&["a10", "a100", "rtx-3090"], 2, "Ampere"),
-        (&["l4", "l40", "rtx-4090"], 3, "Ada"),
-        (&["h100", "h200", "mi300"], 4, "Hopper / CDNA3"),
-        (&["b200", "b300", "rtx-5090"], 5, "Blackwell"),
+        (&["a10", "a100", "a800", "rtx-3090", "rtx-a6000"], 2, "Ampere"),
+        (&["l4", "l20", "l40", "rtx-40", "rtx-6000-ada"], 3, "Ada"),
+        (&["h100", "h20", "h800", "mi300", "mi325"], 4, "Hopper / CDNA3"),
+        (&["b200", "b300", "gb200", "rtx-5090", "rtx-pro-6000", "mi355"], 5, "Blackwell / CDNA4"),
     ];
     gens.iter()
         .find(|(prefixes, _, _)| prefixes.iter().any(|p| id.starts_with(p)))
@@ -187,13 +188,17 @@ pub fn hardware_paths_in(
     let cur_gen = generation(current).map(|(n, _)| n);
     let need = base.estimate.total;
     // the smallest card of a set that fits, else the largest of them
+    // (at equal memory the catalog's first: the A100 80 GB, not its export variant the A800)
     let pick = |mut cards: Vec<&'static Gpu>| -> Option<&'static Gpu> {
         cards.sort_by_key(|g| g.memory_mib);
-        cards.iter().find(|g| g.capacity() >= need).or(cards.last()).copied()
+        let largest = cards.last().map(|g| g.memory_mib);
+        cards.iter().find(|g| g.capacity() >= need || Some(g.memory_mib) == largest).copied()
     };
     let bigger: Vec<&Gpu> = catalog
         .iter()
-        .filter(|g| g.memory_mib > current.memory_mib && generation(g).map(|(n, _)| n) == cur_gen)
+        .filter(|g| {
+            g.memory_mib > current.memory_mib && cur_gen.is_some() && generation(g).map(|(n, _)| n) == cur_gen
+        })
         .collect();
     let bigger_same_line: Vec<&Gpu> = bigger.iter().copied().filter(|g| product_line(g) == line).collect();
     let big = if bigger_same_line.is_empty() { pick(bigger) } else { pick(bigger_same_line) };
@@ -283,6 +288,27 @@ mod tests {
         }
     }
 
+    /// Every CUDA / ROCm card of the catalog has a generation; a card without one (the Ascend NPU)
+    /// is no other card's generation, so it gets no "bigger card, same generation" (it had the
+    /// GB200 as one when two unknown generations compared equal).
+    #[test]
+    fn every_gpu_has_a_generation_and_an_npu_none() {
+        for g in gpu::catalog() {
+            assert_eq!(generation(g).is_none(), g.id.starts_with("ascend-"), "{}", g.id);
+        }
+        let npu = gpu::find("ascend-910b").unwrap();
+        let mut sc = Scenario::new(builtin("llama-3.1-8b").unwrap());
+        sc.overhead = npu.overhead();
+        let paths = hardware_paths(&sc, &npu, 8, &SpeedModel::default());
+        assert!(
+            paths.iter().all(|p| !p.kind.contains("generation")),
+            "{:?}",
+            paths.iter().map(|p| &p.kind).collect::<Vec<_>>()
+        );
+        assert_eq!(generation(&gpu::find("h20").unwrap()).unwrap().0, 4);
+        assert_eq!(generation(&gpu::find("rtx-4060-ti-16gb").unwrap()).unwrap().0, 3);
+    }
+
     /// The paths in Chinese: the same rows and figures, each kind in Chinese (with the other
     /// product line named in Chinese).
     #[test]
@@ -356,6 +382,9 @@ mod tests {
         let r4090 = gpu::find("rtx-4090").unwrap();
         let paths = hardware_paths(&sc, &r4090, 1, &SpeedModel::default());
         let newer: Vec<_> = paths.iter().filter(|p| p.kind.starts_with("newer generation")).collect();
-        assert_eq!(newer[0].gpu, "rtx-5090", "an RTX 4090's newer generation is an RTX 5090, not an H200");
+        // the smallest Blackwell of its own line that fits: the 96 GB RTX PRO 6000 (the 32 GB
+        // RTX 5090 does not), not an H200
+        assert_eq!(newer[0].gpu, "rtx-pro-6000", "an RTX 4090's newer generation stays in its line");
+        assert_eq!(newer[0].product_line, "consumer / workstation");
     }
 }

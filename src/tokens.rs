@@ -56,6 +56,20 @@ pub fn find<T: Copy>(spellings: &[(&str, T)], s: &str, any_case: bool) -> Option
         .map(|(_, v)| *v)
 }
 
+/// Levenshtein distance of two spellings (insertions, deletions and substitutions), for "did
+/// you mean".
+pub fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 /// The tokens as a sentence's list: `a`, `a or b`, `a, b or c`.
 pub fn or_list(tokens: &[&str]) -> String {
     match tokens.split_last() {

@@ -5,6 +5,8 @@ use serde_json::Value;
 use std::process::{Command, Output};
 
 // groups of tests in tests/cli/ (modules of this one test binary)
+#[path = "cli/catalog.rs"]
+mod catalog;
 #[path = "cli/diagnose.rs"]
 mod diagnose;
 #[path = "cli/plan.rs"]

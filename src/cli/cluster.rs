@@ -30,7 +30,7 @@ pub struct PromArgs {
     #[arg(long, requires = "prometheus")]
     pub range: Option<String>,
     /// Seconds between the range's points (default: the range / 240, at least 1 s).
-    #[arg(long, requires = "range")]
+    #[arg(long, requires = "range", value_parser = super::bounds::real(0.0, super::bounds::End::Open, 86_400.0, super::bounds::End::Closed))]
     pub step_s: Option<f64>,
 }
 

@@ -7,10 +7,10 @@ use clap::Args;
 #[derive(Args, Debug, Clone)]
 pub struct MonitorArgs {
     /// Milliseconds between samples.
-    #[arg(long, default_value_t = 250)]
+    #[arg(long, default_value_t = 250, value_parser = super::bounds::int(1, 3_600_000))]
     pub interval_ms: u64,
     /// Samples to take.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::bounds::int(1, 1 << 32))]
     pub count: u64,
     /// One JSON object per sample (JSON lines).
     #[arg(long)]
@@ -82,10 +82,10 @@ pub struct DiagnoseArgs {
     #[arg(long)]
     pub compare: Option<String>,
     /// GPU index to examine in a trace (default: every GPU in it, each with its verdict).
-    #[arg(long)]
+    #[arg(long, value_parser = super::bounds::int32(0, 1023))]
     pub gpu_index: Option<u32>,
     /// The card's memory in MiB, for traces that do not record it (`nvidia-smi dmon`).
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", value_parser = super::bounds::int(1, 1 << 20))]
     pub total_mib: Option<u64>,
     /// Print one JSON object.
     #[arg(long)]

@@ -1,7 +1,7 @@
 //! `vramscope export`.
 
 use super::choice::choice;
-use super::{EstimateArgs, inputs, notes};
+use super::{EstimateArgs, bounds, inputs, notes};
 use anyhow::{Context, Result};
 use clap::Args;
 use vramscope::export::{self, Format, ScenarioFile};
@@ -15,7 +15,7 @@ pub struct ExportArgs {
     pub estimate: EstimateArgs,
     /// Sequences per optimizer step over the whole job (default: the file's, else micro-batch x
     /// data-parallel); sets gradient accumulation in the framework settings.
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub global_batch: Option<u64>,
     /// What to write (png is GUI-only).
     #[arg(long, value_parser = choice::<Format>())]

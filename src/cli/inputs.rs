@@ -31,8 +31,10 @@ pub(super) fn find_gpu(id: &str) -> Result<gpu::Gpu> {
 pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
     if let Some(path) = &a.scenario {
         let f = ScenarioFile::load(path)?;
-        let gpu = a.gpu.as_deref().or(f.gpu.as_deref()).map(find_gpu).transpose()?;
-        let mut i = Inputs { sc: f.scenario, notes: Vec::new(), gpu, global_batch: f.global_batch };
+        let id = a.gpu.as_deref().or(f.gpu.as_deref());
+        let gpu = id.map(find_gpu).transpose()?;
+        let notes = id.and_then(gpu::default_note).into_iter().collect();
+        let mut i = Inputs { sc: f.scenario, notes, gpu, global_batch: f.global_batch };
         if a.calibrated {
             calibrate_overhead(a, &mut i)?;
         }
@@ -100,6 +102,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     }
     // the overhead defaults of the chosen card, else the generic ones
     let gpu = a.gpu.as_deref().map(find_gpu).transpose()?;
+    notes.extend(a.gpu.as_deref().and_then(gpu::default_note));
     sc.overhead = overhead(a, gpu.as_ref())?;
     sc.parallel = a.parallel.to_parallel();
     if a.fsdp_impl.is_some() && sc.parallel.fsdp.is_none() {

@@ -16,6 +16,7 @@ use vramscope::report::{self, FitInfo};
 use vramscope::units::{DType, Precision};
 use vramscope::{fit, gpu};
 
+mod bounds;
 mod choice;
 mod cluster;
 mod diagnose;
@@ -50,7 +51,7 @@ pub struct Cli {
     #[arg(long, value_name = "PATH.png")]
     pub screenshot: Option<std::path::PathBuf>,
     /// Frames to render before the screenshot.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = bounds::int32(1, 100_000))]
     pub frames: u32,
     /// With --screenshot: crop the picture to the stacked breakdown chart (for slides).
     #[arg(long, requires = "screenshot")]
@@ -153,11 +154,11 @@ pub struct EstimateArgs {
     #[arg(long, default_value = Mode::Train.name(), value_parser = choice::<Mode>())]
     pub mode: Mode,
     /// Micro-batch size per GPU.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub batch: u64,
     /// Sequence length (default: 512, or the model's positions if fewer); the prompt with
     /// --new-tokens.
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub seq: Option<u64>,
     /// Inference as HF `generate`: the prompt's forward keeps only the last token's logits, then
     /// N new tokens grow the KV cache (`max_new_tokens`). Without it, inference is one scoring
@@ -178,11 +179,12 @@ pub struct EstimateArgs {
     #[arg(long, default_value = CheckpointKeyword::None.form())]
     #[arg(value_parser = choice::<Checkpointing>().notes(notes::CHECKPOINT))]
     pub checkpoint: Checkpointing,
-    /// LoRA: RANK or RANK:q,k,v,o,gate,up,down (default targets q,v).
+    /// LoRA: RANK (targets q,v, PEFT's default for Llama-like models), RANK:all (every projection:
+    /// q,k,v,o,gate,up,down), or RANK:LIST of those (e.g. 16:q,k,v,o).
     #[arg(long)]
     pub lora: Option<Lora>,
     /// LoRA adapter dropout probability.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = bounds::share())]
     pub lora_dropout: f64,
     /// bitsandbytes weights quantized at load: the frozen base of a LoRA run (QLoRA), or the
     /// weights of an inference run (transformers' BitsAndBytesConfig, litgpt --quantize bnb.*).
@@ -201,7 +203,7 @@ pub struct EstimateArgs {
     pub optimizer_in_backward: bool,
     /// Micro-batches per optimizer step (gradient accumulation): from the second on, every
     /// gradient is alive through forward and backward.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = bounds::int32(1, 65_536))]
     pub grad_accum: Option<u32>,
     /// zero_grad(set_to_none=False), the default before PyTorch 2.0: gradients stay allocated
     /// between steps.
@@ -239,11 +241,12 @@ pub struct EstimateArgs {
     #[arg(long)]
     pub kv_dtype: Option<DType>,
     /// GPU from the catalog (see `vramscope gpus`; unambiguous short forms such as 4090 or h200
-    /// work) or a size like 24gb: adds fits and max_batch.
+    /// work, a family name takes its usual part: h100 is the SXM5 h100-80gb) or a size like 24gb:
+    /// adds fits and max_batch.
     #[arg(long)]
     pub gpu: Option<String>,
     /// CUDA context size in MiB (default 500).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(0, bounds::MAX_TERM_MIB))]
     pub context_mib: Option<u64>,
     /// CUDA_MODULE_LOADING, or the CUDA runtime version to take its default (e.g. 11.3). Applies
     /// to the card's default context, not to --context-mib.
@@ -251,11 +254,11 @@ pub struct EstimateArgs {
     #[arg(value_parser = choice::<ModuleLoading>().notes(notes::MODULE_LOADING))]
     pub module_loading: Option<ModuleLoading>,
     /// cuBLAS workspace in MiB (default 32).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(0, bounds::MAX_TERM_MIB))]
     pub workspace_mib: Option<u64>,
     /// A flat allocator reserve as a fraction of the peak instead of the allocator replay (the
     /// GUI's sampled curves use 0.05 between the points they mark).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::real(0.0, bounds::End::Closed, 1.0, bounds::End::Closed))]
     pub reserve_frac: Option<f64>,
     /// PYTORCH_CUDA_ALLOC_CONF for the allocator replay, e.g. expandable_segments:True or
     /// max_split_size_mb:128,garbage_collection_threshold:0.8.
@@ -288,25 +291,25 @@ pub struct EstimateArgs {
 pub struct ParallelArgs {
     /// Data-parallel degree (GPUs sharing the model states under ZeRO/FSDP; default 1, or with
     /// `plan --gpus N` the GPUs left by the other degrees).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, bounds::MAX_GPUS))]
     pub dp: Option<u64>,
     /// Tensor-parallel degree (Megatron column/row split).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = bounds::int(1, bounds::MAX_DEGREE))]
     pub tp: u64,
     /// Pipeline-parallel degree.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = bounds::int(1, bounds::MAX_DEGREE))]
     pub pp: u64,
     /// Context-parallel degree (sequence split, ring attention).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = bounds::int(1, bounds::MAX_DEGREE))]
     pub cp: u64,
     /// Expert-parallel degree (MoE).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = bounds::int(1, bounds::MAX_DEGREE))]
     pub ep: u64,
     /// Sequence parallelism with tensor parallelism.
     #[arg(long)]
     pub sp: bool,
     /// ZeRO stage 0-3 (0: DDP replicas; 1: optimizer states sharded; 2: + gradients; 3: + parameters).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = bounds::int8(0, 3))]
     pub zero: u8,
     /// PyTorch FSDP's sharding strategy (overrides --zero).
     #[arg(long, value_parser = choice::<FsdpMode>())]
@@ -316,18 +319,18 @@ pub struct ParallelArgs {
     #[arg(value_parser = choice::<Offload>().notes(notes::OFFLOAD))]
     pub offload: Offload,
     /// Pipeline micro-batches per step (default: as many as stages).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = bounds::int(0, 65_536))]
     pub micro_batches: u64,
     /// Virtual pipeline stages per rank (interleaved 1F1B).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = bounds::int(1, 1024))]
     pub virtual_stages: u64,
     /// GPUs per node (default 8).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = bounds::int(1, 576))]
     pub gpus_per_node: u64,
     /// NCCL buffers per GPU in MiB when more than one GPU takes part, all communicators together
     /// (default 256 for each process group in use: data-, tensor-, pipeline-, context-,
     /// expert-parallel; two for HSDP across nodes).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(0, bounds::MAX_TERM_MIB))]
     pub nccl_mib: Option<u64>,
 }
 
@@ -542,19 +545,31 @@ pub fn list_presets() -> String {
     s
 }
 
-/// `gpus`.
+/// `gpus`: each card with nvidia-smi's total and the total CUDA reports beside it (published,
+/// else the rule's figure, marked).
 pub fn list_gpus() -> String {
-    let mut s = String::new();
+    let mut s = format!(
+        "{:<17} {:<36} {:>10} {:>11} {:>6} {:>8}  {}\n",
+        "id", "name", "nvidia-smi", "CUDA total", "GB/s", "TFLOP/s", "link"
+    );
+    let mut ruled = false;
     for g in gpu::catalog() {
+        let (cuda, published) = g.cuda_total();
+        ruled |= !published;
         s += &format!(
-            "{:<11} {:<32} {:>7.1} GiB {:>6} GB/s {:>5} TFLOP/s  {}\n",
+            "{:<17} {:<36} {:>6.2} GiB {:>6.2} GiB{} {:>6} {:>8}  {}\n",
             g.id,
             g.name,
             g.memory_mib as f64 / 1024.0,
+            cuda as f64 / vramscope::units::GIB,
+            if published { ' ' } else { '*' },
             g.bandwidth_gbs,
             g.bf16_dense_tflops,
             g.link
         );
+    }
+    if ruled {
+        s += "\n* no published CUDA total for this card: 1 % below nvidia-smi's total is taken (a published one goes in presets/gpus.ron's cuda_total_mib)\n";
     }
     s
 }

@@ -1,12 +1,13 @@
 //! `vramscope plan`.
 
-use super::{EstimateArgs, inputs};
+use super::{EstimateArgs, bounds, inputs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use vramscope::estimate::scenario::CheckpointKeyword;
 use vramscope::estimate::{Estimate, Scenario};
 use vramscope::fit;
 use vramscope::gpu::Gpu;
+use vramscope::i18n::Lang;
 use vramscope::report::{self, FitInfo};
 
 /// Flags of `plan`.
@@ -16,19 +17,19 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub estimate: EstimateArgs,
     /// GPUs in the job (default: the product of the parallel degrees).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, bounds::MAX_GPUS))]
     pub gpus: Option<u64>,
     /// Sequences per optimizer step over the whole job (default: micro-batch x data-parallel).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub global_batch: Option<u64>,
     /// Search layouts (TP, PP, ZeRO, checkpointing, offload) of --gpus GPUs and rank them.
     #[arg(long)]
     pub search: bool,
     /// Model FLOPs utilisation assumed for step times.
-    #[arg(long, default_value_t = 0.4)]
+    #[arg(long, default_value_t = 0.4, value_parser = bounds::fraction())]
     pub mfu: f64,
     /// Show this many plans with --search.
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = 15, value_parser = bounds::count(1, 1000))]
     pub top: usize,
     /// Print a short / mid / long-term roadmap (Markdown, or JSON with --json) of the changes
     /// that make the scenario fit, each measured by the estimator.
@@ -36,20 +37,26 @@ pub struct PlanArgs {
     pub roadmap: bool,
     /// With --roadmap: the share of the card kept free for "fits" (e.g. 0.1).
     #[arg(long, default_value_t = 0.0, requires = "roadmap")]
+    #[arg(value_parser = bounds::real(0.0, bounds::End::Closed, 0.9, bounds::End::Open))]
     pub headroom: f64,
+    /// With --roadmap: the language of its text (titles, headline, headings, prose); the figures,
+    /// flags and commands are the same in every language, as in `export --format roadmap`.
+    #[arg(long, value_name = "en|zh-CN", default_value = Lang::En.name(), requires = "roadmap")]
+    #[arg(value_parser = super::choice::choice::<Lang>().notes(super::notes::LANG))]
+    pub lang: Lang,
     /// Print the hardware paths: a bigger card of the same generation, a newer generation, and
     /// the fewest GPUs of this card that some layout fits, with speed-up and price.
     #[arg(long, conflicts_with_all = ["search", "roadmap"])]
     pub options: bool,
     /// Tokens of the whole run (e.g. 2e12): adds GPU-hours and cost on every catalog instance
     /// (6 x active params x tokens FLOPs to train, 2 x for inference, at --mfu).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = bounds::real(1.0, bounds::End::Closed, 1e18, bounds::End::Closed))]
     pub tokens: Option<f64>,
     /// Spot / preemptible discount on on-demand prices.
-    #[arg(long, default_value_t = 0.70)]
+    #[arg(long, default_value_t = 0.70, value_parser = bounds::share())]
     pub spot_discount: f64,
     /// Committed-use / savings-plan discount on on-demand prices.
-    #[arg(long, default_value_t = 0.40)]
+    #[arg(long, default_value_t = 0.40, value_parser = bounds::share())]
     pub committed_discount: f64,
 }
 
@@ -132,15 +139,12 @@ pub fn run_plan(a: &PlanArgs) -> Result<String> {
 
 /// `plan --roadmap`: Markdown, or JSON with --json.
 fn roadmap(a: &PlanArgs, sc: &Scenario, gpu: &Gpu) -> Result<String> {
-    if !(0.0..0.9).contains(&a.headroom) {
-        bail!("--headroom {} is outside [0, 0.9)", a.headroom);
-    }
-    let r =
-        vramscope::roadmap::roadmap_with(sc, gpu, a.headroom).context("the scenario cannot be estimated")?;
+    let r = vramscope::roadmap::roadmap_in(sc, gpu, a.headroom, a.lang)
+        .context("the scenario cannot be estimated")?;
     if a.estimate.json {
         return Ok(serde_json::to_string_pretty(&r)? + "\n");
     }
-    Ok(vramscope::roadmap::to_markdown(sc, &r, Some(&model_arg(a))))
+    Ok(vramscope::roadmap::to_markdown_in(sc, &r, Some(&model_arg(a)), a.lang))
 }
 
 /// `plan --options`: the hardware paths, each with what it changes and its `estimate` command.

@@ -27,13 +27,13 @@ pub struct ProbeArgs {
     #[arg(long, default_value = Device::Cuda.name(), value_parser = choice::<Device>().notes(notes::DEVICE))]
     pub device: Device,
     /// Measured steps (training) or forward passes (inference).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = super::bounds::int32(1, 10_000))]
     pub steps: u32,
     /// Unmeasured steps first (optimizer states allocated, kernels loaded).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::bounds::int32(0, 1000))]
     pub warmup: u32,
     /// `torch.cuda.memory._record_memory_history(max_entries=N)` for the snapshot; 0: none.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, value_parser = super::bounds::int(0, 100_000_000))]
     pub snapshot_entries: u64,
     /// Overwrite an existing script.
     #[arg(long)]

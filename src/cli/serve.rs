@@ -1,5 +1,6 @@
 //! `vramscope serve`: what a vLLM-style server gives the KV cache, and how many requests fit.
 
+use super::bounds;
 use super::choice::choice;
 use super::notes;
 use anyhow::{Result, bail};
@@ -21,28 +22,28 @@ pub struct ServeArgs {
     #[arg(long)]
     pub gpu: String,
     /// Tensor-parallel size.
-    #[arg(long, alias = "tensor-parallel-size", default_value_t = 1)]
+    #[arg(long, alias = "tensor-parallel-size", default_value_t = 1, value_parser = bounds::int(1, bounds::MAX_DEGREE))]
     pub tp: u64,
     /// Pipeline-parallel size.
-    #[arg(long, alias = "pipeline-parallel-size", default_value_t = 1)]
+    #[arg(long, alias = "pipeline-parallel-size", default_value_t = 1, value_parser = bounds::int(1, bounds::MAX_DEGREE))]
     pub pp: u64,
     /// Fraction of the CUDA-visible memory the server may use, in (0, 1].
-    #[arg(long, default_value_t = 0.9)]
+    #[arg(long, default_value_t = 0.9, value_parser = bounds::fraction())]
     pub gpu_memory_utilization: f64,
     /// Longest request (default: the model's context length).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub max_model_len: Option<u64>,
     /// Allow a --max-model-len above the model's positions (vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1).
     #[arg(long)]
     pub allow_long_max_model_len: bool,
     /// Tokens per scheduler step, and of the profiling forward (default: vLLM's for the card).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub max_num_batched_tokens: Option<u64>,
     /// Sequences per step, and rows of the profiling sampler (default: vLLM's for the card).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, 65_536))]
     pub max_num_seqs: Option<u64>,
     /// Tokens per KV block (a power of two).
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = bounds::int(1, 1024))]
     pub block_size: u64,
     /// KV-cache dtype.
     #[arg(long, alias = "kv-cache-dtype", default_value = KvDtype::Auto.name())]
@@ -59,17 +60,17 @@ pub struct ServeArgs {
     #[arg(long)]
     pub enforce_eager: bool,
     /// CUDA-graph memory vLLM subtracts before the KV cache (>= 0.21 estimates it), MiB.
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", value_parser = bounds::int(0, bounds::MAX_TERM_MIB))]
     pub cudagraph_mib: Option<u64>,
     /// Non-torch memory the profiling adds, MiB (default: the card's cuBLAS workspace, plus NCCL
     /// buffers under TP/PP).
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", value_parser = bounds::int(0, bounds::MAX_TERM_MIB))]
     pub non_torch_mib: Option<u64>,
     /// The card's CUDA-visible total (torch.cuda.mem_get_info()[1]), MiB (default: the catalog's).
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", value_parser = bounds::int(1, 1 << 20))]
     pub cuda_total_mib: Option<u64>,
     /// Also give the concurrency at this mean context length (tokens).
-    #[arg(long)]
+    #[arg(long, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub context: Option<u64>,
     /// A what-if: the model as a 4-bit export of itself (group 128), as a Hub "…-AWQ" repository
     /// holds it.
@@ -95,7 +96,7 @@ pub struct ServeArgs {
     pub roadmap: bool,
     /// With --options / --roadmap: concurrent requests to reach (at --context, else at
     /// --max-model-len).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = bounds::real(0.0, bounds::End::Open, 1e7, bounds::End::Closed))]
     pub target_concurrency: Option<f64>,
     /// Print one JSON object.
     #[arg(long)]
@@ -134,7 +135,9 @@ pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
         release: a.vllm_version,
     };
     let setup = serve::advice::Setup { model: loaded.model, gpu: g, cfg, checkpoint_dtype: loaded.dtype };
-    Ok((setup, loaded.notes))
+    let mut notes = loaded.notes;
+    notes.extend(gpu::default_note(&a.gpu));
+    Ok((setup, notes))
 }
 
 /// Runs `serve`.

@@ -75,7 +75,8 @@ impl FamilyDef for GptNeox {
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
-        STYLE.kinds()
+        // modeling_gpt_neox's rope ends in a cat at any rotary_pct
+        OpKinds { rope: Rope::Cat, ..STYLE.kinds() }
     }
 
     fn litgpt(&self) -> Option<Litgpt> {

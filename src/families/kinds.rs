@@ -59,6 +59,10 @@ pub enum Rope {
     Full,
     /// The two halves rotated with `(s, d/2)` tables (gpt-oss); q is built head-major.
     Halves,
+    /// Rotary over `rope_dim` of each head, then `torch.cat([rotated, pass], dim=-1)` even when
+    /// the pass-through part is empty (HF's Phi-3 and GPT-NeoX `apply_rotary_pos_emb`): q and k
+    /// come out of `cat` as fresh head-major `(b, h, s, d)` storages at any rotary fraction.
+    Cat,
 }
 
 /// Where inference keeps its cache.

@@ -448,7 +448,8 @@ pub(crate) fn attn_with(k: &OpKinds, ctx: &Ctx, m: &TransformerSpec, flags: u8) 
         qk_dim,
         v_dim,
         masked: windowed(ctx, m, flags) || k.always_masked,
-        q_head_major: k.rope != Rope::None && (rope_dim(m) < m.head_dim || k.rope == Rope::Halves),
+        q_head_major: k.rope != Rope::None
+            && (rope_dim(m) < m.head_dim || matches!(k.rope, Rope::Halves | Rope::Cat)),
         gqa_native: k.always_masked,
         softcap: m.attn_softcap.is_some(),
         sinks: k.sinks,

@@ -1,5 +1,6 @@
 //! Phi-3: Llama with fused `qkv_proj` (q, k and v are views of one storage, so flash attention's
-//! saved v keeps the whole projection) and fused `gate_up_proj`; residual dropout.
+//! saved v keeps the whole projection) and fused `gate_up_proj`; residual dropout; a rope that
+//! ends in `cat` (q head-major: flash's output is too, and o_proj reads a contiguous copy).
 
 use super::prelude::*;
 
@@ -55,6 +56,7 @@ impl FamilyDef for Phi3 {
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
-        STYLE.kinds()
+        // modeling_phi3's rope ends in a cat even at partial_rotary_factor 1.0
+        OpKinds { rope: Rope::Cat, ..STYLE.kinds() }
     }
 }

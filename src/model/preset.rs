@@ -163,6 +163,15 @@ pub enum LoadError {
     /// Neither a preset name, a Hub id of a preset, nor an existing file or folder.
     #[error("\"{0}\" is neither a preset nor a file or model folder{hint}", hint = suggestion(.0))]
     NotFound(String),
+    /// A path (it has a folder in it, or a model file's extension) that does not exist.
+    #[error("no such file: {0}")]
+    NoSuchFile(String),
+    /// `org/name`: no such folder here, and not the Hub id of a built-in preset.
+    #[error(
+        "no such folder \"{0}\", and not the Hub id of a built-in preset (Hub ids are not fetched: pass the model's config.json or its folder){hint}",
+        hint = nearest_preset(.0).map_or(String::new(), |n| format!("; did you mean {n}?"))
+    )]
+    NotAHubPreset(String),
     /// A folder without a model in it.
     #[error("{0}: no config.json (nor model.safetensors) in this folder")]
     EmptyFolder(String),
@@ -198,15 +207,7 @@ fn normalise(s: &str) -> String {
 /// Levenshtein distance of the normalised names, for "did you mean".
 fn distance(a: &str, b: &str) -> usize {
     let (a, b): (Vec<char>, Vec<char>) = (normalise(a).chars().collect(), normalise(b).chars().collect());
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    crate::tokens::edit_distance(&a, &b)
 }
 
 /// The nearest preset name (by name or Hub id), if one is close.
@@ -228,14 +229,9 @@ pub fn nearest_preset(query: &str) -> Option<&'static str> {
 }
 
 fn suggestion(query: &str) -> String {
-    let hub = if query.contains('/') {
-        " (a Hub id names only a built-in preset: nothing is downloaded, so pass the model's config.json or its folder)"
-    } else {
-        ""
-    };
     match nearest_preset(query) {
-        Some(n) => format!("{hub}; did you mean {n}? (`vramscope presets` lists them all)"),
-        None => format!("{hub}; `vramscope presets` lists the presets"),
+        Some(n) => format!("; did you mean {n}? (`vramscope presets` lists them all)"),
+        None => "; `vramscope presets` lists the presets".into(),
     }
 }
 
@@ -309,9 +305,42 @@ pub fn load(spec: &str) -> Result<Loaded, LoadError> {
     }
     let path = Path::new(spec);
     if !path.exists() {
-        return Err(LoadError::NotFound(spec.to_owned()));
+        return Err(match path_shape(spec) {
+            PathShape::Path => LoadError::NoSuchFile(spec.to_owned()),
+            PathShape::HubId => LoadError::NotAHubPreset(spec.to_owned()),
+            PathShape::Name => LoadError::NotFound(spec.to_owned()),
+        });
     }
     load_path(path)
+}
+
+/// What a `--model` argument that names nothing looks like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PathShape {
+    /// A file path: a model file's extension, a leading `/`, `./`, `../` or `~`, a `\\`, or two
+    /// or more `/`.
+    Path,
+    /// `org/name`, as the Hub writes a repository (also a relative folder path of two parts).
+    HubId,
+    /// A bare word: a misspelled preset, most likely.
+    Name,
+}
+
+fn path_shape(spec: &str) -> PathShape {
+    let lower = spec.to_ascii_lowercase();
+    let model_file =
+        [".json", ".safetensors", ".ron", ".bin", ".pt", ".pth", ".gguf"].iter().any(|e| lower.ends_with(e));
+    let rooted = ["/", "./", "../", "~"].iter().any(|p| spec.starts_with(p)) || spec.contains('\\');
+    let slashes = spec.matches('/').count();
+    if model_file || rooted || slashes >= 2 {
+        PathShape::Path
+    } else if slashes == 1 && !spec.ends_with('/') {
+        PathShape::HubId
+    } else if slashes == 1 {
+        PathShape::Path
+    } else {
+        PathShape::Name
+    }
 }
 
 fn read(path: &Path) -> Result<String, LoadError> {
@@ -411,6 +440,32 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_path_reads_no_such_file_and_a_hub_id_says_it_is_not_fetched() {
+        for p in [
+            "./no/such.json",
+            "/tmp/vramscope-nowhere/config.json",
+            "models/x/config.json",
+            "weights.safetensors",
+            "llama.ron",
+        ] {
+            let e = load(p).err().unwrap().to_string();
+            assert_eq!(e, format!("no such file: {p}"));
+        }
+        // org/name looks like a path and like a Hub id: say both, and nothing untrue
+        let e = load("some-org/some-model").err().unwrap().to_string();
+        assert!(
+            e.starts_with("no such folder \"some-org/some-model\", and not the Hub id of a built-in preset"),
+            "{e}"
+        );
+        assert!(e.contains("Hub ids are not fetched"), "{e}");
+        let e = load("meta-llama/Llama-3.1-8C").err().unwrap().to_string();
+        assert!(e.contains("did you mean llama-3.1-8b"), "{e}");
+        // a bare word is a misspelled preset
+        let e = load("lama-3.1-8b").err().unwrap().to_string();
+        assert!(e.contains("neither a preset nor a file") && e.contains("did you mean llama-3.1-8b?"), "{e}");
+    }
 
     #[test]
     fn every_builtin_preset_loads() {
