@@ -21,6 +21,7 @@ fn near_gib(v: Option<u64>, gib: f64) -> bool {
 fn every_oom_fixture_gets_the_expert_s_findings() {
     use Finding::*;
     let cases: &[(&str, Source, &[Finding], Option<u32>)] = &[
+        ("oom_brief_fragmentation_at_the_edge.txt", Source::PytorchCurrent, &[Fragmentation], Some(0)),
         ("oom_container_own_pid.txt", Source::PytorchCurrent, &[JobTooLarge], Some(0)),
         ("oom_cublas_alloc_failed.txt", Source::Cublas, &[OutsideAllocator], None),
         ("oom_cuda_error_no_numbers.txt", Source::CudaRuntime, &[OutsideAllocator], None),
@@ -107,6 +108,40 @@ fn the_numbers_survive_wraps_prefixes_and_typos() {
     let r = explain_oom(&fixture("oom_vllm_v1_kv_cache_needed.txt")).unwrap();
     assert_eq!(r.numbers.estimated_max_model_len, Some(78304));
     assert!(near_gib(r.numbers.kv_needed, 16.0) && near_gib(r.numbers.kv_available, 9.56), "{:?}", r.numbers);
+}
+
+#[test]
+fn the_brief_s_oom_is_fragmentation_at_the_edge_with_pytorch_s_own_hint() {
+    // 20.10 GiB allocated + 2.00 GiB requested < 20.10 + 1.90 cached + 1.12 free = 23.12 GiB
+    // reachable: neither the cache nor the free memory alone holds the request, together they do
+    let r = explain_oom(&fixture("oom_brief_fragmentation_at_the_edge.txt")).unwrap();
+    assert_eq!(r.findings, [Finding::Fragmentation], "{:?}", r.explanation);
+    assert!(near_gib(r.numbers.process_in_use, 22.51) && near_gib(r.numbers.reserved_unallocated, 1.90));
+    let text = r.explanation.join("\n");
+    assert!(!text.contains("too large for this card"), "{text}");
+    assert!(text.contains("together they hold 3.02 GiB") && text.contains("23.12 GiB"), "{text}");
+    assert!(text.contains("1.02 GiB (4.3 % of the card)") && text.contains("at the edge"), "{text}");
+    // PyTorch's own hint is echoed, and is the first fix
+    let hint = "If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
+    assert_eq!(r.numbers.hint.as_deref(), Some(hint));
+    assert!(text.contains(&format!("PyTorch's own hint applies here: \"{hint}\"")), "{text}");
+    assert!(
+        r.fixes[0].starts_with("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+        "{:?}",
+        r.fixes
+    );
+    // vLLM's profiling run at the same edge stays too large: its peak (95 % of the card) leaves
+    // the KV cache nothing under gpu_memory_utilization
+    let r = explain_oom(&fixture("oom_vllm_this_process_0_bytes.txt")).unwrap();
+    assert!(r.numbers.vllm_profile_run);
+    assert_eq!(r.findings, [Finding::JobTooLarge]);
+    assert!(r.explanation.iter().any(|l| l.contains("vLLM's profiling run") && l.contains("95 %")), "{r:?}");
+    // a full card keeps its reading, the hint quoted with how little it would free
+    let r = explain_oom(&fixture("oom_pt23_card_full.txt")).unwrap();
+    assert_eq!(r.findings, [Finding::JobTooLarge]);
+    assert!(
+        r.explanation.iter().any(|l| l.contains("PyTorch's own hint") && l.contains("not what fills it"))
+    );
 }
 
 /// A fixture, the card size to give it (dmon logs have none) and the verdict of each GPU.
