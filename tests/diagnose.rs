@@ -177,6 +177,12 @@ fn every_trace_fixture_gets_the_expert_s_verdict_per_gpu() {
         ("trace_dmon_s_m.txt", Some(81559), vec![(0, Healthy), (1, Healthy)]),
         ("trace_8gpu_gpu5_leak.csv", None, eight(5, Leak, Healthy)),
         ("trace_8gpu_gpu3_oom.csv", None, eight(3, BatchTooLarge, StoppedWithJob)),
+        // GPU 2 sits at 88 % from its first sample: near the card all along, not "healthy"
+        (
+            "trace_4gpu_gpu2_near_capacity.csv",
+            None,
+            (0..4).map(|g| (g, if g == 2 { NearCapacity } else { Healthy })).collect(),
+        ),
     ];
     let mut wrong = Vec::new();
     for (name, total, want) in &cases {
@@ -199,6 +205,10 @@ fn trace_readings_name_the_level_and_the_rate() {
     let s = trace::parse(&fixture("trace_8gpu_gpu5_leak.csv")).unwrap();
     let e = trace::classify(&s, Some(9)).unwrap_err().to_string();
     assert!(e.contains("GPU 9 is not in the trace") && e.contains("0, 1, 2, 3, 4, 5, 6, 7"), "{e}");
+    let s = trace::parse(&fixture("trace_4gpu_gpu2_near_capacity.csv")).unwrap();
+    let r = trace::classify(&s, Some(2)).unwrap();
+    assert!(r.advice[0].contains("at about 88 % of the card from the first sample"), "{:?}", r.advice);
+    assert!(!r.verdict.fails() && r.verdict.warns() && r.iterations == 0);
     // dmon logs have no total: the samples say so, and the CLI asks for --total-mib
     let s = trace::parse(&fixture("trace_dmon_s_m.txt")).unwrap();
     assert!(s.iter().all(|x| x.total == 0) && s.iter().any(|x| x.used > 30_000 << 20));

@@ -228,7 +228,8 @@ fn a_cluster_from_prometheus_is_read_rank_by_rank_against_the_plan() {
     assert_eq!(h.state().state.view.live.host_order, "node-b node-a");
     // the plot shows the most loaded GPU once the range arrived
     assert_eq!((h.state().live.host.as_deref(), h.state().live.gpu), (Some("node-b"), 3));
-    assert!(h.query_by_label_contains("measured used node-b GPU 3").is_some());
+    // named as on its host, with the rank that runs on it (node-b is node 0 now)
+    assert!(h.query_by_label_contains("measured used node-b GPU 3 (rank 3)").is_some());
     // the bar's measured line is that GPU's peak, read against the per-rank prediction
     let peak = h.state_mut().live.curves().iter().find(|x| x.key == (Some("node-b".into()), 3)).unwrap().peak;
     assert_eq!(h.state_mut().live.bar_measure(), Some((peak, true)));
