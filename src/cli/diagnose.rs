@@ -178,7 +178,9 @@ fn trace_report(a: &DiagnoseArgs, path: &str) -> Result<String> {
         let series = vramscope::monitor::recording::series_of(&snaps);
         return super::cluster::diagnose_series(&series, step, a.json);
     }
-    let mut samples = vramscope::diagnose::trace::parse(&text).with_context(|| path.to_owned())?;
+    let vramscope::diagnose::trace::Log { mut samples, notes } =
+        vramscope::diagnose::trace::read_log(&text, vramscope::i18n::Lang::En)
+            .with_context(|| path.to_owned())?;
     if let Some(t) = a.total_mib {
         if t == 0 {
             bail!("--total-mib must be above 0");
@@ -200,10 +202,10 @@ fn trace_report(a: &DiagnoseArgs, path: &str) -> Result<String> {
     let worst = reports.iter().find(|r| r.verdict.fails()).or(reports.first());
     if a.json {
         return Ok(serde_json::to_string_pretty(
-            &serde_json::json!({"schema": 1, "trace": worst, "gpus": reports}),
+            &serde_json::json!({"schema": 1, "trace": worst, "gpus": reports, "notes": notes}),
         )? + "\n");
     }
-    let mut s = String::new();
+    let mut s: String = notes.iter().map(|n| format!("note: {path}: {n}\n")).collect();
     for r in &reports {
         s += &format!(
             "GPU {}: {} samples, {}, peak {:.0} % of the card: {}\n",

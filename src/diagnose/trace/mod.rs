@@ -43,7 +43,7 @@ mod read;
 #[cfg(test)]
 mod tests;
 
-pub use read::{parse, with_total};
+pub use read::{Log, parse, read_log, with_total};
 
 /// The verdict on a curve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -1,5 +1,6 @@
 //! Unit tests of the curve diagnosis (fixtures as users paste them: `tests/diagnose.rs`).
 use super::*;
+use crate::i18n::Lang;
 
 const GIB: u64 = 1 << 30;
 
@@ -205,4 +206,39 @@ proptest::proptest! {
         let truth = leak / 1048576.0 * period;
         proptest::prop_assert!((r.growth_mib_per_iteration - truth).abs() <= 0.05 * truth + 1.0, "{r:?} vs {truth}");
     }
+}
+
+#[test]
+fn a_log_cut_mid_line_is_read_up_to_the_cut_with_a_note() {
+    // `nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total --format=csv -l 1 > log`
+    // stopped with Ctrl-C: the block-buffered file ends mid-line
+    let mut full = String::from("timestamp, index, memory.used [MiB], memory.total [MiB]\n");
+    for i in 0..12 {
+        full += &format!("2026/11/29 10:00:{i:02}.012, 0, {} MiB, 81559 MiB\n", 30000 + (i % 4) * 5000);
+    }
+    let whole = parse(&full).unwrap();
+    assert_eq!(whole.len(), 12);
+    let last_line_start = full.trim_end().rfind('\n').unwrap() + 1;
+    // cut anywhere in the last line (line 13): the first 11 samples and one note naming line 13
+    for cut in [last_line_start + 3, last_line_start + 26, last_line_start + 31, full.len() - 9] {
+        let text = &full[..cut];
+        let log = read_log(text, Lang::En).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        assert_eq!(log.samples, whole[..11], "cut at {cut}: {:?}", &text[last_line_start..]);
+        assert_eq!(log.notes.len(), 1);
+        assert!(
+            log.notes[0].starts_with("line 13 is cut short") && log.notes[0].ends_with("read up to line 12")
+        );
+        let zh = read_log(text, Lang::ZhCn).unwrap();
+        assert!(zh.notes[0].contains("第 13 行不完整") && zh.notes[0].contains("第 12 行"), "{:?}", zh.notes);
+        assert_eq!(parse(text).unwrap(), log.samples);
+    }
+    // a whole log has no note; a bad line before the last is still an error naming it
+    assert!(read_log(&full, Lang::En).unwrap().notes.is_empty());
+    let bad = full.replacen("35000 MiB", "35000 MiX", 1);
+    assert!(matches!(parse(&bad), Err(TraceError::Line { line: 3, .. })), "{:?}", parse(&bad));
+    // `nvidia-smi dmon -s m` cut the same way
+    let dmon = "# gpu     fb   bar1   ccpm\n# Idx     MB     MB     MB\n    0  30000      5      0\n    0  31000      5      0\n    0  3";
+    let log = read_log(dmon, Lang::En).unwrap();
+    assert_eq!((log.samples.len(), log.notes.len()), (2, 1));
+    assert!(log.notes[0].starts_with("line 5 is cut short"), "{:?}", log.notes);
 }
