@@ -152,7 +152,8 @@ fn verdict_lines(ui: &mut egui::Ui, l: &Layout, curves: &[GpuCurve]) {
             .replace("{list}", &v.list(&near));
         ui.add(egui::Label::new(RichText::new(line).color(warn)).wrap());
     }
-    if judged > 0 && !(failing.is_empty() && !near.is_empty()) {
+    // "all healthy" is not said when some sit near the card
+    if judged > 0 && (near.is_empty() || !failing.is_empty()) {
         let line = if failing.is_empty() {
             k.healthy.replace("{m}", &judged.to_string())
         } else {
