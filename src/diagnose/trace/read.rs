@@ -315,6 +315,9 @@ fn parse_table(text: &str) -> Result<Vec<Sample>, TraceError> {
             let (u, t) = cell.split_once('/').ok_or_else(|| bad("memory usage not understood"))?;
             let used = parse_mib(u).ok_or_else(|| bad("memory used not understood"))?;
             let total = parse_mib(t).ok_or_else(|| bad("memory total not understood"))?;
+            if used > total + total / 20 {
+                return Err(bad("memory used is above memory total"));
+            }
             if !timed && (seen_in_block.contains(&g) || seen_in_block.is_empty()) {
                 // untimed tables: a new block when a GPU comes round again (one per second)
                 if seen_in_block.contains(&g) {

@@ -236,6 +236,11 @@ fn a_log_cut_mid_line_is_read_up_to_the_cut_with_a_note() {
     assert!(read_log(&full, Lang::En).unwrap().notes.is_empty());
     let bad = full.replacen("35000 MiB", "35000 MiX", 1);
     assert!(matches!(parse(&bad), Err(TraceError::Line { line: 3, .. })), "{:?}", parse(&bad));
+    // the boxed table of `nvidia-smi -l 1` cut inside its memory cell
+    let table = "Tue May 14 10:00:00 2024\n|   0  NVIDIA A100-SXM4-80GB          On  | 00000000:07:00.0 Off |                    0 |\n| N/A   61C    P0             349W / 400W |  43787MiB / 81920MiB |     99%      Default |\nTue May 14 10:00:01 2024\n|   0  NVIDIA A100-SXM4-80GB          On  | 00000000:07:00.0 Off |                    0 |\n| N/A   61C    P0             349W / 400W |  43787MiB / 81";
+    let log = read_log(table, Lang::En).unwrap();
+    assert_eq!((log.samples.len(), log.notes.len()), (1, 1), "{log:?}");
+    assert!(log.notes[0].starts_with("line 6 is cut short"), "{:?}", log.notes);
     // `nvidia-smi dmon -s m` cut the same way
     let dmon = "# gpu     fb   bar1   ccpm\n# Idx     MB     MB     MB\n    0  30000      5      0\n    0  31000      5      0\n    0  3";
     let log = read_log(dmon, Lang::En).unwrap();
