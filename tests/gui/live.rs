@@ -266,3 +266,27 @@ fn a_cluster_in_chinese_names_each_verdict_in_chinese() {
     h.run_steps(3);
     assert!(h.query_all_by_label_contains("node-a GPU 0、node-a GPU 1").next().is_some());
 }
+
+/// A GPU whose use sits near its card from the first sample on is named, not called healthy.
+#[test]
+fn a_cluster_gpu_near_capacity_all_along_is_flagged() {
+    use vramscope::gui::lang::Lang;
+    let mut h = a_loaded_cluster(Lang::En, "Live GPU", "Load range");
+    for snap in h.state_mut().live.history.samples.iter_mut() {
+        for g in snap.gpus.iter_mut().filter(|g| g.host.as_deref() == Some("node-a") && g.index == 1) {
+            g.used = 72_000 << 20;
+        }
+    }
+    h.state_mut().live.history.samples.back_mut().unwrap().t_s += 0.001;
+    h.run_steps(3);
+    assert!(
+        h.query_by_label_contains("Near capacity all along: 1 of 8 GPUs (node-a GPU 1)").is_some(),
+        "the near-capacity line"
+    );
+    assert!(h.query_by_label_contains("Curves: 1 of 8 GPUs fail (node-b GPU 3).").is_some());
+    assert_eq!(
+        h.query_all_by_label("near capacity all along (at the edge, or the allocator holds the card)")
+            .count(),
+        1
+    );
+}
