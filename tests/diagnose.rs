@@ -21,6 +21,7 @@ fn near_gib(v: Option<u64>, gib: f64) -> bool {
 fn every_oom_fixture_gets_the_expert_s_findings() {
     use Finding::*;
     let cases: &[(&str, Source, &[Finding], Option<u32>)] = &[
+        ("oom_brief_fragmentation_at_the_edge.txt", Source::PytorchCurrent, &[Fragmentation], Some(0)),
         ("oom_container_own_pid.txt", Source::PytorchCurrent, &[JobTooLarge], Some(0)),
         ("oom_cublas_alloc_failed.txt", Source::Cublas, &[OutsideAllocator], None),
         ("oom_cuda_error_no_numbers.txt", Source::CudaRuntime, &[OutsideAllocator], None),
@@ -109,6 +110,40 @@ fn the_numbers_survive_wraps_prefixes_and_typos() {
     assert!(near_gib(r.numbers.kv_needed, 16.0) && near_gib(r.numbers.kv_available, 9.56), "{:?}", r.numbers);
 }
 
+#[test]
+fn the_brief_s_oom_is_fragmentation_at_the_edge_with_pytorch_s_own_hint() {
+    // 20.10 GiB allocated + 2.00 GiB requested < 20.10 + 1.90 cached + 1.12 free = 23.12 GiB
+    // reachable: neither the cache nor the free memory alone holds the request, together they do
+    let r = explain_oom(&fixture("oom_brief_fragmentation_at_the_edge.txt")).unwrap();
+    assert_eq!(r.findings, [Finding::Fragmentation], "{:?}", r.explanation);
+    assert!(near_gib(r.numbers.process_in_use, 22.51) && near_gib(r.numbers.reserved_unallocated, 1.90));
+    let text = r.explanation.join("\n");
+    assert!(!text.contains("too large for this card"), "{text}");
+    assert!(text.contains("together they hold 3.02 GiB") && text.contains("23.12 GiB"), "{text}");
+    assert!(text.contains("1.02 GiB (4.3 % of the card)") && text.contains("at the edge"), "{text}");
+    // PyTorch's own hint is echoed, and is the first fix
+    let hint = "If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
+    assert_eq!(r.numbers.hint.as_deref(), Some(hint));
+    assert!(text.contains(&format!("PyTorch's own hint applies here: \"{hint}\"")), "{text}");
+    assert!(
+        r.fixes[0].starts_with("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+        "{:?}",
+        r.fixes
+    );
+    // vLLM's profiling run at the same edge stays too large: its peak (95 % of the card) leaves
+    // the KV cache nothing under gpu_memory_utilization
+    let r = explain_oom(&fixture("oom_vllm_this_process_0_bytes.txt")).unwrap();
+    assert!(r.numbers.vllm_profile_run);
+    assert_eq!(r.findings, [Finding::JobTooLarge]);
+    assert!(r.explanation.iter().any(|l| l.contains("vLLM's profiling run") && l.contains("95 %")), "{r:?}");
+    // a full card keeps its reading, the hint quoted with how little it would free
+    let r = explain_oom(&fixture("oom_pt23_card_full.txt")).unwrap();
+    assert_eq!(r.findings, [Finding::JobTooLarge]);
+    assert!(
+        r.explanation.iter().any(|l| l.contains("PyTorch's own hint") && l.contains("not what fills it"))
+    );
+}
+
 /// A fixture, the card size to give it (dmon logs have none) and the verdict of each GPU.
 type TraceCase = (&'static str, Option<u64>, Vec<(u32, Verdict)>);
 
@@ -142,6 +177,12 @@ fn every_trace_fixture_gets_the_expert_s_verdict_per_gpu() {
         ("trace_dmon_s_m.txt", Some(81559), vec![(0, Healthy), (1, Healthy)]),
         ("trace_8gpu_gpu5_leak.csv", None, eight(5, Leak, Healthy)),
         ("trace_8gpu_gpu3_oom.csv", None, eight(3, BatchTooLarge, StoppedWithJob)),
+        // GPU 2 sits at 88 % from its first sample: near the card all along, not "healthy"
+        (
+            "trace_4gpu_gpu2_near_capacity.csv",
+            None,
+            (0..4).map(|g| (g, if g == 2 { NearCapacity } else { Healthy })).collect(),
+        ),
     ];
     let mut wrong = Vec::new();
     for (name, total, want) in &cases {
@@ -164,6 +205,10 @@ fn trace_readings_name_the_level_and_the_rate() {
     let s = trace::parse(&fixture("trace_8gpu_gpu5_leak.csv")).unwrap();
     let e = trace::classify(&s, Some(9)).unwrap_err().to_string();
     assert!(e.contains("GPU 9 is not in the trace") && e.contains("0, 1, 2, 3, 4, 5, 6, 7"), "{e}");
+    let s = trace::parse(&fixture("trace_4gpu_gpu2_near_capacity.csv")).unwrap();
+    let r = trace::classify(&s, Some(2)).unwrap();
+    assert!(r.advice[0].contains("at about 88 % of the card from the first sample"), "{:?}", r.advice);
+    assert!(!r.verdict.fails() && r.verdict.warns() && r.iterations == 0);
     // dmon logs have no total: the samples say so, and the CLI asks for --total-mib
     let s = trace::parse(&fixture("trace_dmon_s_m.txt")).unwrap();
     assert!(s.iter().all(|x| x.total == 0) && s.iter().any(|x| x.used > 30_000 << 20));

@@ -424,6 +424,10 @@ fn a_gpu_whose_node_stopped_reporting_keeps_its_total_and_is_named() {
         String::from_utf8(cli(&["diagnose", "--prometheus", &url, "--range", "1h", "--step-s", "10"]).stdout)
             .unwrap();
     assert!(text.contains("stopped reporting 100 s before the others"), "{text}");
-    assert!(text.contains("node-b GPU 1: not diagnosed: 3 points"), "{text}");
+    assert!(text.contains("node-b GPU 1 (rank 2): not diagnosed: 3 points"), "{text}");
+    assert_eq!(
+        (skipped[0]["rank"].as_u64(), gpus[1]["gpu"].as_u64(), gpus[1]["rank"].as_u64()),
+        (Some(2), Some(0), Some(1))
+    );
     assert!(text.contains("; 1 stopped reporting, 1 not diagnosed"), "{text}");
 }

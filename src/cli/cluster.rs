@@ -4,7 +4,7 @@
 
 use anyhow::{Result, bail};
 use clap::Args;
-use vramscope::diagnose::trace::{Sample, TraceError, TraceReport, classify};
+use vramscope::diagnose::trace::{Sample, TraceError, TraceReport, Verdict, classify};
 use vramscope::monitor::MonitorError;
 use vramscope::monitor::prometheus::{PromConfig, PrometheusSource, Series, parse_duration, unix_now};
 
@@ -159,17 +159,37 @@ fn range_text(series: &[Series]) -> String {
     s
 }
 
-/// One GPU's curve diagnosis, with where it is.
-#[derive(serde::Serialize)]
+/// One GPU's curve diagnosis, with where it is: its host, the exporter's own `gpu` label (the
+/// index `nvidia-smi` shows on that host) and the rank a job over these GPUs gives it.
 struct ClusterReport<'a> {
     host: &'a str,
     gpu_label: &'a str,
+    rank: u64,
     /// Seconds between this GPU's last point and the newest point of any GPU, where it stopped
     /// reporting (its node or exporter down) more than two steps before the others.
-    #[serde(skip_serializing_if = "Option::is_none")]
     stopped_reporting_s: Option<f64>,
-    #[serde(flatten)]
     report: TraceReport,
+}
+
+impl ClusterReport<'_> {
+    /// "node-b GPU 2 (rank 6)".
+    fn name(&self) -> String {
+        format!("{} GPU {} (rank {})", self.host, self.gpu_label, self.rank)
+    }
+
+    /// The report's JSON with the GPU named as on its host: `gpu` is the exporter's label (a
+    /// number when it is one, as DCGM's is), never the GPU's place in the cluster.
+    fn to_json(&self) -> Result<serde_json::Value> {
+        let mut v = serde_json::to_value(&self.report)?;
+        v["host"] = self.host.into();
+        v["gpu"] = self.gpu_label.parse::<u32>().map_or_else(|_| self.gpu_label.into(), Into::into);
+        v["gpu_label"] = self.gpu_label.into();
+        v["rank"] = self.rank.into();
+        if let Some(s) = self.stopped_reporting_s {
+            v["stopped_reporting_s"] = s.into();
+        }
+        Ok(v)
+    }
 }
 
 /// A GPU of the range that could not be diagnosed, and why.
@@ -177,7 +197,35 @@ struct ClusterReport<'a> {
 struct Skipped<'a> {
     host: &'a str,
     gpu_label: &'a str,
+    rank: u64,
     reason: String,
+}
+
+/// Each series' rank in launch order (torchrun's, as `cluster::map` numbers a job's ranks): the
+/// hosts by name, node `n` holding the next GPUs, local rank `i` on GPU `i` of its host.
+fn ranks(series: &[Series]) -> Vec<u64> {
+    use vramscope::cluster::{Measured, map};
+    let gpus: Vec<Measured> = series
+        .iter()
+        .map(|s| Measured {
+            host: s.host.clone(),
+            gpu: s.gpu.parse().unwrap_or(u32::MAX),
+            used: 0,
+            peak: 0,
+            total: s.total,
+        })
+        .collect();
+    let world = vramscope::estimate::Parallel { dp: gpus.len().max(1) as u64, ..Default::default() };
+    let rows = map(&gpus, "", &world, &[]).rows;
+    series
+        .iter()
+        .map(|s| {
+            rows.iter()
+                .find(|r| r.gpu.host == s.host && r.gpu.gpu == s.gpu.parse().unwrap_or(u32::MAX))
+                .and_then(|r| r.rank)
+                .unwrap_or(0)
+        })
+        .collect()
 }
 
 /// `diagnose --prometheus`: the curve diagnosis (leak / batch too large / model too large) of
@@ -193,10 +241,12 @@ pub fn diagnose(src: &PrometheusSource, p: &PromArgs, json: bool) -> Result<Stri
 /// range, or a cluster's recording.
 pub fn diagnose_series(series: &[Series], step: f64, json: bool) -> Result<String> {
     let newest = series.iter().filter_map(|s| s.points.last().map(|p| p.0)).fold(f64::MIN, f64::max);
+    let ranks = ranks(series);
     let mut reports = Vec::new();
     let mut skipped = Vec::new();
-    for (i, s) in series.iter().enumerate() {
-        let gpu = u32::try_from(i).unwrap_or(u32::MAX);
+    for (s, &rank) in series.iter().zip(&ranks) {
+        // the GPU as its host numbers it (the samples are this series' alone)
+        let gpu = s.gpu.parse().unwrap_or(0);
         let t0 = s.points.first().map_or(0.0, |p| p.0);
         let samples: Vec<Sample> =
             s.points.iter().map(|&(t, used)| Sample { t_s: t - t0, gpu, used, total: s.total }).collect();
@@ -213,7 +263,7 @@ pub fn diagnose_series(series: &[Series], step: f64, json: bool) -> Result<Strin
         let r = match r {
             Ok(r) => r,
             Err(reason) => {
-                skipped.push(Skipped { host: &s.host, gpu_label: &s.gpu, reason });
+                skipped.push(Skipped { host: &s.host, gpu_label: &s.gpu, rank, reason });
                 continue;
             }
         };
@@ -222,29 +272,39 @@ pub fn diagnose_series(series: &[Series], step: f64, json: bool) -> Result<Strin
         reports.push(ClusterReport {
             host: &s.host,
             gpu_label: &s.gpu,
+            rank,
             stopped_reporting_s: stopped,
             report: r,
         });
     }
     if reports.is_empty() {
-        let why: Vec<String> =
-            skipped.iter().map(|k| format!("{} GPU {}: {}", k.host, k.gpu_label, k.reason)).collect();
+        let why: Vec<String> = skipped
+            .iter()
+            .map(|k| format!("{} GPU {} (rank {}): {}", k.host, k.gpu_label, k.rank, k.reason))
+            .collect();
         bail!("no GPU could be diagnosed ({})", why.join("; "));
     }
     let worst = reports.iter().find(|r| r.report.verdict.fails()).or(reports.first());
     if json {
+        let gpus = reports.iter().map(ClusterReport::to_json).collect::<Result<Vec<_>>>()?;
         return Ok(serde_json::to_string_pretty(&serde_json::json!({
-            "schema": 1, "source": "prometheus", "trace": worst, "gpus": reports, "skipped": skipped,
+            "schema": 1, "source": "prometheus", "trace": worst.map(ClusterReport::to_json).transpose()?,
+            "gpus": gpus, "skipped": skipped,
         }))? + "\n");
     }
+    Ok(series_text(&reports, &skipped))
+}
+
+/// The text of a cluster's diagnosis: each GPU by host, label and rank, then the summary.
+fn series_text(reports: &[ClusterReport], skipped: &[Skipped]) -> String {
     let mut s = String::new();
-    for r in &reports {
+    for r in reports {
         let t = &r.report;
         s += &format!(
-            "{} GPU {}: {} samples, peak {:.0} % of the card: {}\n",
-            r.host,
-            r.gpu_label,
+            "{}: {} samples, {}, peak {:.0} % of the card: {}\n",
+            r.name(),
             t.samples,
+            super::diagnose::iterations(t),
             100.0 * t.peak_fraction,
             t.verdict.label()
         );
@@ -260,14 +320,17 @@ pub fn diagnose_series(series: &[Series], step: f64, json: bool) -> Result<Strin
             );
         }
     }
-    for k in &skipped {
-        s += &format!("{} GPU {}: not diagnosed: {}\n", k.host, k.gpu_label, k.reason);
+    for k in skipped {
+        s += &format!("{} GPU {} (rank {}): not diagnosed: {}\n", k.host, k.gpu_label, k.rank, k.reason);
     }
-    let failing: Vec<String> = reports
-        .iter()
-        .filter(|r| r.report.verdict.fails())
-        .map(|r| format!("{} GPU {}", r.host, r.gpu_label))
-        .collect();
+    let named = |keep: fn(Verdict) -> bool| -> Vec<String> {
+        reports
+            .iter()
+            .filter(|r| keep(r.report.verdict))
+            .map(|r| format!("{} GPU {}", r.host, r.gpu_label))
+            .collect()
+    };
+    let (failing, near) = (named(Verdict::fails), named(Verdict::warns));
     let stopped = reports.iter().filter(|r| r.stopped_reporting_s.is_some()).count();
     let mut tail = Vec::new();
     if stopped > 0 {
@@ -277,12 +340,6 @@ pub fn diagnose_series(series: &[Series], step: f64, json: bool) -> Result<Strin
         tail.push(format!("{} not diagnosed", skipped.len()));
     }
     let tail = if tail.is_empty() { String::new() } else { format!("; {}", tail.join(", ")) };
-    s += &if failing.is_empty() && tail.is_empty() {
-        format!("all {} GPUs healthy\n", reports.len())
-    } else if failing.is_empty() {
-        format!("no curve fails on the {} GPUs diagnosed{tail}\n", reports.len())
-    } else {
-        format!("fails: {} of {} GPUs ({}){tail}\n", failing.len(), reports.len(), failing.join(", "))
-    };
-    Ok(s)
+    s += &super::diagnose::summary(reports.len(), &failing, &near, &tail);
+    s
 }

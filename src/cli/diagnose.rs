@@ -178,7 +178,9 @@ fn trace_report(a: &DiagnoseArgs, path: &str) -> Result<String> {
         let series = vramscope::monitor::recording::series_of(&snaps);
         return super::cluster::diagnose_series(&series, step, a.json);
     }
-    let mut samples = vramscope::diagnose::trace::parse(&text).with_context(|| path.to_owned())?;
+    let vramscope::diagnose::trace::Log { mut samples, notes } =
+        vramscope::diagnose::trace::read_log(&text, vramscope::i18n::Lang::En)
+            .with_context(|| path.to_owned())?;
     if let Some(t) = a.total_mib {
         if t == 0 {
             bail!("--total-mib must be above 0");
@@ -200,16 +202,16 @@ fn trace_report(a: &DiagnoseArgs, path: &str) -> Result<String> {
     let worst = reports.iter().find(|r| r.verdict.fails()).or(reports.first());
     if a.json {
         return Ok(serde_json::to_string_pretty(
-            &serde_json::json!({"schema": 1, "trace": worst, "gpus": reports}),
+            &serde_json::json!({"schema": 1, "trace": worst, "gpus": reports, "notes": notes}),
         )? + "\n");
     }
-    let mut s = String::new();
+    let mut s: String = notes.iter().map(|n| format!("note: {path}: {n}\n")).collect();
     for r in &reports {
         s += &format!(
             "GPU {}: {} samples, {}, peak {:.0} % of the card: {}\n",
             r.gpu,
             r.samples,
-            vramscope::units::count(r.iterations as u64, "iteration"),
+            iterations(r),
             100.0 * r.peak_fraction,
             r.verdict.label()
         );
@@ -221,15 +223,40 @@ fn trace_report(a: &DiagnoseArgs, path: &str) -> Result<String> {
         }
     }
     if reports.len() > 1 {
-        let failing: Vec<String> =
-            reports.iter().filter(|r| r.verdict.fails()).map(|r| format!("GPU {}", r.gpu)).collect();
-        s += &if failing.is_empty() {
-            format!("all {} GPUs healthy\n", reports.len())
-        } else {
-            format!("fails: {} of {} GPUs ({})\n", failing.len(), reports.len(), failing.join(", "))
+        let named = |keep: fn(vramscope::diagnose::trace::Verdict) -> bool| -> Vec<String> {
+            reports.iter().filter(|r| keep(r.verdict)).map(|r| format!("GPU {}", r.gpu)).collect()
         };
+        s += &summary(reports.len(), &named(|v| v.fails()), &named(|v| v.warns()), "");
     }
     Ok(s)
+}
+
+/// A curve's iterations in words: "30 iterations, one every 10.0 s", or "no iterations found".
+pub(super) fn iterations(r: &vramscope::diagnose::trace::TraceReport) -> String {
+    match (r.iterations, r.period_s) {
+        (0, _) => "no iterations found".to_owned(),
+        (n, Some(p)) => format!("{}, one every {p:.1} s", vramscope::units::count(n as u64, "iteration")),
+        (n, None) => vramscope::units::count(n as u64, "iteration"),
+    }
+}
+
+/// The last line of a multi-GPU diagnosis: how many of `n` GPUs fail, which sit near the card
+/// all along, and `tail` (what else to say, from "; ").
+pub(super) fn summary(n: usize, failing: &[String], near: &[String], tail: &str) -> String {
+    let near_line = if near.is_empty() {
+        String::new()
+    } else {
+        format!("near capacity all along: {} of {n} GPUs ({})", near.len(), near.join(", "))
+    };
+    match (failing.is_empty(), near.is_empty(), tail.is_empty()) {
+        (true, true, true) => format!("all {n} GPUs healthy\n"),
+        (true, true, false) => format!("no curve fails on the {n} GPUs diagnosed{tail}\n"),
+        (true, false, _) => format!("no curve fails; {near_line}{tail}\n"),
+        (false, true, _) => format!("fails: {} of {n} GPUs ({}){tail}\n", failing.len(), failing.join(", ")),
+        (false, false, _) => {
+            format!("fails: {} of {n} GPUs ({}); {near_line}{tail}\n", failing.len(), failing.join(", "))
+        }
+    }
 }
 
 /// `diagnose --oom`: the out-of-memory message explained.

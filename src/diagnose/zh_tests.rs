@@ -123,6 +123,7 @@ fn every_trace_fixture_reads_the_same_in_chinese() {
         Verdict::BatchTooLarge,
         Verdict::Healthy,
         Verdict::StoppedWithJob,
+        Verdict::NearCapacity,
     ] {
         assert!(verdicts.contains(&v), "{v:?}");
         assert_eq!(v.label_in(Lang::En), v.label());

@@ -173,3 +173,56 @@ fn a_cluster_csv_trace_is_diagnosed_gpu_by_gpu_per_host() {
     let text = String::from_utf8(run(&["diagnose", "--trace", rec]).stdout).unwrap();
     assert!(text.contains("fails: 1 of 8 GPUs (node-b GPU 3)"), "{text}");
 }
+
+#[test]
+fn a_trace_cut_by_ctrl_c_is_read_up_to_the_cut_with_a_note() {
+    // `nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total --format=csv -l 1 > log`
+    // stopped with Ctrl-C: the file ends mid-line (it was refused: "line 42: …")
+    let mut csv = String::from("timestamp, index, memory.used [MiB], memory.total [MiB]\n");
+    for i in 0..40 {
+        csv += &format!("2026/11/29 10:00:{:02}.017, 0, {} MiB, 81559 MiB\n", i, 30000 + (i % 5) * 6000);
+    }
+    csv += "2026/11/29 10:00:40.017, 0, 42";
+    let path = std::env::temp_dir().join(format!("vramscope-cut-{}.csv", std::process::id()));
+    std::fs::write(&path, &csv).unwrap();
+    let p = path.to_str().unwrap();
+    let out = run(&["diagnose", "--trace", p]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let notes: Vec<&str> = text.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(notes.len(), 1, "{text}");
+    assert!(notes[0].contains("line 42 is cut short") && notes[0].contains("read up to line 41"), "{text}");
+    assert!(text.contains("GPU 0: 40 samples"), "{text}");
+    let v = json(&["diagnose", "--trace", p, "--json"]);
+    assert_eq!(v["trace"]["samples"], 40);
+    assert!(v["notes"][0].as_str().unwrap().starts_with("line 42 is cut short"), "{v:#}");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn a_cluster_s_gpus_are_named_as_on_their_host_with_their_rank() {
+    // issue #42: node-b's DCGM gpu="2" was reported as GPU 6 (its place among the 8 GPUs); it is
+    // GPU 2 of node-b, as nvidia-smi there shows it, and rank 6 of a job over the 8
+    let rec = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/prometheus/cluster-recording.json");
+    let v = json(&["diagnose", "--trace", rec, "--json"]);
+    let gpus: Vec<(&str, u64, &str, u64)> = v["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let s = |k: &str| g[k].as_str().unwrap();
+            (s("host"), g["gpu"].as_u64().unwrap(), s("gpu_label"), g["rank"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(gpus[6], ("node-b", 2, "2", 6), "{v:#}");
+    assert!(gpus.iter().all(|(_, g, label, _)| g.to_string() == *label), "{gpus:?}");
+    assert_eq!(gpus.iter().map(|g| g.3).collect::<Vec<_>>(), (0..8).collect::<Vec<u64>>());
+    let worst = &v["trace"];
+    assert_eq!(
+        (worst["host"].as_str(), worst["gpu"].as_u64(), worst["rank"].as_u64()),
+        (Some("node-b"), Some(3), Some(7))
+    );
+    let text = String::from_utf8(run(&["diagnose", "--trace", rec]).stdout).unwrap();
+    assert!(text.contains("node-b GPU 2 (rank 6): 37 samples"), "{text}");
+    assert!(!text.contains("GPU 6"), "{text}");
+}

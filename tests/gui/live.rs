@@ -228,7 +228,8 @@ fn a_cluster_from_prometheus_is_read_rank_by_rank_against_the_plan() {
     assert_eq!(h.state().state.view.live.host_order, "node-b node-a");
     // the plot shows the most loaded GPU once the range arrived
     assert_eq!((h.state().live.host.as_deref(), h.state().live.gpu), (Some("node-b"), 3));
-    assert!(h.query_by_label_contains("measured used node-b GPU 3").is_some());
+    // named as on its host, with the rank that runs on it (node-b is node 0 now)
+    assert!(h.query_by_label_contains("measured used node-b GPU 3 (rank 3)").is_some());
     // the bar's measured line is that GPU's peak, read against the per-rank prediction
     let peak = h.state_mut().live.curves().iter().find(|x| x.key == (Some("node-b".into()), 3)).unwrap().peak;
     assert_eq!(h.state_mut().live.bar_measure(), Some((peak, true)));
@@ -264,4 +265,28 @@ fn a_cluster_in_chinese_names_each_verdict_in_chinese() {
     h.state_mut().live.history.samples.back_mut().unwrap().t_s += 0.001;
     h.run_steps(3);
     assert!(h.query_all_by_label_contains("node-a GPU 0、node-a GPU 1").next().is_some());
+}
+
+/// A GPU whose use sits near its card from the first sample on is named, not called healthy.
+#[test]
+fn a_cluster_gpu_near_capacity_all_along_is_flagged() {
+    use vramscope::gui::lang::Lang;
+    let mut h = a_loaded_cluster(Lang::En, "Live GPU", "Load range");
+    for snap in h.state_mut().live.history.samples.iter_mut() {
+        for g in snap.gpus.iter_mut().filter(|g| g.host.as_deref() == Some("node-a") && g.index == 1) {
+            g.used = 72_000 << 20;
+        }
+    }
+    h.state_mut().live.history.samples.back_mut().unwrap().t_s += 0.001;
+    h.run_steps(3);
+    assert!(
+        h.query_by_label_contains("Near capacity all along: 1 of 8 GPUs (node-a GPU 1)").is_some(),
+        "the near-capacity line"
+    );
+    assert!(h.query_by_label_contains("Curves: 1 of 8 GPUs fail (node-b GPU 3).").is_some());
+    assert_eq!(
+        h.query_all_by_label("near capacity all along (at the edge, or the allocator holds the card)")
+            .count(),
+        1
+    );
 }

@@ -37,14 +37,19 @@ struct Facts<'a> {
     unnamed: bool,
 }
 
+/// The highest default `gpu_memory_utilization` of vLLM (`CacheConfig`: 0.9, 0.92 in recent
+/// releases): a profiling peak above it leaves the KV cache nothing.
+const VLLM_UTILIZATION: f64 = 0.92;
+
 /// A rule: what one finding (or one line of explanation) adds to the notes.
 type Rule = fn(&Facts, &mut Notes);
 
 /// The rules for PyTorch's and TensorFlow's numbers, in the order they write.
-const RULES: [Rule; 11] = [
+const RULES: [Rule; 12] = [
     requested,
     request_exceeds_card,
     cached_and_fragmented,
+    pytorch_hint,
     this_process_listed,
     other_processes_named,
     other_processes,
@@ -144,7 +149,17 @@ fn request_exceeds_card(facts: &Facts, notes: &mut Notes) {
     }
 }
 
-/// What PyTorch holds cached, and whether that cache is fragmented.
+/// What PyTorch holds cached, and whether that cache is fragmented: the cache alone could have
+/// served the request, or the cache and the free memory together could (the tensors plus the
+/// request fit in what PyTorch could reach) while neither alone did. The cache is a real share of
+/// the card either way — a few cached MiB on a full card are not the problem.
+///
+/// What is "reserved but unallocated" at the error is what is left after PyTorch's retry freed
+/// every cached segment with no live block (`release_cached_blocks` before the error in
+/// c10/cuda/CUDACachingAllocator.cpp): free pieces of segments that still hold tensors. Under
+/// `expandable_segments:True` the retry unmaps those pieces' pages and maps them where the
+/// request needs them (the allocator model's `classic_fragmentation_case`), so cache and free
+/// memory add up.
 fn cached_and_fragmented(facts: &Facts, notes: &mut Notes) {
     let Facts { n, lang, requested: r, total: t, cached: ru, .. } = *facts;
     let gib = |b: u64| size_in(b, lang);
@@ -154,31 +169,96 @@ fn cached_and_fragmented(facts: &Facts, notes: &mut Notes) {
     } else {
         "PYTORCH_CUDA_ALLOC_CONF"
     };
-    if let (Some(ru), Some(r)) = (ru, r) {
-        if !f.contains(&Finding::RequestExceedsCard) {
+    let (Some(ru), Some(r)) = (ru, r) else { return };
+    if f.contains(&Finding::RequestExceedsCard) {
+        return;
+    }
+    e.push(text!(
+        lang,
+        "PyTorch holds {} reserved but unallocated (cached blocks).",
+        "PyTorch 持有 {} 已保留但未分配的显存（缓存块）。",
+        gib(ru)
+    ));
+    let share = t.is_none_or(|t| ru * 20 >= t);
+    let free = n.free.unwrap_or(0);
+    if ru >= r && share {
+        e.push(lang.pick(
+            "More memory is cached than was requested, yet no cached block was large enough: the cache is fragmented.",
+            "缓存的显存比请求的多，却没有一个缓存块足够大：缓存已碎片化。",
+        ).into());
+    } else if let (true, Some(a)) = (share && n.free.is_some() && free < r && ru + free >= r, n.allocated) {
+        let reachable = a + ru + free;
+        if let Some(t) = t.filter(|t| n.vllm_profile_run && (a + r) as f64 > VLLM_UTILIZATION * *t as f64) {
             e.push(text!(
                 lang,
-                "PyTorch holds {} reserved but unallocated (cached blocks).",
-                "PyTorch 持有 {} 已保留但未分配的显存（缓存块）。",
-                gib(ru)
+                "This is vLLM's profiling run: even with its cache in one piece, its peak ({}, {:.0} % of the card) is above the gpu_memory_utilization vLLM's defaults allow (0.9; 0.92 in recent releases), which leaves no room for the KV cache.",
+                "这是 vLLM 的 profiling 运行：即使缓存连成一片，其峰值（{}，整卡的 {:.0} %）也超过了 vLLM 默认允许的 gpu_memory_utilization（0.9；较新版本为 0.92），KV 缓存将没有空间。",
+                gib(a + r),
+                (a + r) as f64 * 100.0 / t as f64
             ));
+            return;
         }
-        // fragmentation: the cache alone could have served the request yet did not, and it is a
-        // real share of the card — a few cached MiB on a full card are not the problem
-        let share = t.is_none_or(|t| ru * 20 >= t);
-        if ru >= r && share && !f.contains(&Finding::RequestExceedsCard) {
-            f.push(Finding::Fragmentation);
-            e.push(lang.pick(
-                "More memory is cached than was requested, yet no cached block was large enough: the cache is fragmented.",
-                "缓存的显存比请求的多，却没有一个缓存块足够大：缓存已碎片化。",
-            ).into());
-            x.push(text!(
-                lang,
-                "export {conf}=expandable_segments:True  (lets segments grow instead of fragmenting)",
-                "export {conf}=expandable_segments:True  （让段按需扩展，而不是碎片化）"
-            ));
-        }
+        e.push(text!(
+            lang,
+            "Neither the cache ({}) nor the free memory ({}) holds the {} alone, but together they hold {}: the tensors and the request ({}) fit in the {} PyTorch could reach, so the job is not too large for the card — the cache's free pieces sit between live tensors and could not be joined.",
+            "缓存（{}）和空闲显存（{}）都无法单独容纳这 {}，但两者合计有 {}：张量加上这次请求（{}）放得进 PyTorch 可用的 {}，所以作业并没有超出这张卡——只是缓存中的空闲碎片夹在存活的张量之间，无法拼接起来。",
+            gib(ru),
+            gib(free),
+            gib(r),
+            gib(ru + free),
+            gib(a + r),
+            gib(reachable)
+        ));
+        at_the_edge(facts, reachable - (a + r), e, x);
+    } else {
+        return;
     }
+    f.push(Finding::Fragmentation);
+    x.insert(
+        0,
+        text!(
+            lang,
+            "export {conf}=expandable_segments:True  (lets segments grow instead of fragmenting)",
+            "export {conf}=expandable_segments:True  （让段按需扩展，而不是碎片化）"
+        ),
+    );
+}
+
+/// After a fragmented cache: how much is left once the request is served, when that is under
+/// 5 % of the card — the job runs at the edge.
+fn at_the_edge(facts: &Facts, headroom: u64, e: &mut Vec<String>, x: &mut Vec<String>) {
+    let Facts { lang, total: t, .. } = *facts;
+    let Some(t) = t.filter(|t| headroom * 20 < *t) else { return };
+    e.push(text!(
+        lang,
+        "That leaves {} ({:.1} % of the card) once the request is served: the job runs at the edge of the card. Expandable segments should let this step through; a longer sequence or a larger batch will not fit.",
+        "满足这次请求后只剩 {}（整卡的 {:.1} %）：作业运行在显卡容量的边缘。可扩展段应能让这一步通过；更长的序列或更大的批次则放不下。",
+        size_in(headroom, lang),
+        headroom as f64 * 100.0 / t as f64
+    ));
+    x.push(lang.pick(
+        "for headroom beyond that: a smaller micro-batch or sequence, or gradient checkpointing — `vramscope estimate` gives the step's peak against the card",
+        "若要留出更多余量：减小微批次或序列长度，或启用梯度检查点 —— `vramscope estimate` 给出每步峰值与显卡容量的对比",
+    ).into());
+}
+
+/// PyTorch's own advice at the end of its message, quoted, and whether the numbers say it
+/// applies (PyTorch prints it on every out-of-memory error).
+fn pytorch_hint(facts: &Facts, notes: &mut Notes) {
+    let Facts { n, lang, total: t, cached: ru, .. } = *facts;
+    let Some(hint) = &n.hint else { return };
+    let Notes { findings: f, explanation: e, .. } = notes;
+    e.push(match (f.contains(&Finding::Fragmentation), ru, t) {
+        (true, _, _) => text!(lang, "PyTorch's own hint applies here: \"{hint}\"", "PyTorch 自己的提示在这里适用：\"{hint}\""),
+        (false, Some(ru), Some(t)) if t > 0 => text!(
+            lang,
+            "PyTorch's own hint: \"{hint}\" Here {} is reserved but unallocated ({:.1} % of the card): not what fills it.",
+            "PyTorch 自己的提示：\"{hint}\" 这里已保留但未分配的显存为 {}（整卡的 {:.1} %）：占满显卡的不是它。",
+            size_in(ru, lang),
+            ru as f64 * 100.0 / t as f64
+        ),
+        _ => text!(lang, "PyTorch's own hint: \"{hint}\"", "PyTorch 自己的提示：\"{hint}\""),
+    });
 }
 
 /// A listed process that is most likely this one.

@@ -123,6 +123,15 @@ pub struct OomNumbers {
     pub more_messages: Vec<Option<u32>>,
     /// The message's own wording of the total, free and this process's sizes.
     pub as_written: std::collections::BTreeMap<String, String>,
+    /// PyTorch's own advice at the end of its message, as it wrote it ("If reserved but
+    /// unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    /// to avoid fragmentation.").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// The message came out of vLLM's profiling run (`profile_run` in its traceback): the peak
+    /// it measures must leave the KV cache room within `gpu_memory_utilization`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub vllm_profile_run: bool,
 }
 
 /// What the numbers say.

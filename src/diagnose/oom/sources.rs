@@ -68,6 +68,10 @@ fn pytorch(all: &str, at: usize, n: &mut OomNumbers, not_understood: &mut Vec<St
     };
     n.requested = size_after(c, "Triedtoallocate");
     n.gpu = gpu_index(c);
+    n.hint = allocator_hint(c);
+    // vLLM's worker (`worker/model_runner.py`, V1's `gpu_model_runner.py`) names its profiling
+    // forward `profile_run`
+    n.vllm_profile_run = all[..next].contains("profile_run");
     // PyTorch 2.1 printed "total capacty"
     let cap_key = ["hasatotalcapacityof", "hasatotalcapactyof"].into_iter().find(|k| c.contains(k));
     if let Some(cap_key) = cap_key {
@@ -75,6 +79,32 @@ fn pytorch(all: &str, at: usize, n: &mut OomNumbers, not_understood: &mut Vec<St
     } else {
         pytorch_legacy(c, n)
     }
+}
+
+/// PyTorch's advice at the end of the compacted message `c`, in its words: the condition
+/// (c10/cuda/CUDACachingAllocator.cpp: "If reserved but unallocated memory is large" since 2.1,
+/// "If reserved memory is >> allocated memory" before) and the setting it names
+/// (`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` since 2.2, `max_split_size_mb` before; the
+/// HIP build's `PYTORCH_HIP_ALLOC_CONF`).
+fn allocator_hint(c: &str) -> Option<String> {
+    const FORMS: [(&str, &str); 2] = [
+        (
+            "Ifreservedbutunallocatedmemoryislargetrysetting",
+            "If reserved but unallocated memory is large try setting",
+        ),
+        (
+            "Ifreservedmemoryis>>allocatedmemorytrysetting",
+            "If reserved memory is >> allocated memory try setting",
+        ),
+    ];
+    FORMS.iter().find_map(|(key, words)| {
+        let rest = &c[c.find(key)? + key.len()..];
+        let setting = &rest[..rest.find("toavoidfragmentation")?];
+        let plain = !setting.is_empty()
+            && setting.len() <= 80
+            && setting.chars().all(|ch| ch.is_ascii_alphanumeric() || "_=:,.".contains(ch));
+        plain.then(|| format!("{words} {setting} to avoid fragmentation."))
+    })
 }
 
 /// PyTorch 2.1 and later: "GPU 0 has a total capacity of … of which … is free", `cap_key`

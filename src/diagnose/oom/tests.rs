@@ -50,6 +50,39 @@ fn other_processes_are_quoted_with_their_pids_and_sizes() {
 }
 
 #[test]
+fn classic_messages_keep_their_reading_and_their_hint() {
+    // older wording: its own hint (max_split_size_mb) is quoted; the card is full
+    let old = format!(
+        "{LEGACY} If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF"
+    );
+    let r = explain_oom(&old).unwrap();
+    assert_eq!(r.findings, [Finding::JobTooLarge]);
+    let hint =
+        "If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.";
+    assert_eq!(r.numbers.hint.as_deref(), Some(hint));
+    assert!(r.explanation.iter().any(|l| l.contains(hint) && l.contains("(1.6 % of the card)")), "{r:?}");
+    // the current wording without a hint (cut paste): no hint line
+    let r = explain_oom(CURRENT.split(" If reserved").next().unwrap()).unwrap();
+    assert_eq!((r.numbers.hint.as_deref(), r.findings.as_slice()), (None, &[Finding::Fragmentation][..]));
+    assert!(!r.explanation.iter().any(|l| l.contains("own hint")));
+    // out of memory with no PyTorch numbers: outside the allocator, no hint
+    let r = explain_oom(
+        "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported",
+    )
+    .unwrap();
+    assert_eq!(
+        (r.source, r.findings.as_slice(), r.numbers.hint.as_deref()),
+        (Source::CudaRuntime, &[Finding::OutsideAllocator][..], None)
+    );
+    // other processes hold the card: still theirs, even with a cache that with the free memory
+    // would hold the request (it is no real share of the card)
+    let m = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which 1.50 GiB is free. Process 4242 has 9.80 GiB memory in use. Including non-PyTorch memory, this process has 12.30 GiB memory in use. Of the allocated memory 11.20 GiB is allocated by PyTorch, and 600.00 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
+    let r = explain_oom(m).unwrap();
+    assert_eq!(r.findings, [Finding::OtherProcesses], "{r:?}");
+    assert!(r.fixes.iter().any(|f| f.contains("PID 4242")));
+}
+
+#[test]
 fn tensorflow_wording() {
     let r = explain_oom(TF).unwrap();
     assert_eq!(r.source, Source::Tensorflow);

@@ -38,11 +38,12 @@ pub enum TraceError {
     NoSuchGpu(u32, String),
 }
 
+mod period;
 mod read;
 #[cfg(test)]
 mod tests;
 
-pub use read::{parse, with_total};
+pub use read::{Log, parse, read_log, with_total};
 
 /// The verdict on a curve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -59,6 +60,10 @@ pub enum Verdict {
     /// Healthy until its process ended together with another GPU's that ran out of memory
     /// (the job was killed on every rank).
     StoppedWithJob,
+    /// Nothing fails, but usage sits near the card from the first sample to the last: the job's
+    /// memory may already be at the edge, or the caching allocator (or a server's memory
+    /// fraction) holds the card and hides the steps' peaks.
+    NearCapacity,
 }
 
 impl Verdict {
@@ -70,6 +75,7 @@ impl Verdict {
             Self::Leak => "memory leak",
             Self::Healthy => "healthy",
             Self::StoppedWithJob => "stopped with the job (another GPU ran out of memory)",
+            Self::NearCapacity => "near capacity all along (at the edge, or the allocator holds the card)",
         }
     }
 
@@ -83,13 +89,19 @@ impl Verdict {
                 Self::Leak => "内存泄漏",
                 Self::Healthy => "正常",
                 Self::StoppedWithJob => "随作业一起停止（另一块 GPU 显存不足）",
+                Self::NearCapacity => "始终接近显卡容量（处于边缘，或分配器占住了显卡）",
             },
         }
     }
 
     /// Does the verdict say the job fails (or will)?
     pub const fn fails(self) -> bool {
-        !matches!(self, Self::Healthy | Self::StoppedWithJob)
+        !matches!(self, Self::Healthy | Self::StoppedWithJob | Self::NearCapacity)
+    }
+
+    /// Does it ask for a look without saying the job fails (near capacity all along)?
+    pub const fn warns(self) -> bool {
+        matches!(self, Self::NearCapacity)
     }
 }
 
@@ -102,9 +114,12 @@ pub struct TraceReport {
     pub samples: usize,
     /// Verdict.
     pub verdict: Verdict,
-    /// Iterations (peaks) detected.
+    /// Iterations (peaks) detected: 0 when the curve does not repeat (a steady run).
     pub iterations: usize,
-    /// Growth of the per-window minimum, MiB per iteration (leaks), robust (Theil–Sen).
+    /// Seconds between iterations, read from the curve's own repetition (`None`: no iterations).
+    pub period_s: Option<f64>,
+    /// Growth of the per-window minimum, MiB per iteration (leaks), robust (Theil–Sen): the
+    /// growth a second times the period (0 without iterations).
     pub growth_mib_per_iteration: f64,
     /// Growth, MiB per second.
     pub growth_mib_per_s: f64,
@@ -119,6 +134,10 @@ pub struct TraceReport {
     /// When the GPU's process ended (usage fell to the driver's own and stayed there), seconds.
     pub ended_at_s: Option<f64>,
 }
+
+/// The lowest use, as a fraction of the card, of a curve that sits near it from the first sample
+/// to the last (a curve that starts at 90 % reads as a model too large instead).
+const NEAR_CAPACITY: f64 = 0.85;
 
 /// What to do when the step's peaks reach the card.
 fn batch_advice(lang: Lang) -> &'static str {
@@ -223,8 +242,9 @@ pub fn classify_in(samples: &[Sample], gpu: Option<u32>, lang: Lang) -> Result<T
         .filter(|&i| i + 2 < frac.len() && frac[i + 1..].iter().all(|f| *f < 0.1))
         .map(|i| s[i + 1].t_s);
     let Judgement { verdict, evidence, seconds_to_oom, advice } = c.verdict(lang);
-    let Curve { iterations, growth_mib_per_iteration, growth_mib_per_s, peak_fraction, .. } = c;
+    let Curve { iterations, period_s, growth_mib_per_iteration, growth_mib_per_s, peak_fraction, .. } = c;
     Ok(TraceReport {
+        period_s,
         ended_at_s,
         gpu,
         samples: s.len(),
@@ -267,8 +287,9 @@ struct Curve {
     /// Each sample's used memory, as a fraction of the card.
     frac: Vec<f64>,
     peak_fraction: f64,
-    /// Iterations: local maxima rising 3 % of the card above the preceding trough.
+    /// Iterations: the curve's own repeating peaks (`period`), and their period in seconds.
     iterations: usize,
+    period_s: Option<f64>,
     /// The iterations' (start, peak) samples that reach 95 % of the card.
     near_cap_peaks: Vec<(usize, usize)>,
     /// Windows of the baseline, and each one's (time, minimum used).
@@ -293,6 +314,8 @@ struct Curve {
     pinned: bool,
     /// The last sample's used memory, bytes.
     last: f64,
+    /// The lowest sample, as a fraction of the card.
+    lowest: f64,
 }
 
 impl Curve {
@@ -300,22 +323,6 @@ impl Curve {
         let cap = s.iter().map(|x| x.total).max().unwrap_or(1).max(1) as f64;
         let frac: Vec<f64> = s.iter().map(|x| x.used as f64 / cap).collect();
         let peak_fraction = frac.iter().copied().fold(0.0, f64::max);
-        // iterations: local maxima that rise at least 3 % of the card above the preceding trough
-        let mut peaks = Vec::new();
-        let mut trough = frac[0];
-        let mut rising_from = 0;
-        for i in 1..frac.len() {
-            if frac[i] < trough {
-                trough = frac[i];
-                rising_from = i;
-            }
-            let is_max = frac[i] >= frac[i - 1] && (i + 1 == frac.len() || frac[i] > frac[i + 1]);
-            if is_max && frac[i] - trough > 0.03 {
-                peaks.push((rising_from, i));
-                trough = frac[i];
-            }
-        }
-        let iterations = peaks.len();
         // baseline growth: per-window minima over time, robust slope
         let windows = 12.min(s.len() / 2).max(2);
         let per = s.len() / windows;
@@ -328,11 +335,22 @@ impl Curve {
         let slope_b_per_s = theil_sen(&mins);
         let duration = s.last().map_or(0.0, |x| x.t_s).max(1e-9);
         let growth_mib_per_s = slope_b_per_s / 1048576.0;
-        let growth_mib_per_iteration = if iterations > 0 {
-            growth_mib_per_s * duration / iterations as f64
-        } else {
-            growth_mib_per_s * duration / windows as f64
-        };
+        // iterations: the curve's own period, with the baseline's growth taken out (never the card)
+        let (t, used): (Vec<f64>, Vec<f64>) = s.iter().map(|x| (x.t_s, x.used as f64)).unzip();
+        let steps = period::steps(&t, &used, slope_b_per_s);
+        let peaks = steps.peaks;
+        let iterations = peaks.len();
+        let mut gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).filter(|d| *d > 0.0).collect();
+        let dt = median(&mut gaps);
+        // the period in seconds: the peaks' mean spacing on the trace's clock (the
+        // autocorrelation's lag is whole samples, the period need not be)
+        let period_s = steps.period.map(|p| p as f64 * dt).filter(|p| *p > 0.0).map(|p| {
+            match (peaks.first(), peaks.last()) {
+                (Some(a), Some(b)) if b.1 > a.1 => (t[b.1] - t[a.1]) / (iterations - 1) as f64,
+                _ => p,
+            }
+        });
+        let growth_mib_per_iteration = period_s.map_or(0.0, |p| growth_mib_per_s * p);
         let grew = slope_b_per_s * duration / cap; // fraction of the card over the trace
         let early = &frac[..(frac.len() / 10).max(1)];
         let early_min = early.iter().copied().fold(f64::INFINITY, f64::min);
@@ -359,12 +377,14 @@ impl Curve {
         // is not one: at least half the windows' minima must rise, each by 0.05 % of the card
         let rises = mins.windows(2).filter(|w| w[1].1 > w[0].1 + cap * 5e-4).count();
         let early_len = early.len();
+        let lowest = frac.iter().copied().fold(f64::INFINITY, f64::min);
         Self {
             samples: s.len(),
             cap,
             frac,
             peak_fraction,
             iterations,
+            period_s,
             near_cap_peaks,
             windows,
             mins,
@@ -380,6 +400,7 @@ impl Curve {
             settled,
             pinned,
             last,
+            lowest,
         }
     }
 
@@ -413,11 +434,18 @@ impl Curve {
         {
             let left = (cap - last).max(0.0);
             let tto = if slope_b_per_s > 0.0 { Some(left / slope_b_per_s) } else { None };
-            advice.push(text!(
-            lang,
-            "Memory grows by about {growth_mib_per_iteration:.1} MiB per iteration ({growth_mib_per_s:.2} MiB/s) and does not come back: something keeps tensors alive across steps.",
-            "显存每次迭代增长约 {growth_mib_per_iteration:.1} MiB（{growth_mib_per_s:.2} MiB/s），且不再回落：有东西让张量在各步之间一直存活。"
-        ));
+            advice.push(match self.period_s {
+                Some(p) => text!(
+                    lang,
+                    "Memory grows by about {growth_mib_per_iteration:.1} MiB per iteration (one every {p:.1} s; {growth_mib_per_s:.2} MiB/s) and does not come back: something keeps tensors alive across steps.",
+                    "显存每次迭代增长约 {growth_mib_per_iteration:.1} MiB（每 {p:.1} s 一次迭代；{growth_mib_per_s:.2} MiB/s），且不再回落：有东西让张量在各步之间一直存活。"
+                ),
+                None => text!(
+                    lang,
+                    "Memory grows by about {growth_mib_per_s:.2} MiB/s (the curve shows no repeating iterations) and does not come back: something keeps tensors alive.",
+                    "显存以约 {growth_mib_per_s:.2} MiB/s 的速度增长（曲线中看不出重复的迭代），且不再回落：有东西让张量一直存活。"
+                ),
+            });
             advice.push(lang.pick(
             "usual causes: accumulating `loss` (not `loss.item()`) for logging, keeping outputs or hidden states in a list, a growing cache (KV cache, `torch.compile` recompiles, dataloader pinning); `torch.cuda.memory._record_memory_history()` then `_dump_snapshot()` shows which allocations stay",
             "常见原因：为记录日志累加 `loss`（而不是 `loss.item()`）、把输出或隐藏状态存进列表、不断增长的缓存（KV 缓存、`torch.compile` 反复重新编译、dataloader 的 pinning）；先调用 `torch.cuda.memory._record_memory_history()`，再调用 `_dump_snapshot()`，即可看出哪些分配一直没有释放",
@@ -457,13 +485,39 @@ impl Curve {
         ));
             advice.push(batch_advice(lang).into());
             (Verdict::BatchTooLarge, self.near_cap_peaks.clone(), None)
-        } else {
+        } else if self.lowest >= NEAR_CAPACITY {
+            let (lo, hi) = ((100.0 * self.lowest).round(), (100.0 * peak_fraction).round());
+            let level = if lo == hi {
+                text!(lang, "at about {lo:.0} %", "约 {lo:.0} %")
+            } else {
+                text!(lang, "between {lo:.0} % and {hi:.0} %", "{lo:.0} % 到 {hi:.0} % 之间")
+            };
             advice.push(text!(
                 lang,
-                "Peak {:.0} % of the card, no growth across iterations.",
-                "峰值为整卡的 {:.0} %，各次迭代之间没有增长。",
-                100.0 * peak_fraction
+                "Usage stays {level} of the card from the first sample to the last: either the job's memory is already at the edge (a longer sequence or a larger batch will not fit), or the caching allocator (or a server's gpu_memory_utilization) holds the card and the curve cannot show the steps' peaks.",
+                "占用从第一个样本到最后一直处于整卡的{level}：要么作业的显存已处于边缘（更长的序列或更大的批次放不下），要么缓存分配器（或服务的 gpu_memory_utilization）占住了显卡，曲线无法显示每一步的峰值。"
             ));
+            advice.push(lang.pick(
+                "torch.cuda.max_memory_allocated() against torch.cuda.mem_get_info() in the job (or a memory snapshot) tells which; `vramscope estimate` gives the step's peak against the card",
+                "在作业中对比 torch.cuda.max_memory_allocated() 与 torch.cuda.mem_get_info()（或导出显存快照）即可分辨；`vramscope estimate` 给出每步峰值与显卡容量的对比",
+            ).into());
+            (Verdict::NearCapacity, vec![(0, samples - 1)], None)
+        } else {
+            advice.push(if iterations == 0 {
+                text!(
+                    lang,
+                    "Peak {:.0} % of the card, steady: no repeating iterations and no growth.",
+                    "峰值为整卡的 {:.0} %，保持平稳：没有重复的迭代，也没有增长。",
+                    100.0 * peak_fraction
+                )
+            } else {
+                text!(
+                    lang,
+                    "Peak {:.0} % of the card, no growth across iterations.",
+                    "峰值为整卡的 {:.0} %，各次迭代之间没有增长。",
+                    100.0 * peak_fraction
+                )
+            });
             (Verdict::Healthy, Vec::new(), None)
         };
         Judgement { verdict, evidence, seconds_to_oom, advice }

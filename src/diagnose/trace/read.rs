@@ -2,6 +2,8 @@
 //! the boxed `nvidia-smi` table.
 
 use super::{Sample, TraceError};
+use crate::i18n::Lang;
+use crate::text;
 
 pub(super) fn parse_mib(field: &str) -> Option<u64> {
     let f = field.trim();
@@ -22,13 +24,57 @@ pub(super) fn parse_clock(field: &str) -> Option<f64> {
     Some(h * 3600.0 + m * 60.0 + s)
 }
 
+/// A usage log read: its samples, and what the reader noted (a last line cut short).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Log {
+    /// The samples, in the log's order.
+    pub samples: Vec<Sample>,
+    /// One line each, in the language asked for.
+    pub notes: Vec<String>,
+}
+
 /// Parses a trace: `nvidia-smi --query-gpu=… --format=csv` output (its header names the columns,
 /// in any order, extra columns ignored; `noheader,nounits` reads as timestamp, index, used,
 /// total), vramscope's own `t_s,gpu,used_bytes,total_bytes`, `nvidia-smi dmon -s m` output
 /// (which has no total: samples carry `total = 0`, see [`with_total`]) and the boxed table that
-/// `nvidia-smi -l 1` prints. Lines that are empty or start with `#` are skipped in CSV.
+/// `nvidia-smi -l 1` prints. Lines that are empty or start with `#` are skipped in CSV. A last
+/// line cut short (a stopped `nvidia-smi -l`) is left out: [`read_log`] says so.
 pub fn parse(text: &str) -> Result<Vec<Sample>, TraceError> {
+    read_log(text, Lang::En).map(|l| l.samples)
+}
+
+/// [`parse`], with a note in `lang` when the last line was cut short: a log that ends mid-line,
+/// as `nvidia-smi -l` (or `--query-gpu=… -l 1`) leaves it when stopped with Ctrl-C (its output to
+/// a file is block-buffered), is read up to the line before.
+pub fn read_log(text: &str, lang: Lang) -> Result<Log, TraceError> {
     let text = &text[..floor_boundary(text, crate::diagnose::MAX_INPUT_BYTES * 16)];
+    // the last two lines with content: a cut line is shorter than the whole line before it
+    let mut filled = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let (before, last) =
+        filled.by_ref().fold((None, None), |(_, last), (i, l)| (last, Some((i + 1, l.trim().len()))));
+    match parse_any(text) {
+        Err(TraceError::Line { line, msg })
+            if last.is_some_and(|(n, len)| n == line && before.is_some_and(|(_, b)| len < b)) =>
+        {
+            let start: usize = text.split_inclusive('\n').take(line - 1).map(str::len).sum();
+            let samples = parse_any(&text[..start])?;
+            if samples.is_empty() {
+                return Err(TraceError::Line { line, msg });
+            }
+            let note = text!(
+                lang,
+                "line {line} is cut short (the log ends mid-line, as a stopped `nvidia-smi -l` leaves it): read up to line {}",
+                "第 {line} 行不完整（日志在行中间结束，`nvidia-smi -l` 被中断时就会这样）：已读取到第 {} 行",
+                line - 1
+            );
+            Ok(Log { samples, notes: vec![note] })
+        }
+        r => r.map(|samples| Log { samples, notes: Vec::new() }),
+    }
+}
+
+/// The log in whichever format it is.
+fn parse_any(text: &str) -> Result<Vec<Sample>, TraceError> {
     if text.lines().any(|l| l.trim_start().starts_with('|') && l.contains("MiB /")) {
         return parse_table(text);
     }
@@ -187,7 +233,7 @@ fn parse_csv(text: &str) -> Result<Vec<Sample>, TraceError> {
 fn parse_dmon(text: &str) -> Result<Vec<Sample>, TraceError> {
     let mut out = Vec::new();
     let mut clock = Clock::new();
-    let mut cols: Option<(usize, usize, Option<usize>)> = None;
+    let mut cols: Option<(usize, usize, Option<usize>, usize)> = None;
     let mut tick = 0.0f64;
     let mut first_gpu: Option<u32> = None;
     for (i, raw) in text.lines().enumerate() {
@@ -199,13 +245,15 @@ fn parse_dmon(text: &str) -> Result<Vec<Sample>, TraceError> {
         if line.starts_with('#') {
             let pos = |name: &str| words.iter().position(|w| w.eq_ignore_ascii_case(name));
             if let (Some(g), Some(fb)) = (pos("gpu"), pos("fb")) {
-                cols = Some((g, fb, pos("time")));
+                cols = Some((g, fb, pos("time"), words.len()));
             }
             continue;
         }
         let bad = |msg: &str| TraceError::Line { line: i + 1, msg: msg.to_owned() };
-        let (g, fb, time) = cols.ok_or_else(|| bad("nvidia-smi dmon output needs its '# gpu fb' header"))?;
-        if words.len() <= g.max(fb) {
+        let (g, fb, time, named) =
+            cols.ok_or_else(|| bad("nvidia-smi dmon output needs its '# gpu fb' header"))?;
+        // dmon prints every column it names ("-" where a value is missing)
+        if words.len() < named.max(g.max(fb) + 1) {
             return Err(bad("fewer columns than the '# gpu fb' header names"));
         }
         let gpu: u32 = words[g].parse().map_err(|_| bad("GPU index is not a number"))?;
@@ -267,6 +315,9 @@ fn parse_table(text: &str) -> Result<Vec<Sample>, TraceError> {
             let (u, t) = cell.split_once('/').ok_or_else(|| bad("memory usage not understood"))?;
             let used = parse_mib(u).ok_or_else(|| bad("memory used not understood"))?;
             let total = parse_mib(t).ok_or_else(|| bad("memory total not understood"))?;
+            if used > total + total / 20 {
+                return Err(bad("memory used is above memory total"));
+            }
             if !timed && (seen_in_block.contains(&g) || seen_in_block.is_empty()) {
                 // untimed tables: a new block when a GPU comes round again (one per second)
                 if seen_in_block.contains(&g) {

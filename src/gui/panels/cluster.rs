@@ -132,17 +132,28 @@ fn verdict_lines(ui: &mut egui::Ui, l: &Layout, curves: &[GpuCurve]) {
     let curve_of =
         |host: &str, gpu: u32| curves.iter().find(|x| x.key.0.as_deref() == Some(host) && x.key.1 == gpu);
     let verdict_of = |host: &str, gpu: u32| curve_of(host, gpu).map(|x| &x.report);
-    let failing: Vec<String> = l
-        .rows
-        .iter()
-        .filter(|r| {
-            verdict_of(&r.gpu.host, r.gpu.gpu).is_some_and(|v| v.as_ref().is_ok_and(|t| t.verdict.fails()))
-        })
-        .map(|r| v.host_gpu(&r.gpu.host, r.gpu.gpu))
-        .collect();
+    let named = |keep: fn(crate::diagnose::trace::Verdict) -> bool| -> Vec<String> {
+        l.rows
+            .iter()
+            .filter(|r| {
+                verdict_of(&r.gpu.host, r.gpu.gpu).is_some_and(|v| v.as_ref().is_ok_and(|t| keep(t.verdict)))
+            })
+            .map(|r| v.host_gpu(&r.gpu.host, r.gpu.gpu))
+            .collect()
+    };
+    let (failing, near) = (named(|v| v.fails()), named(|v| v.warns()));
     let judged =
         l.rows.iter().filter(|r| verdict_of(&r.gpu.host, r.gpu.gpu).is_some_and(Result::is_ok)).count();
-    if judged > 0 {
+    if !near.is_empty() {
+        let line = k
+            .near_line
+            .replace("{n}", &near.len().to_string())
+            .replace("{m}", &judged.to_string())
+            .replace("{list}", &v.list(&near));
+        ui.add(egui::Label::new(RichText::new(line).color(warn)).wrap());
+    }
+    // "all healthy" is not said when some sit near the card
+    if judged > 0 && (near.is_empty() || !failing.is_empty()) {
         let line = if failing.is_empty() {
             k.healthy.replace("{m}", &judged.to_string())
         } else {
@@ -233,7 +244,7 @@ fn curve_cell(ui: &mut egui::Ui, curve: Option<&GpuCurve>) {
                 RichText::new(format!("{}{}", t.verdict.label_in(lang), stopped.clone().unwrap_or_default()));
             let text = if t.verdict.fails() {
                 text.color(err)
-            } else if stopped.is_some() {
+            } else if stopped.is_some() || t.verdict.warns() {
                 text.color(warn)
             } else {
                 text

@@ -66,13 +66,11 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
     let shown = live.latest_gpus().iter().find(|g| live.is_shown(g)).cloned();
     let capacity = shown.as_ref().map_or(c.capacity(), |g| g.total);
     // a cluster's GPU against its rank's stage; this machine's against the estimate
-    let predicted = layout
-        .as_ref()
-        .and_then(|l| {
-            l.rows.iter().find(|r| Some(&r.gpu.host) == live.host.as_ref() && r.gpu.gpu == live.gpu)
-        })
-        .and_then(|r| r.predicted)
-        .unwrap_or(c.estimate.total);
+    let row = layout.as_ref().and_then(|l| {
+        l.rows.iter().find(|r| Some(&r.gpu.host) == live.host.as_ref() && r.gpu.gpu == live.gpu)
+    });
+    let predicted = row.and_then(|r| r.predicted).unwrap_or(c.estimate.total);
+    let rank = row.and_then(|r| r.rank);
     // the verdict and the samples that show it, highlighted on the curve
     let key = (live.host.clone(), live.gpu);
     let report = live.curves().iter().find(|x| x.key == key).and_then(|x| x.report.as_ref().ok()).cloned();
@@ -85,9 +83,18 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, live: &mut Live) -> Vec<LiveAction> {
                 .collect()
         })
         .unwrap_or_default();
-    let curve_name = match &live.host {
-        Some(h) => format!("{} {}", t.live_measured, v.host_gpu(h, live.gpu)),
-        None => t.live_measured.to_owned(),
+    // a cluster's GPU as its host numbers it, with the rank that runs on it
+    let curve_name = match (&live.host, rank) {
+        (Some(h), Some(rank)) => format!(
+            "{} {}",
+            t.live_measured,
+            crate::gui::strings::tr_cluster()
+                .gpu_with_rank
+                .replace("{gpu}", &v.host_gpu(h, live.gpu))
+                .replace("{rank}", &rank.to_string())
+        ),
+        (Some(h), None) => format!("{} {}", t.live_measured, v.host_gpu(h, live.gpu)),
+        (None, _) => t.live_measured.to_owned(),
     };
     let curve = Curve { name: curve_name, pts, evidence, capacity, predicted };
     ui.columns(2, |cols| {

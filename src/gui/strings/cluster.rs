@@ -67,6 +67,9 @@ strings! {
         fails: "Curves: {n} of {m} GPUs fail ({list})." / "曲线：{m} 块 GPU 中有 {n} 块异常（{list}）。",
         /// "{m}".
         healthy: "Curves: all {m} GPUs healthy." / "曲线：全部 {m} 块 GPU 正常。",
+        /// "{n}", "{m}", "{list}": GPUs whose use sits near the card from the first sample on.
+        near_line: "Near capacity all along: {n} of {m} GPUs ({list}) — at the edge, or the allocator holds the card."
+            / "始终接近显卡容量：{m} 块 GPU 中有 {n} 块（{list}）——处于边缘，或分配器占住了显卡。",
         too_few: "too few samples" / "样本太少",
         /// A GPU whose total memory the source does not give.
         no_total: "total memory unknown" / "总显存未知",
@@ -75,6 +78,8 @@ strings! {
         /// "{n}", "{list}".
         stopped_line: "{n} GPU(s) stopped reporting (node or DCGM exporter down?): {list}."
             / "{n} 块 GPU 停止上报（节点或 DCGM exporter 已停止？）：{list}。",
+        /// "{gpu}" (a host's GPU, as nvidia-smi there numbers it), "{rank}": the curve's name.
+        gpu_with_rank: "{gpu} (rank {rank})" / "{gpu}（rank {rank}）",
         click_to_show: "Show this GPU's curve" / "显示该 GPU 的曲线",
         /// The breakdown's measured line in a cluster: the GPU shown's peak.
         measured_peak_on_bar: "measured peak" / "实测峰值",
