@@ -259,6 +259,15 @@ impl Framework {
     }
 }
 
+/// A precision as a menu shows it under `framework`: this tool's name, with the framework's own
+/// beside it where it differs (`bf16-amp (bf16-mixed)` under litgpt).
+pub fn precision_label(framework: Option<Framework>, p: Precision) -> String {
+    match framework.map(|f| f.precision_token(p)) {
+        Some(l) if l != p.name() => format!("{} ({l})", p.name()),
+        _ => p.name().to_owned(),
+    }
+}
+
 /// The stack choices of a training run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
@@ -442,5 +451,25 @@ mod tests {
             Framework::Torchtune.stack().describe(),
             "torchtune: loss chunked:8, adapters in the model dtype"
         );
+    }
+
+    #[test]
+    fn litgpt_menus_and_flags_name_lightning_s_precisions() {
+        use crate::units::Precision;
+        let lit = Some(Framework::Litgpt);
+        assert_eq!(precision_label(lit, Precision::Bf16Amp), "bf16-amp (bf16-mixed)");
+        assert_eq!(precision_label(lit, Precision::Bf16), "bf16 (bf16-true)");
+        assert_eq!(precision_label(None, Precision::Bf16Amp), "bf16-amp");
+        assert_eq!(precision_label(Some(Framework::Megatron), Precision::Bf16Mixed), "bf16-mixed");
+        // what the flags write reads back as the same recipe under litgpt
+        for p in Precision::ALL {
+            let token = Framework::Litgpt.precision_token(p);
+            let read: Precision = token.parse().unwrap();
+            assert_eq!(
+                Framework::Litgpt.reads_precision(read).0,
+                if p == Precision::Bf16Mixed { Precision::Bf16Amp } else { p },
+                "{token}"
+            );
+        }
     }
 }
