@@ -63,7 +63,9 @@ fn scenario_flags(v: &mut Vec<Flag>, sc: &Scenario) {
     if sc.new_tokens > 0 {
         put("--new-tokens", sc.new_tokens.to_string());
     }
-    put("--precision", sc.precision.name().into());
+    // under litgpt, Lightning's names (its bf16-mixed is this tool's bf16-amp)
+    let precision = sc.stack.framework.map_or(sc.precision.name(), |f| f.precision_token(sc.precision));
+    put("--precision", precision.into());
     if train {
         put("--optimizer", sc.optimizer.name().into());
     }

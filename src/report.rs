@@ -88,6 +88,8 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "optimizer_states": e.optimizer_states,
             "activations": e.activations,
             "kv_cache": e.kv_cache,
+            // DeepSpeed ZeRO's gradient-reduction buckets (estimate::deepspeed)
+            "zero_buckets": e.zero_buckets,
             "temporaries_at_peak": e.peak.alive.temporaries,
             "peak_allocated": e.peak_allocated,
             "reserved": e.reserved,
@@ -457,6 +459,10 @@ fn text_components(s: &mut String, e: &Estimate) {
     for (cat, b) in e.activation_breakdown.nonzero() {
         *s += &format!("    · {:<22}{}\n", cat.label(), g(b));
     }
+    if e.zero_buckets > 0 {
+        // DeepSpeed's gradient-reduction buckets (estimate::deepspeed)
+        *s += &format!("  {:<26}{}   (DeepSpeed's reduce buckets)\n", "ZeRO buckets", g(e.zero_buckets));
+    }
 }
 
 /// The peak allocated and what is alive then.
@@ -471,6 +477,7 @@ fn text_peak(s: &mut String, e: &Estimate) {
         ("activations alive", a.activations),
         ("KV cache", a.kv_cache),
         ("temporaries", a.temporaries),
+        ("ZeRO buckets", a.zero_buckets),
     ] {
         if b > 0 {
             *s += &format!("    · {name:<22}{}\n", g(b));

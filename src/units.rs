@@ -87,16 +87,18 @@ crate::tokens::token_enum! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
     #[serde(rename_all = "kebab-case")]
     pub enum Precision {
-        /// Everything in fp32.
-        Fp32 => "fp32",
-        /// Pure bf16: weights, gradients, optimizer states and activations in bf16.
-        Bf16 => "bf16",
-        /// Pure fp16.
-        Fp16 => "fp16",
-        /// Autocast bf16: fp32 master weights, grads and states; bf16 matmuls with saved cast copies.
+        /// Everything in fp32 (Lightning's `32-true`).
+        Fp32 => "fp32" | "32-true",
+        /// Pure bf16: weights, gradients, optimizer states and activations in bf16 (Lightning's
+        /// `bf16-true`).
+        Bf16 => "bf16" | "bf16-true",
+        /// Pure fp16 (Lightning's `16-true`).
+        Fp16 => "fp16" | "16-true",
+        /// Autocast bf16: fp32 master weights, grads and states; bf16 matmuls with saved cast copies
+        /// (Lightning's `bf16-mixed`: under `--framework litgpt` that name means this).
         Bf16Amp => "bf16-amp",
-        /// Autocast fp16 (with a gradient scaler), otherwise as `Bf16Amp`.
-        Fp16Amp => "fp16-amp",
+        /// Autocast fp16 (with a gradient scaler), otherwise as `Bf16Amp` (Lightning's `16-mixed`).
+        Fp16Amp => "fp16-amp" | "16-mixed",
         /// Megatron / DeepSpeed mixed precision: bf16 weights, gradients and activations; the
         /// optimizer keeps an fp32 master copy next to fp32 moments (the ZeRO paper's K = 12).
         Bf16Mixed => "bf16-mixed",

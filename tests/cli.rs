@@ -472,3 +472,49 @@ fn the_json_export_reports_what_estimate_prints() {
         }
     }
 }
+
+#[test]
+fn litgpt_precision_names_mean_what_lightning_means() {
+    // Lightning's bf16-mixed is autocast over fp32 weights (bf16-amp), its bf16-true pure bf16;
+    // without litgpt, bf16-mixed stays the fp32-master recipe of DeepSpeed and Megatron
+    let total = |extra: &[&str]| {
+        let mut a = vec!["estimate", "--model", "llama-3.1-8b", "--seq", "2048", "--json"];
+        a.extend_from_slice(extra);
+        let v = json(&a);
+        (v["bytes"]["total"].as_u64().unwrap(), v["scenario"]["precision"].clone(), v["notes"].to_string())
+    };
+    let lit = |p| total(&["--framework", "litgpt", "--precision", p]);
+    let (mixed, prec, notes) = lit("bf16-mixed");
+    assert_eq!(prec, "bf16-amp");
+    assert!(notes.contains("Lightning's bf16-mixed is torch.autocast over fp32 weights"), "{notes}");
+    assert_eq!(mixed, lit("bf16-amp").0);
+    let (pure, prec, notes) = lit("bf16-true");
+    assert_eq!(prec, "bf16");
+    assert!(notes.contains("Lightning's bf16-true"), "{notes}");
+    assert_eq!(pure, lit("bf16").0);
+    assert!(mixed > pure);
+    assert_eq!(lit("16-mixed").1, "fp16-amp");
+    assert_eq!(lit("16-true").1, "fp16");
+    assert_eq!(lit("32-true").1, "fp32");
+    // elsewhere bf16-mixed keeps its meaning
+    let (_, prec, _) = total(&["--precision", "bf16-mixed"]);
+    assert_eq!(prec, "bf16-mixed");
+    let (_, prec, _) = total(&["--framework", "torchtune", "--precision", "bf16-mixed"]);
+    assert_eq!(prec, "bf16-mixed");
+}
+
+#[test]
+fn deepspeed_buckets_are_a_named_component_in_json_and_text() {
+    let args =
+        ["estimate", "--model", "llama-3.1-8b", "--dp", "8", "--zero", "2", "--precision", "bf16-mixed"];
+    let mut j = args.to_vec();
+    j.push("--json");
+    let v = json(&j);
+    assert_eq!(v["bytes"]["zero_buckets"], 2_000_000_000u64);
+    // alive in the backward only: at this peak (the optimizer step) they are gone
+    assert_eq!(v["peak_phase"], "optimizer_step");
+    assert_eq!(v["at_peak"]["zero_buckets"], 0);
+    let out = run(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ZeRO buckets"), "{text}");
+}

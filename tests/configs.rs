@@ -183,3 +183,30 @@ fn presets_match_their_published_parameter_counts() {
         assert_eq!(builtin(hub).map(|m| m.n_params()), Some(n), "{hub}");
     }
 }
+
+#[test]
+fn the_rotary_base_and_scaling_are_read_for_the_exports() {
+    // they move no memory, but Megatron-LM's flags must carry them (--rotary-base, --use-rope-scaling)
+    use vramscope::model::hf_config::parse;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hub");
+    let read = |d: &str| {
+        let p = dir.join(d).join("config.json");
+        parse(&p.display().to_string(), &std::fs::read_to_string(&p).unwrap()).unwrap().spec.rope
+    };
+    let r = read("llama-3.1-405b").unwrap();
+    assert_eq!(r.theta, 500000.0);
+    let s = r.scaling.unwrap();
+    assert_eq!((s.rope_type.as_str(), s.factor), ("llama3", 8.0));
+    assert_eq!(
+        (s.low_freq_factor, s.high_freq_factor, s.original_max_position_embeddings),
+        (Some(1.0), Some(4.0), Some(8192))
+    );
+    let q = read("qwen3-8b").unwrap();
+    assert_eq!((q.theta, q.scaling), (1000000.0, None));
+    // transformers 5 writes them under rope_parameters
+    let v5 = r#"{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "intermediate_size": 128, "vocab_size": 100,
+        "rope_parameters": {"rope_theta": 250000.0, "rope_type": "linear", "factor": 4.0}}"#;
+    let r = parse("v5.json", v5).unwrap().spec.rope.unwrap();
+    assert_eq!((r.theta, r.scaling.unwrap().factor), (250000.0, 4.0));
+}

@@ -367,3 +367,268 @@ fn the_markdown_report_speaks_chinese_with_the_same_numbers() {
     assert!(!bad.exists());
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Scenarios whose framework exports must carry every setting the framework can express.
+fn setting_cases() -> Vec<(&'static str, ScenarioFile)> {
+    use vramscope::estimate::{AdapterDtype, BaseQuant, Framework, FsdpMode, Mode};
+    let h100 = gpu::find("h100-80gb").unwrap();
+    let model = |m: &str| Scenario::new(builtin(m).unwrap());
+    // the issue's QLoRA: Llama-3.1-70B, LoRA r16 on every projection, NF4 base, full checkpointing
+    let mut qlora = model("llama-3.1-70b");
+    qlora.seq = 2048;
+    qlora.lora = Some("16:all".parse().unwrap());
+    qlora.base_quant = BaseQuant::Nf4;
+    qlora.checkpointing = Checkpointing::Full;
+    // FSDP QLoRA on 8 GPUs, without double quantization, the adapters in the model's dtype, a paged
+    // 8-bit optimizer and expandable segments
+    let mut fsdp = qlora.clone();
+    fsdp.base_quant = BaseQuant::Nf4NoDq;
+    fsdp.lora = Some(vramscope::estimate::Lora { dropout: 0.05, ..fsdp.lora.unwrap() });
+    fsdp.stack.adapter_dtype = AdapterDtype::Model;
+    fsdp.optimizer = Optimizer::PagedAdamw8bit;
+    fsdp.parallel.dp = 8;
+    fsdp.parallel.fsdp = Some(FsdpMode::FullShard);
+    fsdp.overhead.allocator.expandable_segments = true;
+    // LoRA on an LLM.int8() base, q and v only
+    let mut int8 = model("llama-2-7b");
+    int8.lora = Some("8:q,v".parse().unwrap());
+    int8.base_quant = BaseQuant::Int8;
+    // ZeRO-2 under the HF Trainer, ZeRO-3 under DeepSpeed, and a tensor/pipeline layout
+    let mut z2 = model("llama-3.1-8b");
+    z2.precision = Precision::Bf16Mixed;
+    z2.parallel.dp = 8;
+    z2.parallel.zero = 2;
+    z2.stack.framework = Some(Framework::HfTrainer);
+    let mut z3 = z2.clone();
+    z3.parallel.zero = 3;
+    z3.stack.framework = Some(Framework::Deepspeed);
+    let mut tp = model("llama-3.1-8b");
+    tp.parallel.tp = 2;
+    tp.parallel.pp = 2;
+    tp.checkpointing = Checkpointing::Every(2);
+    // inference on an NF4 base
+    let mut infer = model("llama-3.1-8b");
+    infer.mode = Mode::Infer;
+    infer.base_quant = BaseQuant::Nf4;
+    let mut out: Vec<(&'static str, ScenarioFile)> = [
+        ("qlora-70b", qlora),
+        ("fsdp-qlora-70b", fsdp),
+        ("int8-lora-7b", int8),
+        ("zero2-8b", z2),
+        ("zero3-8b", z3),
+        ("tp-pp-8b", tp),
+        ("infer-nf4-8b", infer),
+    ]
+    .into_iter()
+    .map(|(n, sc)| (n, ScenarioFile::new(sc, Some(&h100), None)))
+    .collect();
+    out.extend(plans());
+    out
+}
+
+fn render_ok(f: &ScenarioFile, format: Format) -> Option<String> {
+    let infer = f.scenario.mode == vramscope::estimate::Mode::Infer;
+    (!(infer && matches!(format, Format::Fsdp | Format::Megatron)))
+        .then(|| export::render(f, format).unwrap())
+}
+
+fn has(text: &str, name: &str, want: &[&str]) {
+    for w in want {
+        assert!(text.contains(w), "{name}: {w:?} missing from\n{text}");
+    }
+}
+
+#[test]
+fn framework_exports_carry_the_scenario_s_settings() {
+    let cases = setting_cases();
+    let get = |n: &str| &cases.iter().find(|c| c.0 == n).unwrap().1;
+    // the issue's QLoRA: the 4-bit base, the adapters and the checkpointing, as the Trainer loads them
+    let hf = export::render(get("qlora-70b"), Format::Hf).unwrap();
+    has(
+        &hf,
+        "qlora hf",
+        &[
+            "BitsAndBytesConfig(",
+            "load_in_4bit=True",
+            "bnb_4bit_quant_type=\"nf4\"",
+            "bnb_4bit_use_double_quant=True",
+            "bnb_4bit_compute_dtype=torch.bfloat16",
+            "quantization_config=bnb_config",
+            "LoraConfig(",
+            "r=16,",
+            "q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj",
+            "get_peft_model(model, lora_config)",
+            "gradient_checkpointing=True",
+            "MAX_SEQ_LEN = 2048",
+            "per_device_train_batch_size=1",
+            "# every setting of the scenario is expressed above",
+        ],
+    );
+    assert!(!hf.contains("bnb_4bit_quant_storage"), "only FSDP stores the 4-bit weights as bf16");
+    // FSDP QLoRA: the quant storage FSDP's flat parameters need, the adapters' dtype and dropout,
+    // the paged optimizer and the allocator setting
+    let fsdp = export::render(get("fsdp-qlora-70b"), Format::Fsdp).unwrap();
+    has(
+        &fsdp,
+        "fsdp qlora",
+        &[
+            "bnb_4bit_quant_storage=torch.bfloat16",
+            "bnb_4bit_use_double_quant=False",
+            "lora_dropout=0.05",
+            "autocast_adapter_dtype=False",
+            "bnb.optim.PagedAdamW8bit(",
+            "import bitsandbytes as bnb",
+            "PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"",
+            "ShardingStrategy.FULL_SHARD",
+            "apply_activation_checkpointing(",
+        ],
+    );
+    let hf = export::render(get("fsdp-qlora-70b"), Format::Hf).unwrap();
+    has(
+        &hf,
+        "fsdp qlora hf",
+        &[
+            "optim=\"paged_adamw_8bit\"",
+            "fsdp=\"full_shard auto_wrap\"",
+            "bnb_4bit_quant_storage=torch.bfloat16",
+        ],
+    );
+    let hf = export::render(get("int8-lora-7b"), Format::Hf).unwrap();
+    has(&hf, "int8", &["BitsAndBytesConfig(load_in_8bit=True)", "q_proj|v_proj)", "r=8,"]);
+    // Megatron: the rope base and Llama 3's scaling, and what it cannot run
+    let meg = export::render(get("qlora-70b"), Format::Megatron).unwrap();
+    has(
+        &meg,
+        "megatron",
+        &[
+            "--rotary-base 500000",
+            "--use-rope-scaling",
+            "--rope-scaling-factor 8",
+            "# not expressed here",
+            "--lora 16:q,k,v,o,gate,up,down",
+            "--base-quant nf4",
+        ],
+    );
+    let meg = export::render(get("zero2-8b"), Format::Megatron).unwrap();
+    assert!(meg.contains("--rotary-base 500000"), "{meg}");
+    // what the Trainer cannot express is named
+    let hf = export::render(get("tp-pp-8b"), Format::Hf).unwrap();
+    has(&hf, "tp", &["# not expressed here", "--tp 2", "--pp 2", "--checkpoint every:2"]);
+    // inference on an NF4 base loads it quantized
+    let inf = export::render(get("infer-nf4-8b"), Format::Hf).unwrap();
+    has(&inf, "infer", &["load_in_4bit=True", "quantization_config=bnb_config"]);
+    // DeepSpeed writes the bucket sizes its estimate assumed, and names the model-side settings
+    let z2 = get("zero2-8b");
+    let v = export::deepspeed_config(z2);
+    assert_eq!(
+        v["zero_optimization"]["reduce_bucket_size"],
+        4096 * 4096,
+        "the HF Trainer's \"auto\": hidden²"
+    );
+    assert_eq!(v["zero_optimization"]["overlap_comm"], true);
+    let notes = export::notes(z2, Format::Deepspeed).unwrap().join("\n");
+    has(&notes, "zero2 notes", &["ZeRO-2 allocates 2 reduce bucket(s)", "not expressed in the config"]);
+    let v = export::deepspeed_config(get("zero3-8b"));
+    let z = &v["zero_optimization"];
+    assert_eq!(z["reduce_bucket_size"], 500_000_000u64);
+    assert_eq!(z["stage3_prefetch_bucket_size"], 50_000_000u64);
+    assert_eq!(z["stage3_max_live_parameters"], 1_000_000_000u64);
+}
+
+fn schema(name: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/schema").join(name))
+        .unwrap()
+}
+
+#[test]
+fn deepspeed_and_megatron_exports_use_only_their_framework_s_own_keys() {
+    // the schemas are written from the frameworks' source (see their headers)
+    let ds: serde_json::Value = serde_json::from_str(&schema("deepspeed.json")).unwrap();
+    let allowed =
+        |section: &str, k: &str| ds[section].as_array().unwrap().iter().any(|x| x.as_str() == Some(k));
+    let megatron = schema("megatron.txt");
+    let flags: std::collections::HashSet<&str> = megatron.lines().filter(|l| l.starts_with("--")).collect();
+    for (name, f) in setting_cases() {
+        if f.scenario.mode == vramscope::estimate::Mode::Train {
+            let v = export::deepspeed_config(&f);
+            for (k, sub) in v.as_object().unwrap() {
+                assert!(allowed("top", k), "{name}: DeepSpeed has no key {k}");
+                if let (Some(o), true) = (sub.as_object(), ds.get(k.as_str()).is_some()) {
+                    for (kk, inner) in o {
+                        assert!(allowed(k, kk), "{name}: DeepSpeed has no key {k}.{kk}");
+                        if let (Some(oo), true) = (inner.as_object(), ds.get(kk.as_str()).is_some()) {
+                            for kkk in oo.keys() {
+                                assert!(allowed(kk, kkk), "{name}: DeepSpeed has no key {k}.{kk}.{kkk}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(sh) = render_ok(&f, Format::Megatron) {
+            for line in sh.lines().map(str::trim).filter(|l| l.starts_with("--")) {
+                let flag = line.split_whitespace().next().unwrap();
+                assert!(flags.contains(flag), "{name}: Megatron-LM has no flag {flag}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs python3"]
+fn python_exports_parse_and_call_only_the_libraries_own_arguments() {
+    // each Python export goes through python3's parser; every call with keyword arguments must
+    // be one the schema knows (written from the libraries' source), with only its arguments
+    let dir = tmp("python");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for (name, f) in setting_cases() {
+        for format in [Format::Hf, Format::Fsdp] {
+            if let Some(text) = render_ok(&f, format) {
+                let p = dir.join(format!("{name}.{}.py", format.name()));
+                std::fs::write(&p, text).unwrap();
+                files.push(p.display().to_string());
+            }
+        }
+    }
+    let script = r#"
+import ast, json, sys
+schema = json.load(open(sys.argv[1]))
+bad = []
+for path in sys.argv[2:]:
+    tree = ast.parse(open(path).read(), path)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.keywords:
+            continue
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "?")
+        if name not in schema:
+            bad.append(f"{path}: {name}(...) is not in the schema")
+            continue
+        for k in node.keywords:
+            if k.arg not in schema[name]:
+                bad.append(f"{path}: {name} has no argument {k.arg}")
+            if k.arg == "optim" and k.value.value not in schema["optim"]:
+                bad.append(f"{path}: optim={k.value.value!r} is not an OptimizerNames value")
+print(len(sys.argv) - 2, "files")
+if bad:
+    print("\n".join(bad))
+    sys.exit(1)
+"#;
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/schema/python_kwargs.json");
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&schema_path)
+        .args(&files)
+        .output()
+        .expect("python3 runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(files.len() >= 15, "{} files", files.len());
+}

@@ -517,3 +517,68 @@ fn a_paged_optimizer_fits_where_its_states_would_not() {
     sc.optimizer = Optimizer::Adamw8bit;
     assert!(!vramscope::fit::fits(&sc, card));
 }
+
+#[test]
+fn the_hf_trainer_keeps_embedding_states_of_an_8bit_optimizer_in_32_bit() {
+    // transformers' Trainer registers bitsandbytes' `optim_bits: 32` override for every
+    // nn.Embedding when it builds an 8-bit bitsandbytes optimizer; torchtune and a plain
+    // bnb.optim.AdamW8bit do not
+    let mut sc = llama("llama-3.1-8b");
+    sc.optimizer = Optimizer::Adamw8bit;
+    let plain = estimate(&sc).unwrap();
+    let t = sc.model.transformer().unwrap();
+    let n = t.vocab_size * t.hidden_size;
+    let eight_bit = 2 * (n + 4 * n.div_ceil(2048));
+    for (f, more) in [(Framework::HfTrainer, true), (Framework::Axolotl, true), (Framework::Torchtune, false)]
+    {
+        let mut s = sc.clone();
+        s.stack.framework = Some(f);
+        let e = estimate(&s).unwrap();
+        let want = if more { 8 * n - eight_bit } else { 0 };
+        assert_eq!(e.optimizer_states - plain.optimizer_states, want, "{f:?}");
+    }
+    // about +2.9 GiB on Llama-3.1-8B (128256 x 4096 embedding, untied head stays 8-bit)
+    let extra = (8 * n - eight_bit) as f64 / GIB;
+    assert!((2.8..3.0).contains(&extra), "{extra}");
+    // the paged variant: the fp32 states are paged too
+    sc.optimizer = Optimizer::PagedAdamw8bit;
+    sc.stack.framework = Some(Framework::HfTrainer);
+    let paged = estimate(&sc).unwrap();
+    assert_eq!(paged.paged_optimizer_states, paged.optimizer_states);
+    assert_eq!(paged.optimizer_states - plain.optimizer_states, 8 * n - eight_bit);
+    // "hf" names the Trainer
+    assert_eq!("hf".parse::<Framework>().unwrap(), Framework::HfTrainer);
+}
+
+#[test]
+fn deepspeed_zero_buckets_are_their_own_component_when_deepspeed_allocates_them() {
+    // ZeRO-2 (stage_1_and_2.py): two reduce_bucket_size buffers in the parameters' dtype from the
+    // start of each backward to its end; ZeRO-3 (stage3.py): one, for the whole run
+    let mut sc = llama("llama-3.1-8b");
+    sc.precision = Precision::Bf16Mixed;
+    sc.optimizer = Optimizer::AdamwFused;
+    sc.parallel.dp = 8;
+    sc.parallel.zero = 2;
+    let z2 = timeline(&sc).unwrap();
+    let bucket = 500_000_000u64 * 2;
+    assert_eq!(z2.estimate.zero_buckets, 2 * bucket);
+    for e in &z2.events {
+        let want = if e.phase == vramscope::estimate::Phase::Backward { 2 * bucket } else { 0 };
+        assert_eq!(e.alive.zero_buckets, want, "{} {}", e.phase.label(), e.op);
+    }
+    // the backward peak carries them
+    assert_eq!(z2.estimate.peak.alive.zero_buckets, 2 * bucket, "{}", z2.estimate.peak.what);
+    sc.parallel.zero = 3;
+    let z3 = timeline(&sc).unwrap();
+    assert!(z3.events.iter().all(|e| e.alive.zero_buckets == bucket));
+    // the replay allocates them: its reserved bytes cover the peak with them
+    let (e, _) = estimate_reserved(&sc, None).unwrap();
+    assert!(e.reserved.unwrap() >= e.peak_allocated && e.peak.alive.zero_buckets == bucket);
+    // FSDP and Megatron's distributed optimizer have no such buckets
+    sc.parallel.fsdp = Some(vramscope::estimate::FsdpMode::FullShard);
+    assert_eq!(estimate(&sc).unwrap().zero_buckets, 0);
+    sc.parallel.fsdp = None;
+    sc.parallel.zero = 1;
+    sc.stack.framework = Some(Framework::Megatron);
+    assert_eq!(estimate(&sc).unwrap().zero_buckets, 0);
+}

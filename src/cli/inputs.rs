@@ -126,7 +126,14 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
 /// The precision: --precision, else the config's dtype (said in a note when not bf16).
 fn precision(a: &EstimateArgs, dtype: Option<&str>, notes: &mut Vec<String>) -> Precision {
     match (a.precision, dtype) {
-        (Some(p), _) => p,
+        (Some(p), _) => match a.framework.map(|f| f.reads_precision(p)) {
+            // a framework's own names mean what it does (litgpt's are Lightning's)
+            Some((q, note)) => {
+                notes.extend(note);
+                q
+            }
+            None => p,
+        },
         (None, Some(d)) => {
             let p = match d {
                 "float32" => Precision::Fp32,

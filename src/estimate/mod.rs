@@ -6,6 +6,7 @@
 pub mod activations;
 mod compose;
 pub mod context;
+pub mod deepspeed;
 pub mod fsdp;
 pub mod generate;
 pub mod moments;
@@ -86,6 +87,8 @@ pub struct Snapshot {
     pub kv_cache: u64,
     /// Short-lived tensors of the op running at that moment.
     pub temporaries: u64,
+    /// DeepSpeed ZeRO's gradient-reduction buckets ([`deepspeed`]).
+    pub zero_buckets: u64,
 }
 
 impl Snapshot {
@@ -97,6 +100,7 @@ impl Snapshot {
             + self.activations
             + self.kv_cache
             + self.temporaries
+            + self.zero_buckets
     }
 }
 
@@ -160,6 +164,9 @@ pub struct Estimate {
     pub activation_breakdown: Saved,
     /// KV-cache bytes (inference).
     pub kv_cache: u64,
+    /// DeepSpeed ZeRO's gradient-reduction buckets at their largest (stage 1 and 2: during the
+    /// backward; stage 3: all the time), exact as allocated ([`deepspeed::buckets`]).
+    pub zero_buckets: u64,
     /// `torch.cuda.max_memory_allocated()` over a steady-state step.
     pub peak_allocated: u64,
     /// The moment of the peak.

@@ -75,6 +75,7 @@ pub(super) fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step
         activations: activations_bytes,
         activation_breakdown: if train { saved.breakdown } else { Saved::default() },
         kv_cache,
+        zero_buckets: st.zero_buckets_step + st.zero_buckets_backward,
         peak_allocated,
         peak,
         moments,
@@ -147,6 +148,7 @@ fn rank_states(sc: &Scenario, stage: &Stage, groups: &[crate::model::ParamGroup]
         st.grad_bytes = 0;
         st.grad_alloc = 0;
     }
+    (st.zero_bucket, st.zero_buckets_step, st.zero_buckets_backward) = super::deepspeed::buckets(sc);
     RankStates { st, cpu_bytes, nvme_bytes }
 }
 

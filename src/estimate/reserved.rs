@@ -100,6 +100,8 @@ struct Pools {
     states: Pool,
     acts: Pool,
     kv: Pool,
+    /// DeepSpeed ZeRO's reduction buckets, each of its configured size.
+    zero: Pool,
     /// The largest tensor one op of a block keeps (the largest change of the activations at an
     /// op event): the size a block's transients are allocated in.
     op_tensor: u64,
@@ -377,6 +379,7 @@ pub fn replay(sc: &Scenario, tl: &Timeline, cfg: Config, workspace: u64) -> Rese
         states: Pool::new(scaled(&doubled, states_total)),
         acts: Pool::new(Vec::new()),
         kv: Pool::new(vec![tl.estimate.kv_cache / kv_tensors; kv_tensors.min(1 << 16) as usize]),
+        zero: Pool::new(vec![crate::estimate::deepspeed::buckets(sc).0]),
         op_tensor: events
             .windows(2)
             .filter(|w| w[1].pass != super::step::Pass::Step)
@@ -466,6 +469,7 @@ fn apply(r: &mut Replay, e: &Event, alive: Snapshot, p: &mut Pools, growth: &[u6
     r.set(&mut p.states, alive.optimizer_states, true);
     p.set_grads(r, alive.gradients);
     r.set(&mut p.kv, alive.kv_cache, true);
+    r.set(&mut p.zero, alive.zero_buckets, true);
     // the loss in the forward: the logits (a piece a chunk), then an fp32 copy, exist before the
     // log-softmax outputs it saves
     let pieces = e.pieces != Pieces::default();

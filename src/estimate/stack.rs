@@ -7,7 +7,7 @@
 
 pub use crate::engine::inputs::choices::{Loss, LossKeyword, ModelCode, Torch};
 use crate::tokens::Parse;
-use crate::units::DType;
+use crate::units::{DType, Precision};
 use serde::{Deserialize, Serialize};
 
 crate::tokens::token_enum! {
@@ -149,7 +149,7 @@ crate::tokens::token_enum! {
     #[serde(rename_all = "kebab-case")]
     pub enum Framework {
         /// transformers `Trainer` (5.x): transformers' loss, PEFT adapters in fp32.
-        HfTrainer => "hf-trainer",
+        HfTrainer => "hf-trainer" | "hf",
         /// torchtune (0.6): `CEWithChunkedOutputLoss` with 8 chunks, adapters in the model dtype.
         Torchtune => "torchtune",
         /// litgpt (0.5): its own model code, `chunked_cross_entropy` over 128-position chunks of the
@@ -199,6 +199,72 @@ impl Framework {
             Self::HfTrainer | Self::Deepspeed | Self::Megatron | Self::Axolotl => {}
         }
         s
+    }
+}
+
+impl Framework {
+    /// The recipe `--precision p` names under this framework, and the sentence that says so.
+    /// litgpt passes its precision to Lightning Fabric, whose names (`_PRECISION_INPUT_STR` in
+    /// `lightning/fabric/plugins/precision/utils.py`, the plugins chosen in
+    /// `fabric/connector.py`) mean: `bf16-mixed` / `16-mixed` the `MixedPrecision` plugin —
+    /// `torch.autocast` over fp32 weights, gradients and optimizer states (this tool's
+    /// `bf16-amp` / `fp16-amp`), not half weights beside fp32 master copies (Megatron's and
+    /// DeepSpeed's `bf16-mixed`); `bf16-true` / `16-true` the `HalfPrecision` plugin (pure
+    /// bf16 / fp16); `32-true` fp32. The other frameworks keep this tool's names.
+    pub fn reads_precision(self, p: Precision) -> (Precision, Option<String>) {
+        if self != Self::Litgpt {
+            return (p, None);
+        }
+        let lightning = |q: Precision| Self::Litgpt.precision_token(q);
+        match p {
+            Precision::Bf16Mixed => (
+                Precision::Bf16Amp,
+                Some(
+                    "--framework litgpt: Lightning's bf16-mixed is torch.autocast over fp32 weights, gradients and optimizer states (its MixedPrecision plugin), estimated as --precision bf16-amp"
+                        .into(),
+                ),
+            ),
+            Precision::Bf16 => (
+                p,
+                Some(
+                    "--framework litgpt: --precision bf16 is pure bf16, Lightning's bf16-true (Lightning itself reads \"bf16\" as bf16-mixed, autocast over fp32 weights: --precision bf16-mixed)"
+                        .into(),
+                ),
+            ),
+            Precision::Fp16Mixed => (
+                p,
+                Some(
+                    "--framework litgpt: Lightning has no fp16 weights with fp32 master copies (fp16-mixed as estimated); its 16-mixed is autocast over fp32 weights"
+                        .into(),
+                ),
+            ),
+            Precision::Fp32 | Precision::Fp16 | Precision::Bf16Amp | Precision::Fp16Amp => {
+                (p, Some(format!("--framework litgpt: --precision {} is Lightning's {}", p.name(), lightning(p))))
+            }
+            Precision::Fp8 | Precision::Int8 | Precision::Int4 => (p, None),
+        }
+    }
+
+    /// How `--precision` writes `p` under this framework so that [`Self::reads_precision`] reads
+    /// it back: Lightning's names under litgpt where it has one, this tool's otherwise.
+    pub const fn precision_token(self, p: Precision) -> &'static str {
+        match (self, p) {
+            (Self::Litgpt, Precision::Bf16Amp) => "bf16-mixed",
+            (Self::Litgpt, Precision::Bf16) => "bf16-true",
+            (Self::Litgpt, Precision::Fp16Amp) => "16-mixed",
+            (Self::Litgpt, Precision::Fp16) => "16-true",
+            (Self::Litgpt, Precision::Fp32) => "32-true",
+            _ => p.name(),
+        }
+    }
+}
+
+/// A precision as a menu shows it under `framework`: this tool's name, with the framework's own
+/// beside it where it differs (`bf16-amp (bf16-mixed)` under litgpt).
+pub fn precision_label(framework: Option<Framework>, p: Precision) -> String {
+    match framework.map(|f| f.precision_token(p)) {
+        Some(l) if l != p.name() => format!("{} ({l})", p.name()),
+        _ => p.name().to_owned(),
     }
 }
 
@@ -385,5 +451,25 @@ mod tests {
             Framework::Torchtune.stack().describe(),
             "torchtune: loss chunked:8, adapters in the model dtype"
         );
+    }
+
+    #[test]
+    fn litgpt_menus_and_flags_name_lightning_s_precisions() {
+        use crate::units::Precision;
+        let lit = Some(Framework::Litgpt);
+        assert_eq!(precision_label(lit, Precision::Bf16Amp), "bf16-amp (bf16-mixed)");
+        assert_eq!(precision_label(lit, Precision::Bf16), "bf16 (bf16-true)");
+        assert_eq!(precision_label(None, Precision::Bf16Amp), "bf16-amp");
+        assert_eq!(precision_label(Some(Framework::Megatron), Precision::Bf16Mixed), "bf16-mixed");
+        // what the flags write reads back as the same recipe under litgpt
+        for p in Precision::ALL {
+            let token = Framework::Litgpt.precision_token(p);
+            let read: Precision = token.parse().unwrap();
+            assert_eq!(
+                Framework::Litgpt.reads_precision(read).0,
+                if p == Precision::Bf16Mixed { Precision::Bf16Amp } else { p },
+                "{token}"
+            );
+        }
     }
 }

@@ -46,6 +46,12 @@ pub struct States {
     /// The optimizer step's temporary for the largest trainable tensor alone (a per-parameter
     /// step, as optimizer-in-backward runs it).
     pub largest_step_temp: u64,
+    /// One DeepSpeed ZeRO gradient-reduction bucket, rounded (`estimate::deepspeed`).
+    pub zero_bucket: u64,
+    /// ZeRO buckets alive through the whole step (stage 3's).
+    pub zero_buckets_step: u64,
+    /// ZeRO buckets alive during the backward only (stage 1 and 2's).
+    pub zero_buckets_backward: u64,
 }
 
 /// Does LoRA put an adapter on this parameter group?
@@ -198,6 +204,19 @@ fn backward_grads(sc: &Scenario, st: &mut States, state_dt: DType) {
         + gb(t.hidden_size);
 }
 
+/// Does the optimizer keep the token embeddings' states in 32 bit? transformers' `Trainer`
+/// (`create_optimizer`: `"bitsandbytes" in str(optimizer_cls) and optim_bits == 8`) registers
+/// `GlobalOptimManager.register_module_override(module, "weight", {"optim_bits": 32})` for every
+/// `nn.Embedding` when it builds a bitsandbytes 8-bit optimizer (`adamw_bnb_8bit`, `adamw_8bit`,
+/// `paged_adamw_8bit`), so bitsandbytes gives those weights fp32 states; Axolotl builds these
+/// optimizers through the Trainer's `create_optimizer`. torchtune, litgpt, Megatron and a plain
+/// `bnb.optim.AdamW8bit` register no override.
+pub fn embeddings_in_32bit(sc: &Scenario) -> bool {
+    use super::stack::Framework;
+    matches!(sc.optimizer, Optimizer::Adamw8bit | Optimizer::PagedAdamw8bit)
+        && matches!(sc.stack.framework, Some(Framework::HfTrainer | Framework::Axolotl))
+}
+
 /// Computes the model states of a scenario from its parameter groups.
 pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
     let p = sc.precision;
@@ -208,7 +227,8 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
     // fp32 master weights under autocast; the optimizer works in the parameter dtype
     let state_dt = weight_dt;
     let mut largest_trainable = 0u64;
-    let mut add_trainable = |st: &mut States, rows: u64, cols: u64, count: u64, dt: DType| {
+    let fp32_embeddings = embeddings_in_32bit(sc);
+    let mut add_trainable = |st: &mut States, rows: u64, cols: u64, count: u64, dt: DType, opt: Optimizer| {
         let n = rows * cols;
         if !train {
             return;
@@ -219,7 +239,7 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         // mixed precision with master weights: the optimizer works on an fp32 copy
         let master = p.has_master_weights() && dt != DType::F32 && sc.optimizer != Optimizer::None;
         let opt_dt = if master { DType::F32 } else { dt };
-        let (exact, alloc) = opt_tensor_bytes(sc.optimizer, rows, cols, opt_dt);
+        let (exact, alloc) = opt_tensor_bytes(opt, rows, cols, opt_dt);
         st.optimizer_bytes += exact * count;
         if sc.optimizer.paged() {
             st.paged_bytes += exact * count;
@@ -255,8 +275,14 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         st.param_alloc += round_alloc(one) * g.count;
         match (&sc.lora, family) {
             (_, _) if g.kind == ParamKind::Frozen => {}
-            (None, _) if fp32_kept => add_trainable(&mut st, g.rows, g.cols, g.count, DType::F32),
-            (None, _) => add_trainable(&mut st, g.rows, g.cols, g.count, state_dt),
+            (None, _) if fp32_kept => {
+                add_trainable(&mut st, g.rows, g.cols, g.count, DType::F32, sc.optimizer)
+            }
+            // the Trainer's override: bitsandbytes' 32-bit states (fp32, as its 32-bit optimizers)
+            (None, _) if fp32_embeddings && g.kind == ParamKind::Embedding => {
+                add_trainable(&mut st, g.rows, g.cols, g.count, state_dt, Optimizer::PagedAdamw32bit);
+            }
+            (None, _) => add_trainable(&mut st, g.rows, g.cols, g.count, state_dt, sc.optimizer),
             (Some(l), Some(fam)) if adapted(l, fam, g.kind) => {
                 // A: r x in, B: out x r, fp32 (PEFT keeps adapters in fp32) or the model's dtype
                 let (out_f, in_f) = (g.rows, g.cols);
@@ -265,7 +291,7 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
                     let bytes = ad.bytes(r * c);
                     st.param_bytes += bytes * g.count;
                     st.param_alloc += round_alloc(bytes) * g.count;
-                    add_trainable(&mut st, r, c, g.count, ad);
+                    add_trainable(&mut st, r, c, g.count, ad, sc.optimizer);
                 }
             }
             _ => {}

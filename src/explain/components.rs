@@ -452,6 +452,39 @@ impl Subject<'_> {
         }
     }
 
+    /// DeepSpeed ZeRO's gradient-reduction buckets (`estimate::deepspeed`), when it runs.
+    pub(super) fn zero_buckets(&self) -> Option<Explanation> {
+        let Self { sc, e, lang } = *self;
+        let cfg = crate::estimate::deepspeed::config(sc)?;
+        let (one, _, _) = crate::estimate::deepspeed::buckets(sc);
+        if e.zero_buckets == 0 {
+            return None;
+        }
+        let n = e.zero_buckets / one.max(1);
+        let formula = if cfg.stage >= 3 {
+            lang.pick(
+                "ZeRO-3: one reduce bucket of reduce_bucket_size elements in the communication dtype, kept all run",
+                "ZeRO-3：一个 reduce_bucket_size 个元素的归约桶（通信 dtype），整个运行期间保留",
+            )
+        } else {
+            lang.pick(
+                "ZeRO-1/2: reduce_bucket_size elements in the parameters' dtype, twice with overlap_comm, during the backward",
+                "ZeRO-1/2：reduce_bucket_size 个元素（参数 dtype），overlap_comm 时两份，仅在反向期间",
+            )
+        };
+        Some(Explanation {
+            component: Component::ZeroBuckets,
+            formula: formula.into(),
+            substituted: format!(
+                "{n} × {} × {} B = {}",
+                crate::units::digits(cfg.reduce_bucket_size),
+                sc.precision.weight_dtype().bytes(8) / 8,
+                g(e.zero_buckets)
+            ),
+            bytes: e.peak.alive.zero_buckets,
+        })
+    }
+
     /// CUDA context, workspaces, NCCL and the allocator's cache: replayed when the estimate was,
     /// else the flat reserve.
     pub(super) fn overhead(&self) -> Explanation {

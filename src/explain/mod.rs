@@ -27,19 +27,22 @@ pub enum Component {
     KvCache,
     /// Short-lived tensors at the peak.
     Temporaries,
+    /// DeepSpeed ZeRO's gradient-reduction buckets.
+    ZeroBuckets,
     /// CUDA context, workspaces, allocator reserve.
     Overhead,
 }
 
 impl Component {
     /// All components, bottom of the bar first.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Parameters,
         Self::Gradients,
         Self::OptimizerStates,
         Self::Activations,
         Self::KvCache,
         Self::Temporaries,
+        Self::ZeroBuckets,
         Self::Overhead,
     ];
 
@@ -52,6 +55,7 @@ impl Component {
             Self::Activations => "activations",
             Self::KvCache => "kv_cache",
             Self::Temporaries => "temporaries",
+            Self::ZeroBuckets => "zero_buckets",
             Self::Overhead => "overhead",
         }
     }
@@ -66,6 +70,7 @@ impl Component {
             Self::Activations => a.activations,
             Self::KvCache => a.kv_cache,
             Self::Temporaries => a.temporaries,
+            Self::ZeroBuckets => a.zero_buckets,
             Self::Overhead => e.overhead,
         }
     }
@@ -101,7 +106,7 @@ pub fn explain(sc: &Scenario, e: &Estimate) -> Vec<Explanation> {
 /// (numbers, units, symbols, dtype, optimizer and code names as they are).
 pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
     let x = Subject { sc, e, lang };
-    let mut out = Vec::with_capacity(7);
+    let mut out = Vec::with_capacity(8);
     out.push(x.parameters());
     if sc.mode == Mode::Train {
         out.push(x.gradients());
@@ -110,6 +115,7 @@ pub fn explain_in(sc: &Scenario, e: &Estimate, lang: Lang) -> Vec<Explanation> {
     }
     out.extend(x.kv_cache());
     out.push(x.temporaries());
+    out.extend(x.zero_buckets());
     out.push(x.overhead());
     out
 }

@@ -1,7 +1,7 @@
 //! Framework settings that match a plan: DeepSpeed JSON, Hugging Face `TrainingArguments`,
 //! a PyTorch FSDP wrap and Megatron-LM flags.
 
-use super::ScenarioFile;
+use super::{ScenarioFile, python};
 use crate::estimate::{Checkpointing, Offload, Optimizer};
 use crate::model::ModelSpec;
 use crate::units::Precision;
@@ -48,8 +48,11 @@ pub const DEEPSPEED_ZERO_KEYS: &[&str] = &[
     "overlap_comm",
     "contiguous_gradients",
     "reduce_bucket_size",
+    "allgather_bucket_size",
     "stage3_prefetch_bucket_size",
     "stage3_param_persistence_threshold",
+    "stage3_max_live_parameters",
+    "stage3_max_reuse_distance",
     "stage3_gather_16bit_weights_on_model_save",
 ];
 
@@ -93,14 +96,22 @@ pub fn deepspeed_config(f: &ScenarioFile) -> Value {
     let stage = if p.fsdp.is_some() { 3 } else { p.zero };
     let mut z = serde_json::Map::new();
     z.insert("stage".into(), json!(stage));
+    // the sizes the estimate's ZeRO buckets assume (estimate::deepspeed: DeepSpeed's defaults,
+    // or the HF Trainer's "auto" values for this model), written out so the job is the estimate's
+    let c = crate::estimate::deepspeed::zero_config(sc, stage);
     if stage >= 1 {
-        z.insert("overlap_comm".into(), json!(true));
-        z.insert("contiguous_gradients".into(), json!(true));
-        z.insert("reduce_bucket_size".into(), json!(500_000_000u64));
+        z.insert("overlap_comm".into(), json!(c.overlap_comm));
+        z.insert("contiguous_gradients".into(), json!(c.contiguous_gradients));
+        z.insert("reduce_bucket_size".into(), json!(c.reduce_bucket_size));
+    }
+    if (1..3).contains(&stage) {
+        z.insert("allgather_bucket_size".into(), json!(c.allgather_bucket_size));
     }
     if stage == 3 {
-        z.insert("stage3_prefetch_bucket_size".into(), json!(50_000_000u64));
-        z.insert("stage3_param_persistence_threshold".into(), json!(100_000u64));
+        z.insert("stage3_prefetch_bucket_size".into(), json!(c.prefetch_bucket_size));
+        z.insert("stage3_param_persistence_threshold".into(), json!(c.param_persistence_threshold));
+        z.insert("stage3_max_live_parameters".into(), json!(c.max_live_parameters));
+        z.insert("stage3_max_reuse_distance".into(), json!(c.max_reuse_distance));
         z.insert("stage3_gather_16bit_weights_on_model_save".into(), json!(true));
     }
     match p.offload {
@@ -182,32 +193,43 @@ fn hf_optim(o: Optimizer) -> &'static str {
     }
 }
 
-fn torch_dtype(p: Precision) -> &'static str {
-    match p {
-        Precision::Bf16 => "torch.bfloat16",
-        Precision::Fp16 => "torch.float16",
-        _ => "torch.float32",
-    }
-}
-
-/// Hugging Face `TrainingArguments` for the plan (with the DeepSpeed / FSDP hook-up).
+/// Hugging Face `TrainingArguments` for the plan (with the DeepSpeed / FSDP hook-up): the model
+/// loaded as the scenario holds it (dtype, attention, a bitsandbytes base), its PEFT adapters,
+/// the batch, accumulation, precision, checkpointing and optimizer, and a line naming what the
+/// Trainer cannot express.
 pub fn hf_training_args(f: &ScenarioFile) -> String {
     let sc = &f.scenario;
     let p = &sc.parallel;
     let mut s = format!("# vramscope plan for {}: {} x {} per GPU\n", sc.model.name, sc.batch, sc.seq);
-    let _ = writeln!(s, "import torch\nfrom transformers import AutoModelForCausalLM, TrainingArguments\n");
+    // FSDP and ZeRO-3 shard flat tensors of one dtype: the 4-bit weights stored in the load dtype
+    let sharded = p.fsdp.is_some() || p.zero >= 3;
+    let bnb = python::bnb_config(sc, sharded.then(|| python::load_dtype(sc.precision)));
+    let quant = if bnb.is_some() { ", BitsAndBytesConfig" } else { "" };
     let _ = writeln!(
         s,
-        "model = AutoModelForCausalLM.from_pretrained(MODEL_ID, torch_dtype={})",
-        torch_dtype(sc.precision)
+        "import os\nimport torch\nfrom transformers import AutoModelForCausalLM{quant}, TrainingArguments"
     );
-    if let Some(l) = sc.lora {
-        let _ = writeln!(
-            s,
-            "from peft import LoraConfig, get_peft_model\nmodel = get_peft_model(model, LoraConfig(r={}, lora_dropout={}, target_modules=\"all-linear\"))",
-            l.rank, l.dropout
-        );
+    if sc.lora.is_some() {
+        s += "from peft import LoraConfig, get_peft_model\n";
     }
+    s += "\n";
+    s += &python::alloc_conf(sc);
+    let _ = writeln!(
+        s,
+        "MAX_SEQ_LEN = {}  # tokenize / pack every example to this length (TrainingArguments has no sequence length)",
+        sc.seq
+    );
+    if let Some(b) = &bnb {
+        s += b;
+    }
+    s += &python::from_pretrained(
+        sc,
+        "AutoModelForCausalLM",
+        python::load_dtype(sc.precision),
+        bnb.is_some(),
+        None,
+    );
+    s += &python::peft(sc);
     let _ = writeln!(s, "\nargs = TrainingArguments(\n    output_dir=\"out\",");
     let _ = writeln!(s, "    per_device_train_batch_size={},", sc.batch);
     let _ = writeln!(s, "    gradient_accumulation_steps={},", f.grad_accum());
@@ -238,11 +260,16 @@ pub fn hf_training_args(f: &ScenarioFile) -> String {
         let _ = writeln!(s, "    deepspeed=\"ds_config.json\",  # vramscope export --format deepspeed");
     }
     let _ = writeln!(s, ")");
+    let mut missing = python::not_expressed(f, true);
+    if sc.optimizer == Optimizer::SgdMomentum {
+        missing.push("--optimizer sgd-momentum (optim=\"sgd\" has no momentum)".into());
+    }
+    s += &python::not_expressed_line(&missing);
     let _ = writeln!(s, "# launch on {}: {} train.py", crate::units::count(p.world(), "GPU"), torchrun(p));
     s
 }
 
-fn attn_implementation(a: crate::estimate::AttentionImpl) -> &'static str {
+pub(super) fn attn_implementation(a: crate::estimate::AttentionImpl) -> &'static str {
     match a {
         crate::estimate::AttentionImpl::Eager => "eager",
         crate::estimate::AttentionImpl::Sdpa => "sdpa",
@@ -257,11 +284,7 @@ fn attn_implementation(a: crate::estimate::AttentionImpl) -> &'static str {
 pub fn hf_inference(f: &ScenarioFile) -> String {
     let sc = &f.scenario;
     let p = &sc.parallel;
-    let dtype = match sc.precision.compute_dtype() {
-        crate::units::DType::F32 => "torch.float32",
-        crate::units::DType::F16 => "torch.float16",
-        _ => "torch.bfloat16",
-    };
+    let dtype = python::torch_name(sc.precision.compute_dtype());
     let auto = if sc.model.transformer().is_some_and(|t| t.family.id() == "bert") {
         "AutoModel"
     } else {
@@ -272,7 +295,13 @@ pub fn hf_inference(f: &ScenarioFile) -> String {
 ",
         sc.model.name, sc.batch, sc.seq
     );
-    let _ = writeln!(s, "import torch\nfrom transformers import {auto}\n");
+    let bnb = python::bnb_config(sc, None);
+    let quant = if bnb.is_some() { ", BitsAndBytesConfig" } else { "" };
+    let _ = writeln!(s, "import torch\nfrom transformers import {auto}{quant}");
+    if sc.lora.is_some() {
+        s += "from peft import LoraConfig, get_peft_model\n";
+    }
+    s += "\n";
     if sc.precision.is_quantized() {
         let _ = writeln!(
             s,
@@ -287,11 +316,12 @@ pub fn hf_inference(f: &ScenarioFile) -> String {
     } else {
         "device_map=\"cuda\"".to_owned()
     };
-    let _ = writeln!(
-        s,
-        "model = {auto}.from_pretrained(MODEL_ID, torch_dtype={dtype}, attn_implementation=\"{}\", {place})",
-        attn_implementation(sc.attention)
-    );
+    if let Some(b) = &bnb {
+        s += b;
+    }
+    s += &python::from_pretrained(sc, auto, sc.precision.compute_dtype(), bnb.is_some(), Some(&place));
+    // unmerged adapters, as estimated (merge_and_unload would add nothing)
+    s += &python::peft(sc);
     let _ = writeln!(s, "model.eval()");
     let _ = writeln!(
         s,
@@ -334,17 +364,25 @@ fn block_class(m: &ModelSpec) -> &'static str {
     }
 }
 
-/// A PyTorch FSDP wrapping snippet for the plan.
-pub fn fsdp_snippet(f: &ScenarioFile) -> String {
-    let sc = &f.scenario;
-    let p = &sc.parallel;
-    let strategy = match (p.fsdp, p.zero) {
+/// The FSDP sharding strategy of a layout (ZeRO stages as their FSDP equivalents).
+fn fsdp_strategy(p: &crate::estimate::Parallel) -> &'static str {
+    match (p.fsdp, p.zero) {
         (Some(crate::estimate::FsdpMode::ShardGradOp), _) => "SHARD_GRAD_OP",
         (Some(crate::estimate::FsdpMode::HybridShard), _) => "HYBRID_SHARD",
         (Some(crate::estimate::FsdpMode::FullShard), _) | (None, 3) => "FULL_SHARD",
         (None, 1 | 2) => "SHARD_GRAD_OP",
         (None, _) => "NO_SHARD",
-    };
+    }
+}
+
+/// A PyTorch FSDP script for the plan: the model loaded as the scenario holds it (a 4-bit base
+/// with `bnb_4bit_quant_storage` in the unit's dtype, as FSDP's flat parameters need), its PEFT
+/// adapters, the wrap, mixed precision, offload, optimizer and checkpointing, and a line naming
+/// what it cannot express.
+pub fn fsdp_snippet(f: &ScenarioFile) -> String {
+    let sc = &f.scenario;
+    let p = &sc.parallel;
+    let strategy = fsdp_strategy(p);
     let half = training_half(sc.precision).map(|h| match h {
         Half::Bf16 => "torch.bfloat16",
         Half::Fp16 => "torch.float16",
@@ -356,19 +394,44 @@ pub fn fsdp_snippet(f: &ScenarioFile) -> String {
         sc.batch,
         f.grad_accum()
     );
-    s += "import functools\nimport torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n";
+    let load = python::load_dtype(sc.precision);
+    let bnb = python::bnb_config(sc, Some(load));
+    s += "import functools\nimport os\nimport torch\nfrom torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n";
     s += "from torch.distributed.fsdp import ShardingStrategy, MixedPrecision, CPUOffload\n";
-    s += "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n\n";
-    let load = match sc.precision {
-        Precision::Bf16 => "torch.bfloat16",
-        Precision::Fp16 => "torch.float16",
-        _ => "torch.float32",
-    };
-    let _ = writeln!(s, "# model = AutoModelForCausalLM.from_pretrained(MODEL_ID, torch_dtype={load})");
-    let cls = block_class(&sc.model);
+    s += "from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n";
     let _ = writeln!(
         s,
-        "wrap = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={{{cls}}})"
+        "from transformers import AutoModelForCausalLM{}",
+        if bnb.is_some() { ", BitsAndBytesConfig" } else { "" }
+    );
+    if sc.lora.is_some() {
+        s += "from peft import LoraConfig, get_peft_model\n";
+    }
+    if matches!(sc.optimizer, Optimizer::Adamw8bit | Optimizer::PagedAdamw8bit | Optimizer::PagedAdamw32bit) {
+        s += "import bitsandbytes as bnb\n";
+    }
+    if sc.optimizer == Optimizer::Adafactor {
+        s += "import transformers\n";
+    }
+    s += "\n";
+    s += &python::alloc_conf(sc);
+    let _ = writeln!(
+        s,
+        "MAX_SEQ_LEN = {}  # every micro-batch: {} of this many tokens; accumulation {}",
+        sc.seq,
+        crate::units::count(sc.batch, "sequence"),
+        f.grad_accum()
+    );
+    if let Some(b) = &bnb {
+        s += b;
+    }
+    s += &python::from_pretrained(sc, "AutoModelForCausalLM", load, bnb.is_some(), None);
+    s += &python::peft(sc);
+    let cls = block_class(&sc.model);
+    let name = cls.split(' ').next().unwrap_or(cls);
+    let _ = writeln!(
+        s,
+        "wrap = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={{{name}}})"
     );
     s += "model = FSDP(\n    model,\n    auto_wrap_policy=wrap,\n";
     let _ = writeln!(s, "    sharding_strategy=ShardingStrategy.{strategy},");
@@ -389,13 +452,79 @@ pub fn fsdp_snippet(f: &ScenarioFile) -> String {
     }
     if sc.checkpointing != Checkpointing::None {
         s += "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing\n";
-        let _ = writeln!(
-            s,
-            "apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, {}))",
-            cls.split(' ').next().unwrap_or(cls)
-        );
+        let _ =
+            writeln!(s, "apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, {name}))");
     }
+    s += &python::not_expressed_line(&python::not_expressed(f, true));
+    let _ = writeln!(s, "# launch on {}: {} train.py", crate::units::count(p.world(), "GPU"), torchrun(p));
     s
+}
+
+/// The rotary flags of a model (Megatron-LM `arguments.py`: `--rotary-base` (an int, default
+/// 10000), `--rotary-percent`, `--use-rope-scaling` with `--rope-scaling-factor` (Llama 3's rule,
+/// `RotaryEmbedding._apply_scaling` with low / high frequency factors 1 and 4 over 8192
+/// original positions), `--rotary-seq-len-interpolation-factor` (linear scaling, an int)); a
+/// scaling Megatron has no flag for is left as a comment line the export carries.
+fn megatron_rope(t: &crate::model::TransformerSpec) -> Vec<String> {
+    let mut a = Vec::new();
+    if t.rope_dim != 0 && t.rope_dim != t.head_dim {
+        a.push(format!("--rotary-percent {}", t.rope_dim as f64 / t.head_dim.max(1) as f64));
+    }
+    let Some(r) = &t.rope else { return a };
+    a.push(format!("--rotary-base {}", r.theta.round() as u64));
+    match &r.scaling {
+        None => {}
+        Some(s)
+            if s.rope_type == "llama3"
+                && s.low_freq_factor.unwrap_or(1.0) == 1.0
+                && s.high_freq_factor.unwrap_or(4.0) == 4.0
+                && s.original_max_position_embeddings.unwrap_or(8192) == 8192 =>
+        {
+            a.push("--use-rope-scaling".into());
+            a.push(format!("--rope-scaling-factor {}", s.factor));
+        }
+        Some(s) if s.rope_type == "linear" && s.factor.fract() == 0.0 => {
+            a.push(format!("--rotary-seq-len-interpolation-factor {}", s.factor as u64));
+        }
+        Some(s) => a.push(format!(
+            "# not expressed: rope_scaling {} (factor {}) has no Megatron-LM flag",
+            s.rope_type, s.factor
+        )),
+    }
+    a
+}
+
+/// What the Megatron-LM flags cannot express of the scenario.
+fn megatron_missing(f: &ScenarioFile) -> Vec<String> {
+    let sc = &f.scenario;
+    let mut out = Vec::new();
+    if let Some(l) = sc.lora {
+        out.push(format!("--lora {}:{} (pretrain_gpt.py trains every weight)", l.rank, l.targets.names()));
+    }
+    if sc.base_quant != crate::estimate::BaseQuant::None {
+        out.push(format!("--base-quant {} (no bitsandbytes base)", sc.base_quant.name()));
+    }
+    if !matches!(
+        sc.optimizer,
+        Optimizer::Adamw
+            | Optimizer::Adam
+            | Optimizer::AdamwFused
+            | Optimizer::AdamwLoop
+            | Optimizer::Sgd
+            | Optimizer::SgdMomentum
+    ) {
+        out.push(format!("--optimizer {} (Megatron's are adam and sgd)", sc.optimizer.name()));
+    }
+    if sc.parallel.offload != Offload::None {
+        out.push(format!("--offload {} (no ZeRO offload)", sc.parallel.offload.name()));
+    }
+    if sc.attention == crate::estimate::AttentionImpl::Eager {
+        out.push("--attention eager (Megatron's core attention is its own)".into());
+    }
+    if sc.stack.optimizer_in_backward {
+        out.push("--optimizer-in-backward".into());
+    }
+    out
 }
 
 /// Megatron-LM `pretrain_gpt.py` flags for the plan.
@@ -447,6 +576,7 @@ pub fn megatron_args(f: &ScenarioFile) -> String {
             if !t.tie_word_embeddings {
                 a.push("--untie-embeddings-and-output-weights".into());
             }
+            a.extend(megatron_rope(t));
         }
     }
     a.push(format!("--seq-length {}", sc.seq));
@@ -506,6 +636,8 @@ pub fn megatron_args(f: &ScenarioFile) -> String {
     for x in a {
         let _ = writeln!(s, "    {x}");
     }
-    s += &format!(")\n{} pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\"\n", torchrun(p));
+    s += ")\n";
+    s += &python::not_expressed_line(&megatron_missing(f));
+    s += &format!("{} pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\"\n", torchrun(p));
     s
 }

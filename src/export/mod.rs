@@ -9,6 +9,7 @@
 //! Hugging Face, FSDP and Megatron-LM settings.
 
 mod frameworks;
+mod python;
 mod recipe;
 mod report;
 

@@ -240,16 +240,21 @@ fn md_breakdown(s: &mut String, e: &Estimate, lang: Lang) {
         breakdown_heading(lang),
         lang.pick("| component | bytes | GiB |", "| 组成项 | 字节 | GiB |")
     );
+    let zero = (lang.pick("ZeRO buckets (DeepSpeed)", "ZeRO 通信桶（DeepSpeed）"), e.zero_buckets);
     for (k, b) in [
         (lang.pick("parameters", "参数"), e.parameters),
         (lang.pick("gradients", "梯度"), e.gradients),
         (lang.pick("optimizer states", "优化器状态"), e.optimizer_states),
         (lang.pick("activations (saved)", "激活值（为反向保存）"), e.activations),
         (lang.pick("KV cache", "KV 缓存"), e.kv_cache),
+    ]
+    .into_iter()
+    .chain((e.zero_buckets > 0).then_some(zero))
+    .chain([
         (lang.pick("peak allocated", "已分配峰值"), e.peak_allocated),
         (lang.pick("CUDA context + allocator", "CUDA 上下文 + 分配器"), e.overhead),
         (lang.pick("total (nvidia-smi)", "总量（nvidia-smi）"), e.total),
-    ] {
+    ]) {
         let _ = writeln!(s, "| {k} | {b} | {:.2} |", b as f64 / GIB);
     }
     let _ = match lang {

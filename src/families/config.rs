@@ -154,10 +154,40 @@ fn shape(d: &dyn FamilyDef, r: &Reader<'_>, family: crate::model::Family) -> Res
                 "max_sequence_length",
             ])?
             .unwrap_or(0),
+        rope: rope(r)?,
         ..TransformerSpec::default()
     };
     let window = r.opt_u64("sliding_window")?.filter(|w| *w > 0);
     Ok(Draft { spec, sliding: Vec::new(), dense: Vec::new(), no_rope: Vec::new(), window })
+}
+
+/// The rotary base and scaling: transformers 5's `rope_parameters` (`rope_theta`, `rope_type`,
+/// `factor`, …), else the top-level `rope_theta` and `rope_scaling` of earlier releases; `None`
+/// when the file names no base.
+pub(crate) fn rope(r: &Reader<'_>) -> Result<Option<crate::model::RopeConfig>, ConfigError> {
+    let nested = r.get("rope_parameters").and_then(|v| v.as_object());
+    let theta = match nested.and_then(|o| o.get("rope_theta")).and_then(serde_json::Value::as_f64) {
+        Some(t) => Some(t),
+        None => r.opt_f64("rope_theta")?,
+    };
+    let Some(theta) = theta else { return Ok(None) };
+    if !(theta.is_finite() && theta > 0.0) {
+        return Err(r.invalid("rope_theta", format!("{theta} is not a positive number")));
+    }
+    let scaling = nested.or_else(|| r.get("rope_scaling").and_then(|v| v.as_object())).and_then(|o| {
+        let f = |k: &str| o.get(k).and_then(serde_json::Value::as_f64);
+        let kind = o.get("rope_type").or_else(|| o.get("type")).and_then(|v| v.as_str())?;
+        (kind != "default").then(|| crate::model::RopeScaling {
+            rope_type: kind.to_owned(),
+            factor: f("factor").unwrap_or(1.0),
+            low_freq_factor: f("low_freq_factor"),
+            high_freq_factor: f("high_freq_factor"),
+            original_max_position_embeddings: o
+                .get("original_max_position_embeddings")
+                .and_then(serde_json::Value::as_u64),
+        })
+    });
+    Ok(Some(crate::model::RopeConfig { theta, scaling }))
 }
 
 /// The usual aliases of the MLP width, `4·h` when none is given.

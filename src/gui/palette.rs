@@ -13,6 +13,7 @@ pub fn color(c: Component) -> Color32 {
         Component::Activations => Color32::from_rgb(230, 159, 0), // orange
         Component::KvCache => Color32::from_rgb(204, 121, 167),  // purple
         Component::Temporaries => Color32::from_rgb(213, 94, 0), // vermillion
+        Component::ZeroBuckets => Color32::from_rgb(240, 228, 66), // yellow
         Component::Overhead => Color32::from_rgb(150, 150, 150), // grey
     }
 }
@@ -20,7 +21,9 @@ pub fn color(c: Component) -> Color32 {
 /// Text colour readable on top of `color(c)`.
 pub fn text_on(c: Component) -> Color32 {
     match c {
-        Component::Gradients | Component::Activations | Component::Overhead => Color32::BLACK,
+        Component::Gradients | Component::Activations | Component::ZeroBuckets | Component::Overhead => {
+            Color32::BLACK
+        }
         _ => Color32::WHITE,
     }
 }

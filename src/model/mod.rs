@@ -143,6 +143,11 @@ pub struct TransformerSpec {
     /// `partial_rotary_factor`); 0 means the whole head.
     #[serde(default)]
     pub rope_dim: u64,
+    /// The rotary embedding's base and scaling (`rope_theta`, `rope_scaling` or transformers 5's
+    /// `rope_parameters`), when the config names them: they move no memory, but a framework export
+    /// that builds the model from flags (Megatron-LM) must carry them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rope: Option<RopeConfig>,
     /// Per-layer flags ([`layer`] bits: sliding-window attention, dense MLP in an MoE model, no
     /// rotary); empty when every layer is alike (and, with `sliding_window`, every layer slides).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -191,6 +196,34 @@ pub struct TransformerSpec {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// A rotary embedding's base and scaling, as the model's config states them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RopeConfig {
+    /// `rope_theta`, the base of the rotary frequencies.
+    pub theta: f64,
+    /// `rope_scaling` (`rope_type` other than `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<RopeScaling>,
+}
+
+/// `rope_scaling`: the context-extension rule and its numbers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RopeScaling {
+    /// `rope_type` (`llama3`, `linear`, `dynamic`, `yarn`, …).
+    pub rope_type: String,
+    /// `factor`.
+    pub factor: f64,
+    /// `low_freq_factor` (llama3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_freq_factor: Option<f64>,
+    /// `high_freq_factor` (llama3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_freq_factor: Option<f64>,
+    /// `original_max_position_embeddings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_max_position_embeddings: Option<u64>,
 }
 
 fn is_false(b: &bool) -> bool {

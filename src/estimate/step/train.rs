@@ -38,6 +38,27 @@ struct Train<'p, 'a> {
     cache: u64,
 }
 
+/// DeepSpeed ZeRO 1/2's reduction buckets: made as the backward starts, freed at its end.
+struct ZeroBackward<'s, S> {
+    inner: &'s mut S,
+    bytes: u64,
+}
+
+impl<S: Sink> Sink for ZeroBackward<'_, S> {
+    fn detail(&self) -> bool {
+        self.inner.detail()
+    }
+    fn push(&mut self, mut e: Event) {
+        if e.phase == BWD {
+            e.alive.zero_buckets += self.bytes;
+        }
+        self.inner.push(e);
+    }
+    fn persistent_gradients(&mut self, bytes: u64) {
+        self.inner.persistent_gradients(bytes);
+    }
+}
+
 /// The gradients and activations the blocks' backward starts from.
 #[derive(Clone, Copy)]
 struct AfterHead {
@@ -49,6 +70,7 @@ struct AfterHead {
 
 /// Runs the training step's events into `sink`.
 pub(super) fn train(p: &Parts, sink: &mut impl Sink) {
+    let sink = &mut ZeroBackward { inner: sink, bytes: p.st.zero_buckets_backward };
     let mut t = Train::new(p, sink.detail());
     if t.persist {
         sink.persistent_gradients(p.st.grad_alloc);
@@ -71,6 +93,7 @@ impl<'p, 'a> Train<'p, 'a> {
             parameters: st.param_alloc,
             optimizer_states: st.optimizer_alloc,
             gradients: st.ddp_bucket_alloc + if persist { st.grad_alloc } else { 0 },
+            zero_buckets: st.zero_buckets_step,
             ..Snapshot::default()
         };
         let ck = sc.checkpointing;

@@ -149,6 +149,52 @@ fn deepspeed(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
     let mut s = sc.clone();
     s.precision = deepspeed_precision(sc.precision, says);
     s.optimizer = deepspeed_optimizer(sc, says);
+    // what a DeepSpeed config has no key for: the model side of the job
+    let mut model_side = Vec::new();
+    if let Some(l) = sc.lora {
+        model_side.push(format!(
+            "LoRA r={} on {} (PEFT's get_peft_model before deepspeed.initialize)",
+            l.rank,
+            l.targets.names()
+        ));
+    }
+    if sc.base_quant != crate::estimate::BaseQuant::None {
+        model_side.push(format!(
+            "the {} base (BitsAndBytesConfig at from_pretrained: vramscope export --format hf writes it)",
+            sc.base_quant.name()
+        ));
+    }
+    model_side.push(format!("sequence length {} (the data)", sc.seq));
+    model_side.push(format!("attention {} (attn_implementation at load)", sc.attention.name()));
+    if sc.checkpointing != Checkpointing::None {
+        model_side.push(format!(
+            "--checkpoint {} (the model's gradient_checkpointing_enable; activation_checkpointing here configures deepspeed.checkpointing only)",
+            sc.checkpointing
+        ));
+    }
+    says.push(format!("not expressed in the config (set on the model): {}", model_side.join("; ")));
+    let stage = if sc.parallel.fsdp.is_some() { 3 } else { sc.parallel.zero };
+    if stage >= 1 {
+        let c = crate::estimate::deepspeed::zero_config(sc, stage);
+        let dt = s.precision.weight_dtype();
+        let one = dt.bytes(c.reduce_bucket_size);
+        let dt = dt.name();
+        let whose = if c.hf_auto { "the HF Trainer's \"auto\" (hidden²)" } else { "DeepSpeed's default" };
+        says.push(if stage >= 3 {
+            format!(
+                "ZeRO-3 keeps one reduce bucket of reduce_bucket_size {} {dt} elements ({whose}) all run: {} (\"ZeRO buckets\")",
+                crate::units::digits(c.reduce_bucket_size),
+                gib(one)
+            )
+        } else {
+            format!(
+                "ZeRO-{stage} allocates {} reduce bucket(s) of reduce_bucket_size {} {dt} elements ({whose}; two with overlap_comm) for each backward: {} (\"ZeRO buckets\"); allgather_bucket_size makes no buffer with NCCL's all_gather_into_tensor",
+                if c.overlap_comm { 2 } else { 1 },
+                crate::units::digits(c.reduce_bucket_size),
+                gib(if c.overlap_comm { 2 * one } else { one })
+            )
+        });
+    }
     if let Some(m) = sc.parallel.fsdp {
         says.push(format!(
             "FSDP {} is written as ZeRO stage 3",
@@ -232,6 +278,19 @@ fn hf(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
     }
     if p.fsdp.is_some() {
         says.push("FSDP's MixedPrecision keeps the sharded weights in the dtype they load in".into());
+    }
+    // the Trainer's create_optimizer keeps the embeddings' 8-bit states in 32 bit
+    let mut trainer = s.clone();
+    trainer.stack.framework = Some(crate::estimate::Framework::HfTrainer);
+    if s.stack.framework.is_none()
+        && crate::estimate::states::embeddings_in_32bit(&trainer)
+        && s.lora.is_none()
+    {
+        says.push(format!(
+            "`optim=\"{}\"`: the Trainer registers bitsandbytes' optim_bits=32 override for every nn.Embedding, so the embeddings' optimizer states are fp32 (--framework hf-trainer)",
+            if s.optimizer.paged() { "paged_adamw_8bit" } else { "adamw_bnb_8bit" }
+        ));
+        s.stack.framework = Some(crate::estimate::Framework::HfTrainer);
     }
     s
 }
@@ -341,6 +400,10 @@ fn megatron(sc: &Scenario, says: &mut Vec<String>) -> Scenario {
         );
         s.parallel.zero = 1;
         s.parallel.fsdp = None;
+        // Megatron's own distributed optimizer: no DeepSpeed reduce buckets
+        if s.stack.framework.is_none() {
+            s.stack.framework = Some(crate::estimate::Framework::Megatron);
+        }
     }
     if p.offload != Offload::None {
         says.push("these flags do not offload to the CPU".into());

@@ -2,6 +2,7 @@
 //! settings the export writes.
 
 use super::*;
+use crate::estimate::estimate;
 use crate::export::{DEEPSPEED_INFERENCE_KEYS, deepspeed_config, deepspeed_inference_config, render};
 use crate::model::preset::builtin;
 
@@ -153,4 +154,16 @@ fn other_formats_have_no_recipe() {
     for format in [Format::Ron, Format::Markdown, Format::Json, Format::Csv] {
         assert!(recipe(&f, format).unwrap().is_none());
     }
+}
+
+#[test]
+fn the_trainer_s_8bit_optimizer_keeps_the_embeddings_states_in_32_bit() {
+    let f = file("llama-3.1-8b", "h100-80gb", |sc| sc.optimizer = Optimizer::Adamw8bit);
+    let r = recipe(&f, Format::Hf).unwrap().unwrap();
+    assert_eq!(r.implied.stack.framework, Some(crate::estimate::Framework::HfTrainer));
+    assert!(r.says.iter().any(|s| s.contains("optim_bits=32")), "{:?}", r.says);
+    let (a, b) = (estimate(&f.scenario).unwrap(), estimate(&r.implied).unwrap());
+    let extra = (b.optimizer_states - a.optimizer_states) as f64 / (1u64 << 30) as f64;
+    assert!((2.8..3.0).contains(&extra), "{extra} GiB");
+    assert!(render(&f, Format::Hf).unwrap().contains("optim=\"adamw_bnb_8bit\""));
 }

@@ -18,6 +18,7 @@ pub fn name(c: Component) -> &'static str {
         Component::Activations => t.c_activations,
         Component::KvCache => t.c_kv,
         Component::Temporaries => t.c_temporaries,
+        Component::ZeroBuckets => t.c_zero_buckets,
         Component::Overhead => t.c_overhead,
     }
 }

@@ -154,14 +154,17 @@ fn precision(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
     let t = tr();
     let train = s.mode == Mode::Train;
     let before = s.precision;
+    // under litgpt, Lightning's name beside the recipe it means (its bf16-mixed is bf16-amp)
+    let framework = s.stack.framework;
+    let label = move |p: Precision| crate::estimate::stack::precision_label(framework, p);
     egui::ComboBox::from_label(t.precision)
-        .selected_text(s.precision.name())
+        .selected_text(label(s.precision))
         .show_ui(ui, |ui| {
             for p in Precision::ALL {
                 if p.is_quantized() && train && !s.lora_enabled {
                     continue;
                 }
-                ui.selectable_value(&mut s.precision, p, p.name());
+                ui.selectable_value(&mut s.precision, p, label(p));
             }
         })
         .response

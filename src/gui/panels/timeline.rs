@@ -17,13 +17,14 @@ use eframe::egui::{self, RichText};
 use egui_plot::{FilledArea, HLine, LineStyle, Plot, PlotPoints, Points, Text, VLine};
 
 /// Stacking order, bottom to top.
-const STACK: [Component; 6] = [
+const STACK: [Component; 7] = [
     Component::Parameters,
     Component::OptimizerStates,
     Component::Gradients,
     Component::Activations,
     Component::KvCache,
     Component::Temporaries,
+    Component::ZeroBuckets,
 ];
 
 /// A stacked area: its component, and its lower and upper edge at every step point (GiB).
@@ -38,6 +39,7 @@ fn part(e: &Event, c: Component) -> u64 {
         Component::Activations => a.activations,
         Component::KvCache => a.kv_cache,
         Component::Temporaries => a.temporaries,
+        Component::ZeroBuckets => a.zero_buckets,
         Component::Overhead => 0,
     }
 }

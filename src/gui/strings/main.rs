@@ -240,6 +240,7 @@ strings! {
         c_optimizer: "optimizer states" / "优化器状态",
         c_activations: "activations" / "激活值",
         c_kv: "KV cache" / "KV 缓存",
+        c_zero_buckets: "ZeRO buckets" / "ZeRO 通信桶",
         c_temporaries: "temporaries at peak" / "峰值时的临时张量",
         c_overhead: "CUDA context + allocator" / "CUDA 上下文 + 分配器",
         c_cache: "allocator cache" / "分配器缓存",
