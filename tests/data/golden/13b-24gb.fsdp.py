@@ -1,7 +1,7 @@
 # vramscope plan for Llama-2-13B: FSDP SHARD_GRAD_OP over 1 GPU, micro-batch 4, accumulation 1
 # PyTorch FSDP: fp32 weights, gradients and optimizer states
 # PyTorch FSDP: ZeRO stage 2 is written as its FSDP sharding strategy
-# matches the scenario: 186.18 GiB per GPU, which does NOT fit the card (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-8bit --checkpoint none --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 2 --offload optimizer)
+# matches the scenario: 186.20 GiB per GPU, which does NOT fit the card (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-8bit --checkpoint none --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 2 --offload optimizer)
 import functools
 import os
 import torch

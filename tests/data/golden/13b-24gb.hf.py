@@ -4,7 +4,7 @@
 # Hugging Face Trainer + DeepSpeed: the adamw-8bit optimizer is the client's, passed to `deepspeed.initialize` (`zero_allow_untested_optimizer`)
 # Hugging Face Trainer + DeepSpeed: not expressed in the config (set on the model): sequence length 2048 (the data); attention sdpa (attn_implementation at load)
 # Hugging Face Trainer + DeepSpeed: ZeRO-2 allocates 2 reduce bucket(s) of reduce_bucket_size 500,000,000 fp32 elements (DeepSpeed's default; two with overlap_comm) for each backward: 3.73 GiB ("ZeRO buckets"); allgather_bucket_size makes no buffer with NCCL's all_gather_into_tensor
-# matches the scenario: 186.18 GiB per GPU, which does NOT fit the card (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-8bit --checkpoint none --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 2 --offload optimizer)
+# matches the scenario: 186.20 GiB per GPU, which does NOT fit the card (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-8bit --checkpoint none --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 2 --offload optimizer)
 import os
 import torch
 from transformers import AutoModelForCausalLM, TrainingArguments
