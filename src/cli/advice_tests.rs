@@ -269,20 +269,22 @@ proptest! {
                 continue;
             }
             let row = mine[pick % mine.len()];
-            let x: u64 = row[1].parse().unwrap();
+            let x: u64 = row[1].parse().unwrap_or_else(|e| panic!("CSV value {row:?}: {e}"));
             let (_, _, t, f) = re_estimate(&model, &knob_args(&sc, &gpu, knob_by_name(knob), x));
-            prop_assert_eq!(row[3].parse::<u64>().unwrap(), t, "CSV {} = {}", knob, x);
+            let total: u64 = row[3].parse().unwrap_or_else(|e| panic!("CSV total {row:?}: {e}"));
+            prop_assert_eq!(total, t, "CSV {} = {}", knob, x);
             prop_assert_eq!(row[4] == "true", f, "CSV fits at {} = {}", knob, x);
         }
-        let e = vramscope::fit::verdict(&sc, gpu.capacity()).unwrap().estimate;
+        let e = vramscope::fit::verdict(&sc, gpu.capacity()).unwrap_or_else(|e| panic!("{e}")).estimate;
         let json = vramscope::export::report_json(&file, &e);
-        for (knob, pts) in json["what_if"].as_object().unwrap() {
-            let pts = pts.as_array().unwrap();
+        let Some(curves) = json["what_if"].as_object() else { panic!("no what_if in the report") };
+        for (knob, pts) in curves {
+            let Some(pts) = pts.as_array() else { panic!("what_if.{knob} is not a list") };
             if pts.is_empty() {
                 continue;
             }
             let p = &pts[pick % pts.len()];
-            let x = p["x"].as_u64().unwrap();
+            let Some(x) = p["x"].as_u64() else { panic!("what_if.{knob}: {p}") };
             let (_, _, t, f) = re_estimate(&model, &knob_args(&sc, &gpu, knob_by_name(knob), x));
             prop_assert_eq!(p["total_bytes"].as_u64(), Some(t), "report what_if {} = {}", knob, x);
             prop_assert_eq!(p["fits"].as_bool(), Some(f));
