@@ -356,3 +356,35 @@ pub fn insert_point(curve: &mut Vec<SweepPoint>, p: SweepPoint) {
         Err(i) => curve.insert(i, p),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::preset::builtin;
+
+    /// A job's total is the same on a card it does not fit as on one it fits without the
+    /// allocator ever releasing its cache: what it needs, not where the replay ran out on the
+    /// smaller card (once 75.2 GiB on an RTX 4090 and 78.5 GiB on an H100 for one job).
+    #[test]
+    fn a_job_that_does_not_fit_reports_what_it_needs() {
+        let sc = Scenario::new(builtin("llama-3.1-8b").unwrap());
+        let small = crate::gpu::find("rtx-4090").unwrap_or_else(|e| panic!("{e}"));
+        let big = crate::gpu::find("rtx-pro-6000").unwrap_or_else(|e| panic!("{e}"));
+        let no = verdict(&sc, small.capacity()).unwrap_or_else(|e| panic!("{e}"));
+        let yes = verdict(&sc, big.capacity()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!no.fits && yes.fits);
+        assert!(yes.replay.as_ref().is_some_and(|r| r.alloc_retries == 0));
+        assert_eq!(no.estimate.total, yes.estimate.total);
+        assert!(no.replay.as_ref().is_some_and(|r| r.ooms > 0), "the card's own replay says it does not fit");
+    }
+
+    /// The longest sequence that fits: it fits, one token more does not.
+    #[test]
+    fn the_longest_sequence_fits_and_one_more_token_does_not() {
+        let sc = Scenario::new(builtin("llama-3.2-1b").unwrap());
+        let cap = crate::gpu::find("t4").unwrap_or_else(|e| panic!("{e}")).capacity();
+        let n = max_seq(&sc, cap).unwrap_or_else(|| panic!("a 1B fits a T4 at some length"));
+        let at = |seq: u64| fits(&Scenario { seq, ..sc.clone() }, cap);
+        assert!(n < seq_limit(&sc) && at(n) && !at(n + 1), "{n}");
+    }
+}

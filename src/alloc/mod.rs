@@ -135,11 +135,6 @@ pub struct Config {
     pub garbage_collection_threshold: Option<f64>,
     /// `expandable_segments:True`.
     pub expandable_segments: bool,
-    /// A request that fails (after the cache was released and the allocation retried) is
-    /// counted in [`Stats::ooms`] and then served beyond `capacity`, so that the replay goes on
-    /// as on a card just large enough: what the job needs where the card's release policy has
-    /// done all it can. (PyTorch raises there; the estimator asks how much more it needed.)
-    pub overflow: bool,
 }
 
 impl Default for Config {
@@ -150,7 +145,6 @@ impl Default for Config {
             max_split_size: None,
             garbage_collection_threshold: None,
             expandable_segments: false,
-            overflow: false,
         }
     }
 }
@@ -195,8 +189,6 @@ pub struct Stats {
     pub alloc_retries: u64,
     /// `num_ooms`: requests that failed.
     pub ooms: u64,
-    /// Requests that failed on the card and were served beyond it ([`Config::overflow`]).
-    pub overflows: u64,
     /// `inactive_split_bytes.all.current`: free bytes inside split segments (fragmentation).
     pub inactive_split: u64,
 }
@@ -351,20 +343,6 @@ impl Allocator {
                 Some(b) => Some(b),
                 None => self.new_block(small, stream, size, alloc_size),
             }
-        };
-        let found = match found {
-            None if self.cfg.overflow && bytes < MAX_REQUEST => {
-                // counted as the failure it is, then served beyond the card
-                self.stats.ooms += 1;
-                let capacity = std::mem::replace(&mut self.cfg.capacity, u64::MAX);
-                let b = self.new_block(small, stream, size, alloc_size);
-                self.cfg.capacity = capacity;
-                if b.is_some() {
-                    self.stats.overflows += 1;
-                }
-                b
-            }
-            other => other,
         };
         let Some(block) = found else {
             self.stats.ooms += 1;

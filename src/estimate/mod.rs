@@ -317,7 +317,7 @@ pub fn replayed(
 }
 
 /// Whether the step's replay on a card of `capacity` bytes serves every request: [`replayed`]'s
-/// failed requests (a step that does not fit stops being followed at its first failure).
+/// failed requests, without replaying a step that does not fit a second time for its need.
 pub fn replay_fits(sc: &Scenario, capacity: u64) -> Result<(Estimate, reserved::Reserved), ScenarioError> {
     replayed_on(sc, Some(capacity), false).map(|(tl, r)| (tl.estimate, r))
 }
@@ -364,9 +364,8 @@ pub fn per_stage(sc: &Scenario, capacity: Option<u64>) -> Result<Vec<Estimate>, 
 
 /// `tl` with the caching allocator replayed over it (see [`replayed`]).
 ///
-/// With `need`, a request the card cannot serve is served beyond it once counted as failed
-/// (`alloc::Config::overflow`): a step that does not fit gets what it needs, not where the
-/// replay ran out; without it the failed request is dropped (all a verdict of "fits" reads).
+/// When the step does not fit `capacity` and `need` is set, the totals are those of the replay
+/// on a card without end (what the job needs), the failed requests those on the card.
 fn replay_timeline(
     sc: &Scenario,
     mut tl: step::Timeline,
@@ -380,12 +379,16 @@ fn replay_timeline(
         max_split_size: o.allocator.max_split_size_mib.map(|m| m << 20),
         garbage_collection_threshold: o.allocator.garbage_collection_threshold,
         expandable_segments: o.allocator.expandable_segments,
-        // a request the card cannot serve, even after the cache is released, is counted (the
-        // step does not fit) and served beyond it: the totals are what the job needs with the
-        // card's release policy, not where the replay ran out
-        overflow: need,
     };
-    let r = reserved::replay(sc, &tl, cfg, o.workspace_bytes);
+    let mut r = reserved::replay(sc, &tl, cfg, o.workspace_bytes);
+    if need && r.ooms > 0 && cfg.capacity < u64::MAX {
+        // the step does not fit: where the replay ran out is not what the job needs. Its total
+        // is the replay on a card without end (the cache kept, never released), and the first
+        // replay's failed requests say it does not fit here
+        let ooms = r.ooms;
+        r = reserved::replay(sc, &tl, crate::alloc::Config { capacity: u64::MAX, ..cfg }, o.workspace_bytes);
+        r.ooms = ooms;
+    }
     let e = &mut tl.estimate;
     let cache = r.peak_reserved.saturating_sub(e.peak_allocated);
     e.reserved = Some(r.peak_reserved);

@@ -5,7 +5,7 @@
 # Megatron-LM: `--use-distributed-optimizer` shards the fp32 main weights and moments over data parallel (ZeRO stage 1)
 # Megatron-LM: these flags do not offload to the CPU
 # Megatron-LM: dropout as the model's config: --attention-dropout 0 --hidden-dropout 0 (Megatron's default is 0.1)
-# differs from the scenario in --optimizer adamw-fused --framework megatron --loss hf --adapter-dtype fp32 --zero 1 --offload none: the framework's job is 298.73 GiB per GPU, which does NOT fit the card (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-fused --checkpoint none --framework megatron --loss hf --adapter-dtype fp32 --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 1), the scenario's 186.20 GiB
+# differs from the scenario in --optimizer adamw-fused --framework megatron --loss hf --adapter-dtype fp32 --zero 1 --offload none: the framework's job is 307.68 GiB per GPU, which does NOT fit the card (vramscope estimate --model llama-2-13b --mode train --batch 4 --seq 2048 --precision fp32 --optimizer adamw-fused --checkpoint none --framework megatron --loss hf --adapter-dtype fp32 --gpu rtx-4090 --context-mib 500 --workspace-mib 32 --zero 1), the scenario's 186.20 GiB
 MEGATRON_ARGS=(
     --tensor-model-parallel-size 1
     --pipeline-model-parallel-size 1

@@ -1,7 +1,7 @@
 # vramscope plan for GPT-3 175B (Megatron-LM): FSDP SHARD_GRAD_OP over 4 GPUs, micro-batch 1, accumulation 384
 # PyTorch FSDP: load the model in fp32: MixedPrecision keeps fp32 sharded weights, gradients and moments and computes in half precision (fp16-amp)
 # PyTorch FSDP: ZeRO stage 1 is written as its FSDP sharding strategy
-# differs from the scenario in --precision fp16-amp: the framework's job is 84.61 GiB per GPU, which does NOT fit the card (vramscope estimate --model gpt3-175b-megatron --mode train --batch 1 --seq 2048 --precision fp16-amp --optimizer adamw --checkpoint selective --gpu a100-80gb --context-mib 500 --workspace-mib 32 --dp 4 --tp 8 --pp 8 --zero 1 --micro-batches 384 --sp), the scenario's 34.97 GiB
+# differs from the scenario in --precision fp16-amp: the framework's job is 83.13 GiB per GPU, which does NOT fit the card (vramscope estimate --model gpt3-175b-megatron --mode train --batch 1 --seq 2048 --precision fp16-amp --optimizer adamw --checkpoint selective --gpu a100-80gb --context-mib 500 --workspace-mib 32 --dp 4 --tp 8 --pp 8 --zero 1 --micro-batches 384 --sp), the scenario's 34.97 GiB
 import functools
 import os
 import torch
