@@ -213,8 +213,8 @@ strings! {
         axis_segments: "checkpoint segments" / "检查点段数",
         axis_gpus: "GPUs" / "GPU 数",
         tab_compare: "Compare" / "对比",
-        curve_hint: "Click the curve to set that value. Dashed: the GPU's capacity. The current value and the marked point are exact (the allocator replayed); the points between scale the nearest one's allocator cache with their peak. Past the largest batch that fits the replayed allocator runs out, so the curve is drawn at the card or above."
-            / "点击曲线可将参数设为该值。虚线：GPU 的容量。当前值和标记点是精确值（重放了分配器）；其间的点按各自峰值缩放最近精确点的分配器缓存。超过可容纳的最大批次后，重放的分配器会耗尽显存，因此曲线画在显卡容量处或其上方。",
+        curve_hint: "Click the curve to set that value. Dashed: the GPU's capacity. Every point is what `vramscope estimate` prints at that value (the allocator replayed on this card); past the card, what the job needs."
+            / "点击曲线可将参数设为该值。虚线：GPU 的容量。每个点都是 `vramscope estimate` 在该取值下给出的结果（在这张卡上重放了分配器）；超过容量的点是任务所需的量。",
         largest_fit: "largest that fits" / "可容纳的最大值",
         fewest_gpus: "fewest GPUs that fit" / "可容纳的最少 GPU 数",
         lowest_peak: "lowest peak" / "最低峰值",
