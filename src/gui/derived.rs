@@ -17,8 +17,15 @@ pub struct Computed {
     pub max_batch: Option<u64>,
     /// The longest sequence that fits at the micro-batch (`fit::max_seq`).
     pub max_seq: Option<u64>,
-    /// One curve per knob, in `Knob::ALL` order.
-    pub curves: Vec<(Knob, Vec<SweepPoint>)>,
+    /// One what-if curve per knob (in `Knob::ALL` order), computed when first drawn: each point
+    /// is what `vramscope estimate` prints with the knob at its value on this card, the allocator
+    /// replayed (`fit::sweep`), with the current value (the bar's total) and the marked points.
+    curves: [std::cell::OnceCell<Vec<SweepPoint>>; 4],
+    /// The sampled points of each curve computed so far, with the settings they are for less the
+    /// knob's own ([`curve_key`]): reused while only that knob moves.
+    sampled: [std::cell::OnceCell<(Settings, Vec<SweepPoint>)>; 4],
+    /// The settings this was computed for.
+    settings: Settings,
     /// What each op of each kind of block keeps.
     pub block_ops: Vec<crate::estimate::BlockOps>,
     /// The step event by event (None when the walk is refused).
@@ -68,57 +75,34 @@ impl BatchFree {
     }
 }
 
-/// The what-if curves, one per knob in `Knob::ALL` order: every point what `vramscope estimate`
-/// prints with the knob at its value on this card (`fit::sweep`), the current value (the bar's
-/// total) and, on the batch curve, `marks` (the largest batch that fits and the one after it)
-/// among them.
-fn curves(
-    scenario: &Scenario,
-    now: &Estimate,
-    fits_now: bool,
-    cap: u64,
-    marks: &[SweepPoint],
-    seq_mark: Option<SweepPoint>,
-) -> Vec<(Knob, Vec<SweepPoint>)> {
-    Knob::ALL
-        .into_iter()
-        .map(|knob| {
-            let current = match knob {
-                Knob::Batch => Some(scenario.batch),
-                Knob::Seq => Some(scenario.seq),
-                Knob::Gpus => Some(scenario.parallel.dp),
-                Knob::Segments => match scenario.checkpointing {
-                    crate::estimate::Checkpointing::Segments(n) => Some(n),
-                    _ => None,
-                },
-            };
-            let skip = |x: u64| current == Some(x) || (knob == Knob::Batch && marks.iter().any(|m| m.x == x));
-            let values: Vec<u64> = knob.values(scenario).into_iter().filter(|&x| !skip(x)).collect();
-            let mut pts = sweep(scenario, knob, values, Some(cap));
-            if let Some(x) = current {
-                insert_point(
-                    &mut pts,
-                    SweepPoint {
-                        x,
-                        peak: now.peak_allocated,
-                        total: now.total,
-                        phases: now.phase_peaks,
-                        activations: now.activations,
-                        fits: fits_now,
-                    },
-                );
-            }
-            if knob == Knob::Batch {
-                for m in marks {
-                    insert_point(&mut pts, *m);
-                }
-            }
-            if let Some(m) = seq_mark.filter(|_| knob == Knob::Seq && current != seq_mark.map(|m| m.x)) {
-                insert_point(&mut pts, m);
-            }
-            (knob, pts)
-        })
-        .collect()
+/// The settings a knob's sampled curve depends on: all of them but the knob's own.
+fn curve_key(settings: &Settings, knob: Knob) -> Settings {
+    match knob {
+        Knob::Batch => Settings { batch: 0, ..settings.clone() },
+        Knob::Seq => Settings { seq: 0, ..settings.clone() },
+        Knob::Segments => {
+            Settings { checkpointing: crate::estimate::Checkpointing::None, ..settings.clone() }
+        }
+        Knob::Gpus => Settings { dp: 0, ..settings.clone() },
+    }
+}
+
+fn knob_index(knob: Knob) -> usize {
+    Knob::ALL.iter().position(|k| *k == knob).unwrap_or(0)
+}
+
+/// The knob's value in `scenario` (`None`: the segment count of a scenario not checkpointed in
+/// segments).
+fn current_value(scenario: &Scenario, knob: Knob) -> Option<u64> {
+    match knob {
+        Knob::Batch => Some(scenario.batch),
+        Knob::Seq => Some(scenario.seq),
+        Knob::Gpus => Some(scenario.parallel.dp),
+        Knob::Segments => match scenario.checkpointing {
+            crate::estimate::Checkpointing::Segments(n) => Some(n),
+            _ => None,
+        },
+    }
 }
 
 /// One timeline event explained as "Why this much?" explains the peak.
@@ -161,8 +145,15 @@ impl Computed {
             }
         };
         let max_seq = seq_free.1;
-        let fits_now = estimate.total <= cap && reserved.as_ref().is_none_or(|r| r.ooms == 0);
-        let curves = curves(&scenario, &estimate, fits_now, cap, &batch_free.marks, seq_free.2);
+        let sampled: [std::cell::OnceCell<(Settings, Vec<SweepPoint>)>; 4] = Default::default();
+        if let Some(p) = prev {
+            for knob in Knob::ALL {
+                let i = knob_index(knob);
+                if let Some(c) = p.sampled[i].get().filter(|c| c.0 == curve_key(settings, knob)) {
+                    let _ = sampled[i].set(c.clone());
+                }
+            }
+        }
         let block_ops = crate::estimate::block_ops(&scenario);
         Ok(Self {
             timeline,
@@ -174,7 +165,9 @@ impl Computed {
             estimate,
             explanations,
             gpu,
-            curves,
+            curves: Default::default(),
+            sampled,
+            settings: settings.clone(),
             block_ops,
             card_verdicts: std::cell::OnceCell::new(),
             batch_free,
@@ -249,7 +242,40 @@ impl Computed {
 
     /// The curve of one knob.
     pub fn curve(&self, k: Knob) -> &[SweepPoint] {
-        self.curves.iter().find(|(kk, _)| *kk == k).map_or(&[], |(_, c)| c.as_slice())
+        self.curves[knob_index(k)].get_or_init(|| self.build_curve(k))
+    }
+
+    /// The curve of `knob`: its sampled points (reused from the settings before where only this
+    /// knob moved), the current value and, on the batch and sequence curves, the largest that
+    /// fits and (batch) the one after it.
+    fn build_curve(&self, knob: Knob) -> Vec<SweepPoint> {
+        let cap = self.capacity();
+        let (_, sampled) = self.sampled[knob_index(knob)].get_or_init(|| {
+            let values = knob.values(&self.scenario);
+            (curve_key(&self.settings, knob), sweep(&self.scenario, knob, values, Some(cap)))
+        });
+        let mut pts = sampled.clone();
+        let now = &self.estimate;
+        if let Some(x) = current_value(&self.scenario, knob) {
+            let p = SweepPoint {
+                x,
+                peak: now.peak_allocated,
+                total: now.total,
+                phases: now.phase_peaks,
+                activations: now.activations,
+                fits: self.fits(),
+            };
+            insert_point(&mut pts, p);
+        }
+        let marks: Vec<SweepPoint> = match knob {
+            Knob::Batch => self.batch_free.marks.clone(),
+            Knob::Seq => self.seq_free.2.into_iter().collect(),
+            _ => Vec::new(),
+        };
+        for m in marks.into_iter().filter(|m| Some(m.x) != current_value(&self.scenario, knob)) {
+            insert_point(&mut pts, m);
+        }
+        pts
     }
 }
 
@@ -378,12 +404,19 @@ mod tests {
     fn a_new_micro_batch_reuses_only_what_the_batch_does_not_change() {
         let s1 = Settings::default();
         let first = Computed::new(&s1).unwrap_or_else(|e| panic!("{e}"));
+        let _ = first.curve(Knob::Batch);
         let s2 = Settings { batch: s1.batch + 2, ..s1.clone() };
         let reused = Computed::after(&s2, Some(&first)).unwrap_or_else(|e| panic!("{e}"));
+        // the batch curve's sampled points do not depend on the batch: kept; the others are
+        // computed when drawn
+        assert!(reused.sampled[knob_index(Knob::Batch)].get().is_some(), "the batch curve is reused");
+        assert!(reused.sampled[knob_index(Knob::Seq)].get().is_none());
         let fresh = Computed::new(&s2).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(reused.max_batch, fresh.max_batch);
         assert_eq!(reused.estimate.total, fresh.estimate.total);
-        assert_eq!(format!("{:?}", reused.curves), format!("{:?}", fresh.curves));
+        for k in Knob::ALL {
+            assert_eq!(format!("{:?}", reused.curve(k)), format!("{:?}", fresh.curve(k)), "{k:?}");
+        }
         assert_eq!(reused.batch_free.key, BatchFree::key(&s1), "the batch is left out of the key");
         // another sequence length is another search
         let s3 = Settings { seq: s1.seq * 2, ..s1.clone() };
@@ -400,7 +433,8 @@ mod tests {
         let s = Settings::default();
         let c = Computed::new(&s).unwrap_or_else(|e| panic!("{e}"));
         let cap = c.capacity();
-        for (knob, pts) in &c.curves {
+        for knob in Knob::ALL {
+            let pts = c.curve(knob);
             assert!(!pts.is_empty(), "{knob:?}");
             for p in pts.iter().step_by(7) {
                 let mut sc = c.scenario.clone();

@@ -145,11 +145,12 @@ fn the_curves_hold_the_figures_the_headline_and_the_bar_show() {
                 "{mode:?} {k:?}: the curve at the current value is the bar"
             );
         }
-        // monotone in the batch (the anchoring keeps the flat curve's shape), up to what the
-        // allocator replay at the exact points may differ by (1 %: a larger batch can leave the
-        // cache less fragmented), and near the card (within 5 %) the release-and-retry path: the
-        // allocator frees its cache and retries instead of growing it
-        let near_card = |t: u64| t + cap / 20 >= cap;
+        // monotone in the batch, up to what the allocator replay at each point may differ by
+        // (1 %: a larger batch can leave the cache less fragmented), and near the card (within
+        // 10 %) the release-and-retry path: where the next batch needs the allocator to free its
+        // cache and retry, its total (what stays reserved) can be below the smaller batch's
+        // (every point is `estimate`'s figure, as PyTorch's max_memory_reserved would read)
+        let near_card = |t: u64| t + cap / 10 >= cap;
         assert!(
             curve.windows(2).all(|w| {
                 w[1].total + (w[0].total / 100).max(64 << 20) >= w[0].total || near_card(w[0].total)
