@@ -237,9 +237,15 @@ impl Knob {
         }
     }
 
-    /// Values a what-if curve samples for a scenario: log-spaced for batch and sequence, every
-    /// segment count up to the number of blocks, powers of two for GPUs.
+    /// Values a what-if curve samples for a scenario: log-spaced for batch and sequence (65
+    /// points), every segment count up to the number of blocks, powers of two for GPUs.
     pub fn values(self, sc: &Scenario) -> Vec<u64> {
+        self.values_n(sc, 64)
+    }
+
+    /// [`Knob::values`] with `steps + 1` log-spaced points for batch and sequence (the window
+    /// draws 25: each an allocator replay, about a millisecond and a half on Llama-3.1-8B).
+    pub fn values_n(self, sc: &Scenario, steps: u32) -> Vec<u64> {
         let log_spaced = |lo: u64, hi: u64, n: u32| {
             let mut v: Vec<u64> = (0..=n)
                 .map(|i| {
@@ -251,14 +257,14 @@ impl Knob {
             v
         };
         match self {
-            Self::Batch => log_spaced(1, 4096, 64),
+            Self::Batch => log_spaced(1, 4096, steps),
             Self::Seq => {
                 let max = sc
                     .model
                     .transformer()
                     .map(|t| if t.max_position_embeddings > 0 { t.max_position_embeddings } else { 131072 })
                     .unwrap_or(4096);
-                log_spaced(16.min(max), max, 64)
+                log_spaced(16.min(max), max, steps)
             }
             Self::Segments => (1..=sc.model.transformer().map_or(1, |t| t.num_layers)).collect(),
             Self::Gpus => (0..=10).map(|i| 1u64 << i).collect(),

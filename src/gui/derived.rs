@@ -75,6 +75,10 @@ impl BatchFree {
     }
 }
 
+/// Log-spaced steps of the batch and sequence curves the window draws (26 points: every point is
+/// an allocator replay; the CSV export samples 65).
+const GUI_CURVE_STEPS: u32 = 25;
+
 /// The settings a knob's sampled curve depends on: all of them but the knob's own.
 fn curve_key(settings: &Settings, knob: Knob) -> Settings {
     match knob {
@@ -251,7 +255,7 @@ impl Computed {
     fn build_curve(&self, knob: Knob) -> Vec<SweepPoint> {
         let cap = self.capacity();
         let (_, sampled) = self.sampled[knob_index(knob)].get_or_init(|| {
-            let values = knob.values(&self.scenario);
+            let values = knob.values_n(&self.scenario, GUI_CURVE_STEPS);
             (curve_key(&self.settings, knob), sweep(&self.scenario, knob, values, Some(cap)))
         });
         let mut pts = sampled.clone();
