@@ -22,7 +22,7 @@ pub use report::{
     HwOption, curves_csv, options, report_json, report_markdown, report_markdown_in, with_chart_link,
 };
 
-use crate::estimate::{Scenario, estimate};
+use crate::estimate::Scenario;
 use crate::gpu::{self, Gpu};
 use crate::roadmap;
 use serde::{Deserialize, Serialize};
@@ -299,14 +299,11 @@ pub(crate) fn estimate_on(
     sc: &Scenario,
     gpu: Option<&Gpu>,
 ) -> Result<crate::estimate::Estimate, ExportError> {
-    // as `run_estimate` does: on the card the verdict; without one the allocator replayed over
-    // the step, unless a flat reserve stands for it
-    let e = match gpu {
-        Some(g) => crate::fit::verdict(sc, g.capacity()).map(|v| v.estimate),
-        None if sc.overhead.flat_reserve => estimate(sc),
-        None => crate::estimate::estimate_reserved(sc, None).map(|(e, _)| e),
-    };
-    e.map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: e.to_string() })
+    // on the card the verdict; without one the allocator replayed over the step, unless a flat
+    // reserve stands for it: `fit::printed`, which the curves use too
+    crate::fit::printed(sc, gpu.map(Gpu::capacity))
+        .map(|(e, _)| e)
+        .map_err(|e| ExportError::Invalid { path: "scenario".into(), msg: e.to_string() })
 }
 
 /// Renders one format (in English: [`render_in`] with [`Lang::En`](crate::i18n::Lang::En)).
