@@ -432,7 +432,7 @@ mod tests {
     #[test]
     fn the_chart_link_goes_under_the_breakdown_heading() {
         let f = plan();
-        let md = report_markdown(&f, &estimate(&f.scenario).unwrap());
+        let md = report_markdown(&f, &crate::estimate::estimate(&f.scenario).unwrap());
         let linked = with_chart_link(&md, "plan.chart.png");
         let i = linked.find("## Per-GPU memory").unwrap();
         let j = linked.find("![per-GPU memory breakdown](plan.chart.png)").unwrap();
