@@ -13,6 +13,8 @@ use vramscope::gui::state::{AppState, ModelChoice, Settings, Tab};
 mod charts;
 #[path = "gui/live.rs"]
 mod live;
+#[path = "gui/room.rs"]
+mod room;
 #[path = "gui/settings.rs"]
 mod settings;
 #[cfg(feature = "snapshots")]

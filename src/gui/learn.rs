@@ -243,7 +243,7 @@ fn states_text(c: &Computed, l: Lang) -> String {
          makes a parameter-sized temporary for sqrt(exp_avg_sq) ({tp} at the step, see the timeline): \
          weights + gradients + moments + temporary = {sum}. The fused AdamW (adamw-fused) avoids the temporary.",
         "训练时每个可训练参数还要一个梯度（{gr}：{n} × {wb} B），以及 Adam 的两个矩估计 exp_avg 和 \
-         exp_avg_sq：参数的 2 倍（{op}）。PyTorch 默认的 foreach AdamW 更新还会为 sqrt(exp_avg_sq) 分配一个与参数 \
+         exp_avg_sq：参数的 2 倍（{op}）。PyTorch 默认的 foreach AdamW 更新还会为 sqrt(exp_avg_sq) 分配一个与参数\
          同样大小的临时张量（优化器更新步时 {tp}，见时间线）：权重 + 梯度 + 矩估计 + 临时张量 = {sum}。融合版 \
          AdamW（adamw-fused）没有这个临时张量。"
     )
@@ -258,9 +258,10 @@ fn activations_text(c: &Computed, l: Lang) -> String {
     let per_token = format!("{:.1} KiB", e.activations as f64 / tokens as f64 / 1024.0);
     let acts = g(e.activations);
     let (b, s) = (sc.batch, sc.seq);
-    let double = c.curve(Knob::Batch).iter().find(|p| p.x == 2 * b).map(|p| g(p.activations));
+    // the same scenario at twice the micro-batch, estimated (not looked up in the curve's samples)
+    let doubled = crate::estimate::Scenario { batch: 2 * b, ..sc.clone() };
+    let twice = crate::estimate::estimate(&doubled).map_or_else(|_| "—".to_owned(), |d| g(d.activations));
     let mb = c.max_batch.map_or_else(|| "—".to_owned(), |m| m.to_string());
-    let twice = double.unwrap_or_else(|| "—".into());
     text!(
         l,
         "The forward pass keeps what backward needs, for every token: at b={b} × s={s} that is {acts} \
@@ -402,11 +403,12 @@ fn reading_oom_text(c: &Computed, l: Lang) -> String {
          PyTorch already held. When weights + gradients + optimizer states ({st}) exceed the card, the \
          model is too big: shard it (ZeRO/FSDP) or train adapters (LoRA). When they fit and the failed \
          request is activation-sized, the batch is too big: lower it or checkpoint. When the memory curve \
-         climbs step after step, it is a leak. {finding} Paste a message into the box below.",
+         climbs step after step, it is a leak. {finding} Paste a message into this tab's \
+         “Explain an out-of-memory message” box.",
         "这个作业需要 {total}，而显卡只有 {capg}。OOM 报错会写出它试图分配多少、PyTorch 已经占用多少。若权重 + \
          梯度 + 优化器状态（{st}）超过显卡容量，就是模型太大：要切分（ZeRO/FSDP）或只训练适配器（LoRA）。若它们\
          放得下、而失败的请求与激活值同量级，就是批次太大：减小批次或使用梯度检查点。若显存曲线逐步上升，\
-         就是内存泄漏。{finding}请把报错粘贴到下方的输入框中。"
+         就是内存泄漏。{finding}请把报错粘贴到本页的“解读显存不足（OOM）报错”输入框中。"
     )
 }
 
@@ -429,7 +431,7 @@ fn roadmap_text(roadmap: Option<&crate::roadmap::Roadmap>, l: Lang) -> String {
                 format!("{short} ({})", s.total_after.map_or_else(|| "—".into(), g))
             })
             .collect();
-        (!steps.is_empty()).then(|| format!("{name}: {}", steps.join(", ")))
+        (!steps.is_empty()).then(|| format!("{name}{}{}", l.pick(": ", "："), steps.join(l.pick(", ", "，"))))
     };
     let path: Vec<String> = [
         horizon(Horizon::Short, l.pick("short term", "短期")),
@@ -508,6 +510,8 @@ mod tests {
                 assert!(zh.contains(&x), "{lesson:?}: {x} of {en} is not in {zh}");
             }
             assert!(!lesson.title(Lang::ZhCn).is_empty());
+            let faults = crate::gui::strings::zh_punctuation_faults(&zh);
+            assert!(faults.is_empty(), "{lesson:?}: {faults:?}");
         }
     }
 

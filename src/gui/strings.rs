@@ -89,6 +89,28 @@ pub fn export_label(f: crate::export::Format) -> &'static str {
 }
 
 #[cfg(test)]
+/// What breaks zh-CN typesetting in `zh`: an ASCII colon or comma touching a Chinese
+/// character (or one space from it), or a space between two Chinese characters.
+pub(crate) fn zh_punctuation_faults(zh: &str) -> Vec<String> {
+    let cjk = |c: char| ('\u{4e00}'..='\u{9fff}').contains(&c);
+    let chars: Vec<char> = zh.chars().collect();
+    let mut faults = Vec::new();
+    for (i, &ch) in chars.iter().enumerate() {
+        let before = i.checked_sub(1).map(|j| chars[j]);
+        let after = chars.get(i + 1).copied();
+        let after_space = chars.get(i + 2).copied().filter(|_| after == Some(' '));
+        let touches = before.is_some_and(cjk) || after.is_some_and(cjk) || after_space.is_some_and(cjk);
+        if matches!(ch, ':' | ',') && touches {
+            faults.push(format!("ASCII {ch:?} beside Chinese in {zh:?}"));
+        }
+        if ch == ' ' && before.is_some_and(cjk) && after.is_some_and(cjk) {
+            faults.push(format!("a space between Chinese characters in {zh:?}"));
+        }
+    }
+    faults
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::gui::lang::{self, Lang};
@@ -119,7 +141,7 @@ mod tests {
     #[test]
     fn every_translation_keeps_the_placeholders() {
         let texts = every_text();
-        assert_eq!(texts.len(), 427, "five tables, the PyTorch classes item by item");
+        assert_eq!(texts.len(), 431, "five tables, the PyTorch classes item by item");
         for (table, field, en, zh) in texts {
             assert_eq!(placeholders(en), placeholders(zh), "{table}.{field}: {en:?} / {zh:?}");
         }
@@ -192,5 +214,18 @@ mod tests {
         );
         assert_eq!(en, ("File", "Serve", "Source", "yes", ", "));
         assert_eq!(export_label(crate::export::Format::Csv), "What-if curves (CSV)…");
+    }
+
+    #[test]
+    fn every_chinese_text_uses_full_width_punctuation() {
+        // the host-order field's example is what the user types, ASCII commas and all
+        let faults: Vec<String> = every_text()
+            .into_iter()
+            .filter(|(_, f, _, _)| *f != "host_order_hint")
+            .flat_map(|(t, f, _, zh)| {
+                super::zh_punctuation_faults(zh).into_iter().map(move |x| format!("{t}.{f}: {x}"))
+            })
+            .collect();
+        assert!(faults.is_empty(), "{}", faults.join("\n"));
     }
 }

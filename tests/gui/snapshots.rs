@@ -71,26 +71,35 @@ fn snapshots_of_the_presentation_layout() {
     }
 }
 
-/// A lesson of the Learn view on a projector, in Chinese: its scenario, highlighted segments and
-/// text with the numbers.
+/// Every lesson of the Learn view as a workshop's projector shows it: 1280x720, the
+/// presentation layout, English and Chinese (light, as most rooms are lit): its scenario, its
+/// highlighted segments scaled to be read, its tab and its text with the numbers.
 #[test]
-fn snapshots_of_a_lesson() {
-    use vramscope::gui::learn::LearnStep;
-    let mut state = AppState::default();
-    state.view.lang = Some(vramscope::gui::lang::Lang::ZhCn);
-    state.view.presentation = true;
-    state.view.controls_collapsed = true;
-    let mut h = Harness::builder()
-        .with_size(egui::vec2(1280.0, 720.0))
-        .with_theme(egui::Theme::Dark)
-        .wgpu()
-        .build_ui_state(|ui, app: &mut VramApp| app.show(ui), VramApp::new(state));
-    h.run();
-    for step in [LearnStep::Start, LearnStep::Next, LearnStep::Next, LearnStep::Next, LearnStep::Next] {
-        let ctx = h.ctx.clone();
-        h.state_mut().apply(&ctx, vramscope::gui::intent::Intent::Learn(step));
+fn snapshots_of_every_lesson() {
+    use vramscope::gui::lang::Lang;
+    use vramscope::gui::learn::{LearnStep, Lesson};
+    let mut results = egui_kittest::SnapshotResults::default();
+    for lang in [Lang::En, Lang::ZhCn] {
+        let mut state = AppState::default();
+        state.view.lang = Some(lang);
+        state.view.presentation = true;
+        state.view.controls_collapsed = true;
+        state.view.dark = false;
+        let mut h = Harness::builder()
+            .with_size(egui::vec2(1280.0, 720.0))
+            .with_theme(egui::Theme::Light)
+            .wgpu()
+            .build_ui_state(|ui, app: &mut VramApp| app.show(ui), VramApp::new(state));
+        h.run();
+        for i in 0..Lesson::ALL.len() {
+            let step = if i == 0 { LearnStep::Start } else { LearnStep::Next };
+            let ctx = h.ctx.clone();
+            h.state_mut().apply(&ctx, vramscope::gui::intent::Intent::Learn(step));
+            h.run_steps(3);
+            shoot(&mut h, &format!("lesson_{}_{}", i + 1, lang.code()));
+        }
+        results.extend(h.take_snapshot_results());
     }
-    shoot(&mut h, "lesson_5_zh");
 }
 
 /// The main view, the Options tab and the Timeline tab in Chinese (the workshop's language).

@@ -192,7 +192,7 @@ fn cached_and_fragmented(facts: &Facts, notes: &mut Notes) {
             e.push(text!(
                 lang,
                 "This is vLLM's profiling run: even with its cache in one piece, its peak ({}, {:.0} % of the card) is above the gpu_memory_utilization vLLM's defaults allow (0.9; 0.92 in recent releases), which leaves no room for the KV cache.",
-                "这是 vLLM 的 profiling 运行：即使缓存连成一片，其峰值（{}，整卡的 {:.0} %）也超过了 vLLM 默认允许的 gpu_memory_utilization（0.9；较新版本为 0.92），KV 缓存将没有空间。",
+                "这是 vLLM 的 剖析运行（profiling）：即使缓存连成一片，其峰值（{}，整卡的 {:.0} %）也超过了 vLLM 默认允许的 gpu_memory_utilization（0.9；较新版本为 0.92），KV 缓存将没有空间。",
                 gib(a + r),
                 (a + r) as f64 * 100.0 / t as f64
             ));
@@ -487,7 +487,7 @@ fn vllm(n: &OomNumbers, lang: Lang) -> Notes {
         e.push(text!(
                     lang,
                     "One request of max_model_len needs {} of KV cache; {} is left after the weights and the profiling peak.",
-                    "一个 max_model_len 长度的请求需要 {} 的 KV 缓存；扣除权重和 profiling 峰值后只剩 {}。",
+                    "一个 max_model_len 长度的请求需要 {} 的 KV 缓存；扣除权重和 剖析峰值后只剩 {}。",
                     gib(need),
                     gib(have)
                 ));
@@ -496,7 +496,7 @@ fn vllm(n: &OomNumbers, lang: Lang) -> Notes {
     if e.is_empty() {
         e.push(lang.pick(
                     "vLLM found no memory left for KV cache blocks: the weights and the profiling forward already take gpu_memory_utilization of the card.",
-                    "vLLM 找不到可用于 KV 缓存块的显存：权重和 profiling 前向已经用满了 gpu_memory_utilization 允许的显存。",
+                    "vLLM 找不到可用于 KV 缓存块的显存：权重和 剖析前向已经用满了 gpu_memory_utilization 允许的显存。",
                 ).into());
     }
     let fit = n.estimated_max_model_len.or(n.kv_tokens);
@@ -530,13 +530,13 @@ fn vllm(n: &OomNumbers, lang: Lang) -> Notes {
     x.push(
         lang.pick(
             "a smaller --max-num-batched-tokens (a smaller profiling forward)",
-            "更小的 --max-num-batched-tokens（profiling 前向更小）",
+            "更小的 --max-num-batched-tokens（剖析前向更小）",
         )
         .into(),
     );
     x.push(lang.pick(
                 "`vramscope serve --model M --gpu G --max-model-len N` shows the budget term by term (weights, profiling peak, KV) and the max_model_len that fits",
-                "`vramscope serve --model M --gpu G --max-model-len N` 逐项列出显存预算（权重、profiling 峰值、KV）以及放得下的 max_model_len",
+                "`vramscope serve --model M --gpu G --max-model-len N` 逐项列出显存预算（权重、剖析峰值、KV）以及放得下的 max_model_len",
             ).into());
     notes
 }

@@ -223,7 +223,11 @@ impl VramApp {
             }
         }
         let Some(job) = self.screenshot.as_mut() else { return };
-        if !job.requested && self.frame >= u64::from(job.after_frames) {
+        // a screenshot run's picture is the screen it was asked for (give the window a few
+        // frames to take it, where the window system lets it)
+        let settled = !job.exit_after || job.requested || super::fit_screen(ctx);
+        let due = u64::from(job.after_frames);
+        if !job.requested && self.frame >= due && (settled || self.frame >= due + 30) {
             let (tx, rx) = mpsc::channel();
             ctx.request_screenshot(move |img| {
                 let _ = tx.send(img);

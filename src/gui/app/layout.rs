@@ -63,7 +63,7 @@ impl Central<'_> {
             (false, true) => (0.45, 200.0),
             (false, false) => (0.5, 250.0),
         };
-        let top_h = presentation_split(ui.available_height(), share, least, presentation);
+        let top_h = chart_height(ui.available_height(), share, least, below_need(ui.ctx()));
         ui.horizontal_top(|ui| {
             let w = ui.available_width();
             let down = egui::Layout::top_down(egui::Align::Min);
@@ -77,6 +77,7 @@ impl Central<'_> {
                 panels::serve::why::ui(ui, sv);
             });
         });
+        let row_bottom = ui.cursor().top();
         ui.separator();
         self.intents.extend(panels::tabs::ui_serve(ui, self.state.view.tab));
         match self.state.view.tab {
@@ -88,6 +89,7 @@ impl Central<'_> {
             }
             _ => self.intents.extend(panels::serve::curve::ui(ui, sv, &self.state.settings)),
         }
+        note_head(ui.ctx(), row_bottom);
     }
 
     /// The estimate: the headline, the stacked bar beside "Why this much?", the tabs.
@@ -110,14 +112,14 @@ impl Central<'_> {
         let table_lesson = learning && matches!(self.state.view.tab, Tab::Options | Tab::Live);
         let (share, least) = if cluster || table_lesson {
             (0.4, 160.0)
-        } else if presentation && learning {
+        } else if learning {
             (0.45, 150.0)
         } else if presentation {
             (0.6, 250.0)
         } else {
             (0.5, 250.0)
         };
-        let top_h = presentation_split(ui.available_height(), share, least, presentation);
+        let top_h = chart_height(ui.available_height(), share, least, below_need(ui.ctx()));
         ui.horizontal_top(|ui| {
             let w = ui.available_width();
             let down = egui::Layout::top_down(egui::Align::Min);
@@ -138,6 +140,7 @@ impl Central<'_> {
                 self.intents.extend(panels::why::ui(ui, c, at.as_ref(), self.focus));
             });
         });
+        let row_bottom = ui.cursor().top();
         ui.separator();
         let train = c.scenario.mode == crate::estimate::Mode::Train;
         self.intents.extend(panels::tabs::ui(ui, self.state.view.tab, train));
@@ -150,7 +153,15 @@ impl Central<'_> {
         };
         match tab {
             Tab::Timeline => {
-                self.intents.extend(panels::timeline::ui(ui, c, selected, self.snapshots, self.snapshot_path))
+                let lesson = !self.focus.is_empty();
+                self.intents.extend(panels::timeline::ui(
+                    ui,
+                    c,
+                    selected,
+                    self.snapshots,
+                    self.snapshot_path,
+                    lesson,
+                ));
             }
             Tab::Compare => self.intents.extend(panels::compare::ui(ui, c, &pinned)),
             Tab::Live => self.live_actions = panels::live::ui(ui, c, self.live),
@@ -165,22 +176,50 @@ impl Central<'_> {
             }
             tab => self.intents.extend(panels::curves::ui(ui, c, tab, &self.state.settings)),
         }
+        note_head(ui.ctx(), row_bottom);
     }
 }
 
+/// The least height of the chart row, points (the bar, its labels and a few ticks).
+const CHART_MIN: f32 = 110.0;
+
+fn head_id() -> egui::Id {
+    egui::Id::NULL.with("vramscope-tab-head")
+}
+
+/// Keeps how far below the chart row (at `row_bottom`) this frame's plot under the tabs started:
+/// the separator, the tab strip and the tab's own rows over its plot. A change is laid out again
+/// at once.
+fn note_head(ctx: &egui::Context, row_bottom: f32) {
+    let Some(top) = panels::plot_top(ctx) else { return };
+    let head = (top - row_bottom).max(0.0);
+    let before: Option<f32> = ctx.data(|d| d.get_temp(head_id()));
+    if before.is_none_or(|b| (b - head).abs() > 0.5) {
+        ctx.data_mut(|d| d.insert_temp(head_id(), head));
+        ctx.request_repaint();
+    }
+}
+
+/// What the tab under the chart row needs: its rows over the plot (as last laid out; a tab strip
+/// and a line of text before that) and the plot's least height.
+fn below_need(ctx: &egui::Context) -> f32 {
+    let head: f32 = ctx.data(|d| d.get_temp(head_id())).unwrap_or(70.0);
+    head + panels::MIN_PLOT + 8.0
+}
+
 /// The height of the chart row over the tabs, out of `avail` points: `share` of it, at least
-/// `least`; on a projector the tab's curve or table under it keeps `BELOW` points (its tab strip,
-/// hint and a plot tall enough for its axis labels and legend), down to a chart of 150.
-pub(super) fn presentation_split(avail: f32, share: f32, least: f32, presentation: bool) -> f32 {
-    const BELOW: f32 = 190.0;
-    let top = (avail * share).max(least);
-    if presentation { top.min((avail - BELOW).max(150.0)) } else { top }
+/// `least`, but leaving the tab under it `need` (its rows and a plot of [`panels::MIN_PLOT`]),
+/// down to a chart of [`CHART_MIN`].
+pub(super) fn chart_height(avail: f32, share: f32, least: f32, need: f32) -> f32 {
+    (avail * share).max(least).min(avail - need).max(CHART_MIN)
 }
 
 /// The presentation layout's zoom: the window's height over 560 points (1280x720 → 1.29,
 /// 1920x1080 → 1.93), so the layout is always about 560 points high and its type grows with the
-/// screen; never below 1.
-pub fn presentation_zoom(ctx: &egui::Context) -> f32 {
+/// screen; never below 1. With a lesson's text at the bottom the layout is 640 points high
+/// (1280x720 → 1.13), so the lesson's chart and curve keep their room.
+pub fn presentation_zoom(ctx: &egui::Context, learning: bool) -> f32 {
     let native_h = ctx.viewport_rect().height() * ctx.zoom_factor();
-    (native_h / 560.0).clamp(1.0, 2.5)
+    let points = if learning { 640.0 } else { 560.0 };
+    (native_h / points).clamp(1.0, 2.5)
 }

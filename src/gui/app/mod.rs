@@ -58,6 +58,8 @@ pub struct VramApp {
     pub derived: Derived,
     undo: Vec<Settings>,
     redo: Vec<Settings>,
+    /// The user's undo and redo history, put aside while the lessons run.
+    saved_history: Option<(Vec<Settings>, Vec<Settings>)>,
     last_edit: Option<(&'static str, f64)>,
     /// Status bar message.
     pub status: (StatusKind, String),
@@ -99,6 +101,7 @@ impl VramApp {
             derived: Derived::default(),
             undo: Vec::new(),
             redo: Vec::new(),
+            saved_history: None,
             last_edit: None,
             status: (StatusKind::Info, tr().ready.to_owned()),
             path_input: String::new(),
@@ -140,8 +143,12 @@ impl VramApp {
         self.status = (kind, msg.into());
     }
 
-    /// Applies one intent.
+    /// Applies one intent. An error shown from an earlier action is cleared first: it is stale
+    /// once the user does something else (the intent sets a new one if it fails too).
     pub fn apply(&mut self, ctx: &egui::Context, intent: Intent) {
+        if self.status.0 == StatusKind::Error {
+            self.status = (StatusKind::Info, tr().ready.to_owned());
+        }
         match intent {
             Intent::Edit { settings, knob } => self.edit(ctx, *settings, knob),
             // a memory snapshot opens over the timeline; anything else is a model
@@ -200,14 +207,7 @@ impl VramApp {
                 self.state.view.controls_collapsed = p;
             }
             Intent::CollapseControls(c) => self.state.view.controls_collapsed = c,
-            Intent::Learn(step) => {
-                let v = &mut self.state.view;
-                if let Some(s) = super::learn::step(&mut v.learn, &self.state.settings, &mut v.tab, step) {
-                    // a lesson's scenario is not an edit of the user's: leaving restores theirs
-                    self.state.settings = s;
-                    self.selected_event = None;
-                }
-            }
+            Intent::Learn(step) => self.learn_step(step),
             Intent::SetLang(l) => self.set_lang(l),
             Intent::Quit => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
             Intent::Export(format) => self.export(format),
@@ -232,6 +232,31 @@ impl VramApp {
                 }
             }
         }
+    }
+
+    /// Steps the Learn view. A lesson's scenario is not an edit of the user's: the lessons keep
+    /// an undo history of their own (the room's edits of the lesson shown), and leaving brings
+    /// back the user's scenario with the user's own history.
+    fn learn_step(&mut self, step: super::learn::LearnStep) {
+        let v = &mut self.state.view;
+        let was_learning = v.learn.is_some();
+        let Some(s) = super::learn::step(&mut v.learn, &self.state.settings, &mut v.tab, step) else {
+            return;
+        };
+        let learning = v.learn.is_some();
+        if !was_learning && learning {
+            self.saved_history = Some((std::mem::take(&mut self.undo), std::mem::take(&mut self.redo)));
+        } else if was_learning && !learning {
+            let (undo, redo) = self.saved_history.take().unwrap_or_default();
+            (self.undo, self.redo) = (undo, redo);
+        } else {
+            // each lesson starts a history of its own
+            self.undo.clear();
+            self.redo.clear();
+        }
+        self.last_edit = None;
+        self.state.settings = s;
+        self.selected_event = None;
     }
 
     fn edit(&mut self, ctx: &egui::Context, settings: Settings, knob: &'static str) {
@@ -327,7 +352,9 @@ impl VramApp {
     pub fn set_lang(&mut self, l: super::lang::Lang) {
         self.state.view.lang = Some(l);
         super::lang::set(l);
-        if self.status.0 == StatusKind::Info && self.frame == 0 {
+        // "Ready." in the language that was shown is "Ready." in the new one
+        let ready = [super::strings::main::EN.ready, super::strings::main::ZH.ready];
+        if self.status.0 == StatusKind::Info && ready.contains(&self.status.1.as_str()) {
             self.status.1 = tr().ready.to_owned();
         }
     }
@@ -342,7 +369,8 @@ impl VramApp {
         super::lang::set(self.state.view.lang.unwrap_or_else(super::lang::Lang::system));
         self.frame += 1;
         ctx.set_theme(if self.state.view.dark { egui::Theme::Dark } else { egui::Theme::Light });
-        let zoom = if self.state.view.presentation { presentation_zoom(&ctx) } else { 1.0 };
+        let learning = self.state.view.learn.is_some();
+        let zoom = if self.state.view.presentation { presentation_zoom(&ctx, learning) } else { 1.0 };
         panels::set_presentation(&ctx, self.state.view.presentation);
         if (ctx.zoom_factor() - zoom).abs() > f32::EPSILON {
             ctx.set_zoom_factor(zoom);
@@ -425,6 +453,20 @@ impl VramApp {
     fn derived_options(&mut self) -> Vec<crate::options::HardwarePath> {
         self.derived.options(&self.state.settings).to_vec()
     }
+}
+
+/// Sizes the window to its monitor (a screenshot run under `xvfb-run -s '-screen 0 1920x1080x24'`
+/// gives a 1920x1080 picture); true once they agree, or where the monitor is not known.
+fn fit_screen(ctx: &egui::Context) -> bool {
+    let (monitor, inner) = ctx.input(|i| (i.viewport().monitor_size, i.viewport().inner_rect));
+    let (Some(m), Some(r)) = (monitor, inner) else { return true };
+    if (r.size() - m).length() <= 1.0 && r.min.x.abs() <= 1.0 && r.min.y.abs() <= 1.0 {
+        return true;
+    }
+    ctx.send_viewport_cmd(egui::ViewportCommand::OuterPosition(egui::pos2(0.0, 0.0)));
+    ctx.send_viewport_cmd(egui::ViewportCommand::InnerSize(m));
+    ctx.request_repaint();
+    false
 }
 
 impl eframe::App for VramApp {

@@ -43,7 +43,11 @@ pub fn ui(
     let mut bars: Vec<(&str, &Computed)> = vec![(t.current, c)];
     bars.extend(pinned.iter().copied());
     let max_total = bars.iter().map(|(_, b)| b.estimate.total).max().unwrap_or(1);
-    let top = (cap.max(max_total) as f64 * 1.08).max(1.0);
+    // a lesson is about its segments: the axis ends over the bars, so a small model's parts on a
+    // big card are tall enough to read; the card's line, above, is named at the top
+    let lesson = !focus.is_empty();
+    let top = (if lesson { max_total } else { cap.max(max_total) } as f64 * 1.08).max(1.0);
+    let cap_shown = cap as f64 <= top;
     let plot = Rect::from_min_max(
         pos2(rect.left() + 64.0, rect.top() + 22.0),
         pos2(rect.right() - 10.0, rect.bottom() - 24.0),
@@ -51,7 +55,8 @@ pub fn ui(
     let n = bars.len() as f32;
     let slot = plot.width() / n.max(1.0);
     let bar_w = (slot * 0.5).min(230.0);
-    let canvas = Canvas { painter: &painter, plot, top, bar_w };
+    let label_pt = if lesson { 16.0 } else { 13.0 };
+    let canvas = Canvas { painter: &painter, plot, top, bar_w, label_pt };
     let y_of = |bytes: f64| canvas.y_of(bytes);
     // the grid under the bars; the tick labels go where no other label is (below)
     for (bytes, _) in tick_values(top) {
@@ -66,6 +71,7 @@ pub fn ui(
     );
     let mut totals = Vec::with_capacity(bars.len());
     let mut bar_tops = Vec::with_capacity(bars.len());
+    ui.ctx().data_mut(|d| d.insert_temp(focus_id(), Vec::<FocusSeg>::new()));
     for (i, (label, b)) in bars.iter().enumerate() {
         let cx = plot.left() + slot * (i as f32 + 0.5);
         let acc = bar(ui, &canvas, i, b, cx, focus);
@@ -87,16 +93,22 @@ pub fn ui(
         );
     }
     // capacity line, dashed
-    let y = y_of(cap as f64);
+    let y = y_of((cap as f64).min(top));
     let dash = ui.visuals().strong_text_color();
-    painter.extend(egui::Shape::dashed_line(
-        &[pos2(plot.left(), y), pos2(plot.right(), y)],
-        Stroke::new(2.0, dash),
-        8.0,
-        5.0,
-    ));
+    if cap_shown {
+        painter.extend(egui::Shape::dashed_line(
+            &[pos2(plot.left(), y), pos2(plot.right(), y)],
+            Stroke::new(2.0, dash),
+            8.0,
+            5.0,
+        ));
+    }
     let font = |size: f32| FontId::proportional(size);
-    let cap_text = format!("{} {}: {}", c.gpu.id, t.capacity, gib(cap));
+    let cap_text = if cap_shown {
+        super::capacity_line(&c.gpu.id, cap)
+    } else {
+        t.capacity_above.replace("{gpu}", &c.gpu.id).replace("{gib}", &gib(cap))
+    };
     let cap_galley = painter.layout_no_wrap(cap_text, font(13.0), dash);
     let measured_galley = measured.map(|(m, peak)| {
         let what =
@@ -127,6 +139,58 @@ pub fn ui(
         painter.galley(r.min + vec2(2.0, 2.0), galley, text_color);
     }
     painter.galley(labels.capacity.min, cap_galley, dash);
+    if !focus.is_empty() {
+        let cx = plot.left() + slot * 0.5;
+        callouts(ui, &painter, rect, &labels.all(), cx + bar_w / 2.0, canvas.label_pt);
+    }
+}
+
+/// A highlighted segment of the current bar (a lesson's): its component and bytes, where it was
+/// drawn, and where its "name 0.4 GiB" label went (inside it, or a callout beside the bar).
+#[derive(Clone, Copy, Debug)]
+pub struct FocusSeg {
+    pub comp: Component,
+    pub bytes: u64,
+    pub seg: Rect,
+    pub label: Option<Rect>,
+}
+
+/// The labels of the highlighted segments too thin to hold theirs, in large type right of the
+/// bar (whose right edge is `bar_right`), each joined to its segment by a line, none meeting
+/// another label (`taken`) or leaving `rect`.
+fn callouts(ui: &egui::Ui, painter: &egui::Painter, rect: Rect, taken: &[Rect], bar_right: f32, pt: f32) {
+    let mut segs: Vec<FocusSeg> = ui.ctx().data(|d| d.get_temp(focus_id())).unwrap_or_default();
+    let text_color = ui.visuals().strong_text_color();
+    let mut placed: Vec<Rect> = taken.to_vec();
+    // top to bottom, so each callout goes at or under the one above it
+    let mut order: Vec<usize> = (0..segs.len()).filter(|&k| segs[k].label.is_none()).collect();
+    order.sort_by(|&a, &b| segs[a].seg.center().y.total_cmp(&segs[b].seg.center().y));
+    for k in order {
+        let f = segs[k];
+        let text = format!("{} {}", name(f.comp), gib(f.bytes));
+        let galley = painter.layout_no_wrap(text, FontId::proportional(pt), text_color);
+        let size = galley.size() + vec2(8.0, 4.0);
+        let x = (bar_right + 24.0).min(rect.right() - size.x - 2.0);
+        let mut r = Rect::from_min_size(pos2(x, f.seg.center().y - size.y / 2.0), size);
+        r = r.translate(vec2(0.0, (rect.top() + 2.0 - r.top()).max(0.0)));
+        // down a little at a time past what is there, round to the chart's top at its bottom
+        let mut tries = 0;
+        while placed.iter().any(|p| p.intersects(r)) && tries < 80 {
+            r = r.translate(vec2(0.0, 4.0));
+            if r.bottom() > rect.bottom() - 2.0 {
+                r = r.translate(vec2(0.0, rect.top() + 2.0 - r.top()));
+            }
+            tries += 1;
+        }
+        let swatch = palette::color(f.comp);
+        painter.line_segment([f.seg.right_center(), r.left_center()], Stroke::new(1.5, swatch));
+        painter.rect_filled(r, 3.0, ui.visuals().panel_fill);
+        painter.rect_stroke(r, 3.0, Stroke::new(2.0, swatch), egui::StrokeKind::Inside);
+        painter.galley(r.min + vec2(4.0, 2.0), galley, text_color);
+        placed.push(r);
+        segs[k].label = Some(r);
+    }
+    ui.ctx().data_mut(|d| d.insert_temp(focus_id(), segs));
 }
 
 /// Where the bars are drawn: the painter, the plot area and its top (bytes), a bar's width.
@@ -135,6 +199,8 @@ struct Canvas<'p> {
     plot: Rect,
     top: f64,
     bar_w: f32,
+    /// The segments' label size, points (larger in a lesson).
+    label_pt: f32,
 }
 
 impl Canvas<'_> {
@@ -166,7 +232,7 @@ fn bar(ui: &mut egui::Ui, canvas: &Canvas<'_>, i: usize, b: &Computed, cx: f32, 
             let id = ui.scope_id().with(("seg", i, "cache"));
             let reserved = b.estimate.reserved.unwrap_or(0);
             ui.interact(seg, id, Sense::hover()).on_hover_ui(|ui| {
-                ui.label(egui::RichText::new(format!("{}: {}", t.c_cache, gib(cache))).strong());
+                ui.label(egui::RichText::new(super::kv(t.c_cache, gib(cache))).strong());
                 ui.label(exact(cache));
                 ui.label(format!("{} {}", t.c_cache_reserved, gib(reserved)));
                 ui.label(t.c_cache_tip);
@@ -186,26 +252,32 @@ fn bar(ui: &mut egui::Ui, canvas: &Canvas<'_>, i: usize, b: &Computed, cx: f32, 
         painter.rect_filled(seg, 0.0, fill);
         painter.rect_stroke(seg, 0.0, Stroke::new(1.0, ui.visuals().panel_fill), egui::StrokeKind::Inside);
         if !dim && !focus.is_empty() {
-            let stroke = Stroke::new(3.0, ui.visuals().strong_text_color());
+            let stroke = Stroke::new(2.0, ui.visuals().strong_text_color());
             painter.rect_stroke(seg, 0.0, stroke, egui::StrokeKind::Inside);
         }
-        if seg.height() >= 15.0 {
+        let mut label = None;
+        if seg.height() >= canvas.label_pt + 2.0 {
             // the longest label that fits the segment: "name 15.0 GiB", then "15.0 GiB"
             let color = palette::text_on(comp);
             let long = format!("{} {}", name(comp), gib(bytes));
             for text in [long, gib(bytes)] {
-                let galley = painter.layout_no_wrap(text, FontId::proportional(13.0), color);
+                let galley = painter.layout_no_wrap(text, FontId::proportional(canvas.label_pt), color);
                 if galley.size().x + 6.0 <= seg.width() {
+                    label = Some(Rect::from_center_size(seg.center(), galley.size()));
                     painter.galley(seg.center() - galley.size() / 2.0, galley, color);
                     break;
                 }
             }
         }
+        if i == 0 && !dim && !focus.is_empty() {
+            let f = FocusSeg { comp, bytes, seg, label };
+            ui.ctx().data_mut(|d| d.get_temp_mut_or_default::<Vec<FocusSeg>>(focus_id()).push(f));
+        }
         let id = ui.scope_id().with(("seg", i, comp.key()));
         let resp = ui.interact(seg, id, Sense::hover());
         let explanation = b.explanations.iter().find(|x| x.component == comp);
         resp.on_hover_ui(|ui| {
-            ui.label(egui::RichText::new(format!("{}: {}", name(comp), gib(bytes))).strong());
+            ui.label(egui::RichText::new(super::kv(name(comp), gib(bytes))).strong());
             ui.label(exact(bytes));
             if let Some(x) = explanation {
                 ui.label(&x.formula);
@@ -214,6 +286,12 @@ fn bar(ui: &mut egui::Ui, canvas: &Canvas<'_>, i: usize, b: &Computed, cx: f32, 
         });
     }
     acc
+}
+
+/// Where the current bar's highlighted segments (a lesson's) were drawn last frame, in the
+/// context's temporary data: `Vec<(Component, Rect)>`.
+pub fn focus_id() -> egui::Id {
+    egui::Id::NULL.with("vramscope-breakdown-focus")
 }
 
 /// Where the last frame's chart rect and [`Labels`] are kept in the context's temporary data.

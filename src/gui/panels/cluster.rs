@@ -29,7 +29,7 @@ pub fn layout(c: &Computed, live: &mut Live) -> Layout {
 
 /// "+4.2 %".
 fn percent(e: f64) -> String {
-    format!("{:+.1} %", 100.0 * e)
+    format!("{} %", super::signed(100.0 * e, 1))
 }
 
 /// The command that prints every stage's prediction.

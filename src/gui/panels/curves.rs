@@ -68,7 +68,9 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
     }
     let mut clicked_x = None;
     let short = ui.available_height() < 200.0;
+    let height = super::plot_height(ui);
     let resp = Plot::new(("curve", knob as u8))
+        .height(height)
         // the legend over the curve's flat end, not where it climbs: batch and sequence curves
         // rise to the right, segment and GPU curves fall from the left
         .legend(
@@ -105,7 +107,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
                 p.line(Line::new(*name, PlotPoints::from(line.clone())).width(1.5).style(*style));
             }
             p.hline(
-                HLine::new(format!("{} {}", c.gpu.id, t.capacity), cap as f64 / GIB)
+                HLine::new(super::capacity_line(&c.gpu.id, cap), cap as f64 / GIB)
                     .style(LineStyle::dashed_loose())
                     .width(2.0),
             );
@@ -116,7 +118,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
                 && let Some(pt) = curve.iter().find(|p| p.x == x)
             {
                 p.points(
-                    Points::new(format!("{what}: {x}"), vec![[to_x(x), pt.total as f64 / GIB]])
+                    Points::new(super::kv(what, x), vec![[to_x(x), pt.total as f64 / GIB]])
                         .radius(6.0)
                         .shape(egui_plot::MarkerShape::Diamond),
                 );

@@ -22,10 +22,11 @@ fn phrase(ui: &mut egui::Ui, text: RichText) -> egui::Response {
 pub fn max_batch_text(c: &Computed) -> String {
     let t = tr();
     match c.max_batch {
-        Some(b) if c.fits() && c.scenario.batch > b => {
-            format!("{}: {b} {}", t.max_batch, t.max_batch_above_tpl.replace("{next}", &(b + 1).to_string()))
-        }
-        Some(b) => format!("{}: {b}", t.max_batch),
+        Some(b) if c.fits() && c.scenario.batch > b => super::kv(
+            t.max_batch,
+            format!("{b} {}", t.max_batch_above_tpl.replace("{next}", &(b + 1).to_string())),
+        ),
+        Some(b) => super::kv(t.max_batch, b),
         None => t.max_batch_none.to_owned(),
     }
 }
@@ -47,11 +48,11 @@ pub fn verdict(c: &Computed) -> String {
     let t = tr();
     let (e, cap) = (&c.estimate, c.capacity());
     if c.fits() {
-        t.fits_free.replace("{gib}", &gib(cap.saturating_sub(e.total)))
+        t.fits_free.replace("{gib}", &super::gap(cap, e.total))
     } else if e.total > cap {
-        t.short_by.replace("{gib}", &gib(e.total - cap))
+        t.short_by.replace("{gib}", &super::gap(e.total, cap))
     } else {
-        format!("{}: {}", t.does_not_fit, t.no_free_block)
+        super::kv(t.does_not_fit, t.no_free_block)
     }
 }
 
@@ -110,7 +111,9 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings, presentation: bo
         });
     }
     ui.horizontal_wrapped(|ui| {
-        phrase(ui, RichText::new(format!("{} {} {}", gib(e.total), t.of, gib(cap))).size(26.0).strong());
+        let smi = gib(c.gpu.memory_bytes());
+        phrase(ui, RichText::new(format!("{} {} {}", gib(e.total), t.of, gib(cap))).size(26.0).strong())
+            .on_hover_text(t.capacity_tip.replace("{gib}", &gib(cap)).replace("{smi}", &smi));
         phrase(ui, RichText::new("·").size(26.0));
         phrase(ui, RichText::new(verdict(c)).size(26.0).strong().color(palette::verdict(fits)));
         phrase(ui, RichText::new("·").size(26.0));

@@ -71,7 +71,7 @@ pub fn ui(ui: &mut egui::Ui, st: &LearnState, body: &str) -> Vec<Intent> {
         let title =
             t.learn_of.replace("{i}", &(i + 1).to_string()).replace("{n}", &Lesson::ALL.len().to_string());
         ui.add(
-            egui::Label::new(RichText::new(format!("{title}: {}", lesson.title(lang))).size(17.0).strong())
+            egui::Label::new(RichText::new(super::kv(&title, lesson.title(lang))).size(17.0).strong())
                 .wrap_mode(egui::TextWrapMode::Truncate),
         );
         ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {

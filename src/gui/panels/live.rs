@@ -220,7 +220,7 @@ fn chart(ui: &mut egui::Ui, curve: &Curve) {
     let ui_warn = ui.visuals().warn_fg_color.gamma_multiply(0.6);
     Plot::new("live")
         .legend(Legend::default())
-        .height((ui.available_height() - 10.0).max(120.0))
+        .height(super::plot_height(ui) - 10.0)
         .x_axis_label("s")
         .y_axis_label("GiB")
         .include_y(0.0)

@@ -24,9 +24,19 @@ pub fn ui(
     let mut out = Vec::new();
     let t = tr();
     let o = tr_options();
-    ui.label(egui::RichText::new(t.options_intro).weak());
-    ui.add_space(4.0);
-    egui::ScrollArea::both().id_salt("options").show(ui, |ui| {
+    // the roadmap's lesson talks about the roadmap: it comes first, the hardware table after it
+    let roadmap_first = view.learn.is_some();
+    if !roadmap_first {
+        ui.label(egui::RichText::new(t.options_intro).weak());
+        ui.add_space(4.0);
+    }
+    let height = super::plot_height(ui);
+    egui::ScrollArea::both().id_salt("options").max_height(height).show(ui, |ui| {
+        if roadmap_first && let Some(r) = roadmap {
+            roadmap_ui(ui, r);
+            ui.add_space(10.0);
+            ui.label(egui::RichText::new(t.options_intro).weak());
+        }
         egui::Grid::new("options_grid").striped(true).spacing([14.0, 4.0]).show(ui, |ui| {
             for h in [
                 o.col_path,
@@ -59,8 +69,14 @@ pub fn ui(
                     format!("vramscope estimate … {}", p.changes.join(" "))
                 };
                 ui.label(format!(
-                    "dp{} tp{} pp{} Z{}, {} {}{offload}",
-                    q.dp, q.tp, q.pp, q.zero, o.ckpt, p.checkpoint
+                    "dp{} tp{} pp{} Z{}{}{} {}{offload}",
+                    q.dp,
+                    q.tp,
+                    q.pp,
+                    q.zero,
+                    crate::gui::lang::current().pick(", ", "，"),
+                    o.ckpt,
+                    p.checkpoint
                 ))
                 .on_hover_text(changes);
                 ui.label(if p.grad_accum > 1 {
@@ -70,9 +86,15 @@ pub fn ui(
                 });
                 ui.label(format!("{:.1} / {:.1}", p.total_bytes as f64 / GIB, p.capacity as f64 / GIB));
                 let (text, color) = if p.fits {
-                    (format!("{} (+{:.1})", o.yes, p.headroom as f64 / GIB), ui.visuals().text_color())
+                    (
+                        format!("{} ({})", o.yes, super::signed(p.headroom as f64 / GIB, 1)),
+                        ui.visuals().text_color(),
+                    )
                 } else {
-                    (format!("{} (-{:.1})", o.no, -p.headroom as f64 / GIB), ui.visuals().error_fg_color)
+                    (
+                        format!("{} ({})", o.no, super::signed(p.headroom as f64 / GIB, 1)),
+                        ui.visuals().error_fg_color,
+                    )
                 };
                 ui.colored_label(color, text);
                 ui.label(format!("{:.2}x", p.speedup));
@@ -83,7 +105,7 @@ pub fn ui(
         });
         ui.add_space(10.0);
         run_cost_ui(ui, c, view, &mut out);
-        if let Some(r) = roadmap {
+        if !roadmap_first && let Some(r) = roadmap {
             ui.add_space(10.0);
             roadmap_ui(ui, r);
         }

@@ -76,12 +76,16 @@ fn phase_name(p: Phase) -> &'static str {
 }
 
 /// Draws the timeline with the measured snapshots over it; returns what the user asked for.
+/// `lesson`: a lesson is about what is alive, so the axis is scaled to the step's memory (the
+/// card's line, far above a small model's step, is named in the key instead) and the
+/// snapshot row gives its room to the plot.
 pub fn ui(
     ui: &mut egui::Ui,
     c: &Computed,
     selected: Option<usize>,
     snaps: &Snapshots,
     path: &mut String,
+    lesson: bool,
 ) -> Vec<Intent> {
     let t = tr();
     let mut out = Vec::new();
@@ -108,8 +112,10 @@ pub fn ui(
             .strong(),
         );
     }
-    super::hint(ui, t.tl_hint);
-    out.extend(snapshot_row(ui, snaps, path));
+    if !lesson {
+        super::hint(ui, t.tl_hint);
+        out.extend(snapshot_row(ui, snaps, path));
+    }
     let starts = std::sync::Arc::new(event_starts(ev));
     let index_at = {
         let starts = starts.clone();
@@ -120,7 +126,10 @@ pub fn ui(
     let xs: Vec<f64> = (0..ev.len()).flat_map(|i| [starts[i], starts[i + 1]]).collect();
     let reserved = reserved_line(c, ev, &starts);
     let (layers, lower) = stacked_layers(ev);
-    colour_key(ui, c, &layers);
+    let step_top = lower.iter().copied().chain(reserved.iter().map(|q| q[1])).fold(0.0, f64::max);
+    // the card's line is drawn where it is inside the axis; a lesson's axis ends over the step
+    let card_shown = !lesson || usable as f64 / GIB <= step_top * 1.12;
+    colour_key(ui, c, &layers, card_shown.then_some(usable));
     let measured: Vec<(String, Vec<[f64; 2]>)> = snaps
         .loaded
         .iter()
@@ -138,7 +147,7 @@ pub fn ui(
         .chain(measured.iter().flat_map(|(_, p)| p.iter().map(|q| q[1])))
         .chain(reserved.iter().map(|q| q[1]))
         .fold(0.0, f64::max)
-        .max(usable as f64 / GIB);
+        .max(if card_shown { usable as f64 / GIB } else { 0.0 });
     let spans = tl.phase_spans();
     let blocks: Vec<Option<u64>> = ev.iter().map(|e| e.block).collect();
     let events = ev.clone();
@@ -153,16 +162,17 @@ pub fn ui(
         measured,
         spans,
         top,
-        usable,
+        usable: card_shown.then_some(usable),
         peak,
         peak_index: tl.peak_index,
         selected,
         events: ev.len(),
         gpu_id: &c.gpu.id,
     };
+    let height = super::plot_height(ui);
     Plot::new("timeline")
         .show_background(false)
-        .height(ui.available_height().max(200.0))
+        .height(height)
         .x_axis_label(t.tl_x_axis)
         .y_axis_label("GiB")
         .allow_scroll(false)
@@ -254,8 +264,9 @@ fn stacked_layers(ev: &[Event]) -> (Vec<Layer>, Vec<f64>) {
     (layers, lower)
 }
 
-/// The colour key (the chart above uses the same colours).
-fn colour_key(ui: &mut egui::Ui, c: &Computed, layers: &[Layer]) {
+/// The colour key (the chart above uses the same colours); `usable`: the card's line, drawn
+/// (`None`: above the axis, named with its figure).
+fn colour_key(ui: &mut egui::Ui, c: &Computed, layers: &[Layer], usable: Option<u64>) {
     let t = tr();
     ui.horizontal_wrapped(|ui| {
         for (comp, _, _) in layers {
@@ -274,7 +285,14 @@ fn colour_key(ui: &mut egui::Ui, c: &Computed, layers: &[Layer]) {
             ui.label(t.tl_reserved);
             ui.add_space(6.0);
         }
-        ui.label(RichText::new(format!("- - {} {}", c.gpu.id, t.tl_usable)).weak());
+        match usable {
+            Some(_) => ui.label(RichText::new(format!("- - {} {}", c.gpu.id, t.tl_usable)).weak()),
+            None => {
+                let all = c.capacity().saturating_sub(c.outside_allocator());
+                let text = t.tl_usable_above.replace("{gpu}", &c.gpu.id).replace("{gib}", &gib(all));
+                ui.label(RichText::new(text).weak())
+            }
+        };
     });
 }
 
@@ -287,8 +305,8 @@ struct Drawing<'a> {
     measured: Vec<(String, Vec<[f64; 2]>)>,
     spans: Vec<(Phase, std::ops::Range<usize>)>,
     top: f64,
-    /// What PyTorch's allocator may reserve, bytes.
-    usable: u64,
+    /// What PyTorch's allocator may reserve, bytes (`None`: above the axis).
+    usable: Option<u64>,
     peak: Option<Event>,
     peak_index: usize,
     selected: Option<usize>,
@@ -327,12 +345,14 @@ fn draw(p: &mut egui_plot::PlotUi<'_>, d: &Drawing<'_>) {
         let color = if i == 0 { egui::Color32::WHITE } else { egui::Color32::from_rgb(240, 228, 66) };
         p.line(egui_plot::Line::new(name.as_str(), PlotPoints::from(pts.clone())).color(color).width(1.5));
     }
-    p.hline(
-        HLine::new(format!("{} {}", d.gpu_id, t.tl_usable), d.usable as f64 / GIB)
-            .color(egui::Color32::from_rgb(200, 40, 30))
-            .style(LineStyle::dashed_loose())
-            .width(2.0),
-    );
+    if let Some(usable) = d.usable {
+        p.hline(
+            HLine::new(format!("{} {}", d.gpu_id, t.tl_usable), usable as f64 / GIB)
+                .color(egui::Color32::from_rgb(200, 40, 30))
+                .style(LineStyle::dashed_loose())
+                .width(2.0),
+        );
+    }
     if let Some(pk) = &d.peak {
         let y = pk.alive.total() as f64 / GIB;
         let px = (starts[d.peak_index] + starts[d.peak_index + 1]) / 2.0;
@@ -380,17 +400,18 @@ fn measured_vs_predicted(o: &Overlay, tl: &Timeline) -> String {
     let pred = tl.estimate.peak_allocated;
     let m = snapshots::step_peak(o);
     let mut s = format!(
-        "{}: {} {} {} {} ({:+.1} %)",
+        "{}: {} {} {} {} ({} %)",
         o.name,
         t.tl_measured_peak,
         gib(m),
         t.tl_vs_predicted,
         gib(pred),
-        pct(m, pred)
+        super::signed(pct(m, pred), 1)
     );
     for (phase, bytes) in snapshots::phase_peaks(o) {
         let p = tl.estimate.phase_peaks.of(phase);
-        s += &format!(" · {} {} / {} ({:+.1} %)", phase_name(phase), gib(bytes), gib(p), pct(bytes, p));
+        let d = super::signed(pct(bytes, p), 1);
+        s += &format!(" · {} {} / {} ({d} %)", phase_name(phase), gib(bytes), gib(p));
     }
     s
 }

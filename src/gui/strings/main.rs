@@ -203,7 +203,12 @@ strings! {
         why_hint: "Hover a bar segment or a row for the formula with your numbers."
             / "鼠标悬停在柱状图分段或表格行上，可查看代入当前数值的公式。",
         at_the_peak: "at the peak" / "（峰值时）",
-        capacity: "capacity" / "容量",
+        capacity: "CUDA-visible" / "CUDA 可见",
+        capacity_line: "{gpu} CUDA-visible: {gib}" / "{gpu} CUDA 可见：{gib}",
+        capacity_tip: "{gib}: the memory CUDA can use (torch.cuda.mem_get_info's total), which every verdict is against; nvidia-smi shows the card as {smi}."
+            / "{gib}：CUDA 可用的显存（torch.cuda.mem_get_info 的总量），所有结论都以它为准；nvidia-smi 显示这张卡为 {smi}。",
+        capacity_above: "{gpu} CUDA-visible {gib} is above this axis (scaled to the bars)"
+            / "{gpu} CUDA 可见 {gib} 在坐标轴之上（坐标按柱高缩放）",
         tab_batch: "vs micro-batch" / "随微批次",
         tab_seq: "vs sequence" / "随序列长度",
         tab_segments: "vs checkpoint segments" / "随检查点段数",
@@ -279,6 +284,8 @@ strings! {
         tl_x_axis: "event (tick: block)" / "事件（刻度：块）",
         tl_alive: "allocated" / "已分配",
         tl_usable: "capacity less CUDA context and NCCL" / "容量减去 CUDA 上下文和 NCCL",
+        tl_usable_above: "{gpu}: {gib} usable is above this axis (scaled to the step)"
+            / "{gpu}：可用 {gib} 在坐标轴之上（坐标按本步缩放）",
         tl_selected: "selected" / "选中",
         tl_allocates: "allocates" / "分配",
         tl_frees: "frees" / "释放",

@@ -9,20 +9,20 @@ strings! {
     pub struct ServeStrings, SERVE_EN, SERVE_ZH {
         mode_serve: "Serve" / "服务",
         mode_serve_tip: "A vLLM-style server: what it gives the KV cache after weights, the profiling forward and CUDA graphs, and how many requests fit at once (vramscope serve)."
-            / "vLLM 式推理服务器：扣除权重、profiling 前向和 CUDA graphs 之后留给 KV 缓存的显存，以及可同时容纳多少个请求（vramscope serve）。",
+            / "vLLM 式推理服务器：扣除权重、剖析前向和 CUDA graphs 之后留给 KV 缓存的显存，以及可同时容纳多少个请求（vramscope serve）。",
         section: "Server (vLLM)" / "服务器（vLLM）",
         utilisation: "GPU memory utilisation" / "GPU 显存利用率",
         utilisation_tip: "--gpu-memory-utilization: the share of the CUDA-visible memory the server may use. Everything but the weights, the profiling peak and non-torch memory becomes KV cache."
-            / "--gpu-memory-utilization：服务器可使用的 CUDA 可见显存比例。除权重、profiling 峰值和非 torch 显存外，其余全部用作 KV 缓存。",
+            / "--gpu-memory-utilization：服务器可使用的 CUDA 可见显存比例。除权重、剖析峰值和非 torch 显存外，其余全部用作 KV 缓存。",
         max_model_len: "max model len" / "最大模型长度",
         max_model_len_tip: "--max-model-len: the longest request (prompt + output). One request of this length must fit in the KV cache or the server refuses to start."
             / "--max-model-len：最长请求（prompt + 输出）。KV 缓存必须能放下一个这种长度的请求，否则服务器拒绝启动。",
         batched_tokens: "max batched tokens" / "最大批处理 token 数",
         batched_tokens_tip: "--max-num-batched-tokens: tokens per scheduler step, and of the profiling forward whose peak is kept free. 0: vLLM's default for the card."
-            / "--max-num-batched-tokens：每个调度步的 token 数，也是 profiling 前向的 token 数（其峰值需预留）。0：该显卡的 vLLM 默认值。",
+            / "--max-num-batched-tokens：每个调度步的 token 数，也是剖析前向的 token 数（其峰值需预留）。0：该显卡的 vLLM 默认值。",
         num_seqs: "max sequences" / "最大序列数",
         num_seqs_tip: "--max-num-seqs: sequences per step, and rows of the profiling sampler (a sort over the vocabulary for each). 0: vLLM's default for the card."
-            / "--max-num-seqs：每步的序列数，也是 profiling 采样器的行数（每行对整个词表排序一次）。0：该显卡的 vLLM 默认值。",
+            / "--max-num-seqs：每步的序列数，也是剖析采样器的行数（每行对整个词表排序一次）。0：该显卡的 vLLM 默认值。",
         card_default: "0 = vLLM's default" / "0 = vLLM 默认值",
         kv_fp8: "fp8 KV cache" / "fp8 KV 缓存",
         kv_fp8_tip: "--kv-cache-dtype fp8: one byte per key/value element, twice the tokens. Check quality on your prompts."
@@ -61,7 +61,7 @@ strings! {
         starts: "starts" / "可启动",
         cli_hint: "The same answer on the command line:" / "在命令行中得到相同结果：",
         seg_weights: "weights" / "权重",
-        seg_profile: "profiling peak" / "profiling 峰值",
+        seg_profile: "profiling peak" / "剖析峰值",
         seg_non_torch: "non-torch" / "非 torch 显存",
         seg_graphs: "CUDA graphs" / "CUDA graphs",
         seg_kv: "KV cache" / "KV 缓存",

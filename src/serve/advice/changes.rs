@@ -132,7 +132,7 @@ pub(super) fn title(c: Change, s: &Setup, before: &Setup, lang: Lang) -> String 
         Change::FewerSeqs => lang
             .pick(
                 "--max-num-seqs 256 (a smaller profiling sampler)",
-                "--max-num-seqs 256（更小的 profiling 采样器）",
+                "--max-num-seqs 256（更小的剖析采样器）",
             )
             .into(),
         Change::Eager => lang

@@ -107,7 +107,7 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, height: f32) {
             }
         }
         ui.interact(seg, ui.scope_id().with(("serve-seg", i)), Sense::hover()).on_hover_ui(|ui| {
-            ui.label(egui::RichText::new(format!("{label}: {}", gib(*bytes))).strong());
+            ui.label(egui::RichText::new(crate::gui::panels::kv(label, gib(*bytes))).strong());
             ui.label(exact(*bytes));
             ui.label(hover.as_str());
         });
@@ -156,7 +156,7 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, height: f32) {
     painter.text(
         pos2(lx, yt - 2.0),
         Align2::LEFT_BOTTOM,
-        format!("{} {} ({})", t.cuda_total_line, gib(b.cuda_total), c.gpu.id),
+        crate::gui::panels::capacity_line(&c.gpu.id, b.cuda_total),
         FontId::proportional(13.0),
         strong.gamma_multiply(0.8),
     );

@@ -20,7 +20,9 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, settings: &Settings) -> Vec<Inte
     let seqs = s.settings.max_num_seqs as f64;
     let target = settings.serve.target_concurrency;
     let mut clicked = None;
+    let height = crate::gui::panels::plot_height(ui);
     Plot::new("serve-concurrency")
+        .height(height)
         .legend(Legend::default())
         .x_axis_label(t.curve_x)
         .y_axis_label(t.curve_y)
@@ -59,14 +61,17 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, settings: &Settings) -> Vec<Inte
             if let (Some(ctx), Some(n)) = (s.context, s.concurrency_at_context) {
                 p.vline(VLine::new("", lx(ctx as f64)).width(1.0));
                 p.points(
-                    Points::new(format!("{}: {n:.1}", t.curve_context), vec![[lx(ctx as f64), ly(n)]])
-                        .radius(6.0)
-                        .shape(egui_plot::MarkerShape::Diamond),
+                    Points::new(
+                        crate::gui::panels::kv(t.curve_context, format!("{n:.1}")),
+                        vec![[lx(ctx as f64), ly(n)]],
+                    )
+                    .radius(6.0)
+                    .shape(egui_plot::MarkerShape::Diamond),
                 );
             }
             p.points(
                 Points::new(
-                    format!("{}: {:.1}", t.curve_max_len, s.max_concurrency),
+                    crate::gui::panels::kv(t.curve_max_len, format!("{:.1}", s.max_concurrency)),
                     vec![[lx(s.settings.max_model_len as f64), ly(s.max_concurrency)]],
                 )
                 .radius(6.0)

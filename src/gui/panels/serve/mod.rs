@@ -32,9 +32,9 @@ pub fn answer(c: &ServeComputed) -> (String, bool) {
             t.token_requests
         )
     } else if s.kv_tokens > 0 {
-        format!("{head}: {} — {}", t.does_not_start, t.request_too_long)
+        crate::gui::panels::kv(&head, format!("{} — {}", t.does_not_start, t.request_too_long))
     } else {
-        format!("{head}: {} — {}", t.does_not_start, t.nothing_left)
+        crate::gui::panels::kv(&head, format!("{} — {}", t.does_not_start, t.nothing_left))
     };
     (text, s.fits)
 }
@@ -49,7 +49,7 @@ pub fn headline(ui: &mut egui::Ui, c: &ServeComputed) {
     if let (Some(n), Some(ctx)) = (s.concurrency_at_context, s.context) {
         second.push(format!("{n:.1} {} {}{}", t.concurrent, digits(ctx), t.token_requests));
     }
-    second.push(format!("{}: {}", t.longest_fits, digits(s.max_model_len_that_fits)));
+    second.push(crate::gui::panels::kv(t.longest_fits, digits(s.max_model_len_that_fits)));
     second.push(format!(
         "{} {} ({})",
         t.seg_profile,

@@ -91,7 +91,7 @@ fn rows(c: &ServeComputed) -> Vec<(Option<Component>, &'static str, String, u64)
             text!(
                 lang,
                 "budget − weights − profiling − non-torch − graphs: {} blocks of {} ({} tokens of every layer, {})",
-                "预算 − 权重 − profiling − 非 torch − CUDA graphs：{} 个块，每块 {}（每层 {} 个 token，{}）",
+                "预算 − 权重 − 剖析峰值 − 非 torch − CUDA graphs：{} 个块，每块 {}（每层 {} 个 token，{}）",
                 digits(s.kv_blocks),
                 exact(l.block_bytes()),
                 st.block_size,
