@@ -101,21 +101,7 @@ pub fn ui(
     // what PyTorch's allocator may reserve: the card less the context and NCCL's buffers
     let usable = c.capacity().saturating_sub(c.outside_allocator());
     let peak = tl.peak().copied();
-    if let Some(p) = &peak {
-        ui.label(
-            RichText::new(format!(
-                "{} {} — {}",
-                t.tl_peak,
-                gib(p.alive.total()),
-                p.label_in(crate::gui::lang::current())
-            ))
-            .strong(),
-        );
-    }
-    if !lesson {
-        super::hint(ui, t.tl_hint);
-        out.extend(snapshot_row(ui, snaps, path));
-    }
+    out.extend(head_rows(ui, peak.as_ref(), snaps, path, lesson));
     let starts = std::sync::Arc::new(event_starts(ev));
     let index_at = {
         let starts = starts.clone();
@@ -214,6 +200,27 @@ pub fn ui(
         out.push(Intent::SelectEvent(Some(at_click(x))));
     }
     out
+}
+
+/// The rows over the plot: the peak, and (outside a lesson) the hint and the snapshot row.
+fn head_rows(
+    ui: &mut egui::Ui,
+    peak: Option<&Event>,
+    snaps: &Snapshots,
+    path: &mut String,
+    lesson: bool,
+) -> Vec<Intent> {
+    let t = tr();
+    if let Some(p) = peak {
+        let text =
+            format!("{} {} — {}", t.tl_peak, gib(p.alive.total()), p.label_in(crate::gui::lang::current()));
+        ui.label(RichText::new(text).strong());
+    }
+    if lesson {
+        return Vec::new();
+    }
+    super::hint(ui, t.tl_hint);
+    snapshot_row(ui, snaps, path)
 }
 
 /// Where each event starts on the x axis (and where the last ends): each holds until the next
