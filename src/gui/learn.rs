@@ -210,13 +210,13 @@ fn parameters_text(c: &Computed, l: Lang) -> String {
     let (p, pg, pgb) = (g(e.parameters), gb(e.parameters), g(e.parameters));
     text!(
         l,
-        "Every weight is stored in the GPU's memory: {n} parameters × {wb} B ({dtype}) = {pg} ({pgb}). \
-         The textbook example is this BERT-base: 110 M × 4 B ≈ 0.44 GB (0.41 GiB) in fp32. The weights \
-         do not change with the batch or the sequence: they are the curve's floor. In bf16 (2 B a \
+        "Every weight is stored in the GPU's memory: {n} parameters × {wb} bytes ({dtype}) = {pg} ({pgb}). \
+         The textbook example is this BERT-base: 110 × 10⁶ × 4 bytes ≈ 0.44 GB (0.41 GiB) in fp32. The weights \
+         do not change with the batch or the sequence: they are the curve's floor. In bf16 (2 bytes a \
          parameter) they would be half of today's {p}.",
-        "每个权重都存放在显存中：{n} 个参数 × {wb} B（{dtype}）= {pg}（{pgb}）。教材中的经典例子就是这个 \
-         BERT-base：1.1 亿 × 4 B ≈ 0.44 GB（0.41 GiB，fp32）。权重与批次和序列长度无关，是曲线的基线。\
-         换成 bf16（每个参数 2 B），权重只有当前 {p} 的一半。"
+        "每个权重都存放在显存中：{n} 个参数 × {wb} 字节（{dtype}）= {pg}（{pgb}）。教材中的经典例子就是这个 \
+         BERT-base：1.1 亿 × 4 字节 ≈ 0.44 GB（0.41 GiB，fp32）。权重与批次和序列长度无关，是曲线的基线。\
+         换成 bf16（每个参数 2 字节），权重只有当前 {p} 的一半。"
     )
 }
 
@@ -238,11 +238,11 @@ fn states_text(c: &Computed, l: Lang) -> String {
     let sum = g(e.parameters + e.gradients + e.optimizer_states + temp);
     text!(
         l,
-        "Training adds one gradient per trainable parameter ({gr}: {n} × {wb} B) and Adam's two moments, \
+        "Training adds one gradient per trainable parameter ({gr}: {n} × {wb} bytes) and Adam's two moments, \
          exp_avg and exp_avg_sq: 2× the parameters ({op}). PyTorch's default foreach AdamW step also \
          makes a parameter-sized temporary for sqrt(exp_avg_sq) ({tp} at the step, see the timeline): \
          weights + gradients + moments + temporary = {sum}. The fused AdamW (adamw-fused) avoids the temporary.",
-        "训练时每个可训练参数还要一个梯度（{gr}：{n} × {wb} B），以及 Adam 的两个矩估计 exp_avg 和 \
+        "训练时每个可训练参数还要一个梯度（{gr}：{n} × {wb} 字节），以及 Adam 的两个矩估计 exp_avg 和 \
          exp_avg_sq：参数的 2 倍（{op}）。PyTorch 默认的 foreach AdamW 更新还会为 sqrt(exp_avg_sq) 分配一个与参数\
          同样大小的临时张量（优化器更新步时 {tp}，见时间线）：权重 + 梯度 + 矩估计 + 临时张量 = {sum}。融合版 \
          AdamW（adamw-fused）没有这个临时张量。"
@@ -285,11 +285,11 @@ fn mixed_precision_text(c: &Computed, l: Lang) -> String {
     text!(
         l,
         "Mixed precision ({}) runs the matmuls in half precision: the activations are mostly bf16 \
-         copies ({acts}). It does not halve the states: the master weights stay fp32 ({p}, 4 B × {n}), \
-         the gradients fp32 ({gr}), Adam's moments fp32 ({op}) — 16 B a parameter, plus the half copy \
+         copies ({acts}). It does not halve the states: the master weights stay fp32 ({p}, 4 bytes × {n}), \
+         the gradients fp32 ({gr}), Adam's moments fp32 ({op}) — 16 bytes a parameter, plus the half copy \
          autocast keeps of each weight it casts. Switch the precision to bf16 (pure) to halve those too.",
         "混合精度（{}）用半精度做矩阵乘法：激活值大多是 bf16 副本（{acts}）。它不会把状态减半：主权重仍是 \
-         fp32（{p}，4 B × {n}），梯度是 fp32（{gr}），Adam 的矩估计也是 fp32（{op}）——每个参数 16 B，另加 \
+         fp32（{p}，4 字节 × {n}），梯度是 fp32（{gr}），Adam 的矩估计也是 fp32（{op}）——每个参数 16 字节，另加 \
          autocast 为每个转换的权重保留的半精度副本。把精度切换为纯 bf16，这些也会减半。",
         sc.precision
     )
