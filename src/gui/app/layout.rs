@@ -94,6 +94,12 @@ impl Central<'_> {
     fn estimate_view(&mut self, ui: &mut egui::Ui, c: &Computed) {
         let presentation = self.state.view.presentation;
         panels::headline::ui(ui, c, &self.state.settings, presentation);
+        // a timeline event shown in "Why this much?": the headline and the bar say they did not move
+        let events = c.timeline.as_ref().map_or(0, |tl| tl.events.len());
+        if self.selected_event.is_some_and(|(r, i)| r == self.derived.recomputations && i < events) {
+            let note = crate::gui::strings::tr_controls().headline_at_peak;
+            ui.add(egui::Label::new(egui::RichText::new(note).italics()).wrap());
+        }
         ui.add_space(6.0);
         let pinned: Vec<(&str, &Computed)> = self
             .derived
@@ -170,7 +176,7 @@ impl Central<'_> {
 
 /// The height of the chart row over the tabs, out of `avail` points: `share` of it, at least
 /// `least`; on a projector the tab's curve or table under it keeps `BELOW` points (its tab strip,
-/// hint and a plot tall enough for its axis labels and legend), down to a chart of 150.
+/// legend row and a plot tall enough for its axis labels), down to a chart of 150.
 pub(super) fn presentation_split(avail: f32, share: f32, least: f32, presentation: bool) -> f32 {
     const BELOW: f32 = 190.0;
     let top = (avail * share).max(least);

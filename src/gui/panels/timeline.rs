@@ -98,15 +98,7 @@ pub fn ui(
     let usable = c.capacity().saturating_sub(c.outside_allocator());
     let peak = tl.peak().copied();
     if let Some(p) = &peak {
-        ui.label(
-            RichText::new(format!(
-                "{} {} — {}",
-                t.tl_peak,
-                gib(p.alive.total()),
-                p.label_in(crate::gui::lang::current())
-            ))
-            .strong(),
-        );
+        peak_header(ui, c, p, selected.and_then(|i| ev.get(i)));
     }
     super::hint(ui, t.tl_hint);
     out.extend(snapshot_row(ui, snaps, path));
@@ -204,6 +196,24 @@ pub fn ui(
         out.push(Intent::SelectEvent(Some(at_click(x))));
     }
     out
+}
+
+/// The timeline's peak as what it is, allocated bytes ("peak 16.1 GiB allocated — …", with the
+/// selected moment's), and why the headline's total (what nvidia-smi shows) is larger.
+fn peak_header(ui: &mut egui::Ui, c: &Computed, p: &Event, selected: Option<&Event>) {
+    let tc = crate::gui::strings::tr_controls();
+    let mut head = format!(
+        "{} — {}",
+        tc.tl_peak_allocated.replace("{gib}", &gib(p.alive.total())),
+        p.label_in(crate::gui::lang::current())
+    );
+    if let Some(e) = selected {
+        head += &format!(" · {}", tc.tl_selected_allocated.replace("{gib}", &gib(e.alive.total())));
+    }
+    ui.label(RichText::new(head).strong());
+    let note =
+        tc.tl_vs_headline.replace("{peak}", &gib(p.alive.total())).replace("{total}", &gib(c.estimate.total));
+    super::hint(ui, &note);
 }
 
 /// Where each event starts on the x axis (and where the last ends): each holds until the next
@@ -337,10 +347,13 @@ fn draw(p: &mut egui_plot::PlotUi<'_>, d: &Drawing<'_>) {
         let y = pk.alive.total() as f64 / GIB;
         let px = (starts[d.peak_index] + starts[d.peak_index + 1]) / 2.0;
         p.points(
-            Points::new(format!("{} {}", t.tl_peak, gib(pk.alive.total())), vec![[px, y]])
-                .radius(6.0)
-                .color(egui::Color32::WHITE)
-                .shape(egui_plot::MarkerShape::Diamond),
+            Points::new(
+                crate::gui::strings::tr_controls().tl_peak_allocated.replace("{gib}", &gib(pk.alive.total())),
+                vec![[px, y]],
+            )
+            .radius(6.0)
+            .color(egui::Color32::WHITE)
+            .shape(egui_plot::MarkerShape::Diamond),
         );
     }
     if let Some(i) = d.selected.filter(|i| *i < d.events) {
