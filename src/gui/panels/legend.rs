@@ -72,12 +72,7 @@ pub fn row(ui: &mut egui::Ui, plot: egui::Id, entries: &[Entry], idle: &str, not
             }
         }
         for e in entries {
-            ui.horizontal(|ui| {
-                ui.spacing_mut().item_spacing.x = 4.0;
-                let (rect, _) = ui.allocate_exact_size(egui::vec2(size * 1.4, size), egui::Sense::hover());
-                paint_swatch(ui.painter(), rect, e);
-                ui.label(RichText::new(&e.name).size(size));
-            });
+            entry(ui, e, size);
             ui.add_space(8.0);
         }
         match readout {
@@ -86,6 +81,22 @@ pub fn row(ui: &mut egui::Ui, plot: egui::Id, entries: &[Entry], idle: &str, not
             None => ui.label(RichText::new(idle).size(size).weak()),
         };
     });
+}
+
+/// One entry as one widget (swatch and name), so the row wraps between entries, never inside
+/// one; named for screen readers by its text.
+fn entry(ui: &mut egui::Ui, e: &Entry, size: f32) {
+    let color = ui.visuals().text_color();
+    let galley = ui.painter().layout_no_wrap(e.name.clone(), egui::FontId::proportional(size), color);
+    let swatch = egui::vec2(size * 1.4, size);
+    let gap = 4.0;
+    let want = egui::vec2(swatch.x + gap + galley.size().x, galley.size().y.max(swatch.y));
+    let (rect, response) = ui.allocate_exact_size(want, egui::Sense::hover());
+    let sw = egui::Rect::from_min_size(egui::pos2(rect.left(), rect.center().y - swatch.y / 2.0), swatch);
+    paint_swatch(ui.painter(), sw, e);
+    let at = egui::pos2(sw.right() + gap, rect.center().y - galley.size().y / 2.0);
+    ui.painter().galley(at, galley, color);
+    response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Label, true, &e.name));
 }
 
 fn paint_swatch(p: &egui::Painter, rect: egui::Rect, e: &Entry) {

@@ -210,10 +210,14 @@ fn peak_header(ui: &mut egui::Ui, c: &Computed, p: &Event, selected: Option<&Eve
     if let Some(e) = selected {
         head += &format!(" · {}", tc.tl_selected_allocated.replace("{gib}", &gib(e.alive.total())));
     }
-    ui.label(RichText::new(head).strong());
     let note =
         tc.tl_vs_headline.replace("{peak}", &gib(p.alive.total())).replace("{total}", &gib(c.estimate.total));
-    super::hint(ui, &note);
+    // one line, so the plot keeps its height; the whole story on hover
+    ui.horizontal_wrapped(|ui| {
+        ui.label(RichText::new(head).strong()).on_hover_text(&note);
+        ui.label(RichText::new(tc.tl_headline_is.replace("{total}", &gib(c.estimate.total))).weak())
+            .on_hover_text(&note);
+    });
 }
 
 /// Where each event starts on the x axis (and where the last ends): each holds until the next

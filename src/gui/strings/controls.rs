@@ -49,6 +49,8 @@ strings! {
         /// Under the timeline: why its peak is below the headline.
         tl_vs_headline: "The timeline shows what PyTorch has allocated ({peak} at the peak); the headline's {total} is what nvidia-smi shows: that plus the allocator's cache, the CUDA context and NCCL's buffers."
             / "时间线显示 PyTorch 已分配的显存（峰值 {peak}）；标题中的 {total} 是 nvidia-smi 显示的量：它加上分配器缓存、CUDA 上下文和 NCCL 缓冲区。",
+        /// After the timeline's peak, the headline's figure named: "{total}".
+        tl_headline_is: "the headline's {total} is what nvidia-smi shows" / "标题中的 {total} 是 nvidia-smi 显示的量",
         /// The selected moment beside the peak: "{gib}".
         tl_selected_allocated: "selected: {gib} allocated" / "选中：{gib}（已分配）",
         /// Under the segment curve where it steps up: "{layers}", "{n}", "{k}", "{seg}", "{last}".
