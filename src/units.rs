@@ -171,9 +171,40 @@ pub fn digits(n: u64) -> String {
     out
 }
 
+/// A number with `decimals` places and thousands separators: "12,876.0" (the one format of the
+/// window's large numbers).
+pub fn grouped(x: f64, decimals: usize) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    let s = format!("{:.*}", decimals, x.abs());
+    let (whole, frac) = s.split_once('.').map_or((s.as_str(), None), |(w, f)| (w, Some(f)));
+    let mut out = String::with_capacity(s.len() + 4);
+    // "-0.0" stays "0.0"
+    if x < 0.0 && s.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
+        out.push('-');
+    }
+    out += &whole.parse::<u64>().map_or_else(|_| whole.to_owned(), digits);
+    if let Some(f) = frac {
+        out.push('.');
+        out += f;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_numbers_are_grouped() {
+        assert_eq!(grouped(12876.04, 1), "12,876.0");
+        assert_eq!(grouped(999.95, 1), "1,000.0");
+        assert_eq!(grouped(80.0, 0), "80");
+        assert_eq!(grouped(-1234.5, 1), "-1,234.5");
+        assert_eq!(grouped(-0.01, 1), "0.0");
+        assert_eq!(grouped(1_234_567.0, 2), "1,234,567.00");
+    }
 
     #[test]
     fn digits_are_grouped() {

@@ -11,6 +11,8 @@ use vramscope::gui::state::{AppState, ModelChoice, Settings, Tab};
 // groups of tests in tests/gui/ (modules of this one test binary)
 #[path = "gui/charts.rs"]
 mod charts;
+#[path = "gui/controls.rs"]
+mod controls;
 #[path = "gui/live.rs"]
 mod live;
 #[path = "gui/room.rs"]
@@ -367,6 +369,8 @@ fn lessons_step_with_the_keys_and_leaving_restores_the_user_s_scenario() {
     h.run();
     let mine = h.state().state.settings.clone();
     h.get_by_label("Learn").click();
+    h.run();
+    h.get_by_label("Start at lesson 1").click();
     h.run_steps(2);
     assert!(h.query_by_label_contains("Lesson 1 of 8").is_some());
     assert_eq!(h.state().state.settings, Lesson::ALL[0].settings());

@@ -51,11 +51,17 @@ pub enum Intent {
     SetDark(bool),
     /// Presentation layout on or off (on: the controls fold into a strip).
     SetPresentation(bool),
-    /// A step of the Learn view (start, next, back, leave).
+    /// A step of the Learn view (start, go to a lesson, next, back, leave).
     Learn(super::learn::LearnStep),
     /// Fold the controls into a slim strip (`true`) or open them.
     CollapseControls(bool),
     /// The interface language.
     SetLang(crate::gui::lang::Lang),
+    /// Full screen on (`true`) or off.
+    Fullscreen(bool),
+    /// Zoom in, out or back to 100 % (kept in the saved view).
+    Zoom(super::state::ZoomStep),
+    /// Open (`true`) or close the keyboard-shortcut window.
+    ShowShortcuts(bool),
     Quit,
 }

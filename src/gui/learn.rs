@@ -58,6 +58,9 @@ impl LearnState {
 pub enum LearnStep {
     /// Start at the first lesson (keeping the user's scenario).
     Start,
+    /// Go to lesson N (an index into [`Lesson::ALL`]), starting the lessons if needed (keeping
+    /// the user's scenario as `Start` does).
+    Go(usize),
     /// The next lesson.
     Next,
     /// The lesson before.
@@ -474,6 +477,11 @@ pub fn step(
             go(learn, tab, 0)
         }
         (LearnStep::Start, Some(i)) => go(learn, tab, i),
+        (LearnStep::Go(i), None) if i < Lesson::ALL.len() => {
+            *learn = Some(LearnState { index: i, saved: Box::new(settings.clone()), saved_tab: *tab });
+            go(learn, tab, i)
+        }
+        (LearnStep::Go(i), Some(_)) if i < Lesson::ALL.len() => go(learn, tab, i),
         (LearnStep::Next, Some(i)) if i + 1 < Lesson::ALL.len() => go(learn, tab, i + 1),
         (LearnStep::Back, Some(i)) if i > 0 => go(learn, tab, i - 1),
         (LearnStep::Leave, Some(_)) => {

@@ -347,6 +347,40 @@ pub struct View {
     pub controls_collapsed: bool,
     /// The Learn view's lesson and the user's own scenario to go back to (`None`: not learning).
     pub learn: Option<super::learn::LearnState>,
+    /// The user's zoom (View → Zoom, Ctrl+= / Ctrl+− / Ctrl+0), multiplied with the
+    /// presentation layout's; 1.0 in a state saved before it existed.
+    pub zoom: f32,
+}
+
+/// The zoom steps Ctrl+= and Ctrl+− move between.
+pub const ZOOM_STEPS: [f32; 13] = [0.5, 0.67, 0.75, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0];
+
+/// A change of the user's zoom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZoomStep {
+    In,
+    Out,
+    Reset,
+}
+
+impl ZoomStep {
+    /// The zoom after this step from `z` (a saved zoom off the steps moves to the next one).
+    pub fn apply(self, z: f32) -> f32 {
+        let z = if z.is_finite() { z } else { 1.0 };
+        match self {
+            Self::In => ZOOM_STEPS.into_iter().find(|s| *s > z + 0.001).unwrap_or(ZOOM_STEPS[12]),
+            Self::Out => ZOOM_STEPS.into_iter().rev().find(|s| *s < z - 0.001).unwrap_or(ZOOM_STEPS[0]),
+            Self::Reset => 1.0,
+        }
+    }
+}
+
+impl View {
+    /// The user's zoom, within the steps' range (a hand-edited state cannot make the window
+    /// unusable).
+    pub fn user_zoom(&self) -> f32 {
+        if self.zoom.is_finite() { self.zoom.clamp(ZOOM_STEPS[0], ZOOM_STEPS[12]) } else { 1.0 }
+    }
 }
 
 impl Default for View {
@@ -361,6 +395,7 @@ impl Default for View {
             lang: None,
             controls_collapsed: false,
             learn: None,
+            zoom: 1.0,
         }
     }
 }

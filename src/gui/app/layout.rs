@@ -96,6 +96,12 @@ impl Central<'_> {
     fn estimate_view(&mut self, ui: &mut egui::Ui, c: &Computed) {
         let presentation = self.state.view.presentation;
         panels::headline::ui(ui, c, &self.state.settings, presentation);
+        // a timeline event shown in "Why this much?": the headline and the bar say they did not move
+        let events = c.timeline.as_ref().map_or(0, |tl| tl.events.len());
+        if self.selected_event.is_some_and(|(r, i)| r == self.derived.recomputations && i < events) {
+            let note = crate::gui::strings::tr_controls().headline_at_peak;
+            ui.add(egui::Label::new(egui::RichText::new(note).italics()).wrap());
+        }
         ui.add_space(6.0);
         let pinned: Vec<(&str, &Computed)> = self
             .derived

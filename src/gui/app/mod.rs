@@ -87,6 +87,8 @@ pub struct VramApp {
     pub pending_open: Option<String>,
     /// The Learn view's lesson text for the scenario shown.
     learn_body: panels::learn::BodyCache,
+    /// Help → Keyboard shortcuts is open.
+    pub shortcuts_open: bool,
 }
 
 impl VramApp {
@@ -116,6 +118,7 @@ impl VramApp {
             snapshot_path: String::new(),
             pending_open: None,
             learn_body: Default::default(),
+            shortcuts_open: false,
         }
     }
 
@@ -209,6 +212,9 @@ impl VramApp {
             Intent::CollapseControls(c) => self.state.view.controls_collapsed = c,
             Intent::Learn(step) => self.learn_step(step),
             Intent::SetLang(l) => self.set_lang(l),
+            Intent::Fullscreen(on) => ctx.send_viewport_cmd(egui::ViewportCommand::Fullscreen(on)),
+            Intent::Zoom(step) => self.state.view.zoom = step.apply(self.state.view.user_zoom()),
+            Intent::ShowShortcuts(open) => self.shortcuts_open = open,
             Intent::Quit => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
             Intent::Export(format) => self.export(format),
             Intent::ExportServe { json } => self.export_serve(json),
@@ -369,8 +375,12 @@ impl VramApp {
         super::lang::set(self.state.view.lang.unwrap_or_else(super::lang::Lang::system));
         self.frame += 1;
         ctx.set_theme(if self.state.view.dark { egui::Theme::Dark } else { egui::Theme::Light });
+        // one zoom: the user's (kept in the saved view) times the presentation layout's; egui's
+        // own zoom keys would be undone here every frame, so they are off and ours read them
+        ctx.options_mut(|o| o.zoom_with_keyboard = false);
         let learning = self.state.view.learn.is_some();
-        let zoom = if self.state.view.presentation { presentation_zoom(&ctx, learning) } else { 1.0 };
+        let base = if self.state.view.presentation { presentation_zoom(&ctx, learning) } else { 1.0 };
+        let zoom = base * self.state.view.user_zoom();
         panels::set_presentation(&ctx, self.state.view.presentation);
         if (ctx.zoom_factor() - zoom).abs() > f32::EPSILON {
             ctx.set_zoom_factor(zoom);
@@ -435,6 +445,7 @@ impl VramApp {
             live_actions: Vec::new(),
         };
         egui::CentralPanel::default().show(ui, |ui| central.ui(ui));
+        intents.extend(panels::shortcuts::window(&ctx, self.shortcuts_open));
         let Central { intents: central_intents, live_actions, .. } = central;
         intents.extend(central_intents);
         for i in intents {

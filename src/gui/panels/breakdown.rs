@@ -466,7 +466,7 @@ pub fn tick_values(top: f64) -> Vec<(f64, String)> {
     (0u32..1000)
         .map(|k| f64::from(k) * step)
         .take_while(|v| *v <= gib_top * (1.0 + 1e-9))
-        .map(|v| (v * crate::units::GIB, format!("{v:.decimals$}")))
+        .map(|v| (v * crate::units::GIB, crate::units::grouped(v, decimals)))
         .collect()
 }
 

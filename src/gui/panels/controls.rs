@@ -266,9 +266,34 @@ fn stack(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
 fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
     let t = tr();
     let train = s.mode == Mode::Train;
-    let r = ui
-        .add(egui::Slider::new(&mut s.batch, 1..=4096).logarithmic(true).text(t.batch))
-        .on_hover_text(t.batch_tip);
+    // 1 to 4096 on a rail as wide as the panel, stepping through powers of two, under its name
+    // and a number that takes any value typed
+    let before = s.batch;
+    let (name, typed) = ui
+        .horizontal(|ui| {
+            let name = ui.label(t.batch).on_hover_text(t.batch_tip);
+            let typed = ui
+                .add(egui::DragValue::new(&mut s.batch).range(1..=4096).speed(0.2))
+                .on_hover_text(t.batch_tip);
+            (name, typed)
+        })
+        .inner;
+    let mut b = s.batch;
+    let rail = ui
+        .scope(|ui| {
+            ui.spacing_mut().slider_width = (ui.available_width() - 4.0).clamp(100.0, 480.0);
+            ui.add(egui::Slider::new(&mut b, 1..=4096).logarithmic(true).show_value(false))
+        })
+        .inner
+        .on_hover_text(t.batch_tip)
+        .labelled_by(name.id);
+    rail.widget_info(|| egui::WidgetInfo::slider(true, b as f64, t.batch));
+    if rail.changed() {
+        // the handle under the pointer goes to the nearest power of two; a key or a screen
+        // reader's step moves on to the next one
+        s.batch = if rail.interact_pointer_pos().is_some() { pow2_step(0, b) } else { pow2_step(before, b) };
+    }
+    let r = rail.union(typed);
     mark(r.changed(), "batch", knob);
     let max_seq = s
         .model_spec()
@@ -299,6 +324,29 @@ fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
             mark(r.changed(), "new tokens", knob);
         }
     }
+}
+
+/// The micro-batch the rail steps to from `old` when it asks for `new`: the power of two nearest
+/// `new` on the log scale, at least one power of two on in the direction asked (1 to 4096).
+/// `old` 0: just the nearest power of two.
+pub fn pow2_step(old: u64, new: u64) -> u64 {
+    let near = 1u64 << ((new.max(1) as f64).log2().round() as u32).min(12);
+    if old == 0 {
+        return near;
+    }
+    if new == old {
+        return old;
+    }
+    let up = new > old;
+    let step = if up && near > old || !up && near < old {
+        near
+    } else if up {
+        (old + 1).next_power_of_two()
+    } else {
+        // the largest power of two below `old`
+        1u64 << (63 - (old - 1).max(1).leading_zeros())
+    };
+    step.clamp(1, 4096)
 }
 
 /// The attention kernel.
@@ -541,4 +589,27 @@ pub fn fold_button(ui: &mut egui::Ui) -> Vec<Intent> {
         }
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pow2_step;
+
+    #[test]
+    fn the_batch_rail_steps_through_powers_of_two() {
+        // a key or a screen reader's step: on to the next power of two, either way
+        assert_eq!(pow2_step(16, 17), 32);
+        assert_eq!(pow2_step(16, 15), 8);
+        assert_eq!(pow2_step(24, 25), 32);
+        assert_eq!(pow2_step(24, 23), 16);
+        assert_eq!(pow2_step(1, 16), 16, "a value asked for that is a power of two stays");
+        assert_eq!(pow2_step(16, 4), 4);
+        assert_eq!(pow2_step(4096, 4097), 4096);
+        assert_eq!(pow2_step(1, 0), 1);
+        // the pointer: the nearest power of two on the log scale
+        assert_eq!(pow2_step(0, 20), 16);
+        assert_eq!(pow2_step(0, 40), 32);
+        assert_eq!(pow2_step(0, 3000), 4096);
+        assert_eq!(pow2_step(5, 5), 5, "no change, no step");
+    }
 }

@@ -9,6 +9,7 @@ pub mod curves;
 pub mod drop;
 pub mod headline;
 pub mod learn;
+pub mod legend;
 pub mod live;
 pub mod menu;
 pub mod options;
@@ -94,13 +95,14 @@ pub fn nice_grid() -> impl Fn(egui_plot::GridInput) -> Vec<egui_plot::GridMark> 
     })
 }
 
-/// Formats bytes as GiB for display (MiB below 0.1 GiB).
+/// Formats bytes as GiB for display (MiB below 0.1 GiB), with thousands separators
+/// ("12,876.0 GiB").
 pub fn gib(bytes: u64) -> String {
     let g = bytes as f64 / crate::units::GIB;
     if bytes == 0 || g >= 0.1 {
-        format!("{g:.1} GiB")
+        format!("{} GiB", crate::units::grouped(g, 1))
     } else {
-        format!("{:.1} MiB", bytes as f64 / crate::units::MIB)
+        format!("{} MiB", crate::units::grouped(bytes as f64 / crate::units::MIB, 1))
     }
 }
 
@@ -131,17 +133,16 @@ pub fn kv(key: &str, value: impl std::fmt::Display) -> String {
     format!("{key}{}{value}", crate::gui::lang::current().pick(": ", "："))
 }
 
+/// A plot's GiB axis tick, with thousands separators.
+pub fn gib_tick(mark: egui_plot::GridMark, _range: &std::ops::RangeInclusive<f64>) -> String {
+    let v = mark.value;
+    let places = if mark.step_size >= 1.0 { 0 } else { 1 };
+    crate::units::grouped(v, places)
+}
+
 /// Exact bytes with thousands separators, for tooltips.
 pub fn exact(bytes: u64) -> String {
-    let s = bytes.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out + crate::gui::lang::current().pick(" bytes", " 字节")
+    crate::units::digits(bytes) + crate::gui::lang::current().pick(" bytes", " 字节")
 }
 
 #[cfg(test)]

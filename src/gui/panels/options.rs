@@ -10,7 +10,7 @@ use crate::gui::strings::tr;
 use crate::gui::strings_options::tr_options;
 use crate::options::HardwarePath;
 use crate::roadmap::{Roadmap, Step, StepKind};
-use crate::units::GIB;
+use crate::units::{GIB, grouped};
 use eframe::egui::{self, Align2, FontId, Rect, Sense, Stroke, pos2, vec2};
 
 /// Draws the table of hardware paths, the cost of a run, then the roadmap.
@@ -84,7 +84,11 @@ pub fn ui(
                 } else {
                     p.micro_batch.to_string()
                 });
-                ui.label(format!("{:.1} / {:.1}", p.total_bytes as f64 / GIB, p.capacity as f64 / GIB));
+                ui.label(format!(
+                    "{} / {}",
+                    grouped(p.total_bytes as f64 / GIB, 1),
+                    grouped(p.capacity as f64 / GIB, 1)
+                ));
                 let (text, color) = if p.fits {
                     (
                         format!("{} ({})", o.yes, super::signed(p.headroom as f64 / GIB, 1)),
@@ -298,13 +302,17 @@ fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
                 ui.label(&s.title).on_hover_text(how);
                 match (s.kind, s.saves, s.saves_pct) {
                     (StepKind::NotMemory, _, _) => ui.label(o.not_memory),
-                    (_, Some(b), Some(p)) => ui.label(format!("{:.1} GiB ({p:.0} %)", b as f64 / GIB)),
-                    _ => ui.label(o.card_of.replace("{gib}", &format!("{:.0}", s.capacity as f64 / GIB))),
+                    (_, Some(b), Some(p)) => {
+                        ui.label(format!("{} GiB ({p:.0} %)", grouped(b as f64 / GIB, 1)))
+                    }
+                    _ => ui.label(o.card_of.replace("{gib}", &grouped(s.capacity as f64 / GIB, 0))),
                 };
                 match s.total_after {
-                    Some(t) => {
-                        ui.label(format!("{:.1} / {:.1} GiB", t as f64 / GIB, s.capacity as f64 / GIB))
-                    }
+                    Some(t) => ui.label(format!(
+                        "{} / {} GiB",
+                        grouped(t as f64 / GIB, 1),
+                        grouped(s.capacity as f64 / GIB, 1)
+                    )),
                     None => ui.label("-"),
                 };
                 if s.kind == StepKind::NotMemory {

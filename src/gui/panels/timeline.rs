@@ -101,7 +101,7 @@ pub fn ui(
     // what PyTorch's allocator may reserve: the card less the context and NCCL's buffers
     let usable = c.capacity().saturating_sub(c.outside_allocator());
     let peak = tl.peak().copied();
-    out.extend(head_rows(ui, peak.as_ref(), snaps, path, lesson));
+    out.extend(head_rows(ui, c, peak.as_ref(), selected.and_then(|i| ev.get(i)), snaps, path, lesson));
     let starts = std::sync::Arc::new(event_starts(ev));
     let index_at = {
         let starts = starts.clone();
@@ -205,22 +205,43 @@ pub fn ui(
 /// The rows over the plot: the peak, and (outside a lesson) the hint and the snapshot row.
 fn head_rows(
     ui: &mut egui::Ui,
+    c: &Computed,
     peak: Option<&Event>,
+    selected: Option<&Event>,
     snaps: &Snapshots,
     path: &mut String,
     lesson: bool,
 ) -> Vec<Intent> {
-    let t = tr();
     if let Some(p) = peak {
-        let text =
-            format!("{} {} — {}", t.tl_peak, gib(p.alive.total()), p.label_in(crate::gui::lang::current()));
-        ui.label(RichText::new(text).strong());
+        peak_header(ui, c, p, selected);
     }
     if lesson {
         return Vec::new();
     }
-    super::hint(ui, t.tl_hint);
+    super::hint(ui, tr().tl_hint);
     snapshot_row(ui, snaps, path)
+}
+
+/// The timeline's peak as what it is, allocated bytes ("peak 16.1 GiB allocated — …", with the
+/// selected moment's), and why the headline's total (what nvidia-smi shows) is larger.
+fn peak_header(ui: &mut egui::Ui, c: &Computed, p: &Event, selected: Option<&Event>) {
+    let tc = crate::gui::strings::tr_controls();
+    let mut head = format!(
+        "{} — {}",
+        tc.tl_peak_allocated.replace("{gib}", &gib(p.alive.total())),
+        p.label_in(crate::gui::lang::current())
+    );
+    if let Some(e) = selected {
+        head += &format!(" · {}", tc.tl_selected_allocated.replace("{gib}", &gib(e.alive.total())));
+    }
+    let note =
+        tc.tl_vs_headline.replace("{peak}", &gib(p.alive.total())).replace("{total}", &gib(c.estimate.total));
+    // one line, so the plot keeps its height; the whole story on hover
+    ui.horizontal_wrapped(|ui| {
+        ui.label(RichText::new(head).strong()).on_hover_text(&note);
+        ui.label(RichText::new(tc.tl_headline_is.replace("{total}", &gib(c.estimate.total))).weak())
+            .on_hover_text(&note);
+    });
 }
 
 /// Where each event starts on the x axis (and where the last ends): each holds until the next
@@ -364,10 +385,13 @@ fn draw(p: &mut egui_plot::PlotUi<'_>, d: &Drawing<'_>) {
         let y = pk.alive.total() as f64 / GIB;
         let px = (starts[d.peak_index] + starts[d.peak_index + 1]) / 2.0;
         p.points(
-            Points::new(format!("{} {}", t.tl_peak, gib(pk.alive.total())), vec![[px, y]])
-                .radius(6.0)
-                .color(egui::Color32::WHITE)
-                .shape(egui_plot::MarkerShape::Diamond),
+            Points::new(
+                crate::gui::strings::tr_controls().tl_peak_allocated.replace("{gib}", &gib(pk.alive.total())),
+                vec![[px, y]],
+            )
+            .radius(6.0)
+            .color(egui::Color32::WHITE)
+            .shape(egui_plot::MarkerShape::Diamond),
         );
     }
     if let Some(i) = d.selected.filter(|i| *i < d.events) {

@@ -4,10 +4,11 @@
 
 use crate::gui::derived::ServeComputed;
 use crate::gui::intent::Intent;
+use crate::gui::panels::legend::{self, Entry, Swatch, colors};
 use crate::gui::state::Settings;
-use crate::gui::strings::tr_serve;
+use crate::gui::strings::{tr_controls, tr_serve};
 use eframe::egui;
-use egui_plot::{HLine, Legend, Line, LineStyle, Plot, PlotPoints, Points, VLine};
+use egui_plot::{HLine, Line, LineStyle, Plot, PlotPoints, Points, VLine};
 
 /// Draws the curve.
 pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, settings: &Settings) -> Vec<Intent> {
@@ -19,11 +20,32 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, settings: &Settings) -> Vec<Inte
     let pts: Vec<[f64; 2]> = c.curve.iter().map(|&(x, y)| [lx(x as f64), ly(y)]).collect();
     let seqs = s.settings.max_num_seqs as f64;
     let target = settings.serve.target_concurrency;
+    let id = egui::Id::NULL.with("vramscope-serve-curve");
+    let mut entries = vec![
+        Entry::new(t.curve_line, colors::CURVE, Swatch::Solid),
+        Entry::new(format!("{} ({})", t.num_seqs, s.settings.max_num_seqs), colors::EXTRA[0], Swatch::Dotted),
+    ];
+    if target > 0.0 {
+        entries.push(Entry::new(format!("{} {target}", t.curve_target), colors::CAPACITY, Swatch::Dashed));
+    }
+    if let (Some(_), Some(n)) = (s.context, s.concurrency_at_context) {
+        entries.push(Entry::new(
+            crate::gui::panels::kv(t.curve_context, format!("{n:.1}")),
+            colors::MARK,
+            Swatch::Marker,
+        ));
+    }
+    entries.push(Entry::new(
+        crate::gui::panels::kv(t.curve_max_len, format!("{:.1}", s.max_concurrency)),
+        colors::EXTRA[1],
+        Swatch::Marker,
+    ));
+    legend::row(ui, id, &entries, tr_controls().hover_none, &[]);
+    let curve = &c.curve;
     let mut clicked = None;
     let height = crate::gui::panels::plot_height(ui);
-    Plot::new("serve-concurrency")
+    let plot = Plot::new("serve-concurrency")
         .height(height)
-        .legend(Legend::default())
         .x_axis_label(t.curve_x)
         .y_axis_label(t.curve_y)
         .allow_scroll(false)
@@ -35,36 +57,41 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, settings: &Settings) -> Vec<Inte
         })
         .y_axis_formatter(|m, _| {
             let v = 10f64.powf(m.value);
-            if v >= 10.0 { format!("{v:.0}") } else { format!("{v:.1}") }
+            if v >= 10.0 { crate::units::grouped(v, 0) } else { format!("{v:.1}") }
         })
-        .label_formatter(|h| {
+        // the curve's value at the pointer's context length, not the pointer's height
+        .label_formatter(move |h| {
             let p = match h {
                 egui_plot::HoverPosition::NearDataPoint { position, .. }
                 | egui_plot::HoverPosition::Elsewhere { position } => position,
             };
-            Some(format!("{:.0} tokens: {:.1}", p.x.exp2(), 10f64.powf(p.y)))
-        })
-        .show(ui, |p| {
-            p.line(Line::new(t.curve_line, PlotPoints::from(pts.clone())).width(2.5));
+            hover_text(curve, p.x.exp2())
+        });
+    legend::with_plot_type(ui, |ui| {
+        plot.show(ui, |p| {
+            p.line(Line::new(t.curve_line, PlotPoints::from(pts.clone())).color(colors::CURVE).width(2.5));
             p.hline(
                 HLine::new(format!("{} ({})", t.num_seqs, s.settings.max_num_seqs), ly(seqs))
+                    .color(colors::EXTRA[0])
                     .style(LineStyle::dotted_dense())
                     .width(1.5),
             );
             if target > 0.0 {
                 p.hline(
                     HLine::new(format!("{} {target}", t.curve_target), ly(target))
+                        .color(colors::CAPACITY)
                         .style(LineStyle::dashed_loose())
                         .width(2.0),
                 );
             }
             if let (Some(ctx), Some(n)) = (s.context, s.concurrency_at_context) {
-                p.vline(VLine::new("", lx(ctx as f64)).width(1.0));
+                p.vline(VLine::new("", lx(ctx as f64)).color(colors::MARK).width(1.0));
                 p.points(
                     Points::new(
                         crate::gui::panels::kv(t.curve_context, format!("{n:.1}")),
                         vec![[lx(ctx as f64), ly(n)]],
                     )
+                    .color(colors::MARK)
                     .radius(6.0)
                     .shape(egui_plot::MarkerShape::Diamond),
                 );
@@ -74,13 +101,17 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, settings: &Settings) -> Vec<Inte
                     crate::gui::panels::kv(t.curve_max_len, format!("{:.1}", s.max_concurrency)),
                     vec![[lx(s.settings.max_model_len as f64), ly(s.max_concurrency)]],
                 )
+                .color(colors::EXTRA[1])
                 .radius(6.0)
                 .shape(egui_plot::MarkerShape::Circle),
             );
+            let over = p.response().hover_pos().and(p.pointer_coordinate());
+            legend::set_readout(p.ctx(), id, over.and_then(|pc| hover_text(curve, pc.x.exp2())));
             if p.response().clicked() {
                 clicked = p.pointer_coordinate().map(|c| c.x);
             }
-        });
+        })
+    });
     let mut out = Vec::new();
     if let Some(x) = clicked {
         let want = x.exp2().round().clamp(1.0, s.settings.max_model_len as f64) as u64;
@@ -89,4 +120,42 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, settings: &Settings) -> Vec<Inte
         out.push(Intent::Edit { settings: Box::new(n), knob: "serve_context" });
     }
     out
+}
+
+/// The curve's sampled point nearest `tokens` on the log scale: (context length, concurrent
+/// requests).
+pub fn nearest(curve: &[(u64, f64)], tokens: f64) -> Option<(u64, f64)> {
+    let d = |x: u64| ((x.max(1) as f64).ln() - tokens.max(1.0).ln()).abs();
+    curve.iter().copied().min_by(|a, b| d(a.0).total_cmp(&d(b.0)))
+}
+
+/// The hover read-out at `tokens`: the curve's value there ("at context length (tokens) 8,192:
+/// 53.0"), never the pointer's height.
+pub fn hover_text(curve: &[(u64, f64)], tokens: f64) -> Option<String> {
+    let (x, n) = nearest(curve, tokens)?;
+    Some(
+        tr_controls()
+            .hover_at
+            .replace("{knob}", tr_serve().curve_x)
+            .replace("{x}", &crate::units::digits(x))
+            .replace("{value}", &format!("{n:.1}")),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The read-out is the curve's value at the nearest sampled length (once the pointer's
+    /// height: "469.0" where the curve is at 53).
+    #[test]
+    fn the_hover_reads_the_curve_not_the_pointer() {
+        let curve = [(1024, 212.0), (2048, 106.0), (4096, 53.0), (8192, 26.5)];
+        assert_eq!(nearest(&curve, 4000.0), Some((4096, 53.0)));
+        assert_eq!(nearest(&curve, 3000.0), Some((4096, 53.0)), "nearer 4096 than 2048 on the log scale");
+        assert_eq!(nearest(&curve, 1.0), Some((1024, 212.0)));
+        assert_eq!(nearest(&[], 10.0), None);
+        crate::gui::lang::set(crate::gui::lang::Lang::En);
+        assert_eq!(hover_text(&curve, 4500.0).as_deref(), Some("at context length (tokens) 4,096: 53.0"));
+    }
 }
