@@ -11,6 +11,8 @@ use vramscope::gui::state::{AppState, ModelChoice, Settings, Tab};
 // groups of tests in tests/gui/ (modules of this one test binary)
 #[path = "gui/charts.rs"]
 mod charts;
+#[path = "gui/exports.rs"]
+mod exports;
 #[path = "gui/live.rs"]
 mod live;
 #[path = "gui/settings.rs"]

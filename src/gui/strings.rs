@@ -1,8 +1,9 @@
 //! Every user-facing string of the GUI, each written once with its English and Simplified Chinese
 //! (zh-CN) texts side by side, so the panels never hold a text of their own. One table per part of
 //! the window, one file each under `strings/`: [`main`] (menus, controls, verdict, charts),
-//! [`serve`], [`cluster`], [`options`], [`live`]. [`tr`], [`tr_serve`], [`tr_cluster`],
-//! [`tr_options`] and [`tr_live`] answer in [`super::lang::current`].
+//! [`serve`], [`cluster`], [`options`], [`live`], [`export`] (the save prompt, Compare, the
+//! slide). [`tr`], [`tr_serve`], [`tr_cluster`], [`tr_options`], [`tr_live`] and [`tr_export`]
+//! answer in [`super::lang::current`].
 //!
 //! A table is written with `strings!`: each entry is a field's name (with its doc comment), its
 //! English text, `/`, its Chinese text, so a missing translation is a compile error, not a blank.
@@ -59,12 +60,14 @@ macro_rules! strings {
 }
 
 pub mod cluster;
+pub mod export;
 pub mod live;
 pub mod main;
 pub mod options;
 pub mod serve;
 
 pub use cluster::{ClusterStrings, tr_cluster};
+pub use export::{ExportStrings, tr_export};
 pub use live::{LiveStrings, tr_live};
 pub use main::{Strings, tr};
 pub use options::{OptionsStrings, tr_options};
@@ -101,6 +104,7 @@ mod tests {
             ("ClusterStrings", ClusterStrings::pairs()),
             ("OptionsStrings", OptionsStrings::pairs()),
             ("LiveStrings", LiveStrings::pairs()),
+            ("ExportStrings", ExportStrings::pairs()),
         ];
         tables
             .into_iter()
@@ -119,7 +123,7 @@ mod tests {
     #[test]
     fn every_translation_keeps_the_placeholders() {
         let texts = every_text();
-        assert_eq!(texts.len(), 427, "five tables, the PyTorch classes item by item");
+        assert_eq!(texts.len(), 427 + 10, "six tables, the PyTorch classes item by item");
         for (table, field, en, zh) in texts {
             assert_eq!(placeholders(en), placeholders(zh), "{table}.{field}: {en:?} / {zh:?}");
         }

@@ -12,6 +12,7 @@ pub mod learn;
 pub mod live;
 pub mod menu;
 pub mod options;
+pub mod save;
 pub mod serve;
 pub mod shortcuts;
 pub mod status;
