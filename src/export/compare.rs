@@ -5,6 +5,7 @@
 use crate::estimate::{Estimate, Scenario};
 use crate::explain::Component;
 use crate::i18n::Lang;
+use crate::text;
 use crate::units::GIB;
 use std::fmt::Write as _;
 
@@ -31,7 +32,9 @@ pub fn compare_markdown_in(current: &Compared<'_>, pinned: &[Compared<'_>], lang
     }
     let _ = writeln!(s, "\n{}\n", lang.pick("## Compared with the pinned scenarios", "## 与固定场景的比较"));
     for x in std::iter::once(current).chain(pinned) {
-        let _ = writeln!(s, "- **{}**: {} · {}", x.label, x.scenario.summary_in(lang), x.gpu);
+        let what = x.scenario.summary_in(lang);
+        let _ =
+            writeln!(s, "{}", text!(lang, "- **{}**: {what} · {}", "- **{}**：{what} · {}", x.label, x.gpu));
     }
     let mut head = format!("\n| {} | {} |", lang.pick("component", "组成项"), current.label);
     let mut rule = String::from("|---|---:|");

@@ -369,7 +369,9 @@ mod tests {
             assert!(has(&method), "{lang:?}: the caption names {method}: {all:?}");
             // the legend says what A is, the table shows the difference
             let current = super::super::strings::tr().current;
-            assert!(has(&format!("A: {}", panels::compare::describe(&pin))), "{lang:?}: {all:?}");
+            let legend = super::super::strings::tr_export().legend_item;
+            let a = legend.replace("{label}", "A").replace("{what}", &panels::compare::describe(&pin));
+            assert!(has(&a), "{lang:?}: {all:?}");
             assert!(has(&format!("{current} − A")), "{lang:?}: {all:?}");
             assert!(has(super::super::strings::tr_export().legend_cache), "{lang:?}: the cache's legend");
             // the footer's command whole: one text, not elided

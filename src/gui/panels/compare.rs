@@ -75,7 +75,8 @@ pub fn table(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], size
 /// its own (wrapped), in `size` (the slide's) or the interface's text size.
 pub fn legend(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], size: Option<f32>) {
     for (label, x) in std::iter::once((tr().current, c)).chain(pinned.iter().copied()) {
-        ui.add(egui::Label::new(sized(format!("{label}: {}", describe(x)), size)).wrap());
+        let item = tr_export().legend_item.replace("{label}", label).replace("{what}", &describe(x));
+        ui.add(egui::Label::new(sized(item, size)).wrap());
     }
 }
 

@@ -16,6 +16,7 @@ strings! {
         no_folder: "The folder {dir} does not exist." / "文件夹 {dir} 不存在。",
         empty_path: "Type a file name to save to." / "请输入要保存的文件名。",
         total_smi: "total (nvidia-smi)" / "总量（nvidia-smi）",
+        legend_item: "{label}: {what}" / "{label}：{what}",
         diff_title: "Compared with the pinned scenarios" / "与固定场景的比较",
         legend_cache: "allocator cache (reserved beyond the allocated peak)" / "分配器缓存（超出已分配峰值的保留显存）",
     }
