@@ -380,7 +380,7 @@ mod tests {
             assert!(texts.iter().any(|g| g.rows.len() > 1), "{lang:?}: some text wraps (the footer)");
             for g in &texts {
                 assert!(!g.elided, "{lang:?}: cut: {:?}", g.job.text);
-                                for pair in g.rows.windows(2) {
+                for pair in g.rows.windows(2) {
                     if pair[0].ends_with_newline {
                         continue;
                     }
