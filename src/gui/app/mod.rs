@@ -359,7 +359,8 @@ impl VramApp {
         let mut intents: Vec<Intent> = Vec::new();
         intents.extend(panels::shortcuts::read(&ctx));
         intents.extend(panels::drop::read(&ctx));
-        if self.state.view.learn.is_some() {
+        // the save prompt's field takes the arrows and Escape while it is open
+        if self.state.view.learn.is_some() && self.save_prompt.is_none() {
             intents.extend(panels::learn::keys(&ctx));
         }
         egui::Panel::top("menu").show(ui, |ui| intents.extend(panels::menu::ui(ui, &self.state)));
