@@ -283,32 +283,22 @@ pub fn unvalidated_kind(sc: &Scenario) -> Option<String> {
 /// the layout (HSDP with its shard and replicate groups), the allocator.
 pub fn settings_line(sc: &Scenario) -> String {
     let mut parts = Vec::new();
+    // the method by its one phrase ("QLoRA r=16, NF4 base (double quant)"), then the adapters
+    if sc.lora.is_some() || sc.base_quant != crate::estimate::BaseQuant::None {
+        parts.push(sc.method_name_in(crate::i18n::Lang::En));
+    }
     if let Some(l) = sc.lora {
         let drop = if l.dropout > 0.0 { format!(", dropout {}", l.dropout) } else { String::new() };
-        parts.push(format!("LoRA rank {} on {}{drop}", l.rank, l.targets.names()));
+        parts.push(format!("adapters on {}{drop}", l.targets.names()));
     }
-    match sc.base_quant {
-        crate::estimate::BaseQuant::None => {}
-        q => {
-            let format = match q {
-                crate::estimate::BaseQuant::Nf4 => "NF4 (double-quantized)",
-                crate::estimate::BaseQuant::Nf4NoDq => "NF4 (no double quantization)",
-                _ => "int8 (LLM.int8)",
-            };
-            let what = if sc.mode == Mode::Infer { "weights quantized at load" } else { "QLoRA base" };
-            parts.push(format!("{what} {format}"));
-            if q != crate::estimate::BaseQuant::Int8 {
-                match sc.stack.bnb {
-                    crate::estimate::Bnb::Lightning => parts.push(
-                        "by Lightning's bitsandbytes plugin (every Linear, the LM head included, from fp16)"
-                            .into(),
-                    ),
-                    crate::estimate::Bnb::Before0_43 => {
-                        parts.push("by bitsandbytes before 0.43 (from fp16)".into())
-                    }
-                    crate::estimate::Bnb::Current => {}
-                }
-            }
+    // who quantizes a 4-bit base, where it is not bitsandbytes' current code
+    if matches!(sc.base_quant, crate::estimate::BaseQuant::Nf4 | crate::estimate::BaseQuant::Nf4NoDq) {
+        match sc.stack.bnb {
+            crate::estimate::Bnb::Lightning => parts.push(
+                "by Lightning's bitsandbytes plugin (every Linear, the LM head included, from fp16)".into(),
+            ),
+            crate::estimate::Bnb::Before0_43 => parts.push("by bitsandbytes before 0.43 (from fp16)".into()),
+            crate::estimate::Bnb::Current => {}
         }
     }
     if let (Mode::Infer, Some(d)) = (sc.mode, sc.kv_cache_dtype) {

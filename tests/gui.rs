@@ -13,6 +13,8 @@ use vramscope::gui::state::{AppState, ModelChoice, Settings, Tab};
 mod charts;
 #[path = "gui/controls.rs"]
 mod controls;
+#[path = "gui/exports.rs"]
+mod exports;
 #[path = "gui/live.rs"]
 mod live;
 #[path = "gui/room.rs"]

@@ -5,7 +5,6 @@
 use super::{Component, Explanation, g};
 use crate::estimate::{Checkpointing, Estimate, Mode, Optimizer, Phase, Scenario};
 use crate::i18n::Lang;
-use crate::report::human_count;
 use crate::text;
 
 /// What every component's explanation reads: the scenario, its estimate and the language.
@@ -14,6 +13,34 @@ pub(super) struct Subject<'a> {
     pub(super) sc: &'a Scenario,
     pub(super) e: &'a Estimate,
     pub(super) lang: Lang,
+}
+
+/// A count in a formula, never written with "B" (which the formulas keep for nothing: bytes are
+/// "bytes"): "8.03 × 10⁹", "124.4 × 10⁶" in English; "80.3 亿", "1.244 亿", "1230 万" in
+/// Chinese, the same digits as the CLI's "8.03 B", "124.4 M", "12.3 M".
+pub(crate) fn count_in(n: u64, lang: Lang) -> String {
+    let f = n as f64;
+    match lang {
+        Lang::En if f >= 1e9 => format!("{:.2} × 10⁹", f / 1e9),
+        Lang::En if f >= 1e6 => format!("{:.1} × 10⁶", f / 1e6),
+        Lang::En if f >= 1e3 => format!("{:.1} × 10³", f / 1e3),
+        Lang::ZhCn if f >= 1e9 => format!("{:.1} 亿", f / 1e8),
+        Lang::ZhCn if f >= 1e8 => format!("{:.3} 亿", f / 1e8),
+        Lang::ZhCn if f >= 1e6 => format!("{:.0} 万", f / 1e4),
+        Lang::ZhCn if f >= 1e4 => format!("{:.2} 万", f / 1e4),
+        Lang::ZhCn if f >= 1e3 => format!("{:.1} 千", f / 1e3),
+        _ => n.to_string(),
+    }
+}
+
+/// A size in bytes in a formula: "2 bytes", "1 byte", "0.5 bytes"; "2 字节".
+pub(crate) fn bytes_in(b: impl std::fmt::Display, lang: Lang) -> String {
+    let b = b.to_string();
+    match lang {
+        Lang::En if b == "1" => "1 byte".into(),
+        Lang::En => format!("{b} bytes"),
+        Lang::ZhCn => format!("{b} 字节"),
+    }
 }
 
 impl Subject<'_> {
@@ -62,7 +89,7 @@ impl Subject<'_> {
                 " (this rank: {}, of the model's {})",
                 "（本 rank：{}；模型共 {}）",
                 parts.join(lang.pick(", ", "，")),
-                human_count(e.n_params)
+                count_in(e.n_params, lang)
             )
         }
     }
@@ -79,7 +106,7 @@ impl Subject<'_> {
                 lang,
                 "{} frozen base params{this_rank} ({} base) + LoRA r={} on {} in {}{}",
                 "{} 冻结的基座参数{this_rank}（{} 基座）+ LoRA r={}，作用于 {}，{}{}",
-                human_count(e.rank_params),
+                count_in(e.rank_params, lang),
                 match sc.base_quant {
                     crate::estimate::BaseQuant::None => sc.precision.weight_dtype().name(),
                     crate::estimate::BaseQuant::Nf4 => "NF4",
@@ -96,14 +123,15 @@ impl Subject<'_> {
                 lang,
                 "{} params{this_rank}, {} weights (+ scales), embeddings and norms in bf16",
                 "{} 参数{this_rank}，{} 权重（+ 缩放因子），嵌入层和归一化层为 bf16",
-                human_count(e.rank_params),
+                count_in(e.rank_params, lang),
                 p
             ),
             (None, false) => text!(
                 lang,
-                "{} params{this_rank} × {wb} B ({}){}",
-                "{} 参数{this_rank} × {wb} B（{}）{}",
-                human_count(e.rank_params),
+                "{} params{this_rank} × {} ({}){}",
+                "{} 参数{this_rank} × {}（{}）{}",
+                count_in(e.rank_params, lang),
+                bytes_in(wb, lang),
                 p.weight_dtype().torch_name(),
                 shard(3)
             ),
@@ -175,12 +203,13 @@ impl Subject<'_> {
             let what = if frozen_too {
                 text!(
                     lang,
-                    "every block weight × {wb} B + LoRA's {} (the adapters share each block's FSDP1 flat parameter, so the frozen weights get gradients too)",
-                    "每个块的全部权重 × {wb} B + LoRA 的 {}（适配器与每个块共用 FSDP1 扁平参数，冻结的权重也会得到梯度）",
-                    human_count(e.trainable_params)
+                    "every block weight × {} + LoRA's {} (the adapters share each block's FSDP1 flat parameter, so the frozen weights get gradients too)",
+                    "每个块的全部权重 × {} + LoRA 的 {}（适配器与每个块共用 FSDP1 扁平参数，冻结的权重也会得到梯度）",
+                    bytes_in(wb, lang),
+                    count_in(e.trainable_params, lang)
                 )
             } else {
-                text!(lang, "{} × {gb} B", "{} × {gb} B", human_count(e.trainable_params))
+                format!("{} × {}", count_in(e.trainable_params, lang), bytes_in(gb, lang))
             };
             let how = if unsharded {
                 text!(
@@ -202,9 +231,10 @@ impl Subject<'_> {
         } else {
             text!(
                 lang,
-                "{} × {gb} B{}{} = {} (alive at the peak: {})",
-                "{} × {gb} B{}{} = {}（峰值时驻留：{}）",
-                human_count(e.trainable_params),
+                "{} × {}{}{} = {} (alive at the peak: {})",
+                "{} × {}{}{} = {}（峰值时驻留：{}）",
+                count_in(e.trainable_params, lang),
+                bytes_in(gb, lang),
                 shard(2),
                 if dp > 1 && zero == 0 {
                     lang.pick(" + DDP bucket copy", " + DDP 梯度桶副本")
@@ -233,25 +263,25 @@ impl Subject<'_> {
         let (formula, per) = match sc.optimizer {
             Optimizer::Adamw | Optimizer::Adam | Optimizer::AdamwFused | Optimizer::AdamwLoop => (
                 lang.pick("2 moments × trainable × bytes", "2 个矩估计 × 可训练参数 × 字节数"),
-                format!("2 × {gb} B"),
+                format!("2 × {}", bytes_in(gb, lang)),
             ),
             Optimizer::Adamw8bit => (
-                lang.pick("2 × (1 B + 4 B / 2048) per trainable param", "每个可训练参数 2 × (1 B + 4 B / 2048)"),
-                "≈2 B".into(),
+                lang.pick("2 × (1 byte + 4 bytes / 2048) per trainable param", "每个可训练参数 2 × (1 字节 + 4 字节 / 2048)"),
+                format!("≈{}", bytes_in(2, lang)),
             ),
             Optimizer::PagedAdamw8bit => (
                 lang.pick(
-                    "2 × (1 B + 4 B / 2048) per trainable param, in unified memory (not in the allocator's peak)",
-                    "每个可训练参数 2 × (1 B + 4 B / 2048)，位于统一内存（不计入分配器的峰值）",
+                    "2 × (1 byte + 4 bytes / 2048) per trainable param, in unified memory (not in the allocator's peak)",
+                    "每个可训练参数 2 × (1 字节 + 4 字节 / 2048)，位于统一内存（不计入分配器的峰值）",
                 ),
-                "≈2 B".into(),
+                format!("≈{}", bytes_in(2, lang)),
             ),
             Optimizer::PagedAdamw32bit => (
                 lang.pick(
                     "2 fp32 moments per trainable param, in unified memory (not in the allocator's peak)",
                     "每个可训练参数 2 个 fp32 矩估计，位于统一内存（不计入分配器的峰值）",
                 ),
-                "8 B".into(),
+                bytes_in(8, lang),
             ),
             Optimizer::Adafactor => (
                 lang.pick("rows + cols per matrix (factored second moment)", "每个矩阵 行 + 列（分解的二阶矩）"),
@@ -259,9 +289,9 @@ impl Subject<'_> {
             ),
             Optimizer::SgdMomentum => (
                 lang.pick("1 momentum buffer × trainable × bytes", "1 个动量缓冲区 × 可训练参数 × 字节数"),
-                format!("{gb} B"),
+                bytes_in(gb, lang),
             ),
-            Optimizer::Sgd | Optimizer::None => (lang.pick("no state", "无状态"), "0 B".into()),
+            Optimizer::Sgd | Optimizer::None => (lang.pick("no state", "无状态"), bytes_in(0, lang)),
         };
         Explanation {
             component: Component::OptimizerStates,
@@ -269,7 +299,7 @@ impl Subject<'_> {
             substituted: format!(
                 "{} {} × {per}{} = {}{}",
                 sc.optimizer.name(),
-                human_count(e.trainable_params),
+                count_in(e.trainable_params, lang),
                 shard(1),
                 g(e.optimizer_states),
                 if e.paged_optimizer_states > 0 {
@@ -379,12 +409,13 @@ impl Subject<'_> {
             component: Component::KvCache,
             formula: formula.into(),
             substituted: format!(
-                "2 × {} × {} × {} × {} × {} × {kvb} B = {}",
+                "2 × {} × {} × {} × {} × {} × {} = {}",
                 kv_layers,
                 sc.batch,
                 tokens,
                 t.num_kv_heads,
                 t.head_dim,
+                bytes_in(kvb, lang),
                 g(e.kv_cache)
             ),
             bytes: e.kv_cache,
@@ -476,9 +507,9 @@ impl Subject<'_> {
             component: Component::ZeroBuckets,
             formula: formula.into(),
             substituted: format!(
-                "{n} × {} × {} B = {}",
+                "{n} × {} × {} = {}",
                 crate::units::digits(cfg.reduce_bucket_size),
-                sc.precision.weight_dtype().bytes(8) / 8,
+                bytes_in(sc.precision.weight_dtype().bytes(8) / 8, lang),
                 g(e.zero_buckets)
             ),
             bytes: e.peak.alive.zero_buckets,

@@ -60,6 +60,20 @@ impl Component {
         }
     }
 
+    /// The component's name in `lang`, as the reports' tables write it.
+    pub fn name_in(self, lang: Lang) -> &'static str {
+        match self {
+            Self::Parameters => lang.pick("parameters", "参数"),
+            Self::Gradients => lang.pick("gradients", "梯度"),
+            Self::OptimizerStates => lang.pick("optimizer states", "优化器状态"),
+            Self::Activations => lang.pick("activations (saved)", "激活值（为反向保存）"),
+            Self::KvCache => lang.pick("KV cache", "KV 缓存"),
+            Self::Temporaries => lang.pick("temporaries at the peak", "峰值时的临时张量"),
+            Self::ZeroBuckets => lang.pick("ZeRO buckets (DeepSpeed)", "ZeRO 通信桶（DeepSpeed）"),
+            Self::Overhead => lang.pick("CUDA context + allocator", "CUDA 上下文 + 分配器"),
+        }
+    }
+
     /// Bytes of this component alive at the peak (what the stacked bar shows).
     pub fn at_peak(self, e: &Estimate) -> u64 {
         let a = &e.peak.alive;

@@ -1,9 +1,9 @@
 //! Explanations: a pipeline rank, FSDP's gradients and gathered parameters, and the Chinese texts
 //! carrying the same numbers as the English.
 
+use super::components::count_in;
 use super::*;
 use crate::estimate::{Checkpointing, Optimizer};
-use crate::report::human_count;
 
 #[test]
 fn a_pipeline_rank_is_explained_with_its_own_params_and_blocks() {
@@ -14,9 +14,9 @@ fn a_pipeline_rank_is_explained_with_its_own_params_and_blocks() {
     let x = explain(&sc, &e);
     let params = &x.iter().find(|x| x.component == Component::Parameters).expect("params").substituted;
     assert!(e.rank_params < e.n_params / 2 + e.n_params / 10, "{} of {}", e.rank_params, e.n_params);
-    assert!(params.starts_with(&human_count(e.rank_params)), "{params}");
+    assert!(params.starts_with(&count_in(e.rank_params, Lang::En)), "{params}");
     assert!(params.contains(&format!("stage {} of 2", e.stage.index)), "{params}");
-    assert!(params.contains(&format!("of the model's {}", human_count(e.n_params))), "{params}");
+    assert!(params.contains(&format!("of the model's {}", count_in(e.n_params, Lang::En))), "{params}");
     let acts = &x.iter().find(|x| x.component == Component::Activations).expect("acts").substituted;
     assert!(acts.contains("16 checkpointed blocks (stage"), "{acts}");
     // unsplit: no rank wording
@@ -120,4 +120,22 @@ fn chinese_explanations_carry_the_same_numbers() {
         assert_eq!(category_help(c), category_help_in(c, Lang::En));
         assert!(cjk(category_help_in(c, Lang::ZhCn)), "{c:?}");
     }
+}
+
+#[test]
+fn formulas_write_counts_and_bytes_apart_from_each_other() {
+    let sc = Scenario::new(crate::model::preset::builtin("llama-3.1-8b").expect("preset"));
+    let e = crate::estimate::estimate(&sc).expect("estimate");
+    let en = &explain_in(&sc, &e, Lang::En)[0].substituted;
+    assert!(en.starts_with("8.03 × 10⁹ params × 2 bytes (bfloat16) = "), "{en}");
+    let zh = &explain_in(&sc, &e, Lang::ZhCn)[0].substituted;
+    assert!(zh.starts_with("80.3 亿 参数 × 2 字节"), "{zh}");
+    for x in explain_in(&sc, &e, Lang::En).iter().chain(&explain_in(&sc, &e, Lang::ZhCn)) {
+        // "B" is neither a billion nor a byte anywhere (GiB and MiB are sizes)
+        let t = x.substituted.replace("GiB", "").replace("MiB", "");
+        assert!(!t.contains(" B") && !t.contains("B "), "{:?}: {t}", x.component);
+    }
+    assert_eq!(count_in(124_400_000, Lang::ZhCn), "1.244 亿");
+    assert_eq!(count_in(12_300_000, Lang::ZhCn), "1230 万");
+    assert_eq!(count_in(124_400_000, Lang::En), "124.4 × 10⁶");
 }

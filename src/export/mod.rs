@@ -8,11 +8,13 @@
 //! write; [`report`] the plan report, curves and hardware options; [`frameworks`] the DeepSpeed,
 //! Hugging Face, FSDP and Megatron-LM settings.
 
+mod compare;
 mod frameworks;
 mod python;
 mod recipe;
 mod report;
 
+pub use compare::{Compared, compare_markdown_in};
 pub use frameworks::{
     DEEPSPEED_INFERENCE_KEYS, DEEPSPEED_KEYS, DEEPSPEED_ZERO_KEYS, deepspeed_config,
     deepspeed_inference_config, fsdp_snippet, hf_inference, hf_training_args, megatron_args,

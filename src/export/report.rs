@@ -193,6 +193,7 @@ fn md_inputs(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
             ),
         ),
         (lang.pick("mode", "模式"), sc.mode_label_in(lang)),
+        (lang.pick("method", "方法"), sc.method_in(lang)),
         (lang.pick("micro-batch x sequence", "微批次 x 序列长度"), format!("{} x {}", sc.batch, sc.seq)),
         (
             lang.pick("global batch / accumulation", "全局批次 / 梯度累积"),
@@ -213,7 +214,7 @@ fn md_inputs(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
         (
             lang.pick("parallel", "并行"),
             format!(
-                "dp {} (ZeRO {}{}), tp {}{}, pp {}, cp {}, ep {}, offload {:?}",
+                "dp {} (ZeRO {}{}), tp {}{}, pp {}, cp {}, ep {}, {}",
                 p.dp,
                 p.zero,
                 p.fsdp.map_or(String::new(), |m| format!(", FSDP {m:?}")),
@@ -222,13 +223,26 @@ fn md_inputs(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
                 p.pp,
                 p.cp,
                 p.ep,
-                p.offload
+                offload_in(p.offload, p.fsdp.is_some(), lang)
             ),
         ),
         ("GPU", f.gpu().map_or_else(|| lang.pick("(none chosen)", "（未选择）").into(), |g| g.name)),
     ];
     for (k, v) in rows {
         let _ = writeln!(s, "| {k} | {v} |");
+    }
+}
+
+/// What the layout moves off the GPU, in words: "no offload", "optimizer offloaded to the CPU".
+fn offload_in(o: crate::estimate::Offload, fsdp: bool, lang: Lang) -> &'static str {
+    use crate::estimate::Offload;
+    match (o, fsdp) {
+        (Offload::None, _) => lang.pick("no offload", "不卸载"),
+        (Offload::Optimizer, _) => lang.pick("optimizer offloaded to the CPU", "优化器卸载到 CPU"),
+        (Offload::Params, true) => {
+            lang.pick("parameters offloaded to the CPU (FSDP)", "参数卸载到 CPU（FSDP）")
+        }
+        (Offload::Params, false) => lang.pick("parameters offloaded to NVMe", "参数卸载到 NVMe"),
     }
 }
 

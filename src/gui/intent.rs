@@ -15,7 +15,7 @@ pub enum Intent {
     LoadPath(String),
     /// Open the file dialog.
     OpenDialog,
-    /// Export the plan in a format (asks for the file; the dialog confirms overwriting).
+    /// Export the plan in a format (the save prompt asks where).
     Export(crate::export::Format),
     /// Export the Serve mode's answer with its options and roadmap: as text (`json: false`, what
     /// `vramscope serve` and `serve --options` / `--roadmap` print) or as `serve --roadmap --json`.
@@ -29,6 +29,10 @@ pub enum Intent {
     ExportPng {
         chart_only: bool,
     },
+    /// Write the export the save prompt is for to this path.
+    SaveAs(String),
+    /// Close the save prompt without writing.
+    CancelSave,
     /// Set the run priced in the Options tab: tokens (billions) and MFU.
     SetRunCost {
         tokens_b: f64,

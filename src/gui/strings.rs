@@ -2,8 +2,9 @@
 //! (zh-CN) texts side by side, so the panels never hold a text of their own. One table per part of
 //! the window, one file each under `strings/`: [`main`] (menus, controls, verdict, charts),
 //! [`serve`], [`cluster`], [`options`], [`live`], [`controls`] (full screen, zoom, the Learn menu,
-//! the shortcut window, the curves' read-outs). [`tr`], [`tr_serve`], [`tr_cluster`],
-//! [`tr_options`], [`tr_live`] and [`tr_controls`] answer in [`super::lang::current`].
+//! the shortcut window, the curves' read-outs), [`export`] (the save prompt, Compare, the slide).
+//! [`tr`], [`tr_serve`], [`tr_cluster`], [`tr_options`], [`tr_live`], [`tr_controls`] and
+//! [`tr_export`] answer in [`super::lang::current`].
 //!
 //! A table is written with `strings!`: each entry is a field's name (with its doc comment), its
 //! English text, `/`, its Chinese text, so a missing translation is a compile error, not a blank.
@@ -61,6 +62,7 @@ macro_rules! strings {
 
 pub mod cluster;
 pub mod controls;
+pub mod export;
 pub mod live;
 pub mod main;
 pub mod options;
@@ -68,6 +70,7 @@ pub mod serve;
 
 pub use cluster::{ClusterStrings, tr_cluster};
 pub use controls::{ControlsStrings, tr_controls};
+pub use export::{ExportStrings, tr_export};
 pub use live::{LiveStrings, tr_live};
 pub use main::{Strings, tr};
 pub use options::{OptionsStrings, tr_options};
@@ -127,6 +130,7 @@ mod tests {
             ("OptionsStrings", OptionsStrings::pairs()),
             ("LiveStrings", LiveStrings::pairs()),
             ("ControlsStrings", ControlsStrings::pairs()),
+            ("ExportStrings", ExportStrings::pairs()),
         ];
         tables
             .into_iter()
@@ -145,7 +149,7 @@ mod tests {
     #[test]
     fn every_translation_keeps_the_placeholders() {
         let texts = every_text();
-        assert_eq!(texts.len(), 460, "six tables, the PyTorch classes item by item");
+        assert_eq!(texts.len(), 471, "seven tables, the PyTorch classes item by item");
         for (table, field, en, zh) in texts {
             assert_eq!(placeholders(en), placeholders(zh), "{table}.{field}: {en:?} / {zh:?}");
         }

@@ -11,6 +11,7 @@ use std::fmt;
 use std::str::FromStr;
 
 mod check;
+mod method;
 
 crate::tokens::token_enum! {
     /// Training step or inference pass.

@@ -6,7 +6,7 @@ use super::{ScreenshotJob, StatusKind, VramApp};
 use crate::gui::panels;
 use crate::gui::strings::tr;
 use eframe::egui;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 impl VramApp {
@@ -39,14 +39,11 @@ impl VramApp {
         ))
     }
 
-    pub(super) fn export_serve(&mut self, json: bool) {
+    /// Writes the Serve mode's answer (text or JSON) to `path`.
+    pub(super) fn export_serve(&mut self, json: bool, path: PathBuf) {
         let body = match self.serve_export_text(json) {
             Ok(b) => b,
             Err(e) => return self.set_status(StatusKind::Error, e),
-        };
-        let default = if json { "vramscope-serve.json" } else { "vramscope-serve.txt" };
-        let Some(path) = rfd::FileDialog::new().set_file_name(default).save_file() else {
-            return self.set_status(StatusKind::Info, tr().export_cancelled);
         };
         match crate::export::write_atomic(&path, body.as_bytes(), true) {
             Ok(()) => self.set_status(
@@ -57,8 +54,9 @@ impl VramApp {
         }
     }
 
-    /// Renders an export with the core and writes it where the user chose.
-    pub(super) fn export(&mut self, format: crate::export::Format) {
+    /// Renders an export with the core and writes it to `path` (the save prompt's). The
+    /// Markdown report adds the pinned scenarios and their difference from the current one.
+    pub(super) fn export(&mut self, format: crate::export::Format, path: PathBuf) {
         use crate::export::{self, ScenarioFile};
         let sc = match self.state.settings.to_scenario() {
             Ok(sc) => sc,
@@ -70,14 +68,11 @@ impl VramApp {
             Ok(t) => t,
             Err(e) => return self.set_status(StatusKind::Error, e.to_string()),
         };
-        let default = format!("vramscope-{}.{}", format.name(), format.extension());
-        let Some(path) = rfd::FileDialog::new().set_file_name(default.as_str()).save_file() else {
-            return self.set_status(StatusKind::Info, tr().export_cancelled);
-        };
         // the Markdown report links the chart, written next to it (never over an existing file)
         let mut text = text;
         let mut chart = None;
         if format == export::Format::Markdown {
+            text += &self.pinned_markdown();
             let stem = path.file_stem().map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
             let png = path.with_file_name(format!("{stem}.chart.png"));
             if !png.exists() {
@@ -85,7 +80,7 @@ impl VramApp {
                 chart = Some(png);
             }
         }
-        // the dialog has asked about overwriting; the write itself is atomic
+        // the prompt has said the file exists; the write itself is atomic
         match export::write_atomic(&path, text.as_bytes(), true) {
             Ok(()) => {
                 // a framework export names the recipe it runs and whether it is the scenario's
@@ -172,24 +167,58 @@ impl VramApp {
         };
     }
 
-    /// Asks where, then renders the slide and writes it on the "vramscope-slide" thread (a few
-    /// hundred milliseconds for 3840×2160 pixels); the status bar says when it is written.
-    pub(super) fn export_slide(&mut self) {
+    /// A PNG of the window (or of the chart alone) to `path`, taken once the prompt is gone.
+    pub(super) fn export_png(&mut self, ctx: &egui::Context, chart_only: bool, path: PathBuf) {
+        let mut job = ScreenshotJob::new(path, 0, false);
+        job.chart_only = chart_only;
+        // two more frames so the prompt is closed in the picture
+        job.after_frames = u32::try_from(self.frame + 2).unwrap_or(u32::MAX);
+        self.screenshot = Some(job);
+        ctx.request_repaint();
+    }
+
+    /// The pinned scenarios that have an estimate, with their labels.
+    pub(crate) fn pinned_shown(&self) -> Vec<(&str, &crate::gui::derived::Computed)> {
+        self.derived.pinned.iter().filter_map(|(l, r)| r.as_ref().ok().map(|c| (l.as_str(), c))).collect()
+    }
+
+    /// The Markdown report's section on the pinned scenarios (empty without pins): what each is
+    /// and its difference from the current scenario, as Compare and the slide show them.
+    fn pinned_markdown(&self) -> String {
+        let Some(Ok(c)) = &self.derived.current else { return String::new() };
+        let pinned: Vec<crate::export::Compared<'_>> = self
+            .pinned_shown()
+            .into_iter()
+            .map(|(label, p)| crate::export::Compared {
+                label,
+                scenario: &p.scenario,
+                gpu: &p.gpu.name,
+                estimate: &p.estimate,
+            })
+            .collect();
+        let current = crate::export::Compared {
+            label: tr().current,
+            scenario: &c.scenario,
+            gpu: &c.gpu.name,
+            estimate: &c.estimate,
+        };
+        crate::export::compare_markdown_in(&current, &pinned, crate::gui::lang::current())
+    }
+
+    /// Renders the slide (with the pinned scenarios) and writes it to `path` on the
+    /// "vramscope-slide" thread (a few hundred milliseconds for 3840×2160 pixels); the status bar
+    /// says when it is written.
+    pub(super) fn export_slide(&mut self, path: PathBuf) {
         let Some(Ok(c)) = &self.derived.current else {
             return self.set_status(StatusKind::Error, tr().export_none);
         };
-        let Some(path) = rfd::FileDialog::new()
-            .set_file_name("vramscope-slide.png")
-            .add_filter("PNG", &["png"])
-            .save_file()
-        else {
-            return self.set_status(StatusKind::Info, tr().export_cancelled);
-        };
+        let pinned: Vec<(String, crate::gui::derived::Computed)> =
+            self.pinned_shown().into_iter().map(|(l, p)| (l.to_owned(), p.clone())).collect();
         let (c, settings, lang) = (c.clone(), self.state.settings.clone(), crate::gui::lang::current());
         let (tx, rx) = mpsc::channel();
         let shown = path.display().to_string();
         let spawned = std::thread::Builder::new().name("vramscope-slide".into()).spawn(move || {
-            let err = crate::gui::slide::write(&c, &settings, lang, &path)
+            let err = crate::gui::slide::write(&c, &pinned, &settings, lang, &path)
                 .err()
                 .map_or_else(String::new, |e| format!("{e:#}"));
             let _ = tx.send((path, err));

@@ -16,6 +16,9 @@ use std::sync::mpsc;
 
 mod exports;
 mod layout;
+mod save;
+
+pub use save::{SavePrompt, SaveWhat};
 
 /// How long edits of the same control merge into one undo step, seconds.
 const UNDO_MERGE_SECS: f64 = 1.0;
@@ -89,6 +92,8 @@ pub struct VramApp {
     learn_body: panels::learn::BodyCache,
     /// Help → Keyboard shortcuts is open.
     pub shortcuts_open: bool,
+    /// The save prompt an export opened (where to write it), if one is open.
+    pub save_prompt: Option<SavePrompt>,
 }
 
 impl VramApp {
@@ -119,6 +124,7 @@ impl VramApp {
             pending_open: None,
             learn_body: Default::default(),
             shortcuts_open: false,
+            save_prompt: None,
         }
     }
 
@@ -216,27 +222,22 @@ impl VramApp {
             Intent::Zoom(step) => self.state.view.zoom = step.apply(self.state.view.user_zoom()),
             Intent::ShowShortcuts(open) => self.shortcuts_open = open,
             Intent::Quit => ctx.send_viewport_cmd(egui::ViewportCommand::Close),
-            Intent::Export(format) => self.export(format),
-            Intent::ExportServe { json } => self.export_serve(json),
+            Intent::Export(format) => self.ask_save(SaveWhat::Format(format)),
+            Intent::ExportServe { json } => self.ask_save(SaveWhat::Serve { json }),
+            Intent::SaveAs(path) => self.save_to(ctx, &path),
+            Intent::CancelSave => self.cancel_save(),
             Intent::SetRunCost { tokens_b, mfu } => {
                 self.state.view.run_tokens_b = tokens_b.clamp(1e-6, 1e6);
                 self.state.view.mfu = mfu.clamp(0.05, 0.9);
             }
-            Intent::ExportSlide => self.export_slide(),
-            Intent::ExportPng { chart_only } => {
-                let name = if chart_only { "vramscope-chart.png" } else { "vramscope.png" };
-                match rfd::FileDialog::new().set_file_name(name).add_filter("PNG", &["png"]).save_file() {
-                    Some(path) => {
-                        let mut job = ScreenshotJob::new(path, 0, false);
-                        job.chart_only = chart_only;
-                        // one more frame so the menu is closed in the picture
-                        job.after_frames = u32::try_from(self.frame + 2).unwrap_or(u32::MAX);
-                        self.screenshot = Some(job);
-                        ctx.request_repaint();
-                    }
-                    None => self.set_status(StatusKind::Info, tr().export_cancelled),
+            Intent::ExportSlide => {
+                // nothing to draw: said at once, not after the prompt
+                match &self.derived.current {
+                    Some(Ok(_)) => self.ask_save(SaveWhat::Slide),
+                    _ => self.set_status(StatusKind::Error, tr().export_none),
                 }
             }
+            Intent::ExportPng { chart_only } => self.ask_save(SaveWhat::Png { chart_only }),
         }
     }
 
@@ -396,7 +397,8 @@ impl VramApp {
         let mut intents: Vec<Intent> = Vec::new();
         intents.extend(panels::shortcuts::read(&ctx));
         intents.extend(panels::drop::read(&ctx));
-        if self.state.view.learn.is_some() {
+        // the save prompt's field takes the arrows and Escape while it is open
+        if self.state.view.learn.is_some() && self.save_prompt.is_none() {
             intents.extend(panels::learn::keys(&ctx));
         }
         egui::Panel::top("menu").show(ui, |ui| intents.extend(panels::menu::ui(ui, &self.state)));
@@ -448,6 +450,9 @@ impl VramApp {
         intents.extend(panels::shortcuts::window(&ctx, self.shortcuts_open));
         let Central { intents: central_intents, live_actions, .. } = central;
         intents.extend(central_intents);
+        if let Some(p) = &mut self.save_prompt {
+            intents.extend(panels::save::ui(&ctx, p.what.label(), &mut p.path));
+        }
         for i in intents {
             self.apply(&ctx, i);
         }

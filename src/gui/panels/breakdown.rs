@@ -441,7 +441,7 @@ pub fn place_labels(
 
 /// A segment filled with diagonal stripes of `color` on `bg` (the allocator's cache: memory
 /// reserved from the driver that no tensor holds).
-fn hatched(painter: &egui::Painter, seg: Rect, color: egui::Color32, bg: egui::Color32) {
+pub fn hatched(painter: &egui::Painter, seg: Rect, color: egui::Color32, bg: egui::Color32) {
     if seg.height() < 0.5 {
         return;
     }

@@ -62,13 +62,8 @@ pub fn caption(c: &Computed, settings: &Settings) -> String {
     let l = lang::current();
     let sc = &c.scenario;
     let mut parts = vec![settings.model_name()];
-    let how = match (sc.mode, sc.lora, sc.precision.is_quantized()) {
-        (Mode::Infer, ..) => l.pick("inference", "推理").to_owned(),
-        (Mode::Train, Some(lo), true) => text!(l, "QLoRA r={}", "QLoRA r={}", lo.rank),
-        (Mode::Train, Some(lo), false) => text!(l, "LoRA r={}", "LoRA r={}", lo.rank),
-        (Mode::Train, None, _) => l.pick("full fine-tune", "全参数微调").to_owned(),
-    };
-    parts.push(format!("{how}, {}", sc.precision));
+    // the method from the core's one phrase for it (QLoRA named by its base, not the recipe)
+    parts.push(sc.method_in(l));
     parts.push(format!("b{} × {}", sc.batch, sc.seq));
     if sc.mode == Mode::Train {
         parts.push(match sc.checkpointing {

@@ -13,6 +13,7 @@ pub mod legend;
 pub mod live;
 pub mod menu;
 pub mod options;
+pub mod save;
 pub mod serve;
 pub mod shortcuts;
 pub mod status;

@@ -35,8 +35,7 @@ strings! {
         st_screenshot_written: "Screenshot written to {path}" / "截图已写入 {path}",
         generic_model: "Generic {b} B" / "通用 {b} B",
         generic_choice: "Generic (N billion)" / "通用（N 十亿参数）",
-        export_cancelled: "Export cancelled (or no file dialog available: use `vramscope export` on the command line)."
-            / "导出已取消（或没有可用的文件对话框：请在命令行中使用 `vramscope export`）。",
+        export_cancelled: "Export cancelled: nothing was written." / "已取消导出：未写入任何文件。",
         menu_reset: "Reset to defaults" / "恢复默认设置",
         menu_quit: "Quit" / "退出",
         menu_view: "View" / "视图",
