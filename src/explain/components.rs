@@ -105,7 +105,7 @@ impl Subject<'_> {
             (Some(l), _) => text!(
                 lang,
                 "{} frozen base params{this_rank} ({} base) + LoRA r={} on {} in {}{}",
-                "{} 冻结的基座参数{this_rank}（{} 基座）+ LoRA r={}，作用于 {}，{}{}",
+                "{}冻结的基座参数{this_rank}（{} 基座）+ LoRA r={}，作用于 {}，{}{}",
                 count_in(e.rank_params, lang),
                 match sc.base_quant {
                     crate::estimate::BaseQuant::None => sc.precision.weight_dtype().name(),
@@ -122,14 +122,14 @@ impl Subject<'_> {
             (None, true) => text!(
                 lang,
                 "{} params{this_rank}, {} weights (+ scales), embeddings and norms in bf16",
-                "{} 参数{this_rank}，{} 权重（+ 缩放因子），嵌入层和归一化层为 bf16",
+                "{}参数{this_rank}，{} 权重（+ 缩放因子），嵌入层和归一化层为 bf16",
                 count_in(e.rank_params, lang),
                 p
             ),
             (None, false) => text!(
                 lang,
                 "{} params{this_rank} × {} ({}){}",
-                "{} 参数{this_rank} × {}（{}）{}",
+                "{}参数{this_rank} × {}（{}）{}",
                 count_in(e.rank_params, lang),
                 bytes_in(wb, lang),
                 p.weight_dtype().torch_name(),

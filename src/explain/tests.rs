@@ -129,7 +129,7 @@ fn formulas_write_counts_and_bytes_apart_from_each_other() {
     let en = &explain_in(&sc, &e, Lang::En)[0].substituted;
     assert!(en.starts_with("8.03 × 10⁹ params × 2 bytes (bfloat16) = "), "{en}");
     let zh = &explain_in(&sc, &e, Lang::ZhCn)[0].substituted;
-    assert!(zh.starts_with("80.3 亿 参数 × 2 字节"), "{zh}");
+    assert!(zh.starts_with("80.3 亿参数 × 2 字节"), "{zh}");
     for x in explain_in(&sc, &e, Lang::En).iter().chain(&explain_in(&sc, &e, Lang::ZhCn)) {
         // "B" is neither a billion nor a byte anywhere (GiB and MiB are sizes)
         let t = x.substituted.replace("GiB", "").replace("MiB", "");

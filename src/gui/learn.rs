@@ -9,7 +9,6 @@ use crate::estimate::{Checkpointing, Mode, Optimizer, Phase};
 use crate::explain::Component;
 use crate::fit::Knob;
 use crate::i18n::Lang;
-use crate::report::human_count;
 use crate::text;
 use crate::units::{GIB, Precision};
 use serde::{Deserialize, Serialize};
@@ -207,7 +206,7 @@ fn parameters_text(c: &Computed, l: Lang) -> String {
     let sc = &c.scenario;
     let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
     let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);
-    let n = human_count(e.rank_params);
+    let n = crate::explain::count_in(e.rank_params, l);
     let wb = sc.precision.weight_dtype().bytes(8) as f64 / 8.0;
     let dtype = sc.precision.weight_dtype().torch_name();
     let (p, pg, pgb) = (g(e.parameters), gb(e.parameters), g(e.parameters));
@@ -217,7 +216,7 @@ fn parameters_text(c: &Computed, l: Lang) -> String {
          The textbook example is this BERT-base: 110 × 10⁶ × 4 bytes ≈ 0.44 GB (0.41 GiB) in fp32. The weights \
          do not change with the batch or the sequence: they are the curve's floor. In bf16 (2 bytes a \
          parameter) they would be half of today's {p}.",
-        "每个权重都存放在显存中：{n} 个参数 × {wb} 字节（{dtype}）= {pg}（{pgb}）。教材中的经典例子就是这个 \
+        "每个权重都存放在显存中：{n}个参数 × {wb} 字节（{dtype}）= {pg}（{pgb}）。教材中的经典例子就是这个 \
          BERT-base：1.1 亿 × 4 字节 ≈ 0.44 GB（0.41 GiB，fp32）。权重与批次和序列长度无关，是曲线的基线。\
          换成 bf16（每个参数 2 字节），权重只有当前 {p} 的一半。"
     )
@@ -228,7 +227,7 @@ fn states_text(c: &Computed, l: Lang) -> String {
     let e = &c.estimate;
     let sc = &c.scenario;
     let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
-    let n = human_count(e.rank_params);
+    let n = crate::explain::count_in(e.rank_params, l);
     let wb = sc.precision.weight_dtype().bytes(8) as f64 / 8.0;
     let temp = c
         .timeline
@@ -283,7 +282,7 @@ fn mixed_precision_text(c: &Computed, l: Lang) -> String {
     let e = &c.estimate;
     let sc = &c.scenario;
     let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
-    let n = human_count(e.rank_params);
+    let n = crate::explain::count_in(e.rank_params, l);
     let (p, gr, op, acts) = (g(e.parameters), g(e.gradients), g(e.optimizer_states), g(e.activations));
     text!(
         l,
@@ -505,12 +504,15 @@ mod tests {
             let en = lesson.body(&c, roadmap.as_ref(), Lang::En);
             let zh = lesson.body(&c, roadmap.as_ref(), Lang::ZhCn);
             assert!(zh.chars().any(|ch| ('\u{4e00}'..='\u{9fff}').contains(&ch)), "{lesson:?}: {zh}");
-            // the decimals of a text ("0.41", "14.96"), not a sentence's full stop after a digit
+            // the sizes of a text ("0.41 GiB", "0.44 GB"); counts are written the way each
+            // language counts (8.03 × 10⁹, 80.3 亿)
             let numbers = |s: &str| -> Vec<String> {
-                s.split(|ch: char| !(ch.is_ascii_digit() || ch == '.'))
-                    .map(|w| w.trim_matches('.'))
-                    .filter(|w| w.contains('.'))
-                    .map(str::to_owned)
+                let words: Vec<&str> = s.split([' ', '（', '(', '，', '：']).collect();
+                words
+                    .windows(2)
+                    .filter(|w| w[1].starts_with("GiB") || w[1].starts_with("GB"))
+                    .map(|w| w[0].trim_matches(|c: char| !(c.is_ascii_digit() || c == '.')).to_owned())
+                    .filter(|x| x.contains('.'))
                     .collect()
             };
             // every GiB figure of the English text is in the Chinese one

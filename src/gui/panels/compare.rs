@@ -56,7 +56,7 @@ pub fn table(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)], size
                 let v = f(p);
                 ui.label(text(gib(v)));
                 let d = cur as f64 - v as f64;
-                ui.label(text(format!("{:+.1} GiB", d / crate::units::GIB)));
+                ui.label(text(format!("{} GiB", super::signed(d / crate::units::GIB, 1))));
             }
             ui.end_row();
         };
