@@ -340,7 +340,8 @@ fn the_presentation_layout_holds_on_a_projector() {
             assert!(screen.contains_rect(why.shrink(1.0)), "{what}: {why:?} leaves {screen:?}");
             let (rect, labels): (egui::Rect, Labels) =
                 harness.ctx.data(|d| d.get_temp(labels_id())).unwrap_or_else(|| panic!("{what}: no chart"));
-            assert!(rect.width() >= 380.0 && rect.height() >= 200.0, "{what}: chart {rect:?}");
+            // (the curve under it keeps its least height first: the chart gives up what it needs)
+            assert!(rect.width() >= 380.0 && rect.height() >= 190.0, "{what}: chart {rect:?}");
             // the what-if curve under it keeps room for its axis labels and legend
             let plot = drawn(vramscope::gui::panels::curves::plot_id(), "what-if plot");
             assert!(plot.height() >= 100.0, "{what}: the what-if plot is {} points high", plot.height());

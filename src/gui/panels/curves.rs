@@ -177,7 +177,7 @@ fn entries(
         };
         out.push(Entry::new(*name, colors::EXTRA[i % colors::EXTRA.len()], swatch));
     }
-    out.push(Entry::new(format!("{} {}", c.gpu.id, t.capacity), colors::CAPACITY, Swatch::Dashed));
+    out.push(Entry::new(super::capacity_line(&c.gpu.id, c.capacity()), colors::CAPACITY, Swatch::Dashed));
     if current > 0 {
         out.push(Entry::new(
             format!("{} {}", t.current, crate::units::digits(current)),
@@ -186,7 +186,7 @@ fn entries(
         ));
     }
     if let Some((x, what)) = marked {
-        out.push(Entry::new(format!("{what}: {}", crate::units::digits(x)), colors::MARK, Swatch::Marker));
+        out.push(Entry::new(super::kv(what, crate::units::digits(x)), colors::MARK, Swatch::Marker));
     }
     out
 }

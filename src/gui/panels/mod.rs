@@ -119,7 +119,7 @@ pub fn capacity_line(gpu_id: &str, bytes: u64) -> String {
 pub fn gap(more: u64, less: u64) -> String {
     let round = |b: u64| (b as f64 / crate::units::GIB * 10.0).round() / 10.0;
     let d = round(more) - round(less);
-    if d >= 0.1 { format!("{d:.1} GiB") } else { gib(more.saturating_sub(less)) }
+    if d >= 0.1 { format!("{} GiB", crate::units::grouped(d, 1)) } else { gib(more.saturating_sub(less)) }
 }
 
 /// A signed figure with `decimals` decimals, never "-0.0": a difference that rounds to nothing
