@@ -14,7 +14,7 @@ use crate::gui::strings_live::tr_live;
 use crate::monitor::GpuSample;
 use crate::units::GIB;
 use eframe::egui::{self, RichText};
-use egui_plot::{HLine, Legend, Line, LineStyle, Plot, PlotPoints};
+use egui_plot::{HLine, Line, LineStyle, Plot, PlotPoints};
 
 /// What the Live tab asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -218,22 +218,37 @@ struct Curve {
 fn chart(ui: &mut egui::Ui, curve: &Curve) {
     let t = tr();
     let ui_warn = ui.visuals().warn_fg_color.gamma_multiply(0.6);
+    // the legend over the plot, never on its data: every line named with its colour
+    use super::legend::{Entry, Swatch, colors};
+    let mut entries = vec![Entry::new(curve.name.as_str(), colors::CURVE, Swatch::Solid)];
+    if !curve.evidence.is_empty() {
+        entries.push(Entry::new(t.live_evidence, ui_warn, Swatch::Solid));
+    }
+    entries.push(Entry::new(t.live_predicted, colors::EXTRA[0], Swatch::Solid));
+    entries.push(Entry::new(t.capacity, colors::CAPACITY, Swatch::Dashed));
+    super::legend::row(ui, egui::Id::NULL.with("vramscope-live-legend"), &entries, "", &[]);
     Plot::new("live")
-        .legend(Legend::default())
         .height(super::plot_height(ui) - 10.0)
         .x_axis_label("s")
         .y_axis_label("GiB")
         .include_y(0.0)
         .include_y(curve.capacity as f64 / GIB * 1.05)
         .show(ui, |p| {
-            p.line(Line::new(curve.name.as_str(), PlotPoints::from(curve.pts.clone())).width(2.0));
+            p.line(
+                Line::new(curve.name.as_str(), PlotPoints::from(curve.pts.clone()))
+                    .width(2.0)
+                    .color(colors::CURVE),
+            );
             for seg in &curve.evidence {
                 p.line(Line::new(t.live_evidence, PlotPoints::from(seg.clone())).width(5.0).color(ui_warn));
             }
-            p.hline(HLine::new(t.live_predicted, curve.predicted as f64 / GIB).width(1.5));
+            p.hline(
+                HLine::new(t.live_predicted, curve.predicted as f64 / GIB).width(1.5).color(colors::EXTRA[0]),
+            );
             p.hline(
                 HLine::new(t.capacity, curve.capacity as f64 / GIB)
                     .style(LineStyle::dashed_loose())
+                    .color(colors::CAPACITY)
                     .width(1.5),
             );
         });
