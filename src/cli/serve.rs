@@ -6,7 +6,6 @@ use super::notes;
 use anyhow::{Result, bail};
 use clap::Args;
 use vramscope::gpu;
-use vramscope::model::preset;
 use vramscope::serve::{
     self, CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConfig, VllmRelease,
 };
@@ -15,9 +14,13 @@ use vramscope::units::DType;
 /// Flags of `serve` (vLLM's names).
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
-    /// Preset name, or a path to config.json / a model folder.
+    /// Preset name, a path to config.json / a model folder, or a Hugging Face Hub id
+    /// (ORG/NAME[@REV]: its config.json and safetensors headers are fetched, never the weights).
     #[arg(long)]
     pub model: String,
+    /// --revision and --offline, for a Hub id.
+    #[command(flatten)]
+    pub hub: super::hub::HubArgs,
     /// GPU (catalog id or short form: h100, 4090, a100-80gb).
     #[arg(long)]
     pub gpu: String,
@@ -105,7 +108,7 @@ pub struct ServeArgs {
 
 /// The server `a` describes: the model, its card and vLLM's settings (with the loader's notes).
 pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
-    let loaded = preset::load(&a.model)?;
+    let loaded = super::hub::load_model(&a.model, &a.hub)?.loaded;
     let g = gpu::find(&a.gpu).map_err(anyhow::Error::msg)?;
     let dtype = match a.dtype.to_ascii_lowercase().as_str() {
         "auto" => None,
