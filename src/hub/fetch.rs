@@ -40,6 +40,9 @@ pub struct Fetched {
 
 type Resp = ureq::http::Response<ureq::Body>;
 
+/// A named download to run on its own thread.
+type Job<'a> = (String, Box<dyn FnOnce() -> Result<Vec<u8>, HubError> + Send + 'a>);
+
 struct Client<'a> {
     agent: ureq::Agent,
     access: &'a Access,
@@ -274,9 +277,7 @@ fn check_header(name: &str, bytes: &[u8], n: u64) -> Result<(), HubError> {
 }
 
 /// Runs `jobs` on named threads, one each; the results in order.
-fn parallel<T: Send>(
-    jobs: Vec<(String, Box<dyn FnOnce() -> Result<T, HubError> + Send + '_>)>,
-) -> Result<Vec<T>, HubError> {
+fn parallel(jobs: Vec<Job<'_>>) -> Result<Vec<Vec<u8>>, HubError> {
     std::thread::scope(|s| {
         let mut handles = Vec::with_capacity(jobs.len());
         for (i, (name, job)) in jobs.into_iter().enumerate() {
@@ -338,7 +339,7 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
     }
     // round trip 2: the JSON files and each shard's first bytes, in parallel
     let c = &c;
-    let mut jobs: Vec<(String, Box<dyn FnOnce() -> Result<Vec<u8>, HubError> + Send + '_>)> = Vec::new();
+    let mut jobs: Vec<Job<'_>> = Vec::new();
     for n in json.iter().chain(&shards) {
         let url = file_url(n);
         let is_shard = n.ends_with(".safetensors");
@@ -352,7 +353,7 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
     let mut files: Vec<(String, Vec<u8>)> = json.iter().cloned().zip(json_bytes.iter().cloned()).collect();
     // round trip 3: the rest of the headers longer than the prefix
     let mut total = 0u64;
-    let mut rest: Vec<(String, Box<dyn FnOnce() -> Result<Vec<u8>, HubError> + Send + '_>)> = Vec::new();
+    let mut rest: Vec<Job<'_>> = Vec::new();
     let mut lens = Vec::with_capacity(shards.len());
     for (name, prefix) in shards.iter().zip(prefixes) {
         let n = header_len(name, prefix)?;
