@@ -56,23 +56,28 @@ fn single(gated: bool) -> Repo {
 
 /// Two shards; the first's header padded past the 100 KiB prefix (a third round trip).
 fn sharded() -> Repo {
+    sharded_n(2)
+}
+
+/// `n` shards and their index; the first shard's header padded past the 100 KiB prefix.
+fn sharded_n(n: usize) -> Repo {
     let t = llama_tensors();
-    let (a, b) = t.split_at(t.len() / 2);
-    let names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"];
+    let per = t.len().div_ceil(n);
     let mut map = serde_json::Map::new();
-    for (part, name) in [(a, names[0]), (b, names[1])] {
-        for (n, _) in part {
-            map.insert(n.clone(), Value::from(name));
-        }
-    }
-    let index = serde_json::json!({ "metadata": { "total_size": weights(&t) }, "weight_map": map });
-    let files = BTreeMap::from([
+    let mut files = BTreeMap::from([
         ("config.json".into(), config()),
-        ("model.safetensors.index.json".into(), File::Bytes(index.to_string().into_bytes())),
-        (names[0].into(), File::Safetensors { header: fake::header(a, 150 << 10), weights: weights(a) }),
-        (names[1].into(), File::Safetensors { header: fake::header(b, 0), weights: weights(b) }),
         ("README.md".into(), File::Bytes(b"# sharded".to_vec())),
     ]);
+    for (i, part) in t.chunks(per).enumerate() {
+        let name = format!("model-{:05}-of-{n:05}.safetensors", i + 1);
+        for (tensor, _) in part {
+            map.insert(tensor.clone(), Value::from(name.clone()));
+        }
+        let pad = if i == 0 { 150 << 10 } else { 0 };
+        files.insert(name, File::Safetensors { header: fake::header(part, pad), weights: weights(part) });
+    }
+    let index = serde_json::json!({ "metadata": { "total_size": weights(&t) }, "weight_map": map });
+    files.insert("model.safetensors.index.json".into(), File::Bytes(index.to_string().into_bytes()));
     Repo { sha: SHA.into(), revisions: vec!["main".into(), "v1".into()], files, gated: false }
 }
 
@@ -402,4 +407,50 @@ fn presets_paths_and_other_subcommands_keep_working() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let e = err(&run(&hub.url, &h, &["estimate", "--model", "llama-3.1-8b", "--revision", "main"], &[]));
     assert!(e.contains("--revision applies to a Hub id"), "{e}");
+}
+
+/// The figures of docs/performance.md: a cold fetch against the fake Hub with 50 ms added to
+/// every request (2 and 16 shards), and a warm run from the metadata cache, each a whole process.
+/// `cargo test --test hub -- --ignored --nocapture timings`
+#[test]
+#[ignore = "a measurement, not a check"]
+fn timings() {
+    let b = Behaviour { latency: Duration::from_millis(50), ..Behaviour::default() };
+    let repos =
+        BTreeMap::from([("acme/two".to_owned(), sharded_n(2)), ("acme/sixteen".to_owned(), sharded_n(16))]);
+    let hub = Hub::start(repos, b);
+    let secs = |f: &dyn Fn() -> Output| {
+        let t = Instant::now();
+        let o = f();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        t.elapsed().as_secs_f64()
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for repo in ["acme/two", "acme/sixteen"] {
+        let mut cold = Vec::new();
+        let mut warm = Vec::new();
+        for i in 0..5 {
+            let h = home(&format!("timing-{}-{i}", repo.replace('/', "-")));
+            let n = hub.requests().len();
+            cold.push(secs(&|| estimate(&hub.url, &h, repo, &[])));
+            let reqs = hub.requests().len() - n;
+            warm.push(secs(&|| estimate(&hub.url, &h, repo, &[])));
+            assert_eq!(hub.requests().len() - n, reqs);
+            if i == 0 {
+                println!("{repo}: {reqs} requests cold");
+            }
+        }
+        println!("{repo}: cold {:.3} s, warm {:.3} s (median of 5)", median(cold), median(warm));
+    }
+    let local: Vec<f64> = (0..5)
+        .map(|_| {
+            secs(&|| {
+                estimate(&hub.url, &home("timing-local"), "tests/data/hub/llama-3.2-1b/config.json", &[])
+            })
+        })
+        .collect();
+    println!("local config.json: {:.3} s (median of 5)", median(local));
 }
