@@ -87,6 +87,22 @@ fn broken(st: Vec<u8>) -> Repo {
     Repo { sha: SHA.into(), revisions: vec!["main".into()], files, gated: false }
 }
 
+/// A new architecture: Llama's keys under an unknown model_type, a tensor more than a Llama has.
+fn unknown_arch() -> Repo {
+    let mut cfg: Value =
+        serde_json::from_slice(&std::fs::read("tests/data/hub/llama-3.2-1b/config.json").unwrap()).unwrap();
+    cfg["model_type"] = "mystery".into();
+    cfg["architectures"] = serde_json::json!(["MysteryForCausalLM"]);
+    let mut t = llama_tensors();
+    t.push(("model.mystery_gate.weight".into(), vec![2048, 2048]));
+    let st = File::Safetensors { header: fake::header(&t, 0), weights: weights(&t) };
+    let files = BTreeMap::from([
+        ("config.json".into(), File::Bytes(cfg.to_string().into_bytes())),
+        ("model.safetensors".into(), st),
+    ]);
+    Repo { sha: SHA.into(), revisions: vec!["main".into()], files, gated: false }
+}
+
 fn repos() -> BTreeMap<String, Repo> {
     let mut truncated = 5000u64.to_le_bytes().to_vec();
     truncated.extend(b"{\"a\": {\"dtype\": \"BF16\", \"shape\": [2], \"data_offsets\": [0, 4]}");
@@ -101,6 +117,7 @@ fn repos() -> BTreeMap<String, Repo> {
         ("acme/truncated".into(), broken(truncated)),
         ("acme/not-json".into(), broken(not_json)),
         ("acme/huge-header".into(), broken(huge)),
+        ("acme/mystery".into(), unknown_arch()),
     ])
 }
 
@@ -453,4 +470,40 @@ fn timings() {
         })
         .collect();
     println!("local config.json: {:.3} s (median of 5)", median(local));
+}
+
+#[test]
+fn an_unknown_architecture_counts_the_headers_tensors() {
+    let hub = Hub::start(repos(), Behaviour::default());
+    let v = json(&estimate(&hub.url, &home("mystery"), "acme/mystery", &[]));
+    assert_eq!(v["model"]["n_params"], LLAMA_1B + 2048 * 2048);
+    assert_eq!(v["model"]["validated"], false);
+}
+
+#[test]
+fn a_config_only_snapshot_is_fetched_online_and_used_offline_with_a_note() {
+    let hub = Hub::start(repos(), Behaviour::default());
+    let h = home("cfgonly");
+    let snap = h.join(format!("hf/hub/models--acme--llama-single/snapshots/{SHA}"));
+    std::fs::create_dir_all(&snap).unwrap();
+    std::fs::copy("tests/data/hub/llama-3.2-1b/config.json", snap.join("config.json")).unwrap();
+    std::fs::create_dir_all(h.join("hf/hub/models--acme--llama-single/refs")).unwrap();
+    std::fs::write(h.join("hf/hub/models--acme--llama-single/refs/main"), SHA).unwrap();
+    let v = json(&estimate(&hub.url, &h, "acme/llama-single", &[("HF_HUB_OFFLINE", "1")]));
+    assert_eq!(v["model"]["source"]["from"], "hf-cache");
+    assert!(v["notes"].to_string().contains("no safetensors in the Hugging Face cache"), "{}", v["notes"]);
+    assert!(hub.requests().is_empty());
+    let v = json(&estimate(&hub.url, &h, "acme/llama-single", &[]));
+    assert_eq!(
+        (v["model"]["source"]["from"].as_str(), v["model"]["n_params"].as_u64()),
+        (Some("network"), Some(LLAMA_1B))
+    );
+}
+
+#[test]
+fn an_unreachable_hub_names_the_endpoint_and_offline() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}");
+    let e = err(&estimate(&url, &home("down"), "acme/llama-single", &[]));
+    assert!(e.contains(&format!("HF_ENDPOINT={url}")) && e.contains("--offline"), "{e}");
 }

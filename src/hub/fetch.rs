@@ -78,7 +78,18 @@ impl Client<'_> {
         if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) {
             return self.timeout_err(url);
         }
-        HubError::Http { url: url.to_owned(), why: e.to_string() }
+        self.unreachable(url, &e.to_string())
+    }
+
+    /// A connection that failed: where the endpoint comes from, and the way round the network.
+    fn unreachable(&self, url: &str, why: &str) -> HubError {
+        HubError::Http {
+            url: url.to_owned(),
+            why: format!(
+                "{why} (the Hub is HF_ENDPOINT={}; --offline reads only the caches)",
+                self.access.endpoint
+            ),
+        }
     }
 
     /// One request, following redirects and one bounded Retry-After.
@@ -100,7 +111,7 @@ impl Client<'_> {
                 Ok(r) => r,
                 Err(ureq::Error::Timeout(_)) => return Err(self.timeout_err(&url)),
                 Err(ureq::Error::Io(e)) => return Err(self.io_err(&url, &e)),
-                Err(e) => return Err(HubError::Http { url, why: e.to_string() }),
+                Err(e) => return Err(self.unreachable(&url, &e.to_string())),
             };
             let status = resp.status().as_u16();
             let header = |k: &str| resp.headers().get(k).and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -215,7 +226,7 @@ impl Client<'_> {
 }
 
 /// The commit and the root-level file names of the API answer.
-fn parse_api(url: &str, bytes: &[u8]) -> Result<(String, Vec<String>), HubError> {
+pub(super) fn parse_api(url: &str, bytes: &[u8]) -> Result<(String, Vec<String>), HubError> {
     let bad = |why: &str| HubError::Bad { what: url.into(), why: why.into() };
     let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|_| bad("the answer is not JSON"))?;
     let sha = v.get("sha").and_then(|s| s.as_str()).ok_or_else(|| bad("the answer names no commit (sha)"))?;
@@ -235,7 +246,7 @@ fn parse_api(url: &str, bytes: &[u8]) -> Result<(String, Vec<String>), HubError>
 }
 
 /// The header length a shard's first bytes give.
-fn header_len(name: &str, prefix: &[u8]) -> Result<u64, HubError> {
+pub(super) fn header_len(name: &str, prefix: &[u8]) -> Result<u64, HubError> {
     let Some(first) = prefix.get(..8) else {
         return Err(HubError::Bad {
             what: name.into(),
@@ -258,7 +269,7 @@ fn header_len(name: &str, prefix: &[u8]) -> Result<u64, HubError> {
 }
 
 /// Checks a whole header (length + JSON) is a safetensors header.
-fn check_header(name: &str, bytes: &[u8], n: u64) -> Result<(), HubError> {
+pub(super) fn check_header(name: &str, bytes: &[u8], n: u64) -> Result<(), HubError> {
     let json = bytes.get(8..8 + n as usize).ok_or_else(|| HubError::Bad {
         what: name.into(),
         why: format!(

@@ -318,7 +318,10 @@ pub enum HubError {
 
 /// Loads the model `id` names: from the HF cache, vramscope's cache, else the network.
 pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
-    if let Some((sha, dir)) = access.hf_cache.as_deref().and_then(|c| cache::hf_snapshot(c, id))
+    // a snapshot without its safetensors (transformers fetched the config alone) gives the
+    // parameters from the config: taken only offline, when nothing better can be had
+    let hf = access.hf_cache.as_deref().and_then(|c| cache::hf_snapshot(c, id));
+    if let Some((sha, dir)) = hf.clone().filter(|(_, d)| has_weights(d))
         && let Ok(l) = preset::load_path(&dir)
     {
         let src = source(id, sha, Origin::HfCache, dir, access);
@@ -332,6 +335,16 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
         return Ok((named(l, id, &src), src));
     }
     if access.offline {
+        if let Some((sha, dir)) = hf
+            && let Ok(mut l) = preset::load_path(&dir)
+        {
+            l.notes.push(format!(
+                "{}: no safetensors in the Hugging Face cache's snapshot, and offline: the parameters follow config.json",
+                id.repo()
+            ));
+            let src = source(id, sha, Origin::HfCache, dir, access);
+            return Ok((named(l, id, &src), src));
+        }
         let shown = |p: Option<&Path>| p.map_or("none".into(), |p| p.display().to_string());
         return Err(HubError::NotCached {
             repo: id.shown(),
@@ -347,9 +360,20 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
         None => cache::store_temp(&fetched)
             .map_err(|e| HubError::Bad { what: "a temporary folder".into(), why: e.to_string() })?,
     };
-    let l = preset::load_path(&dir).map_err(|e| HubError::Load { repo: id.repo(), source: e })?;
+    let mut l = preset::load_path(&dir).map_err(|e| HubError::Load { repo: id.repo(), source: e })?;
+    if !has_weights(&dir) {
+        l.notes.push(format!(
+            "{}: no model.safetensors nor index in the repository: the parameters follow config.json",
+            id.repo()
+        ));
+    }
     let src = source(id, fetched.sha.clone(), Origin::Network, dir, access);
     Ok((named(l, id, &src), src))
+}
+
+/// A folder with safetensors weights (or their headers) the folder loader reads.
+fn has_weights(dir: &Path) -> bool {
+    dir.join("model.safetensors").exists() || dir.join("model.safetensors.index.json").exists()
 }
 
 fn source(id: &HubId, sha: String, origin: Origin, dir: PathBuf, access: &Access) -> Source {

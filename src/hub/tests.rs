@@ -89,3 +89,46 @@ fn errors_are_one_line_and_name_what_to_do() {
     assert!(e.contains("HF_TOKEN") && e.contains("https://huggingface.co/meta-llama/Llama-3.1-8B"), "{e}");
     assert!(!e.contains('\n'));
 }
+
+proptest::proptest! {
+    /// Whatever bytes a server sends as a shard's first bytes or as the API answer: an error or a
+    /// header, never a panic.
+    #[test]
+    fn malformed_headers_and_answers_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..256), n in 0u64..300) {
+        if let Ok(len) = fetch::header_len("x.safetensors", &bytes) {
+            let _ = fetch::check_header("x.safetensors", &bytes, len);
+        }
+        let _ = fetch::check_header("x.safetensors", &bytes, n);
+        let mut framed = n.to_le_bytes().to_vec();
+        framed.extend(&bytes);
+        let _ = fetch::check_header("x.safetensors", &framed, n);
+        let _ = fetch::parse_api("u", &bytes);
+    }
+
+    #[test]
+    fn json_shaped_garbage_is_not_a_header(keys in proptest::collection::vec("[a-z.]{0,8}", 0..6), shape in proptest::collection::vec(proptest::num::i64::ANY, 0..4)) {
+        let tensors: serde_json::Map<String, serde_json::Value> =
+            keys.iter().map(|k| (k.clone(), serde_json::json!({"dtype": "BF16", "shape": shape}))).collect();
+        let json = serde_json::Value::Object(tensors).to_string();
+        let mut framed = (json.len() as u64).to_le_bytes().to_vec();
+        framed.extend(json.as_bytes());
+        let _ = fetch::check_header("x.safetensors", &framed, json.len() as u64);
+    }
+}
+
+#[test]
+fn a_header_is_checked_for_its_length_bound_and_json() {
+    let too_long = (MAX_HEADER_BYTES + 1).to_le_bytes();
+    assert!(fetch::header_len("s", &too_long).unwrap_err().to_string().contains("over the bound"));
+    assert!(fetch::header_len("s", &[1, 2, 3]).unwrap_err().to_string().contains("truncated"));
+    let json = br#"{"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}}"#;
+    let mut ok = (json.len() as u64).to_le_bytes().to_vec();
+    ok.extend(json);
+    assert!(fetch::check_header("s", &ok, json.len() as u64).is_ok());
+    assert!(
+        fetch::check_header("s", &ok[..20], json.len() as u64).unwrap_err().to_string().contains("truncated")
+    );
+    let mut bad = 4u64.to_le_bytes().to_vec();
+    bad.extend(b"nope");
+    assert!(fetch::check_header("s", &bad, 4).unwrap_err().to_string().contains("not a safetensors header"));
+}
