@@ -507,3 +507,13 @@ fn an_unreachable_hub_names_the_endpoint_and_offline() {
     let e = err(&estimate(&url, &home("down"), "acme/llama-single", &[]));
     assert!(e.contains(&format!("HF_ENDPOINT={url}")) && e.contains("--offline"), "{e}");
 }
+
+#[test]
+fn a_response_that_lies_about_its_bytes_is_an_error() {
+    let hub = Hub::start(repos(), Behaviour { wrong_content_range: true, ..Behaviour::default() });
+    let e = err(&estimate(&hub.url, &home("lie-range"), "acme/llama-single", &[]));
+    assert!(e.contains("asked for bytes 0-102399"), "{e}");
+    let hub = Hub::start(repos(), Behaviour { short_body: true, ..Behaviour::default() });
+    let e = err(&estimate(&hub.url, &home("lie-length"), "acme/llama-single", &[]));
+    assert!(e.contains("ended before"), "{e}");
+}

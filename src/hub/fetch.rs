@@ -155,6 +155,10 @@ impl Client<'_> {
                 revision: self.id.revision.clone().unwrap_or_else(|| "main".into()),
             },
             (_, "RepoNotFound") => HubError::RepoNotFound { repo, endpoint: self.access.endpoint.clone() },
+            (_, "EntryNotFound") => HubError::Bad {
+                what: url.to_owned(),
+                why: "the file the repository lists is not there (EntryNotFound)".into(),
+            },
             (401 | 403, _) | (_, "GatedRepo") => HubError::Gated {
                 page: format!("{}/{repo}", self.access.endpoint),
                 repo,
@@ -181,8 +185,19 @@ impl Client<'_> {
     /// At most `limit` bytes of the body.
     fn read_at_most(&self, url: &str, resp: Resp, limit: u64) -> Result<Vec<u8>, HubError> {
         let mut out = Vec::new();
-        resp.into_body().into_reader().take(limit).read_to_end(&mut out).map_err(|e| self.io_err(url, &e))?;
-        Ok(out)
+        let read = resp.into_body().into_reader().take(limit).read_to_end(&mut out);
+        match read {
+            Ok(_) => Ok(out),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
+                Err(self.timeout_err(url))
+            }
+            Err(e) => Err(HubError::Bad {
+                what: url.to_owned(),
+                why: format!(
+                    "the answer ended before the length it announced, or the connection dropped ({e})"
+                ),
+            }),
+        }
     }
 
     /// A whole JSON file (bounded).
@@ -207,8 +222,11 @@ impl Client<'_> {
         let resp = self.get(url, Some((from, to)))?;
         match resp.status().as_u16() {
             206 => {
-                let cr = resp.headers().get("content-range").and_then(|v| v.to_str().ok()).unwrap_or("");
-                if !cr.starts_with(&format!("bytes {from}-")) {
+                // a 206 must say which bytes it holds; one that names others is refused
+                let cr = resp.headers().get("content-range").and_then(|v| v.to_str().ok());
+                if let Some(cr) = cr
+                    && !cr.starts_with(&format!("bytes {from}-"))
+                {
                     return Err(HubError::Bad {
                         what: url.into(),
                         why: format!("asked for bytes {from}-{to}, the server sent \"{cr}\""),

@@ -53,6 +53,10 @@ pub struct Behaviour {
     pub error_codes: bool,
     /// Answer this many requests with 429 and this Retry-After first.
     pub rate_limit: Option<(u32, u64)>,
+    /// A 206 whose Content-Range names other bytes than those asked for.
+    pub wrong_content_range: bool,
+    /// A Content-Length 1000 bytes longer than the body sent before the connection closes.
+    pub short_body: bool,
 }
 
 /// One request as received.
@@ -236,11 +240,13 @@ fn resolve(s: &mut TcpStream, st: &State, req: &Request, repo: &str, sha: &str, 
                 return answer(s, st, "416 Range Not Satisfiable", &[], b"");
             }
             let b = b.min(total - 1);
-            (a, b, "206 Partial Content", vec![("Content-Range", format!("bytes {a}-{b}/{total}"))])
+            let shown = if st.b.wrong_content_range { a + 8 } else { a };
+            (a, b, "206 Partial Content", vec![("Content-Range", format!("bytes {shown}-{b}/{total}"))])
         }
         _ => (0, total.saturating_sub(1), "200 OK", vec![]),
     };
-    if total == 0 || !head(s, status, &extra, to + 1 - from) {
+    let lie = if st.b.short_body { 1000 } else { 0 };
+    if total == 0 || !head(s, status, &extra, to + 1 - from + lie) {
         return;
     }
     write_body(s, st, f, from, to);
