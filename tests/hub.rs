@@ -121,12 +121,27 @@ fn repos() -> BTreeMap<String, Repo> {
     ])
 }
 
-/// A fresh temporary home for one test.
-fn home(tag: &str) -> PathBuf {
+/// A fresh temporary home for one test, removed when dropped.
+struct TempHome(PathBuf);
+
+impl std::ops::Deref for TempHome {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempHome {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn home(tag: &str) -> TempHome {
     let d = std::env::temp_dir().join(format!("vramscope-hub-test-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempHome(d)
 }
 
 /// The binary with the Hub's and the caches' variables set, and no others of Hugging Face's.

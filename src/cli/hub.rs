@@ -37,7 +37,15 @@ pub fn load_model(spec: &str, h: &HubArgs) -> Result<Model> {
     match hub::parse_id(spec, h.revision.as_deref()) {
         Some(id) => {
             let id = id.map_err(anyhow::Error::msg)?;
-            let (loaded, source) = hub::load(&id, &hub::Access::from_env(h.offline))?;
+            let (loaded, source) = hub::load(&id, &hub::Access::from_env(h.offline)).map_err(|e| {
+                // a near miss of a preset's id is most likely that preset
+                let missing =
+                    matches!(e, hub::HubError::RepoNotFound { .. } | hub::HubError::NotCached { .. });
+                match preset::nearest_preset(&id.repo()).filter(|_| missing) {
+                    Some(n) => anyhow::anyhow!("{e}; did you mean the preset {n}?"),
+                    None => anyhow::Error::new(e),
+                }
+            })?;
             Ok(Model { loaded, source: Some(source) })
         }
         None if h.revision.is_some() => {

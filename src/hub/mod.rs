@@ -73,6 +73,11 @@ pub fn parse_id(spec: &str, revision: Option<&str>) -> Option<Result<HubId, Stri
     if !repo_part(org) || !repo_part(name) || name.contains('/') {
         return None;
     }
+    // `configs/config.json` is a file that is not there, not a repository
+    let lower = name.to_ascii_lowercase();
+    if [".json", ".safetensors", ".ron", ".bin", ".pt", ".pth", ".gguf"].iter().any(|e| lower.ends_with(e)) {
+        return None;
+    }
     let rev = match (at, revision) {
         (Some(a), Some(r)) if a != r => {
             return Some(Err(format!("{spec}: the id names revision {a} but --revision says {r}")));
