@@ -332,6 +332,9 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
+        // no connection kept open after its answer: most requests run in parallel on fresh
+        // connections anyway, and a server that serves one connection at a time is not stalled
+        .max_idle_connections(0)
         .timeout_connect(Some(access.timeout))
         .timeout_global(Some(access.timeout))
         .user_agent(concat!("vramscope/", env!("CARGO_PKG_VERSION")))
