@@ -433,8 +433,12 @@ fn presets_paths_and_other_subcommands_keep_working() {
     let v = json(&estimate(&hub.url, &h, "Qwen/Qwen3-8B", &[]));
     assert!(v["model"]["source"].is_null());
     assert!(hub.requests().is_empty());
-    let o = run(&hub.url, &h, &["serve", "--model", "acme/llama-single", "--gpu", "h100", "--json"], &[]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v =
+        json(&run(&hub.url, &h, &["serve", "--model", "acme/llama-single", "--gpu", "h100", "--json"], &[]));
+    assert_eq!(
+        (v["source"]["hub_id"].as_str(), v["source"]["from"].as_str()),
+        (Some("acme/llama-single"), Some("network"))
+    );
     let o = run(&hub.url, &h, &["plan", "--model", "acme/llama-single", "--gpu", "h100"], &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let e = err(&run(&hub.url, &h, &["estimate", "--model", "llama-3.1-8b", "--revision", "main"], &[]));

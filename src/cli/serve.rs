@@ -108,7 +108,12 @@ pub struct ServeArgs {
 
 /// The server `a` describes: the model, its card and vLLM's settings (with the loader's notes).
 pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
-    let loaded = super::hub::load_model(&a.model, &a.hub)?.loaded;
+    load(a).map(|(s, notes, _)| (s, notes))
+}
+
+/// [`setup`], and where a model named by its Hub id came from.
+fn load(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>, Option<vramscope::hub::Source>)> {
+    let super::hub::Model { loaded, source } = super::hub::load_model(&a.model, &a.hub)?;
     let g = gpu::find(&a.gpu).map_err(anyhow::Error::msg)?;
     let dtype = match a.dtype.to_ascii_lowercase().as_str() {
         "auto" => None,
@@ -140,12 +145,12 @@ pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
     let setup = serve::advice::Setup { model: loaded.model, gpu: g, cfg, checkpoint_dtype: loaded.dtype };
     let mut notes = loaded.notes;
     notes.extend(gpu::default_note(&a.gpu));
-    Ok((setup, notes))
+    Ok((setup, notes, source))
 }
 
 /// Runs `serve`.
 pub fn run_serve(a: &ServeArgs) -> Result<String> {
-    let (setup, load_notes) = setup(a)?;
+    let (setup, load_notes, source) = load(a)?;
     if a.target_concurrency.is_some() && !(a.options || a.roadmap) {
         bail!("--target-concurrency goes with --options or --roadmap");
     }
@@ -159,7 +164,11 @@ pub fn run_serve(a: &ServeArgs) -> Result<String> {
     let mut s = serve::serve(&setup.model, &setup.gpu, &setup.cfg, setup.checkpoint_dtype.as_deref())?;
     s.notes.splice(0..0, load_notes);
     let out = if a.json {
-        serde_json::to_string_pretty(&s)? + "\n"
+        let mut v = serde_json::to_value(&s)?;
+        if let (Some(obj), Some(src)) = (v.as_object_mut(), &source) {
+            obj.insert("source".into(), src.to_json());
+        }
+        serde_json::to_string_pretty(&v)? + "\n"
     } else {
         serve::text::answer(&s, &setup.gpu.name)
     };
