@@ -106,12 +106,14 @@ pub struct ServeArgs {
     pub json: bool,
 }
 
-/// The server `a` describes: the model, its card and vLLM's settings (with the loader's notes).
+/// [`load`] without the source (the tests').
+#[cfg(test)]
 pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
     load(a).map(|(s, notes, _)| (s, notes))
 }
 
-/// [`setup`], and where a model named by its Hub id came from.
+/// The server `a` describes: the model, its card and vLLM's settings (with the loader's notes),
+/// and where a model named by its Hub id came from.
 fn load(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>, Option<vramscope::hub::Source>)> {
     let super::hub::Model { loaded, source } = super::hub::load_model(&a.model, &a.hub)?;
     let g = gpu::find(&a.gpu).map_err(anyhow::Error::msg)?;
