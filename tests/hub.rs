@@ -153,7 +153,20 @@ fn run(endpoint: &str, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Outp
         .env("HF_HOME", home.join("hf"))
         .env("HF_ENDPOINT", endpoint)
         .env("HF_HUB_DOWNLOAD_TIMEOUT", "5");
-    for k in ["HF_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_TOKEN_PATH"] {
+    // and no proxy: the fake Hub is on loopback
+    for k in [
+        "HF_TOKEN",
+        "HF_HUB_OFFLINE",
+        "HF_HUB_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_TOKEN_PATH",
+        "ALL_PROXY",
+        "all_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+    ] {
         c.env_remove(k);
     }
     for (k, v) in env {
