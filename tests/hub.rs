@@ -118,6 +118,15 @@ fn repos() -> BTreeMap<String, Repo> {
         ("acme/not-json".into(), broken(not_json)),
         ("acme/huge-header".into(), broken(huge)),
         ("acme/mystery".into(), unknown_arch()),
+        (
+            "acme/gguf-only".into(),
+            Repo {
+                sha: SHA.into(),
+                revisions: vec!["main".into()],
+                files: BTreeMap::from([("model-q4.gguf".into(), File::Bytes(b"GGUF".to_vec()))]),
+                gated: false,
+            },
+        ),
     ])
 }
 
@@ -373,6 +382,8 @@ fn broken_headers_are_one_line_errors() {
     assert!(e.contains("not a safetensors header"), "{e}");
     let e = err(&estimate(&hub.url, &h, "acme/huge-header", &[]));
     assert!(e.contains("over the bound"), "{e}");
+    let e = err(&estimate(&hub.url, &h, "acme/gguf-only", &[]));
+    assert!(e.contains("no config.json nor .safetensors"), "{e}");
 }
 
 #[test]

@@ -360,7 +360,7 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
     if json.is_empty() && shards.is_empty() {
         return Err(HubError::Bad {
             what: id.shown(),
-            why: "no config.json nor .safetensors file at the repository's root (Diffusers and Sentence Transformers repositories are not read yet)".into(),
+            why: "no config.json nor .safetensors file at the repository's root (GGUF-only, Diffusers and Sentence Transformers repositories are not read yet)".into(),
         });
     }
     if shards.len() > MAX_SHARDS {
