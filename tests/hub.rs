@@ -446,6 +446,13 @@ fn the_hugging_face_cache_answers_without_the_network_and_offline_says_what_is_m
     assert!(hub.requests().is_empty(), "{:?}", hub.requests());
     let e = err(&estimate(&hub.url, &h, "acme/llama-single", &[("HF_HUB_OFFLINE", "1")]));
     assert!(e.contains("neither the Hugging Face cache") && e.contains("offline"), "{e}");
+    // in the cache but unreadable: that is the error, not "not cached"
+    hf_cache(&h.join("hf/hub"), "someone/broken-llama");
+    let snap = h.join(format!("hf/hub/models--someone--broken-llama/snapshots/{SHA}"));
+    std::fs::remove_file(snap.join("config.json")).unwrap();
+    std::fs::write(snap.join("config.json"), "{ not json").unwrap();
+    let e = err(&estimate(&hub.url, &h, "someone/broken-llama", &[("HF_HUB_OFFLINE", "1")]));
+    assert!(e.contains("someone/broken-llama") && e.contains("config.json") && !e.contains("neither"), "{e}");
     assert!(hub.requests().is_empty());
 }
 

@@ -227,7 +227,7 @@ impl Source {
             "revision": self.revision,
             "sha": self.sha,
             "from": self.origin.token(),
-            "endpoint": self.endpoint,
+            "endpoint": (!self.endpoint.is_empty()).then_some(&self.endpoint),
             "dir": self.dir.display().to_string(),
         })
     }
@@ -340,13 +340,15 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
         return Ok((named(l, id, &src), src));
     }
     if access.offline {
-        if let Some((sha, dir)) = hf
-            && let Ok(mut l) = preset::load_path(&dir)
-        {
-            l.notes.push(format!(
-                "{}: no safetensors in the Hugging Face cache's snapshot, and offline: the parameters follow config.json",
-                id.repo()
-            ));
+        if let Some((sha, dir)) = hf {
+            // in the cache but not a model this build reads: that, not "not cached"
+            let mut l = preset::load_path(&dir).map_err(|e| HubError::Load { repo: id.repo(), source: e })?;
+            if !has_weights(&dir) {
+                l.notes.push(format!(
+                    "{}: no safetensors in the Hugging Face cache's snapshot, and offline: the parameters follow config.json",
+                    id.repo()
+                ));
+            }
             let src = source(id, sha, Origin::HfCache, dir, access);
             return Ok((named(l, id, &src), src));
         }
