@@ -567,3 +567,17 @@ fn a_response_that_lies_about_its_bytes_is_an_error() {
     let e = err(&estimate(&hub.url, &home("lie-length"), "acme/llama-single", &[]));
     assert!(e.contains("ended before"), "{e}");
 }
+
+#[test]
+fn a_hub_that_serves_one_keep_alive_connection_at_a_time_is_not_stalled() {
+    let hub = Hub::start(repos(), Behaviour { sequential: true, ..Behaviour::default() });
+    let t = Instant::now();
+    let v = json(&estimate(
+        &hub.url,
+        &home("sequential"),
+        "acme/llama-sharded",
+        &[("HF_HUB_DOWNLOAD_TIMEOUT", "3")],
+    ));
+    assert_eq!(v["model"]["n_params"], LLAMA_1B);
+    assert!(t.elapsed() < Duration::from_secs(3));
+}

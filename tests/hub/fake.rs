@@ -57,6 +57,9 @@ pub struct Behaviour {
     pub wrong_content_range: bool,
     /// A Content-Length 1000 bytes longer than the body sent before the connection closes.
     pub short_body: bool,
+    /// One connection at a time, kept alive until the client closes it (as a single-threaded
+    /// HTTP/1.1 server does).
+    pub sequential: bool,
 }
 
 /// One request as received.
@@ -108,11 +111,15 @@ impl Hub {
                 let t0 = Instant::now();
                 while !st.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(120) {
                     match l.accept() {
+                        Ok((s, _)) if state.b.sequential => {
+                            let _ = s.set_nonblocking(false);
+                            while serve(&s, &state) {}
+                        }
                         Ok((s, _)) => {
                             let state = state.clone();
                             let _ = std::thread::Builder::new()
                                 .name("fake-hub-conn".into())
-                                .spawn(move || serve(s, &state));
+                                .spawn(move || serve(&s, &state));
                         }
                         Err(_) => std::thread::sleep(Duration::from_millis(2)),
                     }
@@ -151,8 +158,11 @@ fn read_request(s: &TcpStream) -> Option<Request> {
     Some(Request { path, headers })
 }
 
-fn head(s: &mut TcpStream, status: &str, extra: &[(&str, String)], len: u64) -> bool {
-    let mut h = format!("HTTP/1.1 {status}\r\nContent-Length: {len}\r\nConnection: close\r\n");
+fn head(s: &mut TcpStream, st: &State, status: &str, extra: &[(&str, String)], len: u64) -> bool {
+    let mut h = format!("HTTP/1.1 {status}\r\nContent-Length: {len}\r\n");
+    if !st.b.sequential {
+        h += "Connection: close\r\n";
+    }
     for (k, v) in extra {
         h += &format!("{k}: {v}\r\n");
     }
@@ -161,35 +171,36 @@ fn head(s: &mut TcpStream, status: &str, extra: &[(&str, String)], len: u64) -> 
 }
 
 fn answer(s: &mut TcpStream, st: &State, status: &str, extra: &[(&str, String)], body: &[u8]) {
-    if head(s, status, extra, body.len() as u64) && s.write_all(body).is_ok() {
+    if head(s, st, status, extra, body.len() as u64) && s.write_all(body).is_ok() {
         st.body_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
     }
 }
 
-fn serve(mut s: TcpStream, st: &State) {
-    let Some(req) = read_request(&s) else { return };
+/// Answers one request; whether the connection stays open for another.
+fn serve(s: &TcpStream, st: &State) -> bool {
+    let Ok(mut s) = s.try_clone() else { return false };
+    let Some(req) = read_request(&s) else { return false };
+    answer_request(&mut s, st, req);
+    st.b.sequential
+}
+
+fn answer_request(s: &mut TcpStream, st: &State, req: Request) {
     st.log.lock().unwrap().push(req.clone());
     std::thread::sleep(st.b.latency);
     if let Some((n, after)) = st.b.rate_limit
         && st.limited.fetch_add(1, Ordering::Relaxed) < n
     {
-        return answer(
-            &mut s,
-            st,
-            "429 Too Many Requests",
-            &[("Retry-After", after.to_string())],
-            b"slow down",
-        );
+        return answer(s, st, "429 Too Many Requests", &[("Retry-After", after.to_string())], b"slow down");
     }
     let path = req.path.clone();
     if let Some(rest) = path.strip_prefix("/api/models/") {
-        return api(&mut s, st, rest);
+        return api(s, st, rest);
     }
     let parts: Vec<&str> = path.trim_start_matches('/').splitn(5, '/').collect();
     if let [org, name, "resolve", sha, file] = parts[..] {
-        return resolve(&mut s, st, &req, &format!("{org}/{name}"), sha, file);
+        return resolve(s, st, &req, &format!("{org}/{name}"), sha, file);
     }
-    answer(&mut s, st, "404 Not Found", &[], b"no route");
+    answer(s, st, "404 Not Found", &[], b"no route");
 }
 
 fn not_found(s: &mut TcpStream, st: &State, code: &str) {
@@ -246,7 +257,7 @@ fn resolve(s: &mut TcpStream, st: &State, req: &Request, repo: &str, sha: &str, 
         _ => (0, total.saturating_sub(1), "200 OK", vec![]),
     };
     let lie = if st.b.short_body { 1000 } else { 0 };
-    if total == 0 || !head(s, status, &extra, to + 1 - from + lie) {
+    if total == 0 || !head(s, st, status, &extra, to + 1 - from + lie) {
         return;
     }
     write_body(s, st, f, from, to);
