@@ -33,6 +33,7 @@ pub mod fit;
 pub mod flags;
 pub mod gpu;
 pub mod gui;
+pub mod hub;
 pub mod i18n;
 pub mod model;
 pub mod monitor;

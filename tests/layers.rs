@@ -269,7 +269,7 @@ fn every_import_points_down_the_declared_layers() {
 #[test]
 fn the_core_names_no_gui_driver_or_http_crate() {
     let layers = declared();
-    let fronts = ["gui", "monitor", "cli"];
+    let fronts = ["gui", "monitor", "hub", "cli"];
     let crates = ["eframe", "egui", "egui_plot", "egui_kittest", "nvml_wrapper", "ureq", "rfd", "image"];
     let mut problems = Vec::new();
     for (file, module, code, _) in sources() {

@@ -21,6 +21,8 @@ pub struct Inputs {
     pub gpu: Option<gpu::Gpu>,
     /// The scenario file's global batch, if any.
     pub global_batch: Option<u64>,
+    /// Where a model named by its Hub id came from.
+    pub source: Option<vramscope::hub::Source>,
 }
 
 pub(super) fn find_gpu(id: &str) -> Result<gpu::Gpu> {
@@ -34,14 +36,17 @@ pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
         let id = a.gpu.as_deref().or(f.gpu.as_deref());
         let gpu = id.map(find_gpu).transpose()?;
         let notes = id.and_then(gpu::default_note).into_iter().collect();
-        let mut i = Inputs { sc: f.scenario, notes, gpu, global_batch: f.global_batch };
+        let mut i = Inputs { sc: f.scenario, notes, gpu, global_batch: f.global_batch, source: None };
         if a.calibrated {
             calibrate_overhead(a, &mut i)?;
         }
         return Ok(i);
     }
     let model = a.model.as_deref().context("--model or --scenario is required")?;
-    inputs_with(a, preset::load(model)?)
+    let m = super::hub::load_model(model, &a.hub)?;
+    let mut i = inputs_with(a, m.loaded)?;
+    i.source = m.source;
+    Ok(i)
 }
 
 /// Takes the --gpu's calibration profile for the overhead (explicit --context-mib / --reserve-frac
@@ -116,7 +121,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     }
     sc.validate()?;
     layout_notes(&sc, &mut notes);
-    let mut i = Inputs { sc, notes, gpu, global_batch: None };
+    let mut i = Inputs { sc, notes, gpu, global_batch: None, source: None };
     if a.calibrated {
         calibrate_overhead(a, &mut i)?;
     }

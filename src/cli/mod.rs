@@ -21,6 +21,7 @@ mod choice;
 mod cluster;
 mod diagnose;
 mod export;
+mod hub;
 mod inputs;
 mod notes;
 mod plan;
@@ -135,10 +136,14 @@ pub enum Command {
 /// Flags of `estimate`.
 #[derive(Args, Debug, Clone)]
 pub struct EstimateArgs {
-    /// Preset name, or a path to config.json, a .ron preset, a .safetensors file or
-    /// model.safetensors.index.json.
+    /// Preset name, a path to config.json, a .ron preset, a .safetensors file or
+    /// model.safetensors.index.json, or a Hugging Face Hub id (ORG/NAME[@REV]: its config.json
+    /// and safetensors headers are fetched, never the weights; see --revision, --offline).
     #[arg(long, required_unless_present = "scenario")]
     pub model: Option<String>,
+    /// --revision and --offline, for a Hub id.
+    #[command(flatten)]
+    pub hub: hub::HubArgs,
     /// A saved scenario (`vramscope export --format ron`, or File > Save in the app) instead of
     /// --model and the scenario flags; --gpu overrides the file's GPU.
     #[arg(long, value_name = "FILE.ron", conflicts_with_all = [
@@ -357,7 +362,7 @@ impl ParallelArgs {
 
 /// Runs `estimate`.
 pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
-    let Inputs { sc, mut notes, gpu, .. } = inputs(a)?;
+    let Inputs { sc, mut notes, gpu, source, .. } = inputs(a)?;
     // the allocator is replayed over the step on the card (a calibration profile's or
     // --reserve-frac's flat reserve stands for it where given): the verdict every advice uses
     let (e, replay, fit_info) = match gpu {
@@ -393,6 +398,9 @@ pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
     };
     Ok(if a.json {
         let mut v = report::to_json(&sc, &e, fit_info.as_ref(), &notes);
+        if let (Some(m), Some(src)) = (v.get_mut("model").and_then(|m| m.as_object_mut()), &source) {
+            m.insert("source".into(), src.to_json());
+        }
         if let (Some(obj), Some(replay)) = (v.as_object_mut(), &replay) {
             obj.insert(
                 "allocator_replay".into(),
@@ -473,6 +481,7 @@ fn stages_text(sc: &vramscope::estimate::Scenario, stages: &[vramscope::estimate
 pub fn default_args() -> EstimateArgs {
     EstimateArgs {
         model: Some("llama-3.1-8b".into()),
+        hub: hub::HubArgs::default(),
         scenario: None,
         mode: Mode::Train,
         batch: 1,

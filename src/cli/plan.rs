@@ -93,7 +93,7 @@ fn costs(
 /// Runs `plan`.
 pub fn run_plan(a: &PlanArgs) -> Result<String> {
     use vramscope::plan;
-    let super::Inputs { mut sc, notes, gpu, global_batch: file_global } = inputs(&a.estimate)?;
+    let super::Inputs { mut sc, notes, gpu, global_batch: file_global, .. } = inputs(&a.estimate)?;
     let gpu = gpu.context("plan needs --gpu")?;
     if !(0.01..=1.0).contains(&a.mfu) {
         bail!("--mfu {} is outside (0, 1]", a.mfu);

@@ -6,7 +6,6 @@ use super::notes;
 use anyhow::{Result, bail};
 use clap::Args;
 use vramscope::gpu;
-use vramscope::model::preset;
 use vramscope::serve::{
     self, CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConfig, VllmRelease,
 };
@@ -15,9 +14,13 @@ use vramscope::units::DType;
 /// Flags of `serve` (vLLM's names).
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
-    /// Preset name, or a path to config.json / a model folder.
+    /// Preset name, a path to config.json / a model folder, or a Hugging Face Hub id
+    /// (ORG/NAME[@REV]: its config.json and safetensors headers are fetched, never the weights).
     #[arg(long)]
     pub model: String,
+    /// --revision and --offline, for a Hub id.
+    #[command(flatten)]
+    pub hub: super::hub::HubArgs,
     /// GPU (catalog id or short form: h100, 4090, a100-80gb).
     #[arg(long)]
     pub gpu: String,
@@ -103,9 +106,16 @@ pub struct ServeArgs {
     pub json: bool,
 }
 
-/// The server `a` describes: the model, its card and vLLM's settings (with the loader's notes).
+/// [`load`] without the source (the tests').
+#[cfg(test)]
 pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
-    let loaded = preset::load(&a.model)?;
+    load(a).map(|(s, notes, _)| (s, notes))
+}
+
+/// The server `a` describes: the model, its card and vLLM's settings (with the loader's notes),
+/// and where a model named by its Hub id came from.
+fn load(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>, Option<vramscope::hub::Source>)> {
+    let super::hub::Model { loaded, source } = super::hub::load_model(&a.model, &a.hub)?;
     let g = gpu::find(&a.gpu).map_err(anyhow::Error::msg)?;
     let dtype = match a.dtype.to_ascii_lowercase().as_str() {
         "auto" => None,
@@ -137,12 +147,12 @@ pub fn setup(a: &ServeArgs) -> Result<(serve::advice::Setup, Vec<String>)> {
     let setup = serve::advice::Setup { model: loaded.model, gpu: g, cfg, checkpoint_dtype: loaded.dtype };
     let mut notes = loaded.notes;
     notes.extend(gpu::default_note(&a.gpu));
-    Ok((setup, notes))
+    Ok((setup, notes, source))
 }
 
 /// Runs `serve`.
 pub fn run_serve(a: &ServeArgs) -> Result<String> {
-    let (setup, load_notes) = setup(a)?;
+    let (setup, load_notes, source) = load(a)?;
     if a.target_concurrency.is_some() && !(a.options || a.roadmap) {
         bail!("--target-concurrency goes with --options or --roadmap");
     }
@@ -156,7 +166,11 @@ pub fn run_serve(a: &ServeArgs) -> Result<String> {
     let mut s = serve::serve(&setup.model, &setup.gpu, &setup.cfg, setup.checkpoint_dtype.as_deref())?;
     s.notes.splice(0..0, load_notes);
     let out = if a.json {
-        serde_json::to_string_pretty(&s)? + "\n"
+        let mut v = serde_json::to_value(&s)?;
+        if let (Some(obj), Some(src)) = (v.as_object_mut(), &source) {
+            obj.insert("source".into(), src.to_json());
+        }
+        serde_json::to_string_pretty(&v)? + "\n"
     } else {
         serve::text::answer(&s, &setup.gpu.name)
     };

@@ -92,7 +92,16 @@ fn lora_help_names_all_and_a_missing_path_is_no_such_file() {
         &["estimate", "--model", "./no/such/config.json"],
         "no such file: ./no/such/config.json",
     );
-    assert_usage_error(&["estimate", "--model", "nobody/nothing"], "Hub ids are not fetched");
+    // a Hub id that is no preset is looked up on the Hub; offline, in the caches only
+    assert_usage_error(
+        &["estimate", "--model", "nobody/nothing", "--offline"],
+        "neither the Hugging Face cache",
+    );
+    assert_usage_error(
+        &["estimate", "--model", "meta-llama/Llama-3.1-8C", "--offline"],
+        "did you mean the preset llama-3.1-8b?",
+    );
+    assert_usage_error(&["estimate", "--model", "no/such.json"], "no such file: no/such.json");
 }
 
 #[test]

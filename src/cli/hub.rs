@@ -1,0 +1,56 @@
+//! `--model ORG/NAME` (with `--revision`, `--offline`): the one place the command line reaches
+//! the Hugging Face Hub. A preset name, a preset's Hub id and an existing file or folder load as
+//! before; any other `ORG/NAME[@REV]` is fetched (config.json and safetensors headers only).
+
+use anyhow::{Result, bail};
+use clap::Args;
+use vramscope::hub;
+use vramscope::model::preset;
+
+/// Flags for a model named by its Hub id.
+#[derive(Args, Debug, Clone, Default)]
+pub struct HubArgs {
+    /// With a Hub id in --model: the branch, tag or commit to read (default: the repository's
+    /// default branch; `--model ORG/NAME@REV` says the same).
+    #[arg(long, value_name = "REV")]
+    pub revision: Option<String>,
+    /// With a Hub id in --model: read only the local Hugging Face cache and vramscope's metadata
+    /// cache, never the network (HF_HUB_OFFLINE=1 does the same).
+    #[arg(long)]
+    pub offline: bool,
+}
+
+/// A model loaded for a command, and where it came from when it is a Hub id.
+pub struct Model {
+    /// The model and the loader's notes.
+    pub loaded: preset::Loaded,
+    /// The Hub repository, commit and cache it came from.
+    pub source: Option<hub::Source>,
+}
+
+/// Loads `--model`: a preset, a file or folder, or a Hub id.
+pub fn load_model(spec: &str, h: &HubArgs) -> Result<Model> {
+    let plain = h.revision.is_none() && !spec.contains('@');
+    if plain && (preset::builtin(spec).is_some() || std::path::Path::new(spec).exists()) {
+        return Ok(Model { loaded: preset::load(spec)?, source: None });
+    }
+    match hub::parse_id(spec, h.revision.as_deref()) {
+        Some(id) => {
+            let id = id.map_err(anyhow::Error::msg)?;
+            let (loaded, source) = hub::load(&id, &hub::Access::from_env(h.offline)).map_err(|e| {
+                // a near miss of a preset's id is most likely that preset
+                let missing =
+                    matches!(e, hub::HubError::RepoNotFound { .. } | hub::HubError::NotCached { .. });
+                match preset::nearest_preset(&id.repo()).filter(|_| missing) {
+                    Some(n) => anyhow::anyhow!("{e}; did you mean the preset {n}?"),
+                    None => anyhow::Error::new(e),
+                }
+            })?;
+            Ok(Model { loaded, source: Some(source) })
+        }
+        None if h.revision.is_some() => {
+            bail!("--revision applies to a Hub id (--model ORG/NAME), not to {spec}")
+        }
+        None => Ok(Model { loaded: preset::load(spec)?, source: None }),
+    }
+}

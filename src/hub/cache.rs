@@ -1,0 +1,148 @@
+//! The two caches: the Hugging Face one (read only: `models--ORG--NAME/refs/REV` names a commit,
+//! `snapshots/COMMIT/` holds its files, as transformers lays them out) and vramscope's own
+//! (`HOST/ORG--NAME/refs/REV` and `HOST/ORG--NAME/COMMIT/`: the API answer, config.json, the
+//! index and each shard's header as a header-only `.safetensors` file), written atomically.
+
+use super::HubId;
+use super::fetch::Fetched;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// A commit id or a file name safe to use as one path component.
+fn component_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 255
+        && s != "."
+        && s != ".."
+        && !s.contains(['/', '\\', '\0'])
+        && !s.starts_with('.')
+}
+
+fn is_sha(s: &str) -> bool {
+    s.len() == 40 && s.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+fn read_ref(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let sha = text.trim().to_owned();
+    component_ok(&sha).then_some(sha)
+}
+
+/// The snapshot of `id` in the Hugging Face cache at `root`: (commit, folder).
+pub fn hf_snapshot(root: &Path, id: &HubId) -> Option<(String, PathBuf)> {
+    let repo = root.join(format!("models--{}--{}", id.org, id.name));
+    let rev = id.revision.as_deref().unwrap_or("main");
+    let sha = if is_sha(rev) && repo.join("snapshots").join(rev).is_dir() {
+        rev.to_owned()
+    } else {
+        if rev.split('/').any(|p| !component_ok(p)) {
+            return None;
+        }
+        read_ref(&repo.join("refs").join(rev))?
+    };
+    let dir = repo.join("snapshots").join(&sha);
+    dir.is_dir().then_some((sha, dir))
+}
+
+/// A repository's place in vramscope's own cache.
+pub struct Entry {
+    /// `…/HOST/ORG--NAME`.
+    root: PathBuf,
+    /// The ref's file name (the revision with `/` escaped, or `_default`).
+    key: String,
+    /// The revision when it is a full commit id.
+    sha: Option<String>,
+}
+
+/// The endpoint's host (and port) as a folder name.
+fn host_key(endpoint: &str) -> String {
+    let rest = endpoint.split_once("://").map_or(endpoint, |(_, r)| r);
+    rest.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-') { c } else { '_' }).collect()
+}
+
+impl Entry {
+    /// The entry of `id` fetched from `endpoint`, under `cache`.
+    pub fn new(cache: &Path, endpoint: &str, id: &HubId) -> Self {
+        let key = id.revision.as_deref().map_or_else(
+            || "_default".to_owned(),
+            |r| r.replace('%', "%25").replace('/', "%2F").replace('\\', "%5C"),
+        );
+        Self {
+            root: cache.join(host_key(endpoint)).join(format!("{}--{}", id.org, id.name)),
+            key,
+            sha: id.revision.clone().filter(|r| is_sha(r)),
+        }
+    }
+
+    /// The commit and folder cached for this revision, if any.
+    pub fn lookup(&self) -> Option<(String, PathBuf)> {
+        let sha = match &self.sha {
+            Some(s) => s.clone(),
+            None => read_ref(&self.root.join("refs").join(&self.key))?,
+        };
+        let dir = self.root.join(&sha);
+        // the API answer is written with the rest: an entry without it is not one
+        let api = std::fs::read(dir.join("api.json")).ok()?;
+        serde_json::from_slice::<serde_json::Value>(&api).ok()?;
+        Some((sha, dir))
+    }
+
+    /// Writes what was fetched: the files into a fresh folder renamed into place, then the ref.
+    pub fn store(&self, f: &Fetched) -> std::io::Result<PathBuf> {
+        if !component_ok(&f.sha) {
+            return Err(std::io::Error::other(format!("commit id \"{}\" is not a folder name", f.sha)));
+        }
+        std::fs::create_dir_all(&self.root)?;
+        let dir = self.root.join(&f.sha);
+        let tmp = self.root.join(format!(".tmp-{}-{}", std::process::id(), unique()));
+        write_files(&tmp, f)?;
+        if dir.exists() {
+            // a corrupt entry (a sound one would have been used): replaced
+            std::fs::remove_dir_all(&dir)?;
+        }
+        if let Err(e) = std::fs::rename(&tmp, &dir) {
+            let _ = std::fs::remove_dir_all(&tmp);
+            // another process stored the same commit meanwhile
+            if !dir.join("api.json").exists() {
+                return Err(e);
+            }
+        }
+        let refs = self.root.join("refs");
+        std::fs::create_dir_all(&refs)?;
+        write_atomic(&refs.join(&self.key), f.sha.as_bytes())?;
+        Ok(dir)
+    }
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
+fn write_files(dir: &Path, f: &Fetched) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (name, bytes) in &f.files {
+        if !component_ok(name) {
+            return Err(std::io::Error::other(format!("file name \"{name}\" is not a plain name")));
+        }
+        std::fs::write(dir.join(name), bytes)?;
+    }
+    let mut api = std::fs::File::create(dir.join("api.json"))?;
+    api.write_all(&f.api)?;
+    api.sync_all()
+}
+
+/// Writes `bytes` to `path` through a temporary file renamed over it.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}-{}", std::process::id(), unique()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Where the fetched files go when there is no cache folder (no HOME): a fresh temporary folder.
+pub fn store_temp(f: &Fetched) -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("vramscope-hub-{}-{}", std::process::id(), unique()));
+    write_files(&dir, f)?;
+    Ok(dir)
+}

@@ -1,0 +1,420 @@
+//! The network side: the repo's file list and commit (`/api/models/ORG/NAME[/revision/REV]`),
+//! then in parallel `config.json`, the index and a fixed prefix of each shard (a Range request),
+//! then, for a shard whose header is longer than the prefix, the rest of its header: at most three
+//! sequential round trips whatever the number of shards. Every body is read up to a bound and no
+//! further, so a server that ignores Range cannot make this read the weights.
+//!
+//! Redirects are followed here, not by ureq: the token goes to the endpoint's own scheme, host and
+//! port only, and the Range header follows the redirect.
+
+use super::{Access, HubError, HubId};
+use crate::model::safetensors;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+/// The first bytes of each shard asked for (the 8-byte length and, mostly, the whole header).
+pub const PREFIX_BYTES: u64 = 100 * 1024;
+/// The largest safetensors header read from one shard.
+pub const MAX_HEADER_BYTES: u64 = 16 << 20;
+/// The largest sum of the headers read for one model.
+pub const MAX_MODEL_HEADER_BYTES: u64 = 64 << 20;
+/// The largest JSON file read (the API answer, config.json, the index).
+const MAX_JSON_BYTES: u64 = 16 << 20;
+/// The most shards a repository may list.
+const MAX_SHARDS: usize = 1024;
+/// Redirects followed per request.
+const MAX_REDIRECTS: u32 = 5;
+/// The longest Retry-After honoured (once); longer, or a second 429, is an error.
+const MAX_RETRY_AFTER_S: u64 = 5;
+
+/// What was fetched for one commit: the API answer and the files to write, by name.
+pub struct Fetched {
+    /// The commit.
+    pub sha: String,
+    /// The API answer as received.
+    pub api: Vec<u8>,
+    /// `config.json`, the index and each shard's header (a header-only `.safetensors`).
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+type Resp = ureq::http::Response<ureq::Body>;
+
+/// A named download to run on its own thread.
+type Job<'a> = (String, Box<dyn FnOnce() -> Result<Vec<u8>, HubError> + Send + 'a>);
+
+struct Client<'a> {
+    agent: ureq::Agent,
+    access: &'a Access,
+    id: &'a HubId,
+}
+
+/// `scheme://host[:port]` of a URL.
+fn origin(url: &str) -> &str {
+    let after = url.find("://").map_or(0, |i| i + 3);
+    let end = url[after..].find(['/', '?', '#']).map_or(url.len(), |i| after + i);
+    &url[..end]
+}
+
+/// A path segment with the characters a URL path cannot hold escaped.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Client<'_> {
+    fn timeout_err(&self, url: &str) -> HubError {
+        HubError::Timeout { url: url.to_owned(), secs: self.access.timeout.as_secs_f64() }
+    }
+
+    fn io_err(&self, url: &str, e: &std::io::Error) -> HubError {
+        if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) {
+            return self.timeout_err(url);
+        }
+        self.unreachable(url, &e.to_string())
+    }
+
+    /// A connection that failed: where the endpoint comes from, and the way round the network.
+    fn unreachable(&self, url: &str, why: &str) -> HubError {
+        HubError::Http {
+            url: url.to_owned(),
+            why: format!(
+                "{why} (the Hub is HF_ENDPOINT={}; --offline reads only the caches)",
+                self.access.endpoint
+            ),
+        }
+    }
+
+    /// One request, following redirects and one bounded Retry-After.
+    fn get(&self, url: &str, range: Option<(u64, u64)>) -> Result<Resp, HubError> {
+        let mut url = url.to_owned();
+        let mut retried = false;
+        let mut hops = 0;
+        loop {
+            let mut req = self.agent.get(&url).header("Accept-Encoding", "identity");
+            if let Some((a, b)) = range {
+                req = req.header("Range", &format!("bytes={a}-{b}"));
+            }
+            if let Some(t) = &self.access.token
+                && origin(&url).eq_ignore_ascii_case(origin(&self.access.endpoint))
+            {
+                req = req.header("Authorization", &format!("Bearer {t}"));
+            }
+            let resp = match req.call() {
+                Ok(r) => r,
+                Err(ureq::Error::Timeout(_)) => return Err(self.timeout_err(&url)),
+                Err(ureq::Error::Io(e)) => return Err(self.io_err(&url, &e)),
+                Err(e) => return Err(self.unreachable(&url, &e.to_string())),
+            };
+            let status = resp.status().as_u16();
+            let header = |k: &str| resp.headers().get(k).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            if (300..400).contains(&status)
+                && let Some(loc) = header("location")
+            {
+                hops += 1;
+                if hops > MAX_REDIRECTS {
+                    return Err(HubError::Http { url, why: format!("more than {MAX_REDIRECTS} redirects") });
+                }
+                url = if loc.starts_with("http://") || loc.starts_with("https://") {
+                    loc
+                } else if loc.starts_with('/') {
+                    format!("{}{loc}", origin(&url))
+                } else {
+                    return Err(HubError::Bad { what: url, why: format!("redirect to \"{loc}\"") });
+                };
+                continue;
+            }
+            if status == 429 {
+                let after = header("retry-after").and_then(|s| s.trim().parse::<u64>().ok());
+                if !retried && after.is_none_or(|s| s <= MAX_RETRY_AFTER_S) {
+                    retried = true;
+                    std::thread::sleep(Duration::from_secs(after.unwrap_or(1)));
+                    continue;
+                }
+                return Err(HubError::RateLimited { url, retry_after: after });
+            }
+            return Ok(resp);
+        }
+    }
+
+    /// The error of a status that is not 200/206, for `url`.
+    fn status_err(&self, url: &str, resp: &Resp) -> HubError {
+        let status = resp.status().as_u16();
+        let code = resp.headers().get("x-error-code").and_then(|v| v.to_str().ok()).unwrap_or("");
+        let repo = self.id.repo();
+        match (status, code) {
+            (_, "RevisionNotFound") => HubError::RevisionNotFound {
+                repo,
+                revision: self.id.revision.clone().unwrap_or_else(|| "main".into()),
+            },
+            (_, "RepoNotFound") => HubError::RepoNotFound { repo, endpoint: self.access.endpoint.clone() },
+            (_, "EntryNotFound") => HubError::Bad {
+                what: url.to_owned(),
+                why: "the file the repository lists is not there (EntryNotFound)".into(),
+            },
+            (401 | 403, _) | (_, "GatedRepo") => HubError::Gated {
+                page: format!("{}/{repo}", self.access.endpoint),
+                repo,
+                status,
+                had_token: self.access.token.is_some(),
+            },
+            (404, _) => self.not_found(),
+            _ => HubError::Http { url: url.to_owned(), why: format!("HTTP {status}") },
+        }
+    }
+
+    /// A 404 without an error code: the repository's own page tells a missing revision apart.
+    fn not_found(&self) -> HubError {
+        let repo = self.id.repo();
+        if let Some(rev) = &self.id.revision {
+            let base = format!("{}/api/models/{}/{}", self.access.endpoint, self.id.org, self.id.name);
+            if self.get(&base, None).is_ok_and(|r| r.status().as_u16() == 200) {
+                return HubError::RevisionNotFound { repo, revision: rev.clone() };
+            }
+        }
+        HubError::RepoNotFound { repo, endpoint: self.access.endpoint.clone() }
+    }
+
+    /// At most `limit` bytes of the body.
+    fn read_at_most(&self, url: &str, resp: Resp, limit: u64) -> Result<Vec<u8>, HubError> {
+        let mut out = Vec::new();
+        let read = resp.into_body().into_reader().take(limit).read_to_end(&mut out);
+        match read {
+            Ok(_) => Ok(out),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
+                Err(self.timeout_err(url))
+            }
+            Err(e) => Err(HubError::Bad {
+                what: url.to_owned(),
+                why: format!(
+                    "the answer ended before the length it announced, or the connection dropped ({e})"
+                ),
+            }),
+        }
+    }
+
+    /// A whole JSON file (bounded).
+    fn json_file(&self, url: &str) -> Result<Vec<u8>, HubError> {
+        let resp = self.get(url, None)?;
+        if resp.status().as_u16() != 200 {
+            return Err(self.status_err(url, &resp));
+        }
+        let bytes = self.read_at_most(url, resp, MAX_JSON_BYTES + 1)?;
+        if bytes.len() as u64 > MAX_JSON_BYTES {
+            return Err(HubError::Bad {
+                what: url.into(),
+                why: format!("larger than {} MiB", MAX_JSON_BYTES >> 20),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Bytes `from..=to` of a file; a server that ignores Range (200) is read from the start up
+    /// to `to` and no further.
+    fn range(&self, url: &str, from: u64, to: u64) -> Result<Vec<u8>, HubError> {
+        let resp = self.get(url, Some((from, to)))?;
+        match resp.status().as_u16() {
+            206 => {
+                // a 206 must say which bytes it holds; one that names others is refused
+                let cr = resp.headers().get("content-range").and_then(|v| v.to_str().ok());
+                if let Some(cr) = cr
+                    && !cr.starts_with(&format!("bytes {from}-"))
+                {
+                    return Err(HubError::Bad {
+                        what: url.into(),
+                        why: format!("asked for bytes {from}-{to}, the server sent \"{cr}\""),
+                    });
+                }
+                self.read_at_most(url, resp, to - from + 1)
+            }
+            200 => {
+                let all = self.read_at_most(url, resp, to + 1)?;
+                Ok(all.get(from as usize..).map(<[u8]>::to_vec).unwrap_or_default())
+            }
+            _ => Err(self.status_err(url, &resp)),
+        }
+    }
+}
+
+/// The commit and the root-level file names of the API answer.
+pub(super) fn parse_api(url: &str, bytes: &[u8]) -> Result<(String, Vec<String>), HubError> {
+    let bad = |why: &str| HubError::Bad { what: url.into(), why: why.into() };
+    let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|_| bad("the answer is not JSON"))?;
+    let sha = v.get("sha").and_then(|s| s.as_str()).ok_or_else(|| bad("the answer names no commit (sha)"))?;
+    if sha.is_empty() || sha.len() > 64 || !sha.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(bad("the commit (sha) is not a commit id"));
+    }
+    let files = v
+        .get("siblings")
+        .and_then(|s| s.as_array())
+        .ok_or_else(|| bad("the answer lists no files (siblings)"))?
+        .iter()
+        .filter_map(|f| f.get("rfilename").and_then(|n| n.as_str()))
+        .filter(|n| !n.contains('/') && !n.starts_with('.') && !n.contains('\\'))
+        .map(str::to_owned)
+        .collect();
+    Ok((sha.to_owned(), files))
+}
+
+/// The header length a shard's first bytes give.
+pub(super) fn header_len(name: &str, prefix: &[u8]) -> Result<u64, HubError> {
+    let Some(first) = prefix.get(..8) else {
+        return Err(HubError::Bad {
+            what: name.into(),
+            why: "shorter than the 8-byte header length (truncated)".into(),
+        });
+    };
+    let mut len = [0u8; 8];
+    len.copy_from_slice(first);
+    let n = u64::from_le_bytes(len);
+    if n > MAX_HEADER_BYTES {
+        return Err(HubError::Bad {
+            what: name.into(),
+            why: format!(
+                "a header of {n} bytes is over the bound of {} MiB (not a safetensors file?)",
+                MAX_HEADER_BYTES >> 20
+            ),
+        });
+    }
+    Ok(n)
+}
+
+/// Checks a whole header (length + JSON) is a safetensors header.
+pub(super) fn check_header(name: &str, bytes: &[u8], n: u64) -> Result<(), HubError> {
+    let json = bytes.get(8..8 + n as usize).ok_or_else(|| HubError::Bad {
+        what: name.into(),
+        why: format!(
+            "the server sent {} bytes of a {}-byte header (truncated)",
+            bytes.len().saturating_sub(8),
+            n
+        ),
+    })?;
+    let text = std::str::from_utf8(json).map_err(|_| HubError::Bad {
+        what: name.into(),
+        why: "the header is not UTF-8 (not a safetensors file)".into(),
+    })?;
+    safetensors::parse_header(Path::new(name), text)
+        .map(|_| ())
+        .map_err(|e| HubError::Bad { what: name.into(), why: format!("not a safetensors header ({e})") })
+}
+
+/// Runs `jobs` on named threads, one each; the results in order.
+fn parallel(jobs: Vec<Job<'_>>) -> Result<Vec<Vec<u8>>, HubError> {
+    std::thread::scope(|s| {
+        let mut handles = Vec::with_capacity(jobs.len());
+        for (i, (name, job)) in jobs.into_iter().enumerate() {
+            let h = std::thread::Builder::new()
+                .name(format!("hub-fetch-{i}"))
+                .spawn_scoped(s, job)
+                .map_err(|e| HubError::Bad { what: name.clone(), why: format!("no thread: {e}") })?;
+            handles.push((name, h));
+        }
+        handles
+            .into_iter()
+            .map(|(name, h)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(HubError::Bad { what: name, why: "the fetch thread panicked".into() })
+                })
+            })
+            .collect()
+    })
+}
+
+/// Fetches the metadata of `id` (never the weights).
+pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        // no connection kept open after its answer: most requests run in parallel on fresh
+        // connections anyway, and a server that serves one connection at a time is not stalled
+        .max_idle_connections(0)
+        .timeout_connect(Some(access.timeout))
+        .timeout_global(Some(access.timeout))
+        .user_agent(concat!("vramscope/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into();
+    let c = Client { agent, access, id };
+    let base = format!("{}/api/models/{}/{}", access.endpoint, id.org, id.name);
+    let api_url = match &id.revision {
+        Some(r) => format!("{base}/revision/{}", escape(r)),
+        None => base,
+    };
+    // round trip 1: the commit and the file list
+    let api = c.json_file(&api_url)?;
+    let (sha, names) = parse_api(&api_url, &api)?;
+    let file_url =
+        |n: &str| format!("{}/{}/{}/resolve/{sha}/{}", access.endpoint, id.org, id.name, escape(n));
+    let json: Vec<String> = ["config.json", "model.safetensors.index.json"]
+        .into_iter()
+        .filter(|n| names.iter().any(|m| m == n))
+        .map(str::to_owned)
+        .collect();
+    let shards: Vec<String> = names.iter().filter(|n| n.ends_with(".safetensors")).cloned().collect();
+    if json.is_empty() && shards.is_empty() {
+        return Err(HubError::Bad {
+            what: id.shown(),
+            why: "no config.json nor .safetensors file at the repository's root (GGUF-only, Diffusers and Sentence Transformers repositories are not read yet)".into(),
+        });
+    }
+    if shards.len() > MAX_SHARDS {
+        return Err(HubError::Bad {
+            what: id.shown(),
+            why: format!("{} shards, more than {MAX_SHARDS}", shards.len()),
+        });
+    }
+    // round trip 2: the JSON files and each shard's first bytes, in parallel
+    let c = &c;
+    let mut jobs: Vec<Job<'_>> = Vec::new();
+    for n in json.iter().chain(&shards) {
+        let url = file_url(n);
+        let is_shard = n.ends_with(".safetensors");
+        jobs.push((
+            n.clone(),
+            Box::new(move || if is_shard { c.range(&url, 0, PREFIX_BYTES - 1) } else { c.json_file(&url) }),
+        ));
+    }
+    let got = parallel(jobs)?;
+    let (json_bytes, prefixes) = got.split_at(json.len());
+    let mut files: Vec<(String, Vec<u8>)> = json.iter().cloned().zip(json_bytes.iter().cloned()).collect();
+    // round trip 3: the rest of the headers longer than the prefix
+    let mut total = 0u64;
+    let mut rest: Vec<Job<'_>> = Vec::new();
+    let mut lens = Vec::with_capacity(shards.len());
+    for (name, prefix) in shards.iter().zip(prefixes) {
+        let n = header_len(name, prefix)?;
+        total += n;
+        if total > MAX_MODEL_HEADER_BYTES {
+            return Err(HubError::Bad {
+                what: id.shown(),
+                why: format!(
+                    "the shards' headers add up to more than the bound of {} MiB",
+                    MAX_MODEL_HEADER_BYTES >> 20
+                ),
+            });
+        }
+        lens.push(n);
+        let have = prefix.len() as u64;
+        if 8 + n > have && have == PREFIX_BYTES {
+            let url = file_url(name);
+            rest.push((name.clone(), Box::new(move || c.range(&url, have, 8 + n - 1))));
+        }
+    }
+    let mut more = parallel(rest)?.into_iter();
+    for ((name, prefix), n) in shards.iter().zip(prefixes).zip(lens) {
+        let mut bytes = prefix.clone();
+        if 8 + n > bytes.len() as u64 && bytes.len() as u64 == PREFIX_BYTES {
+            bytes.extend(more.next().unwrap_or_default());
+        }
+        bytes.truncate((8 + n) as usize);
+        check_header(name, &bytes, n)?;
+        files.push((name.clone(), bytes));
+    }
+    Ok(Fetched { sha, api, files })
+}
