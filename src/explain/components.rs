@@ -346,7 +346,7 @@ impl Subject<'_> {
                 "{layers} checkpointed blocks{of_stage} keep only their input, the embedding and head what backward needs",
                 "{layers} 个做了梯度检查点的块{of_stage}只保留各自的输入，嵌入层和输出头保留反向所需的张量"
             ),
-            other => text!(lang, "checkpointing {other}{of_stage}", "梯度检查点 {other}{of_stage}"),
+            other => format!("{}{of_stage}", other.phrase_in(lang)),
         };
         Explanation {
             component: Component::Activations,

@@ -430,7 +430,11 @@ fn roadmap_text(roadmap: Option<&crate::roadmap::Roadmap>, l: Lang) -> String {
             .filter(|s| s.kind != StepKind::NotMemory && s.horizon == h)
             .map(|s| {
                 let short = s.title.split([':', '：']).next().unwrap_or(&s.title).trim();
-                format!("{short} ({})", s.total_after.map_or_else(|| "—".into(), g))
+                let total = s.total_after.map_or_else(|| "—".into(), g);
+                match l {
+                    Lang::ZhCn => format!("{short}（{total}）"),
+                    _ => format!("{short} ({total})"),
+                }
             })
             .collect();
         (!steps.is_empty()).then(|| format!("{name}{}{}", l.pick(": ", "："), steps.join(l.pick(", ", "，"))))
@@ -444,7 +448,10 @@ fn roadmap_text(roadmap: Option<&crate::roadmap::Roadmap>, l: Lang) -> String {
     .flatten()
     .collect();
     let before = g(r.total_before);
+    // a sentence: its first letter a capital ("Short term: …; mid term: …")
     let path = path.join(l.pick("; ", "；"));
+    let path =
+        path.chars().take(1).flat_map(char::to_uppercase).chain(path.chars().skip(1)).collect::<String>();
     let head = &r.headline;
     text!(
         l,

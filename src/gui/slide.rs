@@ -145,15 +145,9 @@ fn comparison(ui: &mut egui::Ui, c: &Computed, pinned: &[(&str, &Computed)]) {
     ui.horizontal_wrapped(|ui| {
         for comp in Component::ALL {
             if std::iter::once(c).chain(pinned.iter().map(|p| p.1)).any(|x| comp.at_peak(&x.estimate) > 0) {
-                // a swatch and its name wrap as one
-                ui.horizontal(|ui| {
-                    swatch(ui, comp);
-                    ui.add(
-                        egui::Label::new(RichText::new(panels::breakdown::name(comp)).size(13.0))
-                            .wrap_mode(egui::TextWrapMode::Extend),
-                    );
-                });
-                ui.add_space(6.0);
+                // a swatch and its name are one widget, so the row wraps between entries
+                named_swatch(ui, comp, 13.0);
+                ui.add_space(10.0);
             }
         }
     });
@@ -176,6 +170,18 @@ fn cache_legend(ui: &mut egui::Ui, c: &Computed) {
 }
 
 /// A component's colour, as a small square.
+/// A component's swatch and name as one widget of their joint size.
+fn named_swatch(ui: &mut egui::Ui, comp: Component, size: f32) {
+    let color = ui.visuals().text_color();
+    let name = panels::breakdown::name(comp).to_owned();
+    let galley = ui.painter().layout_no_wrap(name, egui::FontId::proportional(size), color);
+    let want = egui::vec2(14.0 + 5.0 + galley.size().x, galley.size().y.max(14.0));
+    let (r, _) = ui.allocate_exact_size(want, egui::Sense::hover());
+    let sq = egui::Rect::from_min_size(egui::pos2(r.left(), r.center().y - 7.0), egui::vec2(14.0, 14.0));
+    ui.painter().rect_filled(sq, 2.0, super::palette::color(comp));
+    ui.painter().galley(egui::pos2(sq.right() + 5.0, r.center().y - galley.size().y / 2.0), galley, color);
+}
+
 fn swatch(ui: &mut egui::Ui, comp: Component) {
     let (r, _) = ui.allocate_exact_size(egui::vec2(14.0, 14.0), egui::Sense::hover());
     ui.painter().rect_filled(r, 2.0, super::palette::color(comp));

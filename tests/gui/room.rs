@@ -47,6 +47,24 @@ fn every_lesson_keeps_its_plot_and_segments_readable_at_every_projector_size() {
                         plot_room(&h).unwrap_or_else(|| panic!("{what}: no plot under the tabs"));
                     assert!(top < screen.bottom() - MIN_PLOT, "{what}: the plot starts at {top}");
                     assert!(room >= MIN_PLOT - 0.5, "{what}: the plot has {room} points (least {MIN_PLOT})");
+                    // the roadmap lesson talks about the roadmap: its title is on screen, not
+                    // scrolled away under the hardware table
+                    if *lesson == Lesson::Roadmap {
+                        let title = if lang == Lang::En { "Roadmap: " } else { "路线图：" };
+                        // the roadmap's own title (the lesson's title names the roadmap too)
+                        let r = h
+                            .query_all(By::new().label_contains(title))
+                            .find(|n| {
+                                let a = n.accesskit_node();
+                                a.label().or(a.value()).is_some_and(|t| t.starts_with(title))
+                            })
+                            .unwrap_or_else(|| panic!("{what}: no roadmap title"))
+                            .rect();
+                        assert!(
+                            screen.contains_rect(r) && r.top() >= top - 1.0,
+                            "{what}: roadmap title at {r:?}"
+                        );
+                    }
                     // each highlighted segment is named in large type, inside it or in a callout
                     // beside the bar, no name meeting another or the chart's own labels
                     let segs: Vec<FocusSeg> = h.ctx.data(|d| d.get_temp(focus_id())).unwrap_or_default();

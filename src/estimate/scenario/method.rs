@@ -1,8 +1,23 @@
 //! The training (or inference) method in words, one phrase for every place that names it: the
 //! GUI's caption, the slide, Compare's rows and the reports' inputs.
 
-use super::{BaseQuant, Mode, Scenario};
+use super::{BaseQuant, Checkpointing, Mode, Scenario};
 use crate::i18n::Lang;
+
+impl Checkpointing {
+    /// The choice in words: "checkpointing segments:4" (the flag's own spelling) in English;
+    /// "梯度检查点分 4 段" in Chinese, where a flag's keyword would be left untranslated.
+    pub fn phrase_in(self, lang: Lang) -> String {
+        match (lang, self) {
+            (Lang::En, c) => format!("checkpointing {c}"),
+            (Lang::ZhCn, Self::None) => "不做梯度检查点".into(),
+            (Lang::ZhCn, Self::Full) => "每个块做梯度检查点".into(),
+            (Lang::ZhCn, Self::Every(k)) => format!("每 {k} 个块做一次梯度检查点"),
+            (Lang::ZhCn, Self::Segments(n)) => format!("梯度检查点分 {n} 段"),
+            (Lang::ZhCn, Self::Selective) => "选择性梯度检查点（只重算注意力核心）".into(),
+        }
+    }
+}
 
 impl Scenario {
     /// The method and its precision: "full fine-tune, bf16", "LoRA r=16, bf16",
@@ -47,7 +62,7 @@ impl Scenario {
         let mut parts =
             vec![self.model.name.clone(), self.method_in(lang), format!("b{} × {}", self.batch, self.seq)];
         if self.mode == Mode::Train {
-            parts.push(crate::text!(lang, "checkpointing {}", "梯度检查点 {}", self.checkpointing));
+            parts.push(self.checkpointing.phrase_in(lang));
         }
         let p = &self.parallel;
         if p.world() > 1 {

@@ -103,10 +103,13 @@ impl Central<'_> {
             ui.add(egui::Label::new(egui::RichText::new(note).italics()).wrap());
         }
         ui.add_space(6.0);
+        // a lesson's chart is the lesson's scenario alone (the user's pins come back on leaving)
+        let lesson_shown = self.state.view.learn.is_some();
         let pinned: Vec<(&str, &Computed)> = self
             .derived
             .pinned
             .iter()
+            .filter(|_| !lesson_shown)
             .filter_map(|(l, r)| r.as_ref().ok().map(|c| (l.as_str(), c)))
             .collect();
         // a cluster's table needs the room of its rows: the chart gives up some height

@@ -490,6 +490,22 @@ impl eframe::App for VramApp {
         self.show(ui);
     }
 
+    /// A screenshot run's picture has no hover in it: the pointer (which a window system puts
+    /// somewhere over the window) is taken away before each frame.
+    fn raw_input_hook(&mut self, _ctx: &egui::Context, raw_input: &mut egui::RawInput) {
+        if self.screenshot.as_ref().is_some_and(|j| j.exit_after) {
+            raw_input.events.retain(|e| {
+                !matches!(
+                    e,
+                    egui::Event::PointerMoved(_)
+                        | egui::Event::PointerButton { .. }
+                        | egui::Event::MouseMoved(_)
+                )
+            });
+            raw_input.events.push(egui::Event::PointerGone);
+        }
+    }
+
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         if self.persist {
             storage.set_string(APP_KEY, self.state.to_stored());

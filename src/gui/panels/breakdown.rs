@@ -71,10 +71,12 @@ pub fn ui(
     );
     let mut totals = Vec::with_capacity(bars.len());
     let mut bar_tops = Vec::with_capacity(bars.len());
+    let mut inner_labels: Vec<Rect> = Vec::new();
     ui.ctx().data_mut(|d| d.insert_temp(focus_id(), Vec::<FocusSeg>::new()));
     for (i, (label, b)) in bars.iter().enumerate() {
         let cx = plot.left() + slot * (i as f32 + 0.5);
-        let acc = bar(ui, &canvas, i, b, cx, focus);
+        let (acc, inner) = bar(ui, &canvas, i, b, cx, focus);
+        inner_labels.extend(inner);
         // the total beside the bar top, on a background so the line never cuts through it
         let galley = painter.layout_no_wrap(gib(acc), FontId::proportional(15.0), text_color);
         bar_tops.push(BarTop {
@@ -117,9 +119,16 @@ pub fn ui(
         (m, galley)
     });
     let measured_at = measured_galley.as_ref().map(|(m, g)| (y_of(*m as f64), g.size()));
-    let labels = place_labels(rect, plot, top, &bar_tops, (y, cap_galley.size()), measured_at, |text| {
-        painter.layout_no_wrap(text.to_owned(), font(13.0), text_color).size()
-    });
+    let labels = place_labels(
+        rect,
+        plot,
+        top,
+        &bar_tops,
+        &inner_labels,
+        (y, cap_galley.size()),
+        measured_at,
+        |text| painter.layout_no_wrap(text.to_owned(), font(13.0), text_color).size(),
+    );
     // the placed labels, for the tests that check no two meet
     ui.ctx().data_mut(|d| d.insert_temp(labels_id(), (rect, labels.clone())));
     for tick in &labels.ticks {
@@ -138,6 +147,8 @@ pub fn ui(
         painter.rect_filled(*r, 3.0, ui.visuals().panel_fill);
         painter.galley(r.min + vec2(2.0, 2.0), galley, text_color);
     }
+    // on a background, so a bar or its line under it never cuts through it
+    painter.rect_filled(labels.capacity.expand(2.0), 3.0, ui.visuals().panel_fill);
     painter.galley(labels.capacity.min, cap_galley, dash);
     if !focus.is_empty() {
         let cx = plot.left() + slot * 0.5;
@@ -211,8 +222,16 @@ impl Canvas<'_> {
 }
 
 /// Draws bar `i` (the scenario `b`) centred at `cx`, segment by segment with its hover texts;
-/// returns its total.
-fn bar(ui: &mut egui::Ui, canvas: &Canvas<'_>, i: usize, b: &Computed, cx: f32, focus: &[Component]) -> u64 {
+/// returns its total and where the labels inside its segments went.
+fn bar(
+    ui: &mut egui::Ui,
+    canvas: &Canvas<'_>,
+    i: usize,
+    b: &Computed,
+    cx: f32,
+    focus: &[Component],
+) -> (u64, Vec<Rect>) {
+    let mut inner = Vec::new();
     let t = tr();
     let (painter, bar_w) = (canvas.painter, canvas.bar_w);
     let y_of = |bytes: f64| canvas.y_of(bytes);
@@ -264,6 +283,7 @@ fn bar(ui: &mut egui::Ui, canvas: &Canvas<'_>, i: usize, b: &Computed, cx: f32, 
                 let galley = painter.layout_no_wrap(text, FontId::proportional(canvas.label_pt), color);
                 if galley.size().x + 6.0 <= seg.width() {
                     label = Some(Rect::from_center_size(seg.center(), galley.size()));
+                    inner.push(Rect::from_center_size(seg.center(), galley.size()));
                     painter.galley(seg.center() - galley.size() / 2.0, galley, color);
                     break;
                 }
@@ -285,7 +305,7 @@ fn bar(ui: &mut egui::Ui, canvas: &Canvas<'_>, i: usize, b: &Computed, cx: f32, 
             }
         });
     }
-    acc
+    (acc, inner)
 }
 
 /// Where the current bar's highlighted segments (a lesson's) were drawn last frame, in the
@@ -352,13 +372,15 @@ pub fn place_labels(
     plot: Rect,
     top: f64,
     bars: &[BarTop],
+    inner: &[Rect],
     cap: (f32, egui::Vec2),
     measured: Option<(f32, egui::Vec2)>,
     tick_size: impl Fn(&str) -> egui::Vec2,
 ) -> Labels {
     let inside = |r: &Rect| rect.contains_rect(*r);
     let clear = |r: &Rect, taken: &[Rect]| inside(r) && !taken.iter().any(|t| t.intersects(*r));
-    let mut taken = Vec::new();
+    // the labels inside the segments are there already: nothing goes over them
+    let mut taken: Vec<Rect> = inner.to_vec();
     let mut totals = Vec::with_capacity(bars.len());
     for b in bars {
         let s = b.label;
@@ -387,10 +409,11 @@ pub fn place_labels(
         Rect::from_min_size(pos2(plot.right() - 2.0 - cap_size.x, cap_y - 3.0 - cap_size.y), cap_size);
     let below = above.translate(vec2(0.0, cap_size.y + 6.0));
     let shift = vec2(plot.left() + 4.0 - above.left(), 0.0);
-    // a total just under the line can take both sides of its right end: then one label height
-    // further away, up to three times
+    // a total just under the line, or a segment's own label, can take both sides of its right
+    // end: then one label height further away at a time, up to seven times
+
     let step = vec2(0.0, cap_size.y + 3.0);
-    let capacity = (0..4u8)
+    let capacity = (0..8u8)
         .flat_map(|k| {
             let (up, down) = (above.translate(-step * f32::from(k)), below.translate(step * f32::from(k)));
             [up, down, up.translate(shift), down.translate(shift)]
@@ -527,6 +550,7 @@ mod tests {
             plot,
             90.0 * 1073741824.0,
             &[bar],
+            &[],
             (128.0, vec2(170.0, 16.0)),
             Some((198.0, vec2(150.0, 16.0))),
             |t| vec2(8.0 * t.len() as f32, 16.0),

@@ -419,9 +419,9 @@ fn base_weights(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
         let before = s.base_quant;
         let name = |q: BaseQuant| match q {
             BaseQuant::None => t.base_quant_none,
-            BaseQuant::Nf4 => "NF4 (double quant)",
+            BaseQuant::Nf4 => t.base_quant_nf4,
             BaseQuant::Nf4NoDq => "NF4",
-            BaseQuant::Int8 => "int8 (LLM.int8)",
+            BaseQuant::Int8 => t.base_quant_int8,
         };
         egui::ComboBox::from_label(t.base_quant)
             .selected_text(name(s.base_quant))

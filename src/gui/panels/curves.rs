@@ -42,18 +42,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
     if !presentation {
         super::hint(ui, t.curve_hint);
     }
-    // show the curve up to 2.5x the capacity: beyond that the capacity line would be a sliver;
-    // a job above that everywhere in the range is shown up to 1.5x its lowest point instead
-    let lowest = curve.iter().map(|p| p.total).min().unwrap_or(0) as f64;
-    let limit = (cap as f64 * 2.5).max(lowest * 1.5);
-    let mut pts: Vec<[f64; 2]> = Vec::with_capacity(curve.len());
-    for p in curve {
-        pts.push([to_x(p.x), p.total.min(limit as u64) as f64 / GIB]);
-        // batch, sequence and GPU curves grow with their knob: stop once off the chart
-        if p.total as f64 > limit && knob != Knob::Segments {
-            break;
-        }
-    }
+    let (pts, limit) = drawn(curve, knob, cap, to_x);
     let (extra, sets) = if knob == Knob::Segments && !curve.is_empty() {
         segment_lines(curve, to_x, limit, current)
     } else {
@@ -119,7 +108,12 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
                     .width(2.0),
             );
             if current > 0 {
-                p.vline(VLine::new(t.current, to_x(current)).color(colors::CURRENT).width(1.5));
+                p.vline(
+                    VLine::new(t.current, to_x(current))
+                        .color(colors::CURRENT)
+                        .style(LineStyle::dashed_dense())
+                        .width(2.5),
+                );
             }
             if let Some((x, what)) = marked
                 && let Some(pt) = curve.iter().find(|p| p.x == x)
@@ -182,7 +176,7 @@ fn entries(
         out.push(Entry::new(
             format!("{} {}", t.current, crate::units::digits(current)),
             colors::CURRENT,
-            Swatch::Solid,
+            Swatch::Dashed,
         ));
     }
     if let Some((x, what)) = marked {
@@ -201,7 +195,7 @@ pub fn fewest_that_fit(curve: &[crate::fit::SweepPoint]) -> Option<u64> {
 /// nvidia-smi shows) and the allocated peak: "at micro-batch 16: 45.2 GiB (allocated 41.0 GiB)".
 pub fn hover_text(knob: &str, curve: &[crate::fit::SweepPoint], want: f64) -> Option<String> {
     let p = nearest(curve, want)?;
-    let value = format!("{} ({} {})", super::gib(p.total), tr().tl_alive, super::gib(p.peak));
+    let value = super::paren(&super::gib(p.total), format!("{} {}", tr().tl_alive, super::gib(p.peak)));
     Some(
         tr_controls()
             .hover_at
@@ -323,6 +317,29 @@ pub fn plot_id() -> egui::Id {
     egui::Id::NULL.with("vramscope-curve-plot")
 }
 
+/// The points of the curve as drawn and the axis' top, bytes: the curve up to 2.5x the capacity
+/// (beyond that the capacity line would be a sliver; a job above that everywhere is shown up to
+/// 1.5x its lowest point), each point above it at the top. A batch or sequence curve grows with
+/// its knob and stops once off the chart; a GPU or segment curve falls, and is drawn whole (a
+/// 70B job off the chart on one GPU comes down into it on more).
+fn drawn(
+    curve: &[crate::fit::SweepPoint],
+    knob: Knob,
+    cap: u64,
+    to_x: impl Fn(u64) -> f64,
+) -> (Vec<[f64; 2]>, f64) {
+    let lowest = curve.iter().map(|p| p.total).min().unwrap_or(0) as f64;
+    let limit = (cap as f64 * 2.5).max(lowest * 1.5);
+    let mut pts: Vec<[f64; 2]> = Vec::with_capacity(curve.len());
+    for p in curve {
+        pts.push([to_x(p.x), p.total.min(limit as u64) as f64 / GIB]);
+        if p.total as f64 > limit && matches!(knob, Knob::Batch | Knob::Seq) {
+            break;
+        }
+    }
+    (pts, limit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +374,30 @@ mod tests {
             Some("at micro-batch 1,024: 1,234.0 GiB (allocated 900.0 GiB)")
         );
         assert_eq!(hover_text("micro-batch", &[], 3.0), None);
+    }
+
+    /// A GPU curve that starts off the chart (70B on one 40 GB card) is drawn whole: a line down
+    /// into the chart, not a lone point; a batch curve stops once off it.
+    #[test]
+    fn a_falling_curve_that_starts_off_the_chart_is_drawn_whole() {
+        let g = 1u64 << 30;
+        let falling = [
+            point(1, 1000, 1100, false),
+            point(2, 500, 560, false),
+            point(4, 250, 290, false),
+            point(8, 120, 140, false),
+            point(16, 60, 70, false),
+        ];
+        let (pts, _) = drawn(&falling, Knob::Gpus, 40 * g, |x| x as f64);
+        assert_eq!(pts.len(), 5, "{pts:?}");
+        let rising = [
+            point(1, 30, 35, true),
+            point(2, 60, 70, false),
+            point(4, 120, 140, false),
+            point(8, 240, 280, false),
+        ];
+        let (pts, limit) = drawn(&rising, Knob::Batch, 40 * g, |x| x as f64);
+        assert_eq!(pts.len(), 3, "stops at the first point over {limit}: {pts:?}");
     }
 
     /// The fewest GPUs are read off the verdicts, whatever point the current degree added.

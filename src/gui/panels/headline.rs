@@ -9,7 +9,6 @@ use crate::gui::lang;
 use crate::gui::palette;
 use crate::gui::state::Settings;
 use crate::gui::strings::tr;
-use crate::text;
 use eframe::egui::{self, RichText};
 
 /// A phrase that never wraps inside itself.
@@ -69,7 +68,7 @@ pub fn caption(c: &Computed, settings: &Settings) -> String {
         parts.push(match sc.checkpointing {
             Checkpointing::None => l.pick("no checkpointing", "不做梯度检查点").to_owned(),
             Checkpointing::Full => l.pick("every block checkpointed", "每个块做梯度检查点").to_owned(),
-            other => text!(l, "checkpointing {other}", "梯度检查点 {other}"),
+            other => other.phrase_in(l),
         });
     }
     let q = &sc.parallel;

@@ -39,7 +39,7 @@ pub mod colors {
     /// The card's capacity.
     pub const CAPACITY: Color32 = Color32::from_rgb(214, 69, 65);
     /// The current setting.
-    pub const CURRENT: Color32 = Color32::from_rgb(150, 150, 150);
+    pub const CURRENT: Color32 = Color32::from_rgb(0, 168, 150);
     /// The point called out (largest that fits, fewest GPUs, lowest peak).
     pub const MARK: Color32 = Color32::from_rgb(240, 180, 40);
     /// Further lines: forward/backward, optimizer step, the naive rule, a target.

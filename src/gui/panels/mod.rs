@@ -134,6 +134,14 @@ pub fn kv(key: &str, value: impl std::fmt::Display) -> String {
     format!("{key}{}{value}", crate::gui::lang::current().pick(": ", "："))
 }
 
+/// "name (value)" in the interface's language (full-width brackets, no space, in Chinese).
+pub fn paren(name: &str, value: impl std::fmt::Display) -> String {
+    match crate::gui::lang::current() {
+        crate::gui::lang::Lang::ZhCn => format!("{name}（{value}）"),
+        _ => format!("{name} ({value})"),
+    }
+}
+
 /// A plot's GiB axis tick, with thousands separators.
 pub fn gib_tick(mark: egui_plot::GridMark, _range: &std::ops::RangeInclusive<f64>) -> String {
     let v = mark.value;

@@ -217,7 +217,8 @@ fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
     ui.strong(o.roadmap_title.replace("{headline}", &r.headline));
     let steps: Vec<_> = r.steps.iter().filter(|s| s.kind != StepKind::NotMemory).collect();
     let n = steps.len() + 1;
-    let h = 170.0;
+    // on a projector the steps' table under the bars stays in view
+    let h = if super::presentation(ui.ctx()) { 120.0 } else { 170.0 };
     ui.label(egui::RichText::new(o.roadmap_hint).weak());
     let (rect, _) = ui.allocate_exact_size(vec2(ui.available_width().max(200.0), h), Sense::hover());
     let painter = ui.painter_at(rect);
@@ -230,10 +231,12 @@ fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
         .max()
         .unwrap_or(1) as f64
         * 1.15;
+    // GiB ticks on the left, as the breakdown's
     let plot = Rect::from_min_max(
-        pos2(rect.left() + 4.0, rect.top() + 4.0),
+        pos2(rect.left() + 44.0, rect.top() + 8.0),
         pos2(rect.right() - 4.0, rect.bottom() - 18.0),
     );
+    super::breakdown::gib_ticks(&painter, plot, top, text);
     let y_of = |b: u64| plot.bottom() - ((b as f64 / top).min(1.0)) as f32 * plot.height();
     let slot = plot.width() / n as f32;
     let w = (slot * 0.55).min(60.0);

@@ -38,7 +38,7 @@ strings! {
         keys_note: "The lesson keys act while no text field or slider has the keyboard."
             / "课程快捷键仅在没有文本框或滑块获得键盘焦点时生效。",
         /// The curve's hover read-out: "{knob}", "{x}", "{value}".
-        hover_at: "at {knob} {x}: {value}" / "{knob} 为 {x} 时：{value}",
+        hover_at: "at {knob} {x}: {value}" / "{knob}为 {x} 时：{value}",
         /// The read-out when the pointer is elsewhere.
         hover_none: "hover the curve to read its value" / "将鼠标悬停在曲线上可读取数值",
         /// Under the headline while a timeline event is selected.

@@ -139,6 +139,8 @@ strings! {
             / "冻结基座模型，只训练秩为 r 的小型适配器：梯度和优化器状态缩减到仅针对适配器，冻结的 Linear 层不保留输入。",
         lora_rank: "Rank" / "秩",
         base_quant: "Base weights" / "基座权重",
+        base_quant_nf4: "NF4 (double quant)" / "NF4（双重量化）",
+        base_quant_int8: "int8 (LLM.int8)" / "int8（LLM.int8）",
         base_quant_tip: "Quantize the frozen base (QLoRA) or the inference weights with bitsandbytes at load: NF4 is 4 bits a weight plus its absmax (8-bit with double quantization, else fp32 per 64), int8 is LLM.int8(). Each 4-bit matmul over several rows dequantizes its weight for the moment it runs."
             / "加载时用 bitsandbytes 量化冻结的基座（QLoRA）或推理权重：NF4 每个权重 4 位，另加其 absmax（双重量化时为 8 位，否则每 64 个权重一个 fp32）；int8 即 LLM.int8()。每个 4 位矩阵乘在处理多行时，会在运行的那一刻把权重反量化。",
         base_quant_none: "as the precision" / "与精度相同",

@@ -43,7 +43,7 @@ strings! {
         /// Title of the cost of a run.
         run_cost: "Cost of a run:" / "一次运行的成本：",
         /// Suffix of the run's tokens (billions).
-        run_tokens_suffix: " B tokens" / " B token",
+        run_tokens_suffix: " × 10⁹ tokens" / " × 10⁹ 个 token",
         /// Hover of the run's tokens.
         run_tokens_tip: "Tokens processed by the whole run, in billions (6 x active params x tokens FLOPs to train, 2 x to infer)."
             / "整个运行处理的 token 数，单位为十亿（训练的 FLOPs 为 6 × 激活参数量 × token 数，推理为 2 ×）。",

@@ -21,9 +21,14 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, settings: &Settings) -> Vec<Inte
     let seqs = s.settings.max_num_seqs as f64;
     let target = settings.serve.target_concurrency;
     let id = egui::Id::NULL.with("vramscope-serve-curve");
+    let presentation = crate::gui::panels::presentation(ui.ctx());
     let mut entries = vec![
         Entry::new(t.curve_line, colors::CURVE, Swatch::Solid),
-        Entry::new(format!("{} ({})", t.num_seqs, s.settings.max_num_seqs), colors::EXTRA[0], Swatch::Dotted),
+        Entry::new(
+            super::super::paren(t.num_seqs, s.settings.max_num_seqs),
+            colors::EXTRA[0],
+            Swatch::Dotted,
+        ),
     ];
     if target > 0.0 {
         entries.push(Entry::new(format!("{} {target}", t.curve_target), colors::CAPACITY, Swatch::Dashed));
@@ -40,14 +45,20 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, settings: &Settings) -> Vec<Inte
         colors::EXTRA[1],
         Swatch::Marker,
     ));
+    if presentation {
+        // a projector's plot keeps its height for the curve: its axes are named in the row
+        let text = ui.visuals().text_color();
+        entries.insert(0, Entry::new(format!("y: {}", t.curve_y), text, Swatch::Axis));
+        entries.insert(0, Entry::new(format!("x: {}", t.curve_x), text, Swatch::Axis));
+    }
     legend::row(ui, id, &entries, tr_controls().hover_none, &[]);
     let curve = &c.curve;
     let mut clicked = None;
     let height = crate::gui::panels::plot_height(ui);
     let plot = Plot::new("serve-concurrency")
         .height(height)
-        .x_axis_label(t.curve_x)
-        .y_axis_label(t.curve_y)
+        .x_axis_label(if presentation { "" } else { t.curve_x })
+        .y_axis_label(if presentation { "" } else { t.curve_y })
         .allow_scroll(false)
         .allow_zoom(false)
         .allow_drag(false)

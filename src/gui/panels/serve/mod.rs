@@ -22,15 +22,16 @@ pub fn answer(c: &ServeComputed) -> (String, bool) {
     let lang = crate::gui::lang::current();
     let head = crate::text!(lang, "{} on {}×{}", "{}，{}×{}", s.model, s.gpus(), c.gpu.name);
     let text = if s.fits {
-        format!(
-            "{head}: {} {} · {:.1} {} {}{}",
+        let figures = format!(
+            "{} {} · {:.1} {} {}{}",
             digits(s.kv_tokens),
             t.tokens_of_kv,
             s.max_concurrency,
             t.concurrent,
             digits(s.settings.max_model_len),
             t.token_requests
-        )
+        );
+        crate::gui::panels::kv(&head, figures)
     } else if s.kv_tokens > 0 {
         crate::gui::panels::kv(&head, format!("{} — {}", t.does_not_start, t.request_too_long))
     } else {
@@ -50,11 +51,10 @@ pub fn headline(ui: &mut egui::Ui, c: &ServeComputed) {
         second.push(format!("{n:.1} {} {}{}", t.concurrent, digits(ctx), t.token_requests));
     }
     second.push(crate::gui::panels::kv(t.longest_fits, digits(s.max_model_len_that_fits)));
-    second.push(format!(
-        "{} {} ({})",
-        t.seg_profile,
-        super::gib(s.bytes.activation_peak),
-        crate::serve::profile::peak_at_in(&s.activation_peak_at, crate::gui::lang::current())
+    let at = crate::serve::profile::peak_at_in(&s.activation_peak_at, crate::gui::lang::current());
+    second.push(crate::gui::panels::paren(
+        &format!("{} {}", t.seg_profile, super::gib(s.bytes.activation_peak)),
+        at,
     ));
     // each figure a phrase that moves to the next line whole
     ui.horizontal_wrapped(|ui| {

@@ -132,7 +132,8 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed) {
                 }
                 ui.label(RichText::new(name).strong());
                 // the last row is per token, not a share of the card
-                let shown = if i == 7 { format!("{} B / token", digits(bytes)) } else { gib(bytes) };
+                let per = crate::gui::lang::current().pick(" bytes / token", " 字节/token");
+                let shown = if i == 7 { format!("{}{per}", digits(bytes)) } else { gib(bytes) };
                 ui.label(RichText::new(shown).strong()).on_hover_text(exact(bytes));
                 ui.add(egui::Label::new(rule).wrap());
                 ui.end_row();
