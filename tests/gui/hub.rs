@@ -1,6 +1,6 @@
 //! The model section's Hub field against the fake Hub on loopback (tests/hub/fake.rs): an id typed
 //! and entered loads the model with the headers' exact parameter count, the command shown names
-//! its commit, the id is among the recent ones and survives the saved state; a gated repo without
+//! its commit and prints the window's total when the built binary runs it, the id is among the recent ones and survives the saved state; a gated repo without
 //! a token says so and keeps the scenario; a cancelled slow fetch frees the field at once and its
 //! late answer is dropped.
 
@@ -62,6 +62,26 @@ fn app(hub: &Hub, home: &std::path::Path) -> Harness<'static, VramApp> {
     h
 }
 
+/// The total `cmd` (a `vramscope estimate` line the window shows) prints, run through the built
+/// binary against the same fake Hub and caches, no other Hugging Face variable set.
+fn cli_total(cmd: &str, hub: &Hub, home: &std::path::Path) -> u64 {
+    assert!(!cmd.contains('\''), "a plain command: {cmd}");
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_vramscope"));
+    c.args(cmd.split_whitespace().skip(1))
+        .arg("--json")
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("HF_HOME", home.join("hf"))
+        .env("HF_ENDPOINT", &hub.url);
+    for k in ["HF_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_TOKEN_PATH"] {
+        c.env_remove(k);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{cmd}: {}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["bytes"]["total"].as_u64().unwrap()
+}
+
 /// Types `id` in the Hub field and presses Enter.
 fn enter_id(h: &mut Harness<'_, VramApp>, id: &str) {
     h.get_by_role_and_label(Role::TextInput, "Hub id").focus();
@@ -109,6 +129,7 @@ fn a_hub_id_entered_loads_the_model_with_the_headers_parameter_count() {
     // the command shown gives the same answer: the commit, not the branch
     let cmd = vramscope::gui::slide::command(c, &settings);
     assert!(cmd.starts_with(&format!("vramscope estimate --model acme/llama-single@{SHA} ")), "{cmd}");
+    assert_eq!(cli_total(&cmd, &hub, &dir), c.estimate.total, "{cmd} gives the window's total");
     assert_eq!(h.state().state.view.hub_recent, ["acme/llama-single"]);
     // the recent ids' menu fetches one again: from vramscope's metadata cache now
     h.get_by_role_and_label(Role::ComboBox, "Recent").click();
