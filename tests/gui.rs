@@ -15,6 +15,8 @@ mod charts;
 mod controls;
 #[path = "gui/exports.rs"]
 mod exports;
+#[path = "gui/hub.rs"]
+mod hub;
 #[path = "gui/live.rs"]
 mod live;
 #[path = "gui/room.rs"]

@@ -8,7 +8,7 @@
 #[path = "hub/fake.rs"]
 mod fake;
 
-use fake::{Behaviour, File, GOOD_TOKEN, Hub, Repo};
+use fake::{Behaviour, File, GOOD_TOKEN, Hub, Repo, config, llama_tensors, weights};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,32 +20,6 @@ const PREFIX: u64 = 100 * 1024;
 const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 /// Llama-3.2-1B's parameters (tests/data/hub/params.json).
 const LLAMA_1B: u64 = 1_235_814_400;
-
-/// Llama-3.2-1B's parameter tensors, from tests/data/hub/llama-3.2-1b/shapes.txt.
-fn llama_tensors() -> Vec<(String, Vec<u64>)> {
-    let text = std::fs::read_to_string("tests/data/hub/llama-3.2-1b/shapes.txt").unwrap();
-    let mut out = Vec::new();
-    for line in text.lines().take_while(|l| !l.starts_with("# buffers")).filter(|l| !l.starts_with('#')) {
-        let (name, rest) = line.split_once(' ').unwrap();
-        let (shape, after) = rest.trim_start().trim_start_matches('[').split_once(']').unwrap();
-        let shape: Vec<u64> = shape.split(',').map(|d| d.trim().parse().unwrap()).collect();
-        let times: usize = after.split_whitespace().nth(1).unwrap().trim_start_matches('x').parse().unwrap();
-        if name.contains('*') {
-            (0..times).for_each(|i| out.push((name.replace('*', &i.to_string()), shape.clone())));
-        } else {
-            out.push((name.to_owned(), shape));
-        }
-    }
-    out
-}
-
-fn config() -> File {
-    File::Bytes(std::fs::read("tests/data/hub/llama-3.2-1b/config.json").unwrap())
-}
-
-fn weights(t: &[(String, Vec<u64>)]) -> u64 {
-    t.iter().map(|(_, s)| s.iter().product::<u64>() * 2).sum()
-}
 
 fn single(gated: bool) -> Repo {
     let t = llama_tensors();

@@ -13,6 +13,10 @@ pub enum Intent {
     },
     /// Load a model file from this path.
     LoadPath(String),
+    /// Fetch the model this Hub id (`ORG/NAME[@REV]`) names, on a background thread.
+    FetchHub(String),
+    /// Stop waiting for the Hub fetch in flight (its answer is dropped when it comes).
+    CancelHub,
     /// Open the file dialog.
     OpenDialog,
     /// Export the plan in a format (the save prompt asks where).

@@ -4,6 +4,7 @@
 pub mod app;
 pub mod derived;
 pub mod fonts;
+pub mod hub;
 pub mod intent;
 pub mod lang;
 pub mod learn;

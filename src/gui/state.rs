@@ -16,9 +16,10 @@ pub enum ModelChoice {
     Preset(String),
     /// A Llama-shaped model of this many billion parameters.
     Generic(f64),
-    /// A model loaded from a file.
+    /// A model loaded from a file, or fetched from the Hugging Face Hub.
     Custom {
-        /// The file it came from.
+        /// The file it came from, or `ORG/NAME@COMMIT` for a model fetched from the Hub (what
+        /// `--model` takes to give the same answer on the command line).
         path: String,
         /// The model.
         model: Box<ModelSpec>,
@@ -350,7 +351,13 @@ pub struct View {
     /// The user's zoom (View → Zoom, Ctrl+= / Ctrl+− / Ctrl+0), multiplied with the
     /// presentation layout's; 1.0 in a state saved before it existed.
     pub zoom: f32,
+    /// The Hub ids fetched lately (the controls' Hub field), newest first, at most
+    /// [`MAX_RECENT_HUB`]; empty in a state saved before it existed.
+    pub hub_recent: Vec<String>,
 }
+
+/// How many recent Hub ids the view keeps.
+pub const MAX_RECENT_HUB: usize = 8;
 
 /// The zoom steps Ctrl+= and Ctrl+− move between.
 pub const ZOOM_STEPS: [f32; 13] = [0.5, 0.67, 0.75, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0];
@@ -376,6 +383,13 @@ impl ZoomStep {
 }
 
 impl View {
+    /// Puts `id` first among the recent Hub ids (once), keeping the newest [`MAX_RECENT_HUB`].
+    pub fn remember_hub(&mut self, id: &str) {
+        self.hub_recent.retain(|r| r != id);
+        self.hub_recent.insert(0, id.to_owned());
+        self.hub_recent.truncate(MAX_RECENT_HUB);
+    }
+
     /// The user's zoom, within the steps' range (a hand-edited state cannot make the window
     /// unusable).
     pub fn user_zoom(&self) -> f32 {
@@ -396,6 +410,7 @@ impl Default for View {
             controls_collapsed: false,
             learn: None,
             zoom: 1.0,
+            hub_recent: Vec::new(),
         }
     }
 }

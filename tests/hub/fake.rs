@@ -310,3 +310,29 @@ pub fn header(tensors: &[(String, Vec<u64>)], pad_to: usize) -> Vec<u8> {
     out.extend(json);
     out
 }
+
+/// Llama-3.2-1B's parameter tensors (the tests run in the crate's root), from tests/data/hub/llama-3.2-1b/shapes.txt.
+pub fn llama_tensors() -> Vec<(String, Vec<u64>)> {
+    let text = std::fs::read_to_string("tests/data/hub/llama-3.2-1b/shapes.txt").unwrap();
+    let mut out = Vec::new();
+    for line in text.lines().take_while(|l| !l.starts_with("# buffers")).filter(|l| !l.starts_with('#')) {
+        let (name, rest) = line.split_once(' ').unwrap();
+        let (shape, after) = rest.trim_start().trim_start_matches('[').split_once(']').unwrap();
+        let shape: Vec<u64> = shape.split(',').map(|d| d.trim().parse().unwrap()).collect();
+        let times: usize = after.split_whitespace().nth(1).unwrap().trim_start_matches('x').parse().unwrap();
+        if name.contains('*') {
+            (0..times).for_each(|i| out.push((name.replace('*', &i.to_string()), shape.clone())));
+        } else {
+            out.push((name.to_owned(), shape));
+        }
+    }
+    out
+}
+
+pub fn config() -> File {
+    File::Bytes(std::fs::read("tests/data/hub/llama-3.2-1b/config.json").unwrap())
+}
+
+pub fn weights(t: &[(String, Vec<u64>)]) -> u64 {
+    t.iter().map(|(_, s)| s.iter().product::<u64>() * 2).sum()
+}

@@ -5,7 +5,7 @@
 use super::derived::Derived;
 use super::intent::Intent;
 use super::panels;
-use super::state::{APP_KEY, AppState, ModelChoice, Pinned, Settings, Tab};
+use super::state::{APP_KEY, AppState, Pinned, Settings, Tab};
 use super::strings::tr;
 use crate::model::preset;
 use eframe::egui;
@@ -15,6 +15,7 @@ use std::path::Path;
 use std::sync::mpsc;
 
 mod exports;
+mod hub;
 mod layout;
 mod save;
 
@@ -68,6 +69,9 @@ pub struct VramApp {
     pub status: (StatusKind, String),
     /// The path field under the model picker.
     pub path_input: String,
+    /// The Hub id field and its fetch; `hub.access` says where the Hub is (the environment's by
+    /// default, as the CLI reads it).
+    pub hub: super::hub::HubFetch,
     frame: u64,
     screenshot: Option<ScreenshotJob>,
     /// Where the breakdown chart was drawn last frame (for the chart-only PNG).
@@ -112,6 +116,7 @@ impl VramApp {
             last_edit: None,
             status: (StatusKind::Info, tr().ready.to_owned()),
             path_input: String::new(),
+            hub: super::hub::HubFetch::default(),
             frame: 0,
             screenshot: None,
             chart_rect: None,
@@ -166,6 +171,8 @@ impl VramApp {
                 self.state.view.tab = Tab::Timeline;
             }
             Intent::LoadPath(path) => self.load_path(ctx, path.trim()),
+            Intent::FetchHub(id) => self.fetch_hub(ctx, &id),
+            Intent::CancelHub => self.cancel_hub(),
             Intent::OpenDialog => {
                 let picked = rfd::FileDialog::new()
                     .add_filter("model or memory snapshot", &["json", "ron", "safetensors", "pickle"])
@@ -313,26 +320,13 @@ impl VramApp {
         }
         match preset::load_path(Path::new(path)) {
             Ok(loaded) => {
-                let mut s = self.state.settings.clone();
                 let name = loaded.model.name.clone();
-                s.model = ModelChoice::Custom {
-                    path: path.to_owned(),
-                    model: Box::new(loaded.model),
-                    dtype: loaded.dtype,
-                };
-                // keep the sequence inside the new model's positions
-                if let Ok(m) = s.model_spec()
-                    && let Some(t) = m.transformer()
-                    && t.max_position_embeddings > 0
-                {
-                    s.seq = s.seq.min(t.max_position_embeddings);
-                }
-                self.edit(ctx, s, "model");
                 let notes = if loaded.notes.is_empty() {
                     String::new()
                 } else {
                     format!(" ({})", loaded.notes.join("; "))
                 };
+                self.use_model(ctx, path, loaded);
                 self.set_status(
                     StatusKind::Info,
                     tr().st_loaded
@@ -389,6 +383,7 @@ impl VramApp {
         if let Some(p) = self.pending_open.take() {
             self.apply(&ctx, Intent::LoadPath(p));
         }
+        self.poll_hub(&ctx);
         self.derived.update(&self.state);
         self.live.drain();
         if self.snapshots.poll() {
@@ -423,7 +418,9 @@ impl VramApp {
             egui::Panel::left("controls").default_size(310.0).resizable(true).show(ui, |ui| {
                 egui::ScrollArea::vertical().show(ui, |ui| {
                     intents.extend(panels::controls::fold_button(ui));
-                    intents.extend(panels::controls::ui(ui, &self.state.settings, &mut self.path_input));
+                    let (input, pending) = self.hub.field();
+                    let hub = panels::hub::HubField { input, pending, recent: &self.state.view.hub_recent };
+                    intents.extend(panels::controls::ui(ui, &self.state.settings, &mut self.path_input, hub));
                 });
             });
         }

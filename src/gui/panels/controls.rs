@@ -15,11 +15,16 @@ fn section(ui: &mut egui::Ui, title: &str) {
     ui.label(RichText::new(title).strong().small());
 }
 
-/// Draws the controls. `path` is the text of the path field.
-pub fn ui(ui: &mut egui::Ui, current: &Settings, path: &mut String) -> Vec<Intent> {
+/// Draws the controls. `path` is the text of the path field, `hub` the Hub id field's.
+pub fn ui(
+    ui: &mut egui::Ui,
+    current: &Settings,
+    path: &mut String,
+    hub: super::hub::HubField<'_>,
+) -> Vec<Intent> {
     let mut s = current.clone();
     let mut knob: &'static str = "";
-    let mut out = model_section(ui, current, &mut s, &mut knob, path);
+    let mut out = model_section(ui, current, &mut s, &mut knob, path, hub);
     mode_row(ui, &mut s, &mut knob);
     if s.serving {
         super::serve::controls::ui(ui, &mut s, &mut knob);
@@ -57,14 +62,15 @@ fn mark(changed: bool, name: &'static str, knob: &mut &'static str) {
     }
 }
 
-/// The model: a preset, a generic model of N billion parameters, or a file; its intents (open a
-/// file, load a path).
+/// The model: a preset, a generic model of N billion parameters, a Hub id or a file; its intents
+/// (fetch from the Hub, open a file, load a path).
 fn model_section(
     ui: &mut egui::Ui,
     current: &Settings,
     s: &mut Settings,
     knob: &mut &'static str,
     path: &mut String,
+    hub: super::hub::HubField<'_>,
 ) -> Vec<Intent> {
     let t = tr();
     let mut out = Vec::new();
@@ -109,6 +115,7 @@ fn model_section(
             .on_hover_text(t.generic_tip);
         mark(r.changed(), "generic", knob);
     }
+    out.extend(super::hub::ui(ui, hub));
     ui.horizontal(|ui| {
         if ui.button(t.open_file).on_hover_text(t.open_tip).clicked() {
             out.push(Intent::OpenDialog);

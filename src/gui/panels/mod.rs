@@ -8,6 +8,7 @@ pub mod controls;
 pub mod curves;
 pub mod drop;
 pub mod headline;
+pub mod hub;
 pub mod learn;
 pub mod legend;
 pub mod live;

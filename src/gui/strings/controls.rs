@@ -37,6 +37,26 @@ strings! {
         /// The note under the table.
         keys_note: "The lesson keys act while no text field or slider has the keyboard."
             / "课程快捷键仅在没有文本框或滑块获得键盘焦点时生效。",
+        /// The model section's Hub field: its label.
+        hub_field: "Hub id" / "Hub 模型 ID",
+        /// The field's hint (what to type).
+        hub_hint: "org/name[@revision]" / "组织/模型名[@修订版本]",
+        hub_fetch: "Fetch" / "获取",
+        hub_tip: "Fetch a model from the Hugging Face Hub by its id: config.json and the safetensors headers only, never the weights (HF_ENDPOINT, HF_TOKEN and the caches as on the command line). Enter fetches."
+            / "按 ID 从 Hugging Face Hub 获取模型：只读取 config.json 和 safetensors 文件头，从不下载权重（HF_ENDPOINT、HF_TOKEN 和缓存与命令行相同）。按回车键获取。",
+        /// Beside the spinner while a fetch runs: "{id}".
+        hub_fetching: "Fetching {id}…" / "正在获取 {id}…",
+        hub_cancel: "Cancel" / "取消",
+        /// The menu of the ids fetched lately.
+        hub_recent: "Recent" / "最近",
+        hub_recent_tip: "Hub ids fetched lately (kept between runs); pick one to fetch it again."
+            / "最近获取的 Hub 模型 ID（下次启动时保留）；选择一个即可再次获取。",
+        /// The status line after a fetch: "{name}", "{notes}" (where it came from first).
+        st_hub_loaded: "Loaded {name}: {notes}" / "已加载 {name}：{notes}",
+        /// The status line after Cancel: "{id}".
+        st_hub_cancelled: "Stopped waiting for {id}." / "已停止等待 {id}。",
+        /// The status line when the field holds no Hub id: "{id}".
+        st_hub_not_id: "{id} is not a Hub id (org/name[@revision])." / "{id} 不是 Hub 模型 ID（组织/模型名[@修订版本]）。",
         /// The curve's hover read-out: "{knob}", "{x}", "{value}".
         hover_at: "at {knob} {x}: {value}" / "{knob}为 {x} 时：{value}",
         /// The read-out when the pointer is elsewhere.
