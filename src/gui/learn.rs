@@ -257,7 +257,8 @@ fn activations_text(c: &Computed, l: Lang) -> String {
     let sc = &c.scenario;
     let g = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
     let tokens = (sc.batch * sc.seq).max(1);
-    let per_token = format!("{:.1} KiB", e.activations as f64 / tokens as f64 / 1024.0);
+    let per_token =
+        format!("{} KiB", crate::units::grouped(e.activations as f64 / tokens as f64 / 1024.0, 1));
     let acts = g(e.activations);
     let (b, s) = (sc.batch, sc.seq);
     // the same scenario at twice the micro-batch, estimated (not looked up in the curve's samples)

@@ -49,9 +49,12 @@ macro_rules! strings {
             /// Each text as (field, English, Chinese), an array's items one by one.
             pub(super) fn pairs() -> Vec<(&'static str, &'static str, &'static str)> {
                 let mut pairs = Vec::new();
+                // by reference: a field read off the constant itself copies the whole table
+                // into the frame each time (a debug build's stack overflows past ~480 texts)
+                let (en_table, zh_table): (&$name, &$name) = (&$en, &$zh);
                 $(
-                    let en = strings!(@items $en.$field $(, $n)?);
-                    let zh = strings!(@items $zh.$field $(, $n)?);
+                    let en = strings!(@items en_table.$field $(, $n)?);
+                    let zh = strings!(@items zh_table.$field $(, $n)?);
                     pairs.extend(en.into_iter().zip(zh).map(|(e, z)| (stringify!($field), e, z)));
                 )*
                 pairs

@@ -208,7 +208,7 @@ impl VramApp {
     /// Renders the slide (with the pinned scenarios) and writes it to `path` on the
     /// "vramscope-slide" thread (a few hundred milliseconds for 3840×2160 pixels); the status bar
     /// says when it is written.
-    pub(super) fn export_slide(&mut self, path: PathBuf) {
+    pub(super) fn export_slide(&mut self, ctx: &egui::Context, path: PathBuf) {
         let Some(Ok(c)) = &self.derived.current else {
             return self.set_status(StatusKind::Error, tr().export_none);
         };
@@ -217,11 +217,14 @@ impl VramApp {
         let (c, settings, lang) = (c.clone(), self.state.settings.clone(), crate::gui::lang::current());
         let (tx, rx) = mpsc::channel();
         let shown = path.display().to_string();
+        let repaint = ctx.clone();
         let spawned = std::thread::Builder::new().name("vramscope-slide".into()).spawn(move || {
             let err = crate::gui::slide::write(&c, &pinned, &settings, lang, &path)
                 .err()
                 .map_or_else(String::new, |e| format!("{e:#}"));
             let _ = tx.send((path, err));
+            // the status line says it is written at once, not at the next pointer move
+            repaint.request_repaint();
         });
         match spawned {
             Ok(_) => {

@@ -81,7 +81,7 @@ impl VramApp {
             SaveWhat::Format(f) => self.export(f, path),
             SaveWhat::Serve { json } => self.export_serve(json, path),
             SaveWhat::Png { chart_only } => self.export_png(ctx, chart_only, path),
-            SaveWhat::Slide => self.export_slide(path),
+            SaveWhat::Slide => self.export_slide(ctx, path),
         }
     }
 

@@ -284,9 +284,9 @@ strings! {
         tl_peak: "peak" / "峰值",
         tl_x_axis: "event (tick: block)" / "事件（刻度：块）",
         tl_alive: "allocated" / "已分配",
-        tl_usable: "capacity less CUDA context and NCCL" / "容量减去 CUDA 上下文和 NCCL",
-        tl_usable_above: "{gpu}: {gib} usable is above this axis (scaled to the step)"
-            / "{gpu}：可用 {gib} 在坐标轴之上（坐标按本步缩放）",
+        tl_usable: "CUDA-visible less CUDA context and NCCL" / "CUDA 可见减去 CUDA 上下文和 NCCL",
+        tl_usable_above: "{gpu}: {gib} (CUDA-visible less context and NCCL) is above this axis (scaled to the step)"
+            / "{gpu}：{gib}（CUDA 可见减去上下文和 NCCL）在坐标轴之上（坐标按本步缩放）",
         tl_selected: "selected" / "选中",
         tl_allocates: "allocates" / "分配",
         tl_frees: "frees" / "释放",
