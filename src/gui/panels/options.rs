@@ -33,7 +33,8 @@ pub fn ui(
     let height = super::plot_height(ui);
     egui::ScrollArea::both().id_salt("options").max_height(height).show(ui, |ui| {
         if roadmap_first && let Some(r) = roadmap {
-            roadmap_ui(ui, r);
+            // a lesson talks about the steps' flags: the table, under the breakdown above
+            roadmap_ui(ui, r, false);
             ui.add_space(10.0);
             ui.label(egui::RichText::new(t.options_intro).weak());
         }
@@ -111,7 +112,7 @@ pub fn ui(
         run_cost_ui(ui, c, view, &mut out);
         if !roadmap_first && let Some(r) = roadmap {
             ui.add_space(10.0);
-            roadmap_ui(ui, r);
+            roadmap_ui(ui, r, true);
         }
     });
     out
@@ -209,12 +210,10 @@ fn run_cost_ui(ui: &mut egui::Ui, c: &Computed, view: &View, out: &mut Vec<Inten
 /// One roadmap bar: label, capacity, stacked parts.
 type RoadmapBar = (String, u64, Vec<(Component, u64)>);
 
-/// The roadmap: the headline, one stacked bar per cumulative step (with that step's capacity as
-/// a tick), and the steps with what they save.
-fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
+/// The roadmap's bars: "now" and one stacked bar per cumulative step, each step's capacity a
+/// tick across it.
+fn roadmap_bars(ui: &mut egui::Ui, r: &Roadmap) {
     let o = tr_options();
-    let lang = crate::gui::lang::current();
-    ui.strong(o.roadmap_title.replace("{headline}", &r.headline));
     let steps: Vec<_> = r.steps.iter().filter(|s| s.kind != StepKind::NotMemory).collect();
     let n = steps.len() + 1;
     // on a projector the steps' table under the bars stays in view
@@ -270,6 +269,17 @@ fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap) {
             FontId::proportional(12.0),
             text,
         );
+    }
+}
+
+/// The roadmap: the headline, one stacked bar per cumulative step (with that step's capacity as
+/// a tick), and the steps with what they save.
+fn roadmap_ui(ui: &mut egui::Ui, r: &Roadmap, bars: bool) {
+    let o = tr_options();
+    let lang = crate::gui::lang::current();
+    ui.strong(o.roadmap_title.replace("{headline}", &r.headline));
+    if bars {
+        roadmap_bars(ui, r);
     }
     let sections: [(&str, &[Step]); 3] =
         [("roadmap_grid", &r.steps), ("roadmap_batch", &r.raise_batch), ("roadmap_method", &r.method)];
