@@ -28,6 +28,8 @@ pub struct Parsed {
     pub notes: Vec<String>,
     /// `torch_dtype` / `dtype` as written (`"bfloat16"`, …).
     pub dtype: Option<String>,
+    /// Every key read and where its value came from (the file, the class default, vramscope's).
+    pub facts: Vec<super::header_check::Fact>,
 }
 
 mod defaults;
@@ -153,7 +155,13 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
     if let Some(n) = note {
         notes.insert(0, n);
     }
-    Ok(Parsed { spec, notes, dtype })
+    let mut facts: Vec<super::header_check::Fact> = Vec::new();
+    for (key, from) in top.seen.borrow().iter().chain(r.seen.borrow().iter()) {
+        if !facts.iter().any(|f| f.fact == *key) {
+            facts.push(super::header_check::Fact::new(key.clone(), from));
+        }
+    }
+    Ok(Parsed { spec, notes, dtype, facts })
 }
 
 /// Parses the text of a `config.json`. `path` is used in error messages only.
