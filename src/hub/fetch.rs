@@ -371,6 +371,79 @@ fn list_url(access: &Access, id: &HubId, rev: Option<&str>) -> String {
     }
 }
 
+/// What to read of a repository: the files read to decide (`modules.json`, `model_index.json`),
+/// the folder the model is in (`""` or `0_Transformer/`), its JSON files and its shards.
+struct Plan {
+    files: Vec<(String, Vec<u8>)>,
+    prefix: String,
+    json: Vec<String>,
+    shards: Vec<String>,
+}
+
+/// Decides what to read of the repository whose files are `all`.
+fn plan(c: &Client<'_>, all: &[String], file_url: &dyn Fn(&str) -> String) -> Result<Plan, HubError> {
+    let id = c.id;
+    // a Sentence Transformers repository without a root config.json: the Transformer module's
+    // folder, as modules.json names it (one more round trip, for this layout only)
+    let has = |n: &str| all.iter().any(|m| m == n);
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut prefix = String::new();
+    if !has("config.json") && has("modules.json") {
+        let modules = c.json_file(&file_url("modules.json"))?;
+        let p = super::st_module_path(&modules)
+            .map_err(|why| HubError::Bad { what: format!("{}: modules.json", id.shown()), why })?;
+        if !p.is_empty() {
+            prefix = format!("{p}/");
+        }
+        files.push(("modules.json".to_owned(), modules));
+    }
+    let names: Vec<String> = all
+        .iter()
+        .filter_map(|n| n.strip_prefix(prefix.as_str()))
+        .filter(|n| !n.contains('/'))
+        .map(str::to_owned)
+        .collect();
+    let file_url = |n: &str| file_url(&format!("{prefix}{n}"));
+    let (json, shards) = if prefix.is_empty() && !has("config.json") && has("model_index.json") {
+        // a Diffusers pipeline: model_index.json, then each component's headers
+        let index = c.json_file(&file_url("model_index.json"))?;
+        let comps = super::diffusers::components(&index)
+            .map_err(|why| HubError::Bad { what: format!("{}: model_index.json", id.shown()), why })?;
+        files.push(("model_index.json".to_owned(), index));
+        let shards: Vec<String> = comps
+            .iter()
+            .flat_map(|(name, _)| super::diffusers::shards(name, all.iter().map(String::as_str)))
+            .collect();
+        (Vec::new(), shards)
+    } else {
+        let json: Vec<String> = ["config.json", "model.safetensors.index.json"]
+            .into_iter()
+            .filter(|n| names.iter().any(|m| m == n))
+            .map(str::to_owned)
+            .collect();
+        (json, names.iter().filter(|n| n.ends_with(".safetensors")).cloned().collect())
+    };
+    if json.is_empty() && shards.is_empty() {
+        return Err(HubError::Bad {
+            what: id.shown(),
+            why: if prefix.is_empty() {
+                "no config.json nor .safetensors file at the repository's root (GGUF-only repositories are not read yet)".into()
+            } else {
+                format!(
+                    "no config.json nor .safetensors file in {prefix}, the Transformer module modules.json names"
+                )
+            },
+        });
+    }
+    if shards.len() > MAX_SHARDS {
+        return Err(HubError::Bad {
+            what: id.shown(),
+            why: format!("{} shards, more than {MAX_SHARDS}", shards.len()),
+        });
+    }
+    Ok(Plan { files, prefix, json, shards })
+}
+
 /// Fetches the metadata of `id` (never the weights).
 pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -402,51 +475,8 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
         }
         Hub::ModelScope => modelscope::file_url(&access.endpoint, &id.org, &id.name, rev, n),
     };
-    // a Sentence Transformers repository without a root config.json: the Transformer module's
-    // folder, as modules.json names it (one more round trip, for this layout only)
-    let has = |n: &str| all.iter().any(|m| m == n);
-    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut prefix = String::new();
-    if !has("config.json") && has("modules.json") {
-        let modules = c.json_file(&file_url("modules.json"))?;
-        let p = super::st_module_path(&modules)
-            .map_err(|why| HubError::Bad { what: format!("{}: modules.json", id.shown()), why })?;
-        if !p.is_empty() {
-            prefix = format!("{p}/");
-        }
-        files.push(("modules.json".to_owned(), modules));
-    }
-    let names: Vec<String> = all
-        .iter()
-        .filter_map(|n| n.strip_prefix(prefix.as_str()))
-        .filter(|n| !n.contains('/'))
-        .map(str::to_owned)
-        .collect();
+    let Plan { mut files, prefix, json, shards } = plan(&c, &all, &file_url)?;
     let file_url = |n: &str| file_url(&format!("{prefix}{n}"));
-    let json: Vec<String> = ["config.json", "model.safetensors.index.json"]
-        .into_iter()
-        .filter(|n| names.iter().any(|m| m == n))
-        .map(str::to_owned)
-        .collect();
-    let shards: Vec<String> = names.iter().filter(|n| n.ends_with(".safetensors")).cloned().collect();
-    if json.is_empty() && shards.is_empty() {
-        return Err(HubError::Bad {
-            what: id.shown(),
-            why: if prefix.is_empty() {
-                "no config.json nor .safetensors file at the repository's root (GGUF-only and Diffusers repositories are not read yet)".into()
-            } else {
-                format!(
-                    "no config.json nor .safetensors file in {prefix}, the Transformer module modules.json names"
-                )
-            },
-        });
-    }
-    if shards.len() > MAX_SHARDS {
-        return Err(HubError::Bad {
-            what: id.shown(),
-            why: format!("{} shards, more than {MAX_SHARDS}", shards.len()),
-        });
-    }
     // round trip 2: the JSON files and each shard's first bytes, in parallel
     let c = &c;
     let mut jobs: Vec<Job<'_>> = Vec::new();

@@ -11,6 +11,7 @@
 //! This is a source (it talks HTTP): the estimator core does not depend on it; the CLI does.
 
 mod cache;
+mod diffusers;
 mod fetch;
 mod modelscope;
 
@@ -372,6 +373,16 @@ pub enum HubError {
         /// Own cache folder.
         own: String,
     },
+    /// A Diffusers pipeline: each component's parameters and weight bytes, no estimate.
+    #[error(
+        "{repo} is a Diffusers pipeline: {summary}; activations of diffusion models are not modelled yet, so vramscope gives no memory estimate for it"
+    )]
+    Diffusers {
+        /// `ORG/NAME`.
+        repo: String,
+        /// Each component's parameters and weight bytes.
+        summary: String,
+    },
     /// The files were read but are not a model.
     #[error("{repo}: {source}")]
     Load {
@@ -382,8 +393,25 @@ pub enum HubError {
     },
 }
 
+/// A Diffusers pipeline at `dir`: its summary as the error.
+fn diffusers_check(id: &HubId, dir: &Path) -> Result<(), HubError> {
+    match diffusers::summary(dir) {
+        None => Ok(()),
+        Some(Ok(summary)) => Err(HubError::Diffusers { repo: id.repo(), summary }),
+        Some(Err(why)) => Err(HubError::Bad { what: format!("{}: Diffusers pipeline", id.repo()), why }),
+    }
+}
+
 /// Loads the model `id` names: from the HF cache, vramscope's cache, else the network.
 pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
+    let hf_dir = access.hf_cache.as_deref().and_then(|c| cache::hf_snapshot(c, id));
+    if let Some((_, dir)) = &hf_dir {
+        diffusers_check(id, dir)?;
+    }
+    let own = access.own_cache.as_deref().map(|c| cache::Entry::new(c, &access.endpoint, id));
+    if let Some((_, dir)) = own.as_ref().and_then(cache::Entry::lookup) {
+        diffusers_check(id, &dir)?;
+    }
     // a snapshot without its safetensors (transformers fetched the config alone) gives the
     // parameters from the config: taken only offline, when nothing better can be had
     let hf =
@@ -429,6 +457,7 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
         None => cache::store_temp(&fetched)
             .map_err(|e| HubError::Bad { what: "a temporary folder".into(), why: e.to_string() })?,
     };
+    diffusers_check(id, &dir)?;
     let mut l = preset::load_path(&dir).map_err(|e| HubError::Load { repo: id.repo(), source: e })?;
     if !has_weights(&dir) {
         l.notes.push(format!(

@@ -192,3 +192,63 @@ fn modelscope_is_a_second_hub_with_its_own_endpoint_token_and_cache() {
     let e = super::err(&run("acme/llama-single@v9", &ms));
     assert!(e.contains("no revision v9"), "{e}");
 }
+
+/// A Stable-Diffusion-like pipeline: model_index.json, three components with weights (the unet
+/// also as an fp16 variant), a scheduler without.
+fn diffusers_repo() -> Repo {
+    let unet =
+        vec![("conv_in.weight".to_owned(), vec![320, 4, 3, 3]), ("conv_in.bias".to_owned(), vec![320])];
+    let te = vec![("text_model.embeddings.token_embedding.weight".to_owned(), vec![1000, 64])];
+    let vae = vec![("decoder.conv_out.weight".to_owned(), vec![3, 128, 3, 3])];
+    let st = |t: &[(String, Vec<u64>)]| File::Safetensors { header: fake::header(t, 0), weights: weights(t) };
+    let index = br#"{"_class_name":"StableDiffusionPipeline","_diffusers_version":"0.30.0",
+        "unet":["diffusers","UNet2DConditionModel"],"text_encoder":["transformers","CLIPTextModel"],
+        "vae":["diffusers","AutoencoderKL"],"scheduler":["diffusers","PNDMScheduler"],"safety_checker":[null,null]}"#;
+    let files = BTreeMap::from([
+        ("model_index.json".into(), File::Bytes(index.to_vec())),
+        ("unet/config.json".into(), File::Bytes(b"{}".to_vec())),
+        ("unet/diffusion_pytorch_model.safetensors".into(), st(&unet)),
+        ("unet/diffusion_pytorch_model.fp16.safetensors".into(), st(&unet)),
+        ("text_encoder/model.safetensors".into(), st(&te)),
+        ("vae/diffusion_pytorch_model.safetensors".into(), st(&vae)),
+        ("scheduler/scheduler_config.json".into(), File::Bytes(b"{}".to_vec())),
+    ]);
+    Repo { sha: SHA.into(), revisions: vec!["main".into()], files, gated: false }
+}
+
+#[test]
+fn a_diffusers_pipeline_gives_each_components_parameters_and_weight_bytes_and_no_estimate() {
+    let hub = Hub::start(BTreeMap::from([("acme/sd".to_owned(), diffusers_repo())]), Behaviour::default());
+    let h = home("diffusers");
+    let e = super::err(&estimate(&hub.url, &h, "acme/sd", &[]));
+    for part in [
+        "acme/sd is a Diffusers pipeline",
+        "unet (UNet2DConditionModel): 11,840 parameters, 23,680 B of weights (BF16)",
+        "text_encoder (CLIPTextModel): 64,000 parameters, 128,000 B",
+        "vae (AutoencoderKL): 3,456 parameters, 6,912 B",
+        "in all 79,296 parameters, 158,592 B of weights",
+        "activations of diffusion models are not modelled yet",
+    ] {
+        assert!(e.contains(part), "{part}: {e}");
+    }
+    assert!(!e.contains("scheduler"), "{e}");
+    let paths: Vec<String> = hub.requests().iter().map(|r| r.path.clone()).collect();
+    assert!(!paths.iter().any(|p| p.contains("fp16") || p.contains("config.json")), "{paths:?}");
+    // from the metadata cache, offline, the same answer
+    let again = super::err(&estimate(&hub.url, &h, "acme/sd", &[("HF_HUB_OFFLINE", "1")]));
+    assert_eq!(again, e);
+    // in the Hugging Face cache as diffusers lays it out
+    let repo = h.join("hf/hub/models--someone--sd");
+    for (name, f) in diffusers_repo().files {
+        let p = repo.join("snapshots").join(SHA).join(&name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        match f {
+            File::Bytes(b) => std::fs::write(&p, b).unwrap(),
+            File::Safetensors { header, .. } => std::fs::write(&p, header).unwrap(),
+        }
+    }
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), SHA).unwrap();
+    let local = super::err(&estimate(&hub.url, &h, "someone/sd", &[("HF_HUB_OFFLINE", "1")]));
+    assert_eq!(local, e.replace("acme/sd", "someone/sd"));
+}
