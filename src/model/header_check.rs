@@ -65,6 +65,9 @@ pub struct HeaderCheck {
     pub tensors: usize,
     /// Quantization's side tensors (scales, zero points, `g_idx`, absmax), not parameters.
     pub quant_aux_tensors: usize,
+    /// Buffers saved with the weights (`inv_freq`, `position_ids`, GPT-2's causal-mask
+    /// `attn.bias`, BatchNorm statistics), not parameters.
+    pub buffers: usize,
     /// Parameters the header holds (packed 4-bit and MXFP4 blocks unpacked).
     pub header_params: u64,
     /// Parameters the family's list over config.json describes.
@@ -100,14 +103,36 @@ const AUX: &[&str] = &[
     ".weight_format",
 ];
 
+/// A buffer some checkpoints save beside the parameters (transformers ignores them on load).
+fn is_buffer(t: &TensorInfo) -> bool {
+    const BUFFERS: &[&str] = &[
+        ".inv_freq",
+        ".position_ids",
+        ".masked_bias",
+        ".num_batches_tracked",
+        ".running_mean",
+        ".running_var",
+    ];
+    BUFFERS.iter().any(|b| t.name.ends_with(b))
+        || (t.name.ends_with(".attn.bias") && t.shape.len() == 4)
+        || (t.name.ends_with("position_ids") && t.dtype.starts_with('I'))
+}
+
 /// The parameter tensors a header holds, quantized ones unpacked to the weights they stand for
-/// (`None` shape: a bitsandbytes 4-bit weight, stored flat, whose count alone is known), and the
-/// number of side tensors.
-fn logical(tensors: &[TensorInfo], quant: Option<WeightFormat>) -> (Vec<(TensorInfo, bool)>, usize) {
-    let Some(q) = quant else { return (tensors.iter().map(|t| (t.clone(), true)).collect(), 0) };
+/// (`false`: a bitsandbytes 4-bit weight, stored flat, whose count alone is known), the number
+/// of quantization's side tensors and the number of buffers left out.
+fn logical(tensors: &[TensorInfo], quant: Option<WeightFormat>) -> (Vec<(TensorInfo, bool)>, usize, usize) {
     let mut out = Vec::with_capacity(tensors.len());
-    let mut aux = 0;
+    let (mut aux, mut buffers) = (0, 0);
     for t in tensors {
+        if is_buffer(t) {
+            buffers += 1;
+            continue;
+        }
+        let Some(q) = quant else {
+            out.push((t.clone(), true));
+            continue;
+        };
         if AUX.iter().any(|s| t.name.ends_with(s)) {
             aux += 1;
             continue;
@@ -136,7 +161,7 @@ fn logical(tensors: &[TensorInfo], quant: Option<WeightFormat>) -> (Vec<(TensorI
         }
         out.push((l, shaped));
     }
-    (out, aux)
+    (out, aux, buffers)
 }
 
 /// A shape as compared: two dimensions, the larger first (GPT-2's Conv1D stores its weights
@@ -232,7 +257,7 @@ fn compare(spec: &TransformerSpec, tensors: &[(TensorInfo, bool)]) -> (Vec<Missi
 /// the list, extra ones count as one group). The structure (activations) stays the config's.
 pub fn reconcile(loaded: &mut Loaded, file: &str, tensors: &[TensorInfo]) {
     let Some(t) = loaded.model.transformer_mut() else { return };
-    let (params, aux) = logical(tensors, t.quant);
+    let (params, aux, buffers) = logical(tensors, t.quant);
     let n_header: u64 = params.iter().map(|(p, _)| p.numel()).sum();
     let n_family = loaded.model.n_params();
     let mut by_dtype: BTreeMap<&str, u64> = BTreeMap::new();
@@ -245,6 +270,7 @@ pub fn reconcile(loaded: &mut Loaded, file: &str, tensors: &[TensorInfo]) {
         file: file.to_owned(),
         tensors: params.len(),
         quant_aux_tensors: aux,
+        buffers,
         header_params: n_header,
         family_params: n_family,
         agrees: n_header == n_family,

@@ -59,13 +59,18 @@ fn total(t: &[(String, &str, Vec<u64>)]) -> u64 {
 fn an_agreeing_header_changes_nothing_and_is_named_as_the_source() {
     let d = dir("agree");
     let t = llama(true);
-    write(&d, "", &t);
+    // buffers some checkpoints save beside the weights are not parameters
+    let mut with_buffers = t.clone();
+    with_buffers.push(("model.layers.0.self_attn.rotary_emb.inv_freq".into(), "F32", vec![8]));
+    with_buffers.push(("model.embed_positions.position_ids".into(), "I64", vec![1, 64]));
+    write(&d, "", &with_buffers);
     let l = load_path(&d).unwrap();
     let cfg_only = load_path(&d.join("config.json")).unwrap();
     assert_eq!(l.model, cfg_only.model);
     assert_eq!(l.model.n_params(), total(&t));
     let h = l.header.as_ref().unwrap();
     assert!(h.agrees && h.missing.is_empty() && h.extra.is_empty(), "{h:?}");
+    assert_eq!(h.buffers, 2);
     assert_eq!(h.dtypes, ["BF16"]);
     let from = |k: &str| l.facts.iter().find(|f| f.fact == k).map(|f| f.from.clone());
     assert_eq!(from("parameters").as_deref(), Some(FROM_HEADER));
@@ -146,7 +151,7 @@ fn mxfp4_blocks_unpack_to_their_weights() {
         TensorInfo { name: "e.gate_up_proj_blocks".into(), dtype: "U8".into(), shape: vec![4, 64, 2, 16] },
         TensorInfo { name: "e.gate_up_proj_scales".into(), dtype: "U8".into(), shape: vec![4, 64, 2] },
     ];
-    let (l, aux) = logical(&t, Some(WeightFormat::Mxfp4));
+    let (l, aux, _) = logical(&t, Some(WeightFormat::Mxfp4));
     assert_eq!((l.len(), aux), (1, 1));
     assert_eq!(l[0].0.shape, [4, 64, 64]);
 }
