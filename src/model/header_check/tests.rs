@@ -76,6 +76,7 @@ fn an_agreeing_header_changes_nothing_and_is_named_as_the_source() {
     assert_eq!(from("parameters").as_deref(), Some(FROM_HEADER));
     assert_eq!(from("num_hidden_layers").as_deref(), Some("config.json"));
     assert_eq!(from("attention_bias").as_deref(), Some("class default"));
+    assert_eq!(from("torch_dtype").as_deref(), Some("config.json"));
     assert_eq!(from("rope_theta").as_deref(), Some("vramscope default"));
     assert!(!l.notes.iter().any(|n| n.contains("holds")), "{:?}", l.notes);
 }
