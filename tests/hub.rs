@@ -7,6 +7,8 @@
 
 #[path = "hub/fake.rs"]
 mod fake;
+#[path = "hub/layouts.rs"]
+mod layouts;
 
 use fake::{Behaviour, File, GOOD_TOKEN, Hub, Repo, config, llama_tensors, weights};
 use serde_json::Value;
@@ -143,6 +145,8 @@ fn run(endpoint: &str, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Outp
         "HF_HUB_CACHE",
         "HUGGINGFACE_HUB_CACHE",
         "HF_TOKEN_PATH",
+        "MODELSCOPE_DOMAIN",
+        "MODELSCOPE_API_TOKEN",
         "ALL_PROXY",
         "all_proxy",
         "HTTPS_PROXY",

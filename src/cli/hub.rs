@@ -1,5 +1,5 @@
-//! `--model ORG/NAME` (with `--revision`, `--offline`): the one place the command line reaches
-//! the Hugging Face Hub. A preset name, a preset's Hub id and an existing file or folder load as
+//! `--model ORG/NAME` (with `--revision`, `--offline`, `--hub`): the one place the command line
+//! reaches the Hugging Face Hub or ModelScope. A preset name, a preset's Hub id and an existing file or folder load as
 //! before; any other `ORG/NAME[@REV]` is fetched (config.json and safetensors headers only).
 
 use anyhow::{Result, bail};
@@ -18,6 +18,20 @@ pub struct HubArgs {
     /// cache, never the network (HF_HUB_OFFLINE=1 does the same).
     #[arg(long)]
     pub offline: bool,
+    /// With a Hub id in --model: the hub it is on: huggingface (HF_ENDPOINT, HF_TOKEN) or
+    /// modelscope (MODELSCOPE_DOMAIN, MODELSCOPE_API_TOKEN).
+    #[arg(long, value_enum, default_value_t = HubKind::Huggingface)]
+    pub hub: HubKind,
+}
+
+/// `--hub`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HubKind {
+    /// The Hugging Face Hub.
+    #[default]
+    Huggingface,
+    /// ModelScope (modelscope.cn).
+    Modelscope,
 }
 
 /// A model loaded for a command, and where it came from when it is a Hub id.
@@ -30,14 +44,14 @@ pub struct Model {
 
 /// Loads `--model`: a preset, a file or folder, or a Hub id.
 pub fn load_model(spec: &str, h: &HubArgs) -> Result<Model> {
-    let plain = h.revision.is_none() && !spec.contains('@');
+    let plain = h.revision.is_none() && !spec.contains('@') && h.hub == HubKind::Huggingface;
     if plain && (preset::builtin(spec).is_some() || std::path::Path::new(spec).exists()) {
         return Ok(Model { loaded: preset::load(spec)?, source: None });
     }
     match hub::parse_id(spec, h.revision.as_deref()) {
         Some(id) => {
             let id = id.map_err(anyhow::Error::msg)?;
-            let (loaded, source) = hub::load(&id, &hub::Access::from_env(h.offline)).map_err(|e| {
+            let (loaded, source) = hub::load(&id, &access(h)).map_err(|e| {
                 // a near miss of a preset's id is most likely that preset
                 let missing =
                     matches!(e, hub::HubError::RepoNotFound { .. } | hub::HubError::NotCached { .. });
@@ -48,9 +62,20 @@ pub fn load_model(spec: &str, h: &HubArgs) -> Result<Model> {
             })?;
             Ok(Model { loaded, source: Some(source) })
         }
+        None if h.hub == HubKind::Modelscope => {
+            bail!("--hub modelscope applies to a Hub id (--model ORG/NAME), not to {spec}")
+        }
         None if h.revision.is_some() => {
             bail!("--revision applies to a Hub id (--model ORG/NAME), not to {spec}")
         }
         None => Ok(Model { loaded: preset::load(spec)?, source: None }),
+    }
+}
+
+/// How to reach the hub `--hub` names.
+fn access(h: &HubArgs) -> hub::Access {
+    match h.hub {
+        HubKind::Huggingface => hub::Access::from_env(h.offline),
+        HubKind::Modelscope => hub::Access::from_env_for(hub::Hub::ModelScope, h.offline),
     }
 }

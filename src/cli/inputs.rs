@@ -23,6 +23,10 @@ pub struct Inputs {
     pub global_batch: Option<u64>,
     /// Where a model named by its Hub id came from.
     pub source: Option<vramscope::hub::Source>,
+    /// Where each fact about the model came from, and its header's check (`model.facts`,
+    /// `model.header_check` in the JSON).
+    pub provenance:
+        (Vec<vramscope::model::header_check::Fact>, Option<vramscope::model::header_check::HeaderCheck>),
 }
 
 pub(super) fn find_gpu(id: &str) -> Result<gpu::Gpu> {
@@ -36,7 +40,14 @@ pub fn inputs(a: &EstimateArgs) -> Result<Inputs> {
         let id = a.gpu.as_deref().or(f.gpu.as_deref());
         let gpu = id.map(find_gpu).transpose()?;
         let notes = id.and_then(gpu::default_note).into_iter().collect();
-        let mut i = Inputs { sc: f.scenario, notes, gpu, global_batch: f.global_batch, source: None };
+        let mut i = Inputs {
+            sc: f.scenario,
+            notes,
+            gpu,
+            global_batch: f.global_batch,
+            source: None,
+            provenance: Default::default(),
+        };
         if a.calibrated {
             calibrate_overhead(a, &mut i)?;
         }
@@ -69,6 +80,7 @@ fn calibrate_overhead(a: &EstimateArgs, i: &mut Inputs) -> Result<()> {
 
 /// Builds and checks the scenario from the flags and an already loaded model.
 pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
+    let provenance = (loaded.facts, loaded.header);
     let mut sc = Scenario::new(loaded.model);
     sc.mode = a.mode;
     sc.batch = a.batch;
@@ -121,7 +133,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     }
     sc.validate()?;
     layout_notes(&sc, &mut notes);
-    let mut i = Inputs { sc, notes, gpu, global_batch: None, source: None };
+    let mut i = Inputs { sc, notes, gpu, global_batch: None, source: None, provenance };
     if a.calibrated {
         calibrate_overhead(a, &mut i)?;
     }

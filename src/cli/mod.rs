@@ -362,7 +362,7 @@ impl ParallelArgs {
 
 /// Runs `estimate`.
 pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
-    let Inputs { sc, mut notes, gpu, source, .. } = inputs(a)?;
+    let Inputs { sc, mut notes, gpu, source, provenance, .. } = inputs(a)?;
     // the allocator is replayed over the step on the card (a calibration profile's or
     // --reserve-frac's flat reserve stands for it where given): the verdict every advice uses
     let (e, replay, fit_info) = match gpu {
@@ -398,8 +398,22 @@ pub fn run_estimate(a: &EstimateArgs) -> Result<String> {
     };
     Ok(if a.json {
         let mut v = report::to_json(&sc, &e, fit_info.as_ref(), &notes);
-        if let (Some(m), Some(src)) = (v.get_mut("model").and_then(|m| m.as_object_mut()), &source) {
-            m.insert("source".into(), src.to_json());
+        if let Some(m) = v.get_mut("model").and_then(|m| m.as_object_mut()) {
+            if let Some(src) = &source {
+                m.insert("source".into(), src.to_json());
+            }
+            if !provenance.0.is_empty() {
+                m.insert(
+                    "facts".into(),
+                    serde_json::to_value(&provenance.0).context("serialising the facts")?,
+                );
+            }
+            if let Some(h) = &provenance.1 {
+                m.insert(
+                    "header_check".into(),
+                    serde_json::to_value(h).context("serialising the header check")?,
+                );
+            }
         }
         if let (Some(obj), Some(replay)) = (v.as_object_mut(), &replay) {
             obj.insert(

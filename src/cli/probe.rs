@@ -327,6 +327,8 @@ fn probe_inputs(p: &ProbeResult, shown: &str, ea: &EstimateArgs) -> Result<Input
             },
             notes: parsed.notes,
             dtype: parsed.dtype,
+            facts: parsed.facts,
+            header: None,
         };
         inputs_with(ea, loaded)
     } else {

@@ -134,6 +134,16 @@ impl TransformerSpec {
             vision_params(&mut p, &v);
         }
         p.push(self.extra_params, 1, 1, ParamKind::Vector, Scope::Input, false);
+        // tensors the checkpoint does not hold (a header checked against the list)
+        for &[rows, cols, n] in &self.absent_tensors {
+            let mut left = n;
+            for g in p.0.iter_mut().filter(|g| g.rows == rows && g.cols == cols) {
+                let k = left.min(g.count);
+                g.count -= k;
+                left -= k;
+            }
+        }
+        p.0.retain(|g| g.count > 0);
         p.0
     }
 }

@@ -121,10 +121,15 @@ fn unique() -> u128 {
 fn write_files(dir: &Path, f: &Fetched) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for (name, bytes) in &f.files {
-        if !component_ok(name) {
+        // a plain name, or a component's folder and a name (a Diffusers pipeline's `unet/…`)
+        if name.split('/').count() > 2 || !name.split('/').all(component_ok) {
             return Err(std::io::Error::other(format!("file name \"{name}\" is not a plain name")));
         }
-        std::fs::write(dir.join(name), bytes)?;
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, bytes)?;
     }
     let mut api = std::fs::File::create(dir.join("api.json"))?;
     api.write_all(&f.api)?;

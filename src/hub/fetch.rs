@@ -1,13 +1,14 @@
 //! The network side: the repo's file list and commit (`/api/models/ORG/NAME[/revision/REV]`),
 //! then in parallel `config.json`, the index and a fixed prefix of each shard (a Range request),
 //! then, for a shard whose header is longer than the prefix, the rest of its header: at most three
-//! sequential round trips whatever the number of shards. Every body is read up to a bound and no
+//! sequential round trips whatever the number of shards (four for a Sentence Transformers
+//! repository whose model sits in a module folder: `modules.json` first). Every body is read up to a bound and no
 //! further, so a server that ignores Range cannot make this read the weights.
 //!
 //! Redirects are followed here, not by ureq: the token goes to the endpoint's own scheme, host and
 //! port only, and the Range header follows the redirect.
 
-use super::{Access, HubError, HubId};
+use super::{Access, Hub, HubError, HubId, modelscope};
 use crate::model::safetensors;
 use std::io::Read;
 use std::path::Path;
@@ -86,7 +87,8 @@ impl Client<'_> {
         HubError::Http {
             url: url.to_owned(),
             why: format!(
-                "{why} (the Hub is HF_ENDPOINT={}; --offline reads only the caches)",
+                "{why} (the Hub is {}={}; --offline reads only the caches)",
+                self.access.hub.endpoint_var(),
                 self.access.endpoint
             ),
         }
@@ -106,6 +108,10 @@ impl Client<'_> {
                 && origin(&url).eq_ignore_ascii_case(origin(&self.access.endpoint))
             {
                 req = req.header("Authorization", &format!("Bearer {t}"));
+                if self.access.hub == Hub::ModelScope {
+                    // ModelScope's file endpoint authenticates by its session cookie
+                    req = req.header("Cookie", &format!("m_session_id={t}"));
+                }
             }
             let resp = match req.call() {
                 Ok(r) => r,
@@ -154,13 +160,21 @@ impl Client<'_> {
                 repo,
                 revision: self.id.revision.clone().unwrap_or_else(|| "main".into()),
             },
-            (_, "RepoNotFound") => HubError::RepoNotFound { repo, endpoint: self.access.endpoint.clone() },
+            (_, "RepoNotFound") => HubError::RepoNotFound {
+                repo,
+                endpoint: self.access.endpoint.clone(),
+                token_var: self.access.hub.token_var(),
+            },
             (_, "EntryNotFound") => HubError::Bad {
                 what: url.to_owned(),
                 why: "the file the repository lists is not there (EntryNotFound)".into(),
             },
             (401 | 403, _) | (_, "GatedRepo") => HubError::Gated {
-                page: format!("{}/{repo}", self.access.endpoint),
+                token_var: self.access.hub.token_var(),
+                page: match self.access.hub {
+                    Hub::HuggingFace => format!("{}/{repo}", self.access.endpoint),
+                    Hub::ModelScope => modelscope::page(&self.access.endpoint, &repo),
+                },
                 repo,
                 status,
                 had_token: self.access.token.is_some(),
@@ -174,12 +188,16 @@ impl Client<'_> {
     fn not_found(&self) -> HubError {
         let repo = self.id.repo();
         if let Some(rev) = &self.id.revision {
-            let base = format!("{}/api/models/{}/{}", self.access.endpoint, self.id.org, self.id.name);
+            let base = list_url(self.access, self.id, None);
             if self.get(&base, None).is_ok_and(|r| r.status().as_u16() == 200) {
                 return HubError::RevisionNotFound { repo, revision: rev.clone() };
             }
         }
-        HubError::RepoNotFound { repo, endpoint: self.access.endpoint.clone() }
+        HubError::RepoNotFound {
+            repo,
+            endpoint: self.access.endpoint.clone(),
+            token_var: self.access.hub.token_var(),
+        }
     }
 
     /// At most `limit` bytes of the body.
@@ -243,7 +261,17 @@ impl Client<'_> {
     }
 }
 
-/// The commit and the root-level file names of the API answer.
+/// A repository path (`0_Transformer/config.json`) with each segment escaped.
+fn escape_path(p: &str) -> String {
+    p.split('/').map(escape).collect::<Vec<_>>().join("/")
+}
+
+/// A repository path safe to read: relative, no empty, hidden or `..` segment, no `\\`.
+fn path_ok(p: &str) -> bool {
+    !p.contains('\\') && p.split('/').all(|s| !s.is_empty() && !s.starts_with('.'))
+}
+
+/// The commit and the file names (paths from the root) of the API answer.
 pub(super) fn parse_api(url: &str, bytes: &[u8]) -> Result<(String, Vec<String>), HubError> {
     let bad = |why: &str| HubError::Bad { what: url.into(), why: why.into() };
     let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|_| bad("the answer is not JSON"))?;
@@ -257,7 +285,7 @@ pub(super) fn parse_api(url: &str, bytes: &[u8]) -> Result<(String, Vec<String>)
         .ok_or_else(|| bad("the answer lists no files (siblings)"))?
         .iter()
         .filter_map(|f| f.get("rfilename").and_then(|n| n.as_str()))
-        .filter(|n| !n.contains('/') && !n.starts_with('.') && !n.contains('\\'))
+        .filter(|n| path_ok(n))
         .map(str::to_owned)
         .collect();
     Ok((sha.to_owned(), files))
@@ -327,6 +355,95 @@ fn parallel(jobs: Vec<Job<'_>>) -> Result<Vec<Vec<u8>>, HubError> {
     })
 }
 
+/// The file list (and commit) of `id` at `rev` (`None`: the default branch).
+fn list_url(access: &Access, id: &HubId, rev: Option<&str>) -> String {
+    match access.hub {
+        Hub::HuggingFace => {
+            let base = format!("{}/api/models/{}/{}", access.endpoint, id.org, id.name);
+            match rev {
+                Some(r) => format!("{base}/revision/{}", escape(r)),
+                None => base,
+            }
+        }
+        Hub::ModelScope => {
+            modelscope::list_url(&access.endpoint, &id.org, &id.name, modelscope::revision(rev))
+        }
+    }
+}
+
+/// What to read of a repository: the files read to decide (`modules.json`, `model_index.json`),
+/// the folder the model is in (`""` or `0_Transformer/`), its JSON files and its shards.
+struct Plan {
+    files: Vec<(String, Vec<u8>)>,
+    prefix: String,
+    json: Vec<String>,
+    shards: Vec<String>,
+}
+
+/// Decides what to read of the repository whose files are `all`.
+fn plan(c: &Client<'_>, all: &[String], file_url: &dyn Fn(&str) -> String) -> Result<Plan, HubError> {
+    let id = c.id;
+    // a Sentence Transformers repository without a root config.json: the Transformer module's
+    // folder, as modules.json names it (one more round trip, for this layout only)
+    let has = |n: &str| all.iter().any(|m| m == n);
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut prefix = String::new();
+    if !has("config.json") && has("modules.json") {
+        let modules = c.json_file(&file_url("modules.json"))?;
+        let p = super::st_module_path(&modules)
+            .map_err(|why| HubError::Bad { what: format!("{}: modules.json", id.shown()), why })?;
+        if !p.is_empty() {
+            prefix = format!("{p}/");
+        }
+        files.push(("modules.json".to_owned(), modules));
+    }
+    let names: Vec<String> = all
+        .iter()
+        .filter_map(|n| n.strip_prefix(prefix.as_str()))
+        .filter(|n| !n.contains('/'))
+        .map(str::to_owned)
+        .collect();
+    let file_url = |n: &str| file_url(&format!("{prefix}{n}"));
+    let (json, shards) = if prefix.is_empty() && !has("config.json") && has("model_index.json") {
+        // a Diffusers pipeline: model_index.json, then each component's headers
+        let index = c.json_file(&file_url("model_index.json"))?;
+        let comps = super::diffusers::components(&index)
+            .map_err(|why| HubError::Bad { what: format!("{}: model_index.json", id.shown()), why })?;
+        files.push(("model_index.json".to_owned(), index));
+        let shards: Vec<String> = comps
+            .iter()
+            .flat_map(|(name, _)| super::diffusers::shards(name, all.iter().map(String::as_str)))
+            .collect();
+        (Vec::new(), shards)
+    } else {
+        let json: Vec<String> = ["config.json", "model.safetensors.index.json"]
+            .into_iter()
+            .filter(|n| names.iter().any(|m| m == n))
+            .map(str::to_owned)
+            .collect();
+        (json, names.iter().filter(|n| n.ends_with(".safetensors")).cloned().collect())
+    };
+    if json.is_empty() && shards.is_empty() {
+        return Err(HubError::Bad {
+            what: id.shown(),
+            why: if prefix.is_empty() {
+                "no config.json nor .safetensors file at the repository's root (GGUF-only repositories are not read yet)".into()
+            } else {
+                format!(
+                    "no config.json nor .safetensors file in {prefix}, the Transformer module modules.json names"
+                )
+            },
+        });
+    }
+    if shards.len() > MAX_SHARDS {
+        return Err(HubError::Bad {
+            what: id.shown(),
+            why: format!("{} shards, more than {MAX_SHARDS}", shards.len()),
+        });
+    }
+    Ok(Plan { files, prefix, json, shards })
+}
+
 /// Fetches the metadata of `id` (never the weights).
 pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -341,34 +458,25 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
         .build()
         .into();
     let c = Client { agent, access, id };
-    let base = format!("{}/api/models/{}/{}", access.endpoint, id.org, id.name);
-    let api_url = match &id.revision {
-        Some(r) => format!("{base}/revision/{}", escape(r)),
-        None => base,
-    };
+    let api_url = list_url(access, id, id.revision.as_deref());
     // round trip 1: the commit and the file list
     let api = c.json_file(&api_url)?;
-    let (sha, names) = parse_api(&api_url, &api)?;
-    let file_url =
-        |n: &str| format!("{}/{}/{}/resolve/{sha}/{}", access.endpoint, id.org, id.name, escape(n));
-    let json: Vec<String> = ["config.json", "model.safetensors.index.json"]
-        .into_iter()
-        .filter(|n| names.iter().any(|m| m == n))
-        .map(str::to_owned)
-        .collect();
-    let shards: Vec<String> = names.iter().filter(|n| n.ends_with(".safetensors")).cloned().collect();
-    if json.is_empty() && shards.is_empty() {
-        return Err(HubError::Bad {
-            what: id.shown(),
-            why: "no config.json nor .safetensors file at the repository's root (GGUF-only, Diffusers and Sentence Transformers repositories are not read yet)".into(),
-        });
-    }
-    if shards.len() > MAX_SHARDS {
-        return Err(HubError::Bad {
-            what: id.shown(),
-            why: format!("{} shards, more than {MAX_SHARDS}", shards.len()),
-        });
-    }
+    let rev = modelscope::revision(id.revision.as_deref());
+    let (sha, all) = match access.hub {
+        Hub::HuggingFace => parse_api(&api_url, &api)?,
+        Hub::ModelScope => {
+            let (sha, all) = modelscope::parse_list(&api_url, rev, &api)?;
+            (sha, all.into_iter().filter(|n| path_ok(n)).collect())
+        }
+    };
+    let file_url = |n: &str| match access.hub {
+        Hub::HuggingFace => {
+            format!("{}/{}/{}/resolve/{sha}/{}", access.endpoint, id.org, id.name, escape_path(n))
+        }
+        Hub::ModelScope => modelscope::file_url(&access.endpoint, &id.org, &id.name, rev, n),
+    };
+    let Plan { mut files, prefix, json, shards } = plan(&c, &all, &file_url)?;
+    let file_url = |n: &str| file_url(&format!("{prefix}{n}"));
     // round trip 2: the JSON files and each shard's first bytes, in parallel
     let c = &c;
     let mut jobs: Vec<Job<'_>> = Vec::new();
@@ -382,7 +490,7 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
     }
     let got = parallel(jobs)?;
     let (json_bytes, prefixes) = got.split_at(json.len());
-    let mut files: Vec<(String, Vec<u8>)> = json.iter().cloned().zip(json_bytes.iter().cloned()).collect();
+    files.extend(json.iter().cloned().zip(json_bytes.iter().cloned()));
     // round trip 3: the rest of the headers longer than the prefix
     let mut total = 0u64;
     let mut rest: Vec<Job<'_>> = Vec::new();

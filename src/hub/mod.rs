@@ -11,7 +11,9 @@
 //! This is a source (it talks HTTP): the estimator core does not depend on it; the CLI does.
 
 mod cache;
+mod diffusers;
 mod fetch;
+mod modelscope;
 
 use crate::model::preset::{self, Loaded};
 use std::path::{Path, PathBuf};
@@ -93,9 +95,40 @@ pub fn parse_id(spec: &str, revision: Option<&str>) -> Option<Result<HubId, Stri
     Some(Ok(HubId { org: org.to_owned(), name: name.to_owned(), revision: rev.map(str::to_owned) }))
 }
 
-/// How and where to reach the Hub, from the environment as huggingface_hub reads it.
+/// Which hub a Hub id is looked up on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hub {
+    /// The Hugging Face Hub (`HF_ENDPOINT`, `HF_TOKEN`).
+    #[default]
+    HuggingFace,
+    /// ModelScope (`MODELSCOPE_DOMAIN`, `MODELSCOPE_API_TOKEN`).
+    ModelScope,
+}
+
+impl Hub {
+    /// The variable that holds the token.
+    pub fn token_var(self) -> &'static str {
+        match self {
+            Hub::HuggingFace => "HF_TOKEN",
+            Hub::ModelScope => "MODELSCOPE_API_TOKEN",
+        }
+    }
+
+    /// The variable that names the endpoint.
+    pub fn endpoint_var(self) -> &'static str {
+        match self {
+            Hub::HuggingFace => "HF_ENDPOINT",
+            Hub::ModelScope => "MODELSCOPE_DOMAIN",
+        }
+    }
+}
+
+/// How and where to reach the Hub, from the environment as huggingface_hub (or modelscope)
+/// reads it.
 #[derive(Clone, Debug)]
 pub struct Access {
+    /// Which hub.
+    pub hub: Hub,
     /// Base URL, without a trailing `/` (`HF_ENDPOINT`, default `https://huggingface.co`).
     pub endpoint: String,
     /// The user access token, if any.
@@ -121,6 +154,26 @@ impl Access {
         Self::from_vars(offline, |k| std::env::var(k).ok().filter(|v| !v.is_empty()))
     }
 
+    /// ModelScope's access from the environment; `offline` forces offline mode.
+    pub fn from_env_for(hub: Hub, offline: bool) -> Self {
+        Self::from_vars_for(hub, offline, |k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// `hub`'s access from the variables `var` gives: ModelScope's endpoint from
+    /// `MODELSCOPE_DOMAIN`, its token from `MODELSCOPE_API_TOKEN`, no Hugging Face cache, and
+    /// its own folder in vramscope's cache; the timeout and offline variables as for Hugging Face.
+    pub fn from_vars_for(hub: Hub, offline: bool, var: impl Fn(&str) -> Option<String>) -> Self {
+        let mut a = Self::from_vars(offline, &var);
+        if hub == Hub::ModelScope {
+            a.hub = hub;
+            a.endpoint = modelscope::endpoint(var("MODELSCOPE_DOMAIN"));
+            a.token = var("MODELSCOPE_API_TOKEN").map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+            a.hf_cache = None;
+            a.own_cache = a.own_cache.map(|c| c.join("modelscope"));
+        }
+        a
+    }
+
     /// From the variables `var` gives (tests pass their own).
     pub fn from_vars(offline: bool, var: impl Fn(&str) -> Option<String>) -> Self {
         let home = var("HOME").or_else(|| var("USERPROFILE")).map(PathBuf::from);
@@ -140,6 +193,7 @@ impl Access {
             .filter(|t| t.is_finite() && *t > 0.0)
             .map_or(Duration::from_secs(10), |t| Duration::from_secs_f64(t.min(600.0)));
         Self {
+            hub: Hub::HuggingFace,
             endpoint: var("HF_ENDPOINT")
                 .unwrap_or_else(|| "https://huggingface.co".into())
                 .trim_end_matches('/')
@@ -207,6 +261,8 @@ pub struct Source {
     pub dir: PathBuf,
     /// The endpoint (for a network or cache origin).
     pub endpoint: String,
+    /// Which hub.
+    pub hub: Hub,
 }
 
 impl Source {
@@ -224,6 +280,7 @@ impl Source {
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "hub_id": self.repo,
+            "hub": match self.hub { Hub::HuggingFace => "huggingface", Hub::ModelScope => "modelscope" },
             "revision": self.revision,
             "sha": self.sha,
             "from": self.origin.token(),
@@ -238,10 +295,13 @@ impl Source {
 pub enum HubError {
     /// 401/403, or a gated repo.
     #[error(
-        "{repo} is gated or private ({status}): accept its licence at {page} and set HF_TOKEN (or run `hf auth login`) to a token with access{have}",
-        have = if *.had_token { "; the token sent was refused" } else { "; no token was found (HF_TOKEN, $HF_HOME/token)" }
+        "{repo} is gated or private ({status}): accept its licence at {page} and set {token_var}{login} to a token with access{have}",
+        login = if *.token_var == "HF_TOKEN" { " (or run `hf auth login`)" } else { "" },
+        have = if *.had_token { "; the token sent was refused".to_owned() } else if *.token_var == "HF_TOKEN" { "; no token was found (HF_TOKEN, $HF_HOME/token)".to_owned() } else { format!("; no token was found ({})", .token_var) }
     )]
     Gated {
+        /// The variable that holds the token.
+        token_var: &'static str,
         /// `ORG/NAME`.
         repo: String,
         /// HTTP status.
@@ -252,8 +312,10 @@ pub enum HubError {
         had_token: bool,
     },
     /// 404 of the repository.
-    #[error("{endpoint} has no model repository {repo} (check the id; a private repo needs HF_TOKEN)")]
+    #[error("{endpoint} has no model repository {repo} (check the id; a private repo needs {token_var})")]
     RepoNotFound {
+        /// The variable that holds the token.
+        token_var: &'static str,
         /// `ORG/NAME`.
         repo: String,
         /// Endpoint.
@@ -268,7 +330,7 @@ pub enum HubError {
         revision: String,
     },
     /// 429 again, or a Retry-After beyond the bound.
-    #[error("{url}: rate-limited by the Hub (429){after}; try again later or set HF_TOKEN", after = .retry_after.map_or(String::new(), |s| format!(", retry after {s} s")))]
+    #[error("{url}: rate-limited by the Hub (429){after}; try again later or set a token (HF_TOKEN, MODELSCOPE_API_TOKEN)", after = .retry_after.map_or(String::new(), |s| format!(", retry after {s} s")))]
     RateLimited {
         /// URL.
         url: String,
@@ -311,6 +373,16 @@ pub enum HubError {
         /// Own cache folder.
         own: String,
     },
+    /// A Diffusers pipeline: each component's parameters and weight bytes, no estimate.
+    #[error(
+        "{repo} is a Diffusers pipeline: {summary}; activations of diffusion models are not modelled yet, so vramscope gives no memory estimate for it"
+    )]
+    Diffusers {
+        /// `ORG/NAME`.
+        repo: String,
+        /// Each component's parameters and weight bytes.
+        summary: String,
+    },
     /// The files were read but are not a model.
     #[error("{repo}: {source}")]
     Load {
@@ -321,11 +393,29 @@ pub enum HubError {
     },
 }
 
+/// A Diffusers pipeline at `dir`: its summary as the error.
+fn diffusers_check(id: &HubId, dir: &Path) -> Result<(), HubError> {
+    match diffusers::summary(dir) {
+        None => Ok(()),
+        Some(Ok(summary)) => Err(HubError::Diffusers { repo: id.repo(), summary }),
+        Some(Err(why)) => Err(HubError::Bad { what: format!("{}: Diffusers pipeline", id.repo()), why }),
+    }
+}
+
 /// Loads the model `id` names: from the HF cache, vramscope's cache, else the network.
 pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
+    let hf_dir = access.hf_cache.as_deref().and_then(|c| cache::hf_snapshot(c, id));
+    if let Some((_, dir)) = &hf_dir {
+        diffusers_check(id, dir)?;
+    }
+    let own = access.own_cache.as_deref().map(|c| cache::Entry::new(c, &access.endpoint, id));
+    if let Some((_, dir)) = own.as_ref().and_then(cache::Entry::lookup) {
+        diffusers_check(id, &dir)?;
+    }
     // a snapshot without its safetensors (transformers fetched the config alone) gives the
     // parameters from the config: taken only offline, when nothing better can be had
-    let hf = access.hf_cache.as_deref().and_then(|c| cache::hf_snapshot(c, id));
+    let hf =
+        access.hf_cache.as_deref().and_then(|c| cache::hf_snapshot(c, id)).map(|(s, d)| (s, model_dir(d)));
     if let Some((sha, dir)) = hf.clone().filter(|(_, d)| has_weights(d))
         && let Ok(l) = preset::load_path(&dir)
     {
@@ -367,6 +457,7 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
         None => cache::store_temp(&fetched)
             .map_err(|e| HubError::Bad { what: "a temporary folder".into(), why: e.to_string() })?,
     };
+    diffusers_check(id, &dir)?;
     let mut l = preset::load_path(&dir).map_err(|e| HubError::Load { repo: id.repo(), source: e })?;
     if !has_weights(&dir) {
         l.notes.push(format!(
@@ -376,6 +467,37 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
     }
     let src = source(id, fetched.sha.clone(), Origin::Network, dir, access);
     Ok((named(l, id, &src), src))
+}
+
+/// The folder of the Transformer module a Sentence Transformers `modules.json` names (`""` for
+/// the repository's root).
+pub fn st_module_path(modules_json: &[u8]) -> Result<String, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(modules_json).map_err(|e| format!("not valid JSON ({e})"))?;
+    let list = v.as_array().ok_or("not a list of modules")?;
+    let module = list
+        .iter()
+        .find(|m| m.get("type").and_then(|t| t.as_str()).is_some_and(|t| t.ends_with("models.Transformer")))
+        .ok_or("no sentence_transformers.models.Transformer module")?;
+    let path = module.get("path").and_then(|p| p.as_str()).unwrap_or("").trim_matches('/');
+    let ok = path.is_empty()
+        || (!path.contains('\\') && path.split('/').all(|s| !s.is_empty() && !s.starts_with('.')));
+    if !ok {
+        return Err(format!("the Transformer module's path \"{path}\" is not a folder of the repository"));
+    }
+    Ok(path.to_owned())
+}
+
+/// The folder holding the model in `dir`: `dir`, or the Transformer module's folder of a
+/// Sentence Transformers repository whose root has no config.json.
+fn model_dir(dir: PathBuf) -> PathBuf {
+    if dir.join("config.json").exists() {
+        return dir;
+    }
+    match std::fs::read(dir.join("modules.json")).ok().and_then(|m| st_module_path(&m).ok()) {
+        Some(p) if !p.is_empty() && dir.join(&p).is_dir() => dir.join(p),
+        _ => dir,
+    }
 }
 
 /// A folder with safetensors weights (or their headers) the folder loader reads.
@@ -391,12 +513,23 @@ fn source(id: &HubId, sha: String, origin: Origin, dir: PathBuf, access: &Access
         origin,
         dir,
         endpoint: if origin == Origin::HfCache { String::new() } else { access.endpoint.clone() },
+        hub: access.hub,
     }
 }
 
 /// The model named as its repository, the source first in the notes.
 fn named(mut l: Loaded, id: &HubId, src: &Source) -> Loaded {
     l.model.name.clone_from(&id.name);
+    let st = [Some(src.dir.as_path()), src.dir.parent()]
+        .into_iter()
+        .flatten()
+        .any(|d| d.join("modules.json").exists());
+    if st {
+        l.notes.insert(
+            0,
+            "Sentence Transformers model: its Transformer module is estimated (pooling and normalisation hold no parameters; a Dense module's weights are not counted)".into(),
+        );
+    }
     l.notes.insert(0, src.note());
     l
 }

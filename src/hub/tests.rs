@@ -84,6 +84,7 @@ fn the_token_file_is_read_when_hf_token_is_unset() {
 #[test]
 fn errors_are_one_line_and_name_what_to_do() {
     let e = HubError::Gated {
+        token_var: "HF_TOKEN",
         repo: "meta-llama/Llama-3.1-8B".into(),
         status: 401,
         page: "https://huggingface.co/meta-llama/Llama-3.1-8B".into(),

@@ -74,7 +74,17 @@ pub struct Reader<'a> {
     pub generic: bool,
     /// Core shape keys the file leaves out and the class default fills (said in a note).
     pub defaulted: std::cell::RefCell<Vec<String>>,
+    /// Every key read and where its value came from (`config.json`, the class default, or
+    /// neither: vramscope's own default), in the order first read.
+    pub seen: std::cell::RefCell<Vec<(String, &'static str)>>,
 }
+
+/// A key's value was in the file.
+pub const FROM_FILE: &str = "config.json";
+/// A key's value was the config class's default (transformers).
+pub const FROM_CLASS_DEFAULT: &str = "class default";
+/// Neither: the feature is off, or vramscope's own default applies.
+pub const FROM_BUILTIN: &str = "vramscope default";
 
 /// Shape keys whose class default is worth a note when a file leaves them out.
 const CORE_KEYS: &[&str] = &[
@@ -113,6 +123,7 @@ impl<'a> Reader<'a> {
             prefix,
             generic: false,
             defaulted: std::cell::RefCell::new(Vec::new()),
+            seen: std::cell::RefCell::new(Vec::new()),
         }
     }
 
@@ -120,9 +131,13 @@ impl<'a> Reader<'a> {
     /// config class default.
     pub fn get(&self, key: &str) -> Option<&Value> {
         match self.obj.get(key) {
-            Some(v) => (!v.is_null()).then_some(v),
+            Some(v) => {
+                self.saw(key, FROM_FILE);
+                (!v.is_null()).then_some(v)
+            }
             None => {
                 let d = self.defaults.get(key).filter(|v| !v.is_null());
+                self.saw(key, if d.is_some() { FROM_CLASS_DEFAULT } else { FROM_BUILTIN });
                 if let Some(v) = d
                     && CORE_KEYS.contains(&key)
                 {
@@ -134,6 +149,14 @@ impl<'a> Reader<'a> {
                 }
                 d
             }
+        }
+    }
+
+    fn saw(&self, key: &str, from: &'static str) {
+        let name = self.name(key);
+        let mut seen = self.seen.borrow_mut();
+        if !seen.iter().any(|(k, _)| *k == name) {
+            seen.push((name, from));
         }
     }
 

@@ -6,6 +6,7 @@
 //! Parameter counts are exact: every tensor is listed with its shape, tied embeddings once.
 
 pub mod config;
+pub mod header_check;
 pub mod hf_config;
 pub mod preset;
 pub mod quant;
@@ -192,6 +193,11 @@ pub struct TransformerSpec {
     /// whisper read as a generic decoder), counted as one vector group.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub extra_params: u64,
+    /// Tensors of the family's list that the checkpoint's safetensors header does not hold
+    /// (`[rows, cols, count]`, as the family lists them): left out of the parameter groups, so
+    /// the count is the header's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent_tensors: Vec<[u64; 3]>,
 }
 
 fn is_zero(n: &u64) -> bool {

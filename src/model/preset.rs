@@ -270,6 +270,17 @@ pub struct Loaded {
     pub notes: Vec<String>,
     /// The checkpoint's `torch_dtype` / `dtype`, when a config.json names one.
     pub dtype: Option<String>,
+    /// Where each fact came from (empty for a built-in preset or a `.ron`).
+    pub facts: Vec<super::header_check::Fact>,
+    /// The safetensors header checked against the family's parameter list, when one was read.
+    pub header: Option<super::header_check::HeaderCheck>,
+}
+
+impl Loaded {
+    /// A model with no notes, facts or header.
+    pub fn plain(model: ModelSpec, dtype: Option<String>) -> Self {
+        Self { model, notes: Vec::new(), dtype, facts: Vec::new(), header: None }
+    }
 }
 
 /// Loads a built-in preset by name or by the Hub id it comes from (`Qwen/Qwen3-8B`).
@@ -301,7 +312,7 @@ pub fn builtin_hf_config(name: &str) -> Option<&'static str> {
 /// Loads `--model`: a preset name or a path.
 pub fn load(spec: &str) -> Result<Loaded, LoadError> {
     if let Some((_, _, model, dtype)) = find_builtin(spec) {
-        return Ok(Loaded { model: model.clone(), notes: Vec::new(), dtype: dtype.clone() });
+        return Ok(Loaded::plain(model.clone(), dtype.clone()));
     }
     let path = Path::new(spec);
     if !path.exists() {
@@ -355,9 +366,10 @@ fn read(path: &Path) -> Result<String, LoadError> {
     std::fs::read_to_string(path).map_err(|e| LoadError::Io { path: path.display().to_string(), source: e })
 }
 
-/// Loads a model folder: its `config.json`, with the exact parameter tensors of a
-/// `model.safetensors` (or its shard index) beside it when the architecture has no family of its
-/// own; a folder with weights but no config becomes a layer table.
+/// Loads a model folder: its `config.json` for the structure, and the parameters of the
+/// `model.safetensors` (or its shard index) beside it, checked against the family's parameter
+/// list ([`super::header_check::reconcile`]); a folder with weights but no config becomes a layer
+/// table.
 fn load_dir(dir: &Path) -> Result<Loaded, LoadError> {
     let cfg = dir.join("config.json");
     let index = dir.join("model.safetensors.index.json");
@@ -382,27 +394,8 @@ fn load_dir(dir: &Path) -> Result<Loaded, LoadError> {
     } else {
         safetensors::read_header(&w)?
     };
-    let n_header: u64 = tensors.iter().map(safetensors::TensorInfo::numel).sum();
-    let n_cfg = loaded.model.n_params();
-    let mut extra = None;
-    if let Architecture::Transformer(t) = &mut loaded.model.arch {
-        if t.quant.is_none() && t.unvalidated_type.is_some() && n_header > n_cfg {
-            // an architecture without a family: the header's tensors are the exact count
-            t.extra_params += n_header - n_cfg;
-            extra = Some(n_header - n_cfg);
-        } else if t.quant.is_none() && n_header != n_cfg {
-            loaded.notes.push(format!(
-                "{} holds {n_header} parameters but config.json describes {n_cfg} (extra tensors?); using the config",
-                w.display()
-            ));
-        }
-    }
-    if let Some(d) = extra {
-        loaded.notes.push(format!(
-            "parameter count from {} ({n_header} exact; {d} beyond what the generic decoder lists)",
-            w.display()
-        ));
-    }
+    loaded.facts.retain(|f| f.fact != "parameters");
+    super::header_check::reconcile(&mut loaded, &w.display().to_string(), &tensors);
     Ok(loaded)
 }
 
@@ -415,7 +408,7 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
     let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     if name.ends_with(".ron") {
         let model = parse_preset(&shown, &read(path)?)?;
-        return Ok(Loaded { model, notes: Vec::new(), dtype: None });
+        return Ok(Loaded::plain(model, None));
     }
     if name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json") {
         return safetensors::load_model(path).map_err(LoadError::from);
@@ -428,10 +421,14 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
             .map(|n| n.to_string_lossy().to_string())
             .filter(|n| !n.is_empty() && name == "config.json")
             .unwrap_or_else(|| name.trim_end_matches(".json").to_owned());
+        let mut facts = parsed.facts;
+        facts.push(super::header_check::Fact::new("parameters", super::header_check::FROM_FAMILY));
         return Ok(Loaded {
             model: ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(parsed.spec)) },
             notes: parsed.notes,
             dtype: parsed.dtype,
+            facts,
+            header: None,
         });
     }
     Err(LoadError::UnknownKind(shown))

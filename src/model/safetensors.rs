@@ -1,8 +1,8 @@
 //! Parameter counts from `.safetensors` headers (the header only: 8-byte length + JSON), and from
 //! `model.safetensors.index.json` by reading each shard's header.
 //!
-//! With a `config.json` beside the file the architecture comes from it and the header's count is
-//! checked against it; without one the model is a plain list of tensors (exact model states, no
+//! With a `config.json` beside the file the architecture comes from it and the header, checked
+//! against the family's list, gives the parameters ([`super::header_check`]); without one the model is a plain list of tensors (exact model states, no
 //! activation model).
 
 use super::preset::Loaded;
@@ -156,17 +156,12 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
         let text = std::fs::read_to_string(&cfg)
             .map_err(|e| SafetensorsError::Io { path: cfg.display().to_string(), source: e })?;
         match hf_config::parse(&cfg.display().to_string(), &text) {
-            Ok(hf_config::Parsed { spec, notes: cfg_notes, .. }) => {
+            Ok(hf_config::Parsed { spec, notes: cfg_notes, facts, .. }) => {
                 notes.extend(cfg_notes);
                 let model = ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(spec)) };
-                let n_cfg = model.n_params();
-                if n_cfg != n_header {
-                    notes.push(format!(
-                        "{} holds {n_header} parameters but config.json describes {n_cfg} (quantized or extra tensors?); using the config",
-                        path.display()
-                    ));
-                }
-                return Ok(Loaded { model, notes, dtype: None });
+                let mut l = Loaded { model, notes, dtype: None, facts, header: None };
+                super::header_check::reconcile(&mut l, &path.display().to_string(), &tensors);
+                return Ok(l);
             }
             Err(e) => notes.push(format!("ignoring {}: {e}", cfg.display())),
         }
@@ -193,6 +188,12 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
         },
         notes,
         dtype: None,
+        facts: vec![super::header_check::Fact {
+            fact: "parameters".into(),
+            from: super::header_check::FROM_HEADER.into(),
+            value: Some(n_header.to_string()),
+        }],
+        header: None,
     })
 }
 

@@ -193,6 +193,9 @@ fn answer_request(s: &mut TcpStream, st: &State, req: Request) {
         return answer(s, st, "429 Too Many Requests", &[("Retry-After", after.to_string())], b"slow down");
     }
     let path = req.path.clone();
+    if let Some(rest) = path.strip_prefix("/api/v1/models/") {
+        return modelscope(s, st, &req, rest);
+    }
     if let Some(rest) = path.strip_prefix("/api/models/") {
         return api(s, st, rest);
     }
@@ -225,6 +228,64 @@ fn api(s: &mut TcpStream, st: &State, rest: &str) {
     let siblings: Vec<_> = r.files.keys().map(|f| serde_json::json!({ "rfilename": f })).collect();
     let body = serde_json::json!({ "id": repo, "sha": r.sha, "gated": r.gated, "siblings": siblings });
     answer(s, st, "200 OK", &[("Content-Type", "application/json".into())], body.to_string().as_bytes());
+}
+
+/// `%XX` decoded.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let Some(v) =
+                std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// ModelScope's API: `/api/v1/models/ORG/NAME/repo/files?Revision=&Recursive=` (the file list)
+/// and `/api/v1/models/ORG/NAME/repo?Revision=&FilePath=` (a file, with Range).
+fn modelscope(s: &mut TcpStream, st: &State, req: &Request, rest: &str) {
+    let (p, q) = rest.split_once('?').unwrap_or((rest, ""));
+    let params: BTreeMap<String, String> =
+        q.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_owned(), unescape(v))).collect();
+    let parts: Vec<&str> = p.split('/').collect();
+    let (repo, list) = match parts[..] {
+        [org, name, "repo", "files"] => (format!("{org}/{name}"), true),
+        [org, name, "repo"] => (format!("{org}/{name}"), false),
+        _ => return answer(s, st, "404 Not Found", &[], b"no route"),
+    };
+    let missing = br#"{"Code":10010205001,"Message":"model not found","Success":false}"#;
+    let Some(r) = st.repos.get(&repo) else { return answer(s, st, "404 Not Found", &[], missing) };
+    let rev = params.get("Revision").cloned().unwrap_or_else(|| "master".into());
+    if rev != "master" && rev != r.sha && !r.revisions.contains(&rev) {
+        return answer(s, st, "404 Not Found", &[], missing);
+    }
+    if list {
+        let files: Vec<_> = r
+            .files
+            .iter()
+            .map(|(f, b)| serde_json::json!({ "Path": f, "Name": f.rsplit('/').next(), "Type": "blob", "Revision": r.sha, "Sha256": "", "Size": b.len() }))
+            .collect();
+        let body = serde_json::json!({ "Code": 200, "Data": { "Files": files }, "Success": true });
+        return answer(
+            s,
+            st,
+            "200 OK",
+            &[("Content-Type", "application/json".into())],
+            body.to_string().as_bytes(),
+        );
+    }
+    let file = params.get("FilePath").cloned().unwrap_or_default();
+    resolve(s, st, req, &repo, &r.sha, &file);
 }
 
 fn resolve(s: &mut TcpStream, st: &State, req: &Request, repo: &str, sha: &str, file: &str) {

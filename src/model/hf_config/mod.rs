@@ -28,6 +28,8 @@ pub struct Parsed {
     pub notes: Vec<String>,
     /// `torch_dtype` / `dtype` as written (`"bfloat16"`, …).
     pub dtype: Option<String>,
+    /// Every key read and where its value came from (the file, the class default, vramscope's).
+    pub facts: Vec<super::header_check::Fact>,
 }
 
 mod defaults;
@@ -153,7 +155,28 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
     if let Some(n) = note {
         notes.insert(0, n);
     }
-    Ok(Parsed { spec, notes, dtype })
+    let facts = facts(&top, &r, arch.is_some(), dtype.is_some());
+    Ok(Parsed { spec, notes, dtype, facts })
+}
+
+/// Where each key read came from: `model_type`, `architectures` and `torch_dtype` from the file
+/// (or not), then every key the readers looked up, in the order first read.
+fn facts(top: &Reader<'_>, r: &Reader<'_>, arch: bool, dtype: bool) -> Vec<super::header_check::Fact> {
+    use super::config::{FROM_BUILTIN, FROM_FILE};
+    use super::header_check::Fact;
+    let mut facts = vec![
+        Fact::new("model_type", FROM_FILE),
+        Fact::new("architectures", if arch { FROM_FILE } else { FROM_BUILTIN }),
+    ];
+    if dtype {
+        facts.push(Fact::new("torch_dtype", FROM_FILE));
+    }
+    for (key, from) in top.seen.borrow().iter().chain(r.seen.borrow().iter()) {
+        if !facts.iter().any(|f| f.fact == *key) {
+            facts.push(Fact::new(key.clone(), from));
+        }
+    }
+    facts
 }
 
 /// Parses the text of a `config.json`. `path` is used in error messages only.
