@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-/// The prefix of each shard the first Range request asks for.
-const PREFIX: u64 = 100 * 1024;
+/// The prefix of each shard the first Range request asks for: the header's length.
+const PREFIX: u64 = 8;
 const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 /// Llama-3.2-1B's parameters (tests/data/hub/params.json).
 const LLAMA_1B: u64 = 1_235_814_400;
@@ -30,12 +30,12 @@ fn single(gated: bool) -> Repo {
     Repo { sha: SHA.into(), revisions: vec!["main".into()], files, gated }
 }
 
-/// Two shards; the first's header padded past the 100 KiB prefix (a third round trip).
+/// Two shards; the first's header 150 KiB.
 fn sharded() -> Repo {
     sharded_n(2)
 }
 
-/// `n` shards and their index; the first shard's header padded past the 100 KiB prefix.
+/// `n` shards and their index; the first shard's header 150 KiB.
 fn sharded_n(n: usize) -> Repo {
     let t = llama_tensors();
     let per = t.len().div_ceil(n);
@@ -192,15 +192,10 @@ fn a_single_file_repo_gives_the_headers_exact_count_and_nothing_past_the_prefix_
         (Some("acme/llama-single"), Some(SHA), Some("network"))
     );
     assert!(v["notes"].to_string().contains("acme/llama-single at commit"), "{}", v["notes"]);
-    // the one prefix request's tail past the header, and nothing further
-    let header = fake::header(&llama_tensors(), 0).len() as u64;
-    assert_eq!(
-        hub.weight_bytes.load(std::sync::atomic::Ordering::Relaxed),
-        PREFIX - header,
-        "weights served"
-    );
+    // the header's length, then the header: not one byte of the weights
+    assert_eq!(hub.weight_bytes.load(std::sync::atomic::Ordering::Relaxed), 0, "weights served");
     let paths: Vec<String> = hub.requests().iter().map(|r| r.path.clone()).collect();
-    assert_eq!(paths.len(), 3, "{paths:?}");
+    assert_eq!(paths.len(), 4, "{paths:?}");
     assert!(hub.requests().iter().all(|r| !r.headers.contains_key("authorization")));
 }
 
@@ -210,22 +205,17 @@ fn a_sharded_repo_reads_each_shards_header_in_three_round_trips_and_the_cache_an
     let h = home("sharded");
     let v = json(&estimate(&hub.url, &h, "acme/llama-sharded", &[]));
     assert_eq!(v["model"]["n_params"], LLAMA_1B);
-    // the second shard's prefix runs past its header; the first's header is longer than the
-    // prefix, and its rest is asked for up to the header's end: no weight byte
-    let t = llama_tensors();
-    let second = fake::header(&t[t.len() / 2..], 0).len() as u64;
-    assert_eq!(
-        hub.weight_bytes.load(std::sync::atomic::Ordering::Relaxed),
-        PREFIX - second,
-        "weights served"
-    );
+    // each shard's length, then its header up to its end: no weight byte
+    assert_eq!(hub.weight_bytes.load(std::sync::atomic::Ordering::Relaxed), 0, "weights served");
     let reqs = hub.requests();
-    // api, config, index, 2 prefixes, the rest of the first shard's 150 KiB header
-    assert_eq!(reqs.len(), 6, "{:?}", reqs.iter().map(|r| &r.path).collect::<Vec<_>>());
+    // api, config, index, 2 lengths, 2 headers (the first 150 KiB)
+    assert_eq!(reqs.len(), 7, "{:?}", reqs.iter().map(|r| &r.path).collect::<Vec<_>>());
     assert!(reqs.iter().all(|r| !r.path.contains("README")));
     let ranges: Vec<&str> = reqs.iter().filter_map(|r| r.headers.get("range").map(String::as_str)).collect();
+    let prefix = format!("bytes=0-{}", PREFIX - 1);
     assert!(
-        ranges.contains(&"bytes=0-102399") && ranges.iter().any(|r| r.starts_with("bytes=102400-")),
+        ranges.iter().filter(|r| **r == prefix).count() == 2
+            && ranges.iter().filter(|r| r.starts_with(&format!("bytes={PREFIX}-"))).count() == 2,
         "{ranges:?}"
     );
     // the metadata cache answers the second run: no request
@@ -234,7 +224,7 @@ fn a_sharded_repo_reads_each_shards_header_in_three_round_trips_and_the_cache_an
         (v["model"]["n_params"].as_u64(), v["model"]["source"]["from"].as_str()),
         (Some(LLAMA_1B), Some("cache"))
     );
-    assert_eq!(hub.requests().len(), 6, "the warm run made requests");
+    assert_eq!(hub.requests().len(), 7, "the warm run made requests");
     // offline, from the same cache
     let v =
         json(&run(&hub.url, &h, &["estimate", "--model", "acme/llama-sharded", "--offline", "--json"], &[]));
@@ -540,7 +530,7 @@ fn an_unreachable_hub_names_the_endpoint_and_offline() {
 fn a_response_that_lies_about_its_bytes_is_an_error() {
     let hub = Hub::start(repos(), Behaviour { wrong_content_range: true, ..Behaviour::default() });
     let e = err(&estimate(&hub.url, &home("lie-range"), "acme/llama-single", &[]));
-    assert!(e.contains("asked for bytes 0-102399"), "{e}");
+    assert!(e.contains(&format!("asked for bytes 0-{}", PREFIX - 1)), "{e}");
     let hub = Hub::start(repos(), Behaviour { short_body: true, ..Behaviour::default() });
     let e = err(&estimate(&hub.url, &home("lie-length"), "acme/llama-single", &[]));
     assert!(e.contains("ended before"), "{e}");

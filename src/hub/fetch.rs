@@ -1,9 +1,9 @@
 //! The network side: the repo's file list and commit (`/api/models/ORG/NAME[/revision/REV]`),
-//! then in parallel `config.json`, the index and a fixed prefix of each shard (a Range request),
-//! then, for a shard whose header is longer than the prefix, the rest of its header: at most three
-//! sequential round trips whatever the number of shards (four for a Sentence Transformers
-//! repository whose model sits in a module folder: `modules.json` first). Every body is read up to a bound and no
-//! further, so a server that ignores Range cannot make this read the weights.
+//! then in parallel `config.json`, the index and each shard's 8-byte header length (a Range
+//! request), then each shard's header, exactly: three sequential round trips whatever the number
+//! of shards (four for a Sentence Transformers repository whose model sits in a module folder:
+//! `modules.json` first), and not one byte of the weights. Every body is read up to a bound and
+//! no further, so a server that ignores Range cannot make this read the weights either.
 //!
 //! Redirects are followed here, not by ureq: the token goes to the endpoint's own scheme, host and
 //! port only, and the Range header follows the redirect.
@@ -14,8 +14,10 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
-/// The first bytes of each shard asked for (the 8-byte length and, mostly, the whole header).
-pub const PREFIX_BYTES: u64 = 100 * 1024;
+/// The first bytes of each shard asked for: the header's 8-byte length, so the next request asks
+/// for the header and nothing past it (a larger prefix would save a round trip for short headers
+/// by reading weight bytes after them).
+pub const PREFIX_BYTES: u64 = 8;
 /// The largest safetensors header read from one shard.
 pub const MAX_HEADER_BYTES: u64 = 16 << 20;
 /// The largest sum of the headers read for one model.
