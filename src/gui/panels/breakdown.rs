@@ -123,8 +123,7 @@ pub fn ui(
         rect,
         plot,
         top,
-        &bar_tops,
-        &inner_labels,
+        (&bar_tops, &inner_labels),
         (y, cap_galley.size()),
         measured_at,
         |text| painter.layout_no_wrap(text.to_owned(), font(13.0), text_color).size(),
@@ -365,14 +364,14 @@ impl Labels {
 /// its line (above it, else below, else at the line's left end, each moved away from the line
 /// by a label height at a time when a total sits there); the measured label left of
 /// the bar, else right of it, else just above or below its line; then the GiB ticks, a label dropped (its grid line kept) where it
-/// would meet one of those or the tick below it. `cap`: the capacity line's y and label size;
+/// would meet one of those or the tick below it. `bars`: each bar's top, and the labels already
+/// inside the segments (nothing goes over them); `cap`: the capacity line's y and label size;
 /// `measured`: the measured line's y and label size; `tick_size`: a tick text's size.
 pub fn place_labels(
     rect: Rect,
     plot: Rect,
     top: f64,
-    bars: &[BarTop],
-    inner: &[Rect],
+    (bars, inner): (&[BarTop], &[Rect]),
     cap: (f32, egui::Vec2),
     measured: Option<(f32, egui::Vec2)>,
     tick_size: impl Fn(&str) -> egui::Vec2,
@@ -549,8 +548,7 @@ mod tests {
             rect,
             plot,
             90.0 * 1073741824.0,
-            &[bar],
-            &[],
+            (&[bar], &[]),
             (128.0, vec2(170.0, 16.0)),
             Some((198.0, vec2(150.0, 16.0))),
             |t| vec2(8.0 * t.len() as f32, 16.0),
