@@ -142,14 +142,17 @@ fn largest(sc: &Scenario, capacity_bytes: u64, knob: Knob, max: u64) -> Option<u
 }
 
 /// Near the card the replay's fragmentation is not monotone (a value can fail where a larger one
-/// fits): the answer is the largest value below which every value fits, so the values under
-/// `from` are walked down until one fits without the allocator ever releasing its cache (it never
-/// came near the card, nor will a smaller value). Micro-batches are walked one by one; sequence
-/// lengths (thousands of values near the card) at gaps that double, 1, 2, 4, … tokens below.
+/// fits, the allocator releasing its cache and retrying): the values under `from` (which fits)
+/// are walked down until one fits without the allocator ever releasing its cache (it never came
+/// near the card, nor will a smaller value). Micro-batches are walked one by one; sequence lengths
+/// (thousands of values near the card) at gaps that double, 1, 2, 4, … tokens below. Where a value
+/// on the way does not fit, the answer is below it: the largest value between the first that fits
+/// under it and it, bisected, so the answer fits and one more does not (both replayed).
 fn walk_down(sc: &Scenario, capacity_bytes: u64, knob: Knob, from: u64) -> Option<u64> {
     let mut s = sc.clone();
-    let mut best = from;
-    let mut x = best;
+    // the lowest value seen not to fit, and the highest seen to fit under it
+    let (mut bad, mut good): (Option<u64>, Option<u64>) = (None, None);
+    let mut x = from;
     let mut gap = 1;
     while x > 1 {
         x = x.saturating_sub(gap).max(1);
@@ -159,14 +162,24 @@ fn walk_down(sc: &Scenario, capacity_bytes: u64, knob: Knob, from: u64) -> Optio
         knob.apply(&mut s, x);
         match verdict(&s, capacity_bytes) {
             Ok(v) if v.fits => {
+                if bad.is_some() && good.is_none() {
+                    good = Some(x);
+                }
                 if v.replay.is_none_or(|r| r.alloc_retries == 0) {
                     break;
                 }
             }
-            _ => best = x - 1,
+            _ => (bad, good) = (Some(x), None),
         }
     }
-    (best > 0).then_some(best)
+    let Some(mut hi) = bad else { return Some(from) };
+    let mut lo = good?;
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        knob.apply(&mut s, mid);
+        if fits(&s, capacity_bytes) { lo = mid } else { hi = mid }
+    }
+    Some(lo)
 }
 
 /// Largest micro-batch whose flat-reserve `total` (peak + overhead, [`estimate`]) fits
