@@ -59,8 +59,8 @@ fn origin(url: &str) -> &str {
     &url[..end]
 }
 
-/// A path segment with the characters a URL path cannot hold escaped.
-fn escape(s: &str) -> String {
+/// A path segment (or a query value) with everything but unreserved characters escaped.
+pub(super) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {

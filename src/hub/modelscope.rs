@@ -19,17 +19,9 @@ pub(super) fn revision(r: Option<&str>) -> &str {
     r.unwrap_or("master")
 }
 
-/// A query value with everything but unreserved characters escaped.
+/// A query value with everything but unreserved characters escaped (the path segments' escape).
 fn query(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    super::fetch::escape(s)
 }
 
 /// The file list of `org/name` at `rev`.
