@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use vramscope::estimate::{
     AttentionImpl, Checkpointing, Estimate, FsdpMode, Mode, Offload, Optimizer, Parallel, Scenario,
-    block_saved_bytes, estimate,
+    block_saved_bytes, estimate, per_stage,
 };
 use vramscope::model::preset::builtin;
 use vramscope::model::{Architecture, LayerTable, ModelSpec, TableLayer};
@@ -152,6 +152,18 @@ fn llama_train() -> Scenario {
     sc
 }
 
+/// The most any pipeline stage holds in parameters, gradients and optimizer states.
+fn fullest_stage_states(sc: &Scenario) -> u64 {
+    let mut flat = sc.clone();
+    flat.overhead.flat_reserve = true; // model states do not depend on the allocator's replay
+    per_stage(&flat, None)
+        .unwrap()
+        .iter()
+        .map(|e| e.parameters + e.gradients + e.optimizer_states)
+        .max()
+        .unwrap()
+}
+
 proptest! {
     #![proptest_config(config(120))]
 
@@ -171,13 +183,25 @@ proptest! {
                 _ => more.parallel.pp = (pp * 2).min(40),
             }
             let e = estimate(&more).unwrap();
-            let before = base.parameters + base.gradients + base.optimizer_states;
-            let after = e.parameters + e.gradients + e.optimizer_states;
+            // the fullest stage's (the stage reported as most loaded can change with the bump:
+            // ZeRO-3's gathered blocks make the last stage, with the final norm, the fuller one)
+            let (before, after) = (fullest_stage_states(&sc), fullest_stage_states(&more));
             prop_assert!(after <= before, "bump {bump}: model states {before} -> {after}");
             // one GPU gains nothing from ZeRO-3 but pays for the gathered block buffers
-            if bump != 3 && !(bump == 1 && dp == 1) {
-                // more pipeline stages can put more micro-batches in flight on the first stage
-                prop_assert!(e.peak_allocated <= base.peak_allocated + (64 << 20), "bump {bump}: peak {} -> {}", base.peak_allocated, e.peak_allocated);
+            // more pipeline stages can put more micro-batches in flight on the first stage
+            if bump != 3 {
+                // ZeRO-3 pays for its own working set: the gathered blocks (running and prefetched)
+                // and its buckets, which outweigh the parameter shard it saves on few ranks and
+                // few layers (dp 2 over a 5-layer pipeline stage); the rest must not grow
+                let own = if bump == 1 && zero < 3 {
+                    e.peak.alive.parameters.saturating_sub(e.parameters) + e.peak.alive.zero_buckets
+                } else {
+                    0
+                };
+                prop_assert!(
+                    e.peak_allocated - own <= base.peak_allocated + (64 << 20),
+                    "bump {bump}: peak {} -> {} ({own} of ZeRO-3's own)", base.peak_allocated, e.peak_allocated
+                );
             }
         }
     }
