@@ -161,7 +161,8 @@ fn bad_files_name_the_file() {
     let dir = std::env::temp_dir().join(format!("vramscope-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("config.json");
-    std::fs::write(&bad, "{\"model_type\": \"llama\", \"hidden_size\": 64,\n \"num_attention_heads\": 5}")
+    // (5 heads over 64 would be 5 heads of 12, as transformers floors it; 96 heads exceed 64)
+    std::fs::write(&bad, "{\"model_type\": \"llama\", \"hidden_size\": 64,\n \"num_attention_heads\": 96}")
         .unwrap();
     assert_usage_error(&["estimate", "--model", bad.to_str().unwrap()], "config.json");
     let t5 = dir.join("t5.json");

@@ -18,7 +18,7 @@
 use super::scenario::{BaseQuant, Mode, Scenario};
 use super::stack::FsdpImpl;
 use super::states::States;
-use crate::model::{ParamGroup, ParamKind, Scope};
+use crate::model::{ParamGroup, Scope};
 use crate::units::round_alloc;
 
 /// Do the block weights of this run take gradients although LoRA freezes them?
@@ -53,7 +53,7 @@ pub fn root_unit(sc: &Scenario, groups: &[ParamGroup]) -> u64 {
     let dt = sc.precision.compute_dtype();
     let root: u64 = groups
         .iter()
-        .filter(|g| g.scope != Scope::Block && g.kind != ParamKind::Frozen)
+        .filter(|g| g.scope != Scope::Block && !g.kind.is_frozen())
         .map(|g| dt.bytes(g.rows * g.cols) * g.count)
         .sum();
     round_alloc(root)
@@ -75,7 +75,7 @@ pub fn apply(st: &mut States, unsharded: &States, sc: &Scenario, groups: &[Param
     let frozen: u64 = if block_weights_grad(sc) {
         groups
             .iter()
-            .filter(|g| g.scope == Scope::Block && g.kind != ParamKind::Frozen)
+            .filter(|g| g.scope == Scope::Block && !g.kind.is_frozen())
             .map(|g| weight_dt.bytes(g.rows * g.cols) * g.count)
             .sum()
     } else {

@@ -277,7 +277,7 @@ fn tensor_sizes(sc: &Scenario) -> (Vec<u64>, Vec<u64>) {
         for _ in 0..g.count.min(1 << 16) {
             all.push(n);
             match (&sc.lora, spec) {
-                (None, _) if g.kind != crate::model::ParamKind::Frozen => trainable.push(n),
+                (None, _) if !g.kind.is_frozen() => trainable.push(n),
                 (Some(l), Some(t)) if super::states::adapted(l, t, g.kind) => {
                     all.push(l.rank * g.cols);
                     all.push(g.rows * l.rank);
@@ -299,7 +299,7 @@ fn tensor_sizes(sc: &Scenario) -> (Vec<u64>, Vec<u64>) {
 /// embeddings, final norm and head, whose embedding gradient comes last). `None` where gradients
 /// are per tensor: no FSDP1, and LoRA adapters in units of their own (PEFT's wrap policy).
 fn flat_grad_units(sc: &Scenario) -> Option<Vec<u64>> {
-    use crate::model::{ParamKind, Scope};
+    use crate::model::Scope;
     if sc.mode != Mode::Train || !super::fsdp::fsdp1(sc) || sc.parallel.pp > 1 {
         return None;
     }
@@ -310,7 +310,7 @@ fn flat_grad_units(sc: &Scenario) -> Option<Vec<u64>> {
     let t = sc.model.transformer()?;
     let (mut block, mut root) = (0u64, 0u64);
     for g in &sc.model.param_groups() {
-        let mut n = if g.kind == ParamKind::Frozen { 0 } else { g.rows * g.cols * g.count };
+        let mut n = if g.kind.is_frozen() { 0 } else { g.rows * g.cols * g.count };
         if let Some(l) = &sc.lora {
             if g.scope != Scope::Block {
                 n = 0;

@@ -143,7 +143,7 @@ fn stored_bytes(sc: &Scenario, g: &ParamGroup) -> u64 {
     let ckpt_format = sc.model.transformer().and_then(|t| t.quant);
     let n = g.rows * g.cols;
     let quantizable = matches!(g.kind, ParamKind::Linear(_) | ParamKind::Experts(_) | ParamKind::Router);
-    let fp32_kept = g.kind == ParamKind::RouterFp32;
+    let fp32_kept = g.kind.fp32_kept();
     // the checkpoint's own format (GPTQ, AWQ, fp8, MXFP4 experts…) applies to its projections
     // when no other weight format is asked for
     let from_ckpt = ckpt_format.filter(|f| {
@@ -270,11 +270,11 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
         let n = g.rows * g.cols;
         st.n_params += n * g.count;
         let one = stored_bytes(sc, g);
-        let fp32_kept = g.kind == ParamKind::RouterFp32;
+        let fp32_kept = g.kind.fp32_kept();
         st.param_bytes += one * g.count;
         st.param_alloc += round_alloc(one) * g.count;
         match (&sc.lora, family) {
-            (_, _) if g.kind == ParamKind::Frozen => {}
+            (_, _) if g.kind.is_frozen() => {}
             (None, _) if fp32_kept => {
                 add_trainable(&mut st, g.rows, g.cols, g.count, DType::F32, sc.optimizer)
             }

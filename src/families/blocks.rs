@@ -4,8 +4,8 @@
 
 use super::{OpKinds, attn_with, dense_width, ops, rope_cols};
 use crate::engine::inputs::saved::Cat;
-use crate::engine::ops::{Act, Graph, NormKind, Shared, Tensor};
-use crate::model::{LinearRole, TransformerSpec, layer};
+use crate::engine::ops::{Act, Graph, MoeOp, NormKind, Renorm, Routing, Shared, Tensor};
+use crate::model::{LinearRole, Router, TransformerSpec, layer};
 
 /// How a Llama-like block differs from Llama's.
 #[derive(Clone, Copy, Debug)]
@@ -28,6 +28,9 @@ pub(crate) struct Style {
     pub rope_fp32: bool,
     /// Sliding-window layers rotate with a table of their own base (Gemma 3).
     pub local_rope: bool,
+    /// The cos/sin tables are rebuilt in each attention call (GLM's and ERNIE's interleaved
+    /// rotary; ERNIE's in fp32 with `rope_fp32`).
+    pub rope_rebuilt: bool,
 }
 
 impl Style {
@@ -71,6 +74,7 @@ pub(crate) const LLAMA: Style = Style {
     gated: true,
     rope_fp32: false,
     local_rope: false,
+    rope_rebuilt: false,
 };
 
 /// A sequential pre-norm (or sandwich / post-norm) block with attention and an MLP.
@@ -130,7 +134,9 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Te
             k = g.norm(k, t, kw, st.norm, "k_norm");
         }
     }
-    if flags & layer::NO_ROPE == 0 {
+    if flags & layer::NO_ROPE == 0 && st.rope_rebuilt {
+        (q, k) = g.rope_rebuilt(q, k, (t * qw, t * kw), rope_cols(&kinds, m), st.rope_fp32);
+    } else if flags & layer::NO_ROPE == 0 {
         // gpt-oss rotates the two halves with (s, d/2) cos/sin tables
         let rot = rope_cols(&kinds, m);
         let table =
@@ -156,8 +162,31 @@ pub(crate) fn mlp(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor, 
         && flags & layer::DENSE == 0
     {
         let k = ops(m);
-        let mut out =
-            g.moe(x, h, moe.experts, moe.top_k, m.intermediate_size, k.router_fp32, k.clamped_swiglu);
+        let routing = match moe.router {
+            // gpt-oss's softmax over the k logits stays in their dtype; Granite-MoE's in fp32
+            Router::TopkSoftmax => {
+                Routing::TopkFirst { elem: if k.clamped_swiglu { ctx.compute_elem } else { 4 } }
+            }
+            r => Routing::Scores {
+                renorm: match r {
+                    Router::SoftmaxNoNorm => Renorm::None,
+                    Router::SoftmaxClampedNorm => Renorm::ClampedSum,
+                    _ => Renorm::Sum,
+                },
+                groups: moe.groups,
+                topk_group: moe.topk_group,
+            },
+        };
+        let op = MoeOp {
+            experts: moe.experts,
+            top_k: moe.top_k,
+            inter: m.intermediate_size,
+            routing,
+            router_fp32: k.router_fp32,
+            weights_fp32: k.routing_fp32,
+            clamped_swiglu: k.clamped_swiglu,
+        };
+        let mut out = g.moe(x, h, op);
         if moe.shared_intermediate_size > 0 {
             let inter = moe.shared_intermediate_size;
             let s = dense_mlp(g, x, t, ts, h, inter, st);

@@ -115,10 +115,10 @@ fn shape(d: &dyn FamilyDef, r: &Reader<'_>, family: crate::model::Family) -> Res
     }
     let head_dim = match r.any_u64(&["head_dim", "d_kv"])? {
         Some(width) if width > 0 && d.config_head_dim_key() => width,
-        _ => {
-            check_divides(r, "num_attention_heads", h, a)?;
-            h / a
-        }
+        // transformers' decoders: `getattr(config, "head_dim", None) or hidden_size // heads`,
+        // a floor (GLM-4.5's class default: 96 heads of 42 over a hidden size of 4096)
+        _ if h >= a => h / a,
+        _ => return Err(r.invalid("num_attention_heads", format!("{a} heads exceed the hidden size {h}"))),
     };
     let mut i = d.config_intermediate(r, h)?;
     let v = r.positive_any(&["vocab_size", "n_vocab", "padded_vocab_size"])?;

@@ -48,7 +48,8 @@ impl FamilyDef for Deepseek {
                 "num_attention_heads":128,"tie_word_embeddings":false,"attention_bias":false,
                 "first_k_dense_replace":3,"kv_lora_rank":512,"q_lora_rank":1536,"n_routed_experts":256,
                 "n_shared_experts":1,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,
-                "moe_intermediate_size":2048,"num_experts_per_tok":8,"moe_layer_freq":1}"#,
+                "moe_intermediate_size":2048,"num_experts_per_tok":8,"moe_layer_freq":1,"n_group":8,
+                "topk_group":4}"#,
             ),
             _ => None,
         }
@@ -76,19 +77,21 @@ impl FamilyDef for Deepseek {
         let first = r.u64_or("first_k_dense_replace", 0)?;
         let freq = r.u64_or("moe_layer_freq", 1)?.max(1);
         d.dense = (0..l).map(|j| j < first || !j.is_multiple_of(freq)).collect();
+        let v3 = model_type == "deepseek_v3";
         d.spec.moe = Some(Moe {
-            experts,
-            top_k,
             shared_experts: shared,
             shared_intermediate_size: moe_i * shared,
-            router: if model_type == "deepseek_v3" { Router::SigmoidGroup } else { Router::Softmax },
+            router: if v3 { Router::SigmoidGroup } else { Router::Softmax },
+            groups: if v3 { r.u64_or("n_group", 1)?.max(1) } else { 0 },
+            topk_group: if v3 { r.u64_or("topk_group", 1)?.max(1) } else { 0 },
+            ..Moe::routed(experts, top_k)
         });
         Ok(())
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
-        // the router: `F.linear(x.float(), w.float())`
-        OpKinds { router_fp32: true, ..LLAMA.kinds() }
+        // the router: `F.linear(x.float(), w.float())`, its top-k weights left in fp32
+        OpKinds { router_fp32: true, routing_fp32: true, ..LLAMA.kinds() }
     }
 }
 

@@ -35,7 +35,7 @@ impl FamilyDef for Generic {
             None => Vec::new(),
         };
         d.spec.hidden_dropout = r.f64_or("hidden_dropout", 0.0)?;
-        Ok(())
+        super::moe::read(r, d)
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {

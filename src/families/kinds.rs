@@ -100,6 +100,9 @@ pub struct OpKinds {
     pub half_residual: bool,
     /// The MoE router works on an fp32 copy of the tokens (DeepSeek).
     pub router_fp32: bool,
+    /// The routing weights reach the experts in fp32 (sigmoid scores not cast back: MiniMax-M2,
+    /// GLM-4.5), so each routed row's weighted output is an fp32 tensor.
+    pub routing_fp32: bool,
     /// The experts' clamped SwiGLU (gpt-oss).
     pub clamped_swiglu: bool,
     /// The loss.
@@ -129,6 +132,7 @@ impl OpKinds {
         eager_only: false,
         half_residual: false,
         router_fp32: false,
+        routing_fp32: false,
         clamped_swiglu: false,
         loss: LossKind::CausalLm,
         inference: InferKind::Decoder,

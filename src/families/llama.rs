@@ -96,8 +96,10 @@ impl FamilyDef for Llama {
         Ok(())
     }
 
-    fn ops(&self, _: &TransformerSpec) -> OpKinds {
-        LLAMA.kinds()
+    fn ops(&self, m: &TransformerSpec) -> OpKinds {
+        // Mixtral's top-k weights stay fp32 (`softmax(logits.float())`, no cast back);
+        // Qwen2-MoE's are cast to the logits' dtype
+        OpKinds { routing_fp32: m.moe.is_some_and(|x| x.router == Router::Softmax), ..LLAMA.kinds() }
     }
 
     fn litgpt(&self) -> Option<Litgpt> {

@@ -11,9 +11,11 @@ mod bert;
 mod blocks;
 mod config;
 mod deepseek;
+mod ernie4_5;
 mod falcon;
 mod gemma;
 mod generic;
+mod glm4;
 mod gpt2;
 mod gpt_neox;
 mod gpt_oss;
@@ -22,7 +24,10 @@ mod kinds;
 mod litgpt;
 mod llama;
 mod megatron;
+mod minimax_m2;
+mod moe;
 mod olmo2;
+mod olmoe;
 mod params;
 mod phi;
 mod phi3;
@@ -42,6 +47,7 @@ pub(crate) use params::{dense_and_sparse_layers, mlp_params, moe_params};
 /// What a family file uses: the seam, the shared pieces, the op kinds and the model types.
 mod prelude {
     pub(super) use super::config::{ConfigSource, Draft, check_top_k, qwen_sliding};
+    pub(super) use super::moe::read as read_moe;
     pub(super) use super::{
         FamilyDef, KvLayout, LLAMA, Litgpt, OpKinds, Params, PeftModules, Placement, QkNorm, Rope, Style,
         attention, attn_of, classes, dense_and_sparse_layers, dense_mlp, dense_width, mlp, mlp_params,
@@ -179,6 +185,10 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &phi3::Phi3,
     &phi::Phi,
     &olmo2::Olmo2,
+    &olmoe::Olmoe,
+    &minimax_m2::MinimaxM2,
+    &glm4::Glm4,
+    &ernie4_5::Ernie45,
     &gpt_neox::GptNeox,
     &falcon::Falcon,
     &starcoder2::Starcoder2,

@@ -83,11 +83,10 @@ pub(super) fn qwen_moe(r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Resul
     d.spec.moe = Some(if model_type == "qwen2_moe" {
         let shared = r.u64_or("shared_expert_intermediate_size", 0)?;
         Moe {
-            experts,
-            top_k,
             shared_experts: u64::from(shared > 0),
             shared_intermediate_size: shared,
             router: Router::SoftmaxSharedGate,
+            ..Moe::routed(experts, top_k)
         }
     } else {
         let router =

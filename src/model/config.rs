@@ -152,6 +152,13 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Whether `key` is set, by the file or the class defaults; records nothing (a probe for
+    /// which of several spellings a file uses).
+    pub fn has(&self, key: &str) -> bool {
+        let set = |v: Option<&Value>| v.is_some_and(|v| !v.is_null());
+        set(self.obj.get(key)) || set(self.defaults.get(key))
+    }
+
     fn saw(&self, key: &str, from: &'static str) {
         let name = self.name(key);
         let mut seen = self.seen.borrow_mut();

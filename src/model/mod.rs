@@ -56,12 +56,26 @@ pub struct Moe {
     /// How tokens are routed.
     #[serde(default)]
     pub router: Router,
+    /// Expert groups of a group-limited router (`n_group`; 0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub groups: u64,
+    /// Groups a token's experts are chosen from (`topk_group`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub topk_group: u64,
 }
 
 impl Moe {
     /// A routed-only MoE (Mixtral).
     pub const fn routed(experts: u64, top_k: u64) -> Self {
-        Self { experts, top_k, shared_experts: 0, shared_intermediate_size: 0, router: Router::Softmax }
+        Self {
+            experts,
+            top_k,
+            shared_experts: 0,
+            shared_intermediate_size: 0,
+            router: Router::Softmax,
+            groups: 0,
+            topk_group: 0,
+        }
     }
 }
 
@@ -81,6 +95,8 @@ pub enum Router {
     TopkSoftmax,
     /// Qwen2-MoE: softmax routing plus a sigmoid-gated shared expert (`shared_expert_gate`).
     SoftmaxSharedGate,
+    /// ERNIE-4.5: `softmax(fp32) → top-k`, renormalised by their sum clamped at `moe_norm_min`.
+    SoftmaxClampedNorm,
 }
 
 /// Architecture numbers of a transformer. Field names follow HuggingFace where they exist.
@@ -170,7 +186,7 @@ pub struct TransformerSpec {
     /// `parallel_attn`), with this many input norms (1 or 2).
     #[serde(default)]
     pub parallel_norms: u64,
-    /// LayerNorm on each head of q and k (Phi's `qk_layernorm`).
+    /// A norm on each head of q and k (Phi's `qk_layernorm`, GLM-4.5's `use_qk_norm`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub qk_layernorm: bool,
     /// The MLP activation is transformers' `gelu_new` written out in elementwise ops (Phi's
@@ -402,6 +418,21 @@ pub enum ParamKind {
     /// Parameters a text-only step leaves without gradients (a multimodal model's vision tower
     /// and projector): stored, never trained.
     Frozen,
+    /// A parameter kept in fp32 that is never trained (`requires_grad=False`: ERNIE-4.5's
+    /// `moe_statics.e_score_correction_bias`).
+    FrozenFp32,
+}
+
+impl ParamKind {
+    /// Stored, never trained: no gradient, no optimizer state.
+    pub fn is_frozen(self) -> bool {
+        matches!(self, Self::Frozen | Self::FrozenFp32)
+    }
+
+    /// Kept in fp32 whatever the model's dtype.
+    pub fn fp32_kept(self) -> bool {
+        matches!(self, Self::RouterFp32 | Self::FrozenFp32)
+    }
 }
 
 /// Which projection a Linear weight is, for `--lora RANK:q,k,v,...` targeting.

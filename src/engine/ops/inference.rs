@@ -130,14 +130,25 @@ fn mlp_phase(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> u64 {
     let w = f.mlp_width;
     2 * t * h * r
         + match m.moe {
-            // routed copies of the tokens, the grouped gate_up output, the activation and the
-            // product, the grouped down output
+            // transformers' grouped experts (`grouped_mm_experts_forward`): the routed copies of
+            // the tokens throughout, then the larger of two moments: the grouped gate_up output,
+            // the activation and the product beside the down output; or the down output, its
+            // weighted rows and their un-permuted copy (`weighted_out[inv_perm]`), in fp32 when
+            // the routing weights are (`down * w` promotes)
+            // The router's fp32 copy of the tokens, the routed experts and the shared ones run one
+            // after the other, each beside the other's output (t·h) when there are shared experts.
             Some(moe) => {
                 let tk = t * moe.top_k;
                 let i = m.intermediate_size;
                 let router = if f.router_fp32 { t * h * 4 } else { 0 };
-                let shared = 3 * t * moe.shared_intermediate_size * c;
-                2 * tk * h * c + tk * 2 * i * c + 2 * tk * i * c + router + shared
+                let w = if f.routing_fp32 { 4 } else { c };
+                let widths = tk * h * c + tk * 2 * i * c + 2 * tk * i * c;
+                let weighting = tk * h * c + 2 * tk * h * w;
+                let si = moe.shared_intermediate_size;
+                let beside = if si > 0 { t * h * c } else { 0 };
+                let routed = tk * h * c + widths.max(weighting) + beside;
+                let shared = if si > 0 { beside + 3 * t * si * c } else { 0 };
+                router.max(routed).max(shared)
             }
             // a fused gate_up output stays alive until its second half is read: 4 widths
             None if f.fused_gate_up => 4 * t * w * c,

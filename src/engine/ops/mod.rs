@@ -20,6 +20,7 @@ mod inference;
 mod linear;
 mod loss;
 mod moe;
+pub use moe::{MoeOp, Renorm, Routing};
 mod norms;
 mod pieces;
 pub use activations::{Act, MlpBackward};
@@ -94,6 +95,8 @@ pub struct BlockFacts {
     pub gelu_new_ops: bool,
     /// The MoE router works on an fp32 copy of the tokens.
     pub router_fp32: bool,
+    /// The routing weights stay fp32: the weighted rows are fp32.
+    pub routing_fp32: bool,
     /// Columns of the rotary cos/sin tables (0: no rotary).
     pub rope_cols: u64,
     /// Logit columns of the head (0 for a bare model).
@@ -279,6 +282,32 @@ impl<'c> Graph<'c> {
     /// Rotary with cos/sin kept in fp32 whatever the stream dtype (OLMo 2).
     pub fn rope_fp32(&mut self, x: Tensor, elems: u64, rot: u64, table: Shared) -> Tensor {
         self.rope_tables_in(x, elems, rot, table, true)
+    }
+
+    /// Rotary whose cos/sin are rebuilt in every attention call (GLM's and ERNIE's interleaved
+    /// layout, `cos[..., :d/2].repeat_interleave(2, dim=-1)`): the products `q·cos` and
+    /// `rotate_half(q)·sin` keep the call's `(1, 1, s, rot)` pair, which q and k share, so each
+    /// layer keeps one pair of its own (fp32 where the tables are, ERNIE's). Returns q and k as
+    /// new storages (the rotated halves concatenated, or cast back to the stream's dtype).
+    pub fn rope_rebuilt(
+        &mut self,
+        q: Tensor,
+        k: Tensor,
+        elems: (u64, u64),
+        rot: u64,
+        fp32: bool,
+    ) -> (Tensor, Tensor) {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        if self.rg(q) || self.rg(k) {
+            let e = if ctx.amp || fp32 { 4 } else { ctx.compute_elem };
+            self.keep_new(2 * ctx.seq * rot * e, Cat::AttentionIo);
+        }
+        let c = ctx.compute_elem;
+        let q2 = self.tensor(elems.0 * c, c, self.rg(q), Cat::AttentionIo);
+        let k2 = self.tensor(elems.1 * c, c, self.rg(k), Cat::AttentionIo);
+        self.record("rotary (tables rebuilt)", before);
+        (q2, k2)
     }
 
     fn rope_tables_in(&mut self, x: Tensor, elems: u64, rot: u64, table: Shared, fp32: bool) -> Tensor {

@@ -2,23 +2,58 @@
 
 use super::*;
 
+/// How a layer's router scores the experts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routing {
+    /// Softmax (or sigmoid) over every expert in fp32, then the top k (Mixtral, Qwen-MoE,
+    /// DeepSeek, OLMoE, GLM-4.5, MiniMax-M2, ERNIE-4.5), their weights divided by their sum when
+    /// `renormalise` (`norm_topk_prob`; OLMoE's class default leaves them as they are).
+    /// With `groups` > 0 the choice is group-limited (DeepSeek-V3, GLM-4.5: the top two scores
+    /// of each of the `groups`, the best `topk_group` groups, the others masked out).
+    Scores { renorm: Renorm, groups: u64, topk_group: u64 },
+    /// The top k of the logits, then a softmax over those k in `elem` bytes (gpt-oss: the
+    /// logits' dtype; Granite-MoE: fp32, `F.linear(x, w).float()`).
+    TopkFirst { elem: u64 },
+}
+
+/// How the top-k weights are renormalised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Renorm {
+    /// Left as they are (`norm_topk_prob: false`).
+    None,
+    /// Divided by their sum: the division keeps both (the k weights and the sum).
+    Sum,
+    /// Divided by their sum clamped from below (ERNIE-4.5): the clamp keeps the sum as well.
+    ClampedSum,
+}
+
+/// One MoE layer's shape and the facts its rules read.
+#[derive(Clone, Copy, Debug)]
+pub struct MoeOp {
+    /// Routed experts.
+    pub experts: u64,
+    /// Experts a token is routed to.
+    pub top_k: u64,
+    /// One expert's MLP width.
+    pub inter: u64,
+    /// How the router scores.
+    pub routing: Routing,
+    /// The router works on an fp32 copy of the tokens (`F.linear(x.float(), w.float())`).
+    pub router_fp32: bool,
+    /// The routing weights reach the experts in fp32 (else cast to the stream's dtype).
+    pub weights_fp32: bool,
+    /// gpt-oss's clamped SwiGLU in the experts.
+    pub clamped_swiglu: bool,
+}
+
 impl Graph<'_> {
     /// A sparse MoE layer as transformers 5 runs it (`experts_implementation="grouped_mm"`):
-    /// the router Linear, softmax in fp32, top-k ids and normalised weights, the token
-    /// permutation (int64 ids, sort order and inverse, int32 offsets), the gathered tokens and
-    /// their fp32 weights, and per routed row the grouped gate_up output, the activation, the
-    /// product and the down output.
-    #[allow(clippy::too_many_arguments)]
-    pub fn moe(
-        &mut self,
-        x: Tensor,
-        width: u64,
-        experts: u64,
-        top_k: u64,
-        inter: u64,
-        router_fp32: bool,
-        gpt_oss: bool,
-    ) -> Tensor {
+    /// the router Linear, its scores, top-k ids and normalised weights, the token permutation
+    /// (int64 ids, sort order and inverse, int32 offsets), the gathered tokens and their fp32
+    /// weights, and per routed row the grouped gate_up output, the activation, the product and
+    /// the down output.
+    pub fn moe(&mut self, x: Tensor, width: u64, op: MoeOp) -> Tensor {
+        let MoeOp { experts, top_k, inter, routing, router_fp32, weights_fp32, clamped_swiglu } = op;
         let before = self.kept.total();
         let ctx = self.ctx;
         let (t, c) = (ctx.tokens, ctx.compute_elem);
@@ -40,21 +75,35 @@ impl Graph<'_> {
             // (gpt-oss), else the logits (`softmax(logits, dtype=float32)`: fp16 logits as they
             // are, bf16 ones as the fp32 copy it converts them to)
             let old = ctx.torch.softmax_keeps_input();
-            if gpt_oss {
-                // top-k of the logits (int64 ids) then softmax over the k values (logits' dtype)
-                self.keep_new(tk * 8 + tk * c + if old { tk * c } else { 0 }, Cat::Mlp);
+            if let Routing::TopkFirst { elem } = routing {
+                // top-k of the logits (int64 ids) then softmax over the k values
+                self.keep_new(tk * 8 + tk * elem + if old { tk * elem } else { 0 }, Cat::Mlp);
             } else {
-                // softmax over all experts (fp32), top-k ids, the k weights and their sum
+                // softmax over all experts (fp32), top-k ids, and when renormalised the k weights
+                // and their sum (the division keeps both)
                 let logits = if router_fp32 { 4 } else { c };
                 let input = if old { Softmax::fp32_input_bytes(logits, ctx.f16) } else { 0 };
-                self.keep_new(t * experts * (4 + input) + tk * 8 + tk * 4 + t * 4, Cat::Mlp);
+                let (norm, grouped) = match routing {
+                    Routing::Scores { renorm, groups, topk_group } => (
+                        match renorm {
+                            Renorm::None => 0,
+                            Renorm::Sum => tk * 4 + t * 4,
+                            Renorm::ClampedSum => tk * 4 + 2 * t * 4,
+                        },
+                        // each top-k's int64 ids, and the bool mask `masked_fill` keeps
+                        if groups > 0 { t * groups * 2 * 8 + t * topk_group * 8 + t * experts } else { 0 },
+                    ),
+                    Routing::TopkFirst { .. } => (0, 0),
+                };
+                self.keep_new(t * experts * (4 + input) + tk * 8 + norm + grouped, Cat::Mlp);
             }
             self.keep_new(3 * tk * 8 + experts * 4, Cat::Mlp);
-            self.keep_new(tk * width * c + tk * 4, Cat::Mlp);
+            // the gathered tokens and their weights (the product with the down output keeps both)
+            self.keep_new(tk * width * c + tk * if weights_fp32 { 4 } else { c }, Cat::Mlp);
             // per routed row: the grouped gate_up output, then SiLU(gate)·up keeps the SiLU output
             // and the product; gpt-oss's clamped SwiGLU keeps the clamped gate, the sigmoid, up + 1,
             // the GLU and the product
-            let glu = if gpt_oss { 5 } else { 2 };
+            let glu = if clamped_swiglu { 5 } else { 2 };
             self.keep_new(tk * 2 * inter * c + glu * tk * inter * c + tk * width * c, Cat::Mlp);
             if ctx.amp {
                 self.keep_new(experts * 3 * width * inter * c, Cat::WeightCasts);

@@ -20,6 +20,7 @@ backend selection on fake CUDA tensors falls back to the math kernel.
 Usage:  python measure.py [--group A|B|F|G|H|P|all] [--only SUBSTR] [--out reference.json]
 """
 import argparse
+import types
 import collections
 import contextlib
 import gc
@@ -315,8 +316,85 @@ FAMILY_SPECS = {
                              num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, image_size=224,
                              patch_size=16, num_labels=1000, qkv_bias=True, hidden_dropout_prob=0.0,
                              attention_probs_dropout_prob=0.0, layer_norm_eps=1e-12)),
+    # ---------------- 2025 MoE decoders (group M, issue #39) ----------------
+    "olmoe_tiny": (CONFIG_MAPPING["olmoe"], dict(architectures=["OlmoeForCausalLM"], vocab_size=1000, hidden_size=256,
+                   intermediate_size=128, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
+                   num_experts=8, num_experts_per_tok=2, norm_topk_prob=False, max_position_embeddings=2048)),
+    "glm4_tiny": (CONFIG_MAPPING["glm4"], dict(architectures=["Glm4ForCausalLM"], vocab_size=1000, hidden_size=256,
+                  intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                  attention_bias=True, pad_token_id=0, max_position_embeddings=2048)),
+    "glm4_moe_tiny": (CONFIG_MAPPING["glm4_moe"], dict(architectures=["Glm4MoeForCausalLM"], vocab_size=1000, hidden_size=256,
+                      intermediate_size=688, moe_intermediate_size=128, num_hidden_layers=4, num_attention_heads=8,
+                      num_key_value_heads=2, head_dim=32, n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1,
+                      first_k_dense_replace=1, use_qk_norm=True, n_group=1, topk_group=1, attention_bias=True,
+                      max_position_embeddings=2048)),
+    "minimax_m2_tiny": (CONFIG_MAPPING["minimax_m2"], dict(architectures=["MiniMaxM2ForCausalLM"], vocab_size=1000,
+                        hidden_size=256, intermediate_size=128, num_hidden_layers=4, num_attention_heads=8,
+                        num_key_value_heads=2, head_dim=32, num_local_experts=8, num_experts_per_tok=2,
+                        max_position_embeddings=2048)),
+    "ernie4_5_tiny": (CONFIG_MAPPING["ernie4_5"], dict(architectures=["Ernie4_5ForCausalLM"], vocab_size=1000, hidden_size=256,
+                      intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                      use_bias=True, max_position_embeddings=2048)),
+    "ernie4_5_moe_tiny": (CONFIG_MAPPING["ernie4_5_moe"], dict(architectures=["Ernie4_5_MoeForCausalLM"], vocab_size=1000,
+                          hidden_size=256, intermediate_size=688, moe_intermediate_size=128, num_hidden_layers=4,
+                          num_attention_heads=8, num_key_value_heads=2, moe_num_experts=8, moe_k=2,
+                          moe_num_shared_experts=1, moe_layer_start_index=1, moe_layer_end_index=3,
+                          max_position_embeddings=2048)),
+    "phimoe_tiny": (CONFIG_MAPPING["phimoe"], dict(architectures=["PhimoeForCausalLM"], vocab_size=1000, hidden_size=256,
+                    intermediate_size=128, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                    num_local_experts=4, num_experts_per_tok=2, attention_bias=True, lm_head_bias=True,
+                    max_position_embeddings=2048)),
+    "granitemoe_tiny": (CONFIG_MAPPING["granitemoe"], dict(architectures=["GraniteMoeForCausalLM"], vocab_size=1000,
+                        hidden_size=256, intermediate_size=128, num_hidden_layers=4, num_attention_heads=8,
+                        num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, embedding_multiplier=12.0,
+                        residual_multiplier=0.22, attention_multiplier=0.0078125, logits_scaling=8.0,
+                        max_position_embeddings=2048)),
+    # ---------------- 2025 MoE decoders at real widths (group M, checks) ----------------
+    "olmoe-1b-7b": (CONFIG_MAPPING["olmoe"], dict(architectures=["OlmoeForCausalLM"], vocab_size=50304, hidden_size=2048,
+                    intermediate_size=1024, num_hidden_layers=16, num_attention_heads=16, num_key_value_heads=16,
+                    num_experts=64, num_experts_per_tok=8, norm_topk_prob=False, max_position_embeddings=4096,
+                    rope_theta=10000.0, rms_norm_eps=1e-5, pad_token_id=1, eos_token_id=50279, tie_word_embeddings=False)),
+    "glm-4-9b": (CONFIG_MAPPING["glm4"], dict(architectures=["Glm4ForCausalLM"], vocab_size=151552, hidden_size=4096,
+                 intermediate_size=13696, num_hidden_layers=40, num_attention_heads=32, num_key_value_heads=2, head_dim=128,
+                 attention_bias=True, partial_rotary_factor=0.5, max_position_embeddings=32768, rms_norm_eps=1e-5,
+                 pad_token_id=151329, eos_token_id=151329, tie_word_embeddings=False)),
+    "glm-4.5-air": (CONFIG_MAPPING["glm4_moe"], dict(architectures=["Glm4MoeForCausalLM"], vocab_size=151552, hidden_size=4096,
+                    intermediate_size=10944, moe_intermediate_size=1408, num_hidden_layers=46, num_attention_heads=96,
+                    num_key_value_heads=8, head_dim=128, n_routed_experts=128, num_experts_per_tok=8, n_shared_experts=1,
+                    first_k_dense_replace=1, use_qk_norm=False, n_group=1, topk_group=1, attention_bias=True,
+                    partial_rotary_factor=0.5, routed_scaling_factor=1.0, norm_topk_prob=True,
+                    max_position_embeddings=131072, pad_token_id=151329, tie_word_embeddings=False)),
+    "minimax-m2-8l": (CONFIG_MAPPING["minimax_m2"], dict(architectures=["MiniMaxM2ForCausalLM"], vocab_size=200064,
+                      hidden_size=3072, intermediate_size=1536, num_hidden_layers=8, num_attention_heads=48,
+                      num_key_value_heads=8, head_dim=128, num_local_experts=256, num_experts_per_tok=8, rotary_dim=64,
+                      max_position_embeddings=196608, rope_theta=5000000.0, tie_word_embeddings=False)),
+    "ernie-4.5-21b-a3b": (CONFIG_MAPPING["ernie4_5_moe"], dict(architectures=["Ernie4_5_MoeForCausalLM"], vocab_size=103424,
+                          hidden_size=2560, intermediate_size=12288, moe_intermediate_size=1536, num_hidden_layers=28,
+                          num_attention_heads=20, num_key_value_heads=4, moe_num_experts=64, moe_k=6,
+                          moe_num_shared_experts=2, moe_layer_start_index=1, moe_layer_end_index=27, moe_layer_interval=1,
+                          max_position_embeddings=131072, rope_theta=500000.0, tie_word_embeddings=True, use_bias=False)),
+    "granite-3.0-1b-a400m": (CONFIG_MAPPING["granitemoe"], dict(architectures=["GraniteMoeForCausalLM"], vocab_size=49155,
+                             hidden_size=1024, intermediate_size=512, num_hidden_layers=24, num_attention_heads=16,
+                             num_key_value_heads=8, num_local_experts=32, num_experts_per_tok=8, embedding_multiplier=12.0,
+                             residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=6.0,
+                             max_position_embeddings=4096, rope_theta=10000.0, tie_word_embeddings=True, pad_token_id=0)),
 }
 CONFIG_SPECS.update(FAMILY_SPECS)
+
+
+# MemTracker registers a gradient hook on every parameter its modules hold, which PyTorch refuses
+# for one that does not require a gradient (ERNIE-4.5-MoE's frozen `e_score_correction_bias`):
+# such a parameter never gets a gradient, so the hook is skipped.
+def _only_if_grad(register):
+    def f(self, hook):
+        if not self.requires_grad:
+            return types.SimpleNamespace(remove=lambda: None)
+        return register(self, hook)
+    return f
+
+
+torch.Tensor.register_hook = _only_if_grad(torch.Tensor.register_hook)
+torch.Tensor.register_post_accumulate_grad_hook = _only_if_grad(torch.Tensor.register_post_accumulate_grad_hook)
 
 
 def write_configs():
@@ -490,6 +568,26 @@ def cases_P():
         C("phi-2-bf16-sdpa-b1s1024", "phi-2", 1, 1024, "bfloat16", "sdpa", backend=be),
         C("phi-2-bf16-sdpa-b2s512-ckpt", "phi-2", 2, 512, "bfloat16", "sdpa", ckpt=True, backend=be),
     ]
+
+
+def cases_M():
+    """2025 MoE decoders (#39), measured after their family files were written (cuda-emu-fake):
+    per family train bf16 sdpa b2 s256, train fp32 eager b2 s128, inference bf16 sdpa b2 s256,
+    and checkpointing on two."""
+    be = "cuda-emu-fake"
+    out = []
+    for f in ["olmoe_tiny", "glm4_tiny", "glm4_moe_tiny", "minimax_m2_tiny", "ernie4_5_tiny", "ernie4_5_moe_tiny",
+              "phimoe_tiny", "granitemoe_tiny"]:
+        out += [C(f + "-bf16-sdpa-b2s256", f, 2, 256, "bfloat16", "sdpa", backend=be),
+                C(f + "-fp32-eager-b2s128", f, 2, 128, "float32", "eager", backend=be),
+                C(f + "-bf16-sdpa-b2s256-infer", f, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be)]
+    for f in ["olmoe-1b-7b", "glm-4-9b", "glm-4.5-air", "minimax-m2-8l", "ernie-4.5-21b-a3b", "granite-3.0-1b-a400m"]:
+        out += [C(f + "-bf16-sdpa-b1s1024", f, 1, 1024, "bfloat16", "sdpa", backend=be),
+                C(f + "-bf16-sdpa-b1s2048-infer", f, 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out += [C("glm-4.5-air-bf16-sdpa-b1s2048-ckpt", "glm-4.5-air", 1, 2048, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    out += [C("glm4_moe_tiny-bf16-sdpa-b2s256-ckpt", "glm4_moe_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+            C("olmoe_tiny-bf16-sdpa-b2s256-ckpt", "olmoe_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -1055,7 +1153,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "P", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "M", "P", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -1070,6 +1168,7 @@ def main():
     cases += (cases_F() if args.group == "F" else []) + (cases_G() if args.group == "G" else [])
     cases += cases_H() if args.group == "H" else []
     cases += cases_P() if args.group == "P" else []
+    cases += cases_M() if args.group == "M" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     rows = []
