@@ -14,7 +14,8 @@ fn main() -> ExitCode {
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
+                // a closed pipe (`vramscope --help | head`) is not an error
+                let _ = std::io::stdout().lock().write_all(e.to_string().as_bytes());
                 return ExitCode::SUCCESS;
             }
             // one line naming the problem, as the CLI contract promises: clap's first line, with

@@ -519,3 +519,22 @@ fn deepspeed_buckets_are_a_named_component_in_json_and_text() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("ZeRO buckets"), "{text}");
 }
+
+/// `vramscope --help | head -1`: the reader closes the pipe before the help is written; the
+/// command ends quietly instead of panicking on the write.
+#[test]
+fn a_closed_pipe_is_not_a_panic() {
+    use std::process::Stdio;
+    for args in [&["timeline", "--help"][..], &["estimate", "--model", "llama-3.1-8b"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vramscope"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader is gone before anything is written
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -1,5 +1,5 @@
 //! Granite: Llama with scalar multipliers (embedding, residual, attention, logits), which scale by
-//! Python floats and keep nothing. Granite-MoE (and -MoE-Shared): the same block with routed
+//! Python floats and keep nothing (the logits' division makes a second logits-sized tensor). Granite-MoE (and -MoE-Shared): the same block with routed
 //! experts of `intermediate_size`, routed by a softmax over the top k logits taken in fp32
 //! (`F.linear(x, w).float().topk(k)`), and an optional shared expert
 //! (`shared_intermediate_size`).
@@ -49,6 +49,7 @@ impl FamilyDef for Granite {
     }
 
     fn config(&self, r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        d.spec.logits_scaled = true;
         if model_type == "granite" {
             return Ok(());
         }

@@ -175,6 +175,10 @@ pub struct TransformerSpec {
     /// Soft-capping of the final logits (Gemma 2).
     #[serde(default)]
     pub final_softcap: Option<f64>,
+    /// The logits are divided by a scale after the head (Granite's `logits / logits_scaling`,
+    /// whatever its value): a second logits-sized tensor.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub logits_scaled: bool,
     /// MLP width of the dense layers of an MoE model (DeepSeek's first layers, Qwen3-MoE's
     /// `mlp_only_layers`); 0 when there are none or they use `intermediate_size`.
     #[serde(default)]

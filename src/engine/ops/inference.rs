@@ -76,8 +76,9 @@ impl InferPeaks {
 /// The head of a transformers model: the final hidden state and the logits.
 fn head(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts, dq: &Dequant) -> u64 {
     let (t, h, c, r, v) = (ctx.tokens, m.hidden_size, ctx.compute_elem, ctx.residual_elem, f.classes);
-    if m.final_softcap.is_some() {
-        // final soft-capping makes new logits-sized tensors (x/cap, tanh, ·cap): two alive at once
+    if m.final_softcap.is_some() || m.logits_scaled {
+        // final soft-capping makes new logits-sized tensors (x/cap, tanh, ·cap), as Granite's
+        // `logits / logits_scaling` makes one: two alive at once
         t * h * r + 2 * t * v * c
     } else {
         // a 4-bit head dequantizes its weight before the logits exist
