@@ -57,7 +57,7 @@ struct Line {
 
 /// The groups of the reference rows, in the docs' order: file letter and what it holds
 /// (`tests/data/truth/README.md`).
-const GROUPS: [(char, &str); 11] = [
+const GROUPS: [(char, &str); 12] = [
     ('A', "tiny cases and GPT-2 124M (the shared ground truth)"),
     ('B', "real-size GPT-2, BERT-large, Llama-2-7B, Llama-3-8B, Mistral-7B, Mixtral-8x7B"),
     ('C', "Qwen2.5-7B, GPT-2 XL, BERT-base, Llama-2-13B, fp32 SDPA, odd shapes"),
@@ -67,6 +67,7 @@ const GROUPS: [(char, &str); 11] = [
     ('G', "real-size configs of those families"),
     ('H', "real-size cases chosen and measured after the model was written"),
     ('M', "2025 MoE decoders: OLMoE, GLM-4 and GLM-4.5, MiniMax-M2, ERNIE-4.5 (dense and MoE), Granite-MoE"),
+    ('N', "2025 dense decoders: Seed-OSS, EXAONE 4.0, OLMo 3, Arcee (ReLU²), Apertus (xIELU)"),
     ('P', "Phi-1, Phi-1.5, Phi-2"),
     ('T', "torchtune's losses and optimizer in backward (Llama)"),
 ];
@@ -150,6 +151,7 @@ fn rows() -> Vec<Row> {
         "reference_G.json",
         "reference_H.json",
         "reference_M.json",
+        "reference_N.json",
         "reference_P.json",
         "reference_T.json",
     ] {

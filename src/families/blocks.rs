@@ -38,6 +38,7 @@ impl Style {
     pub(crate) const fn kinds(&self) -> OpKinds {
         OpKinds {
             gated: self.gated,
+            act: self.act,
             fused_gate_up: self.fused_gate_up,
             final_norm: self.norm,
             ..OpKinds::DECODER

@@ -1,7 +1,7 @@
 //! What a family declares besides its ops: the op kinds its blocks, embedding and head use (the
 //! facts the walk's rules read), its KV layout, its PEFT module names, litgpt's shape for it.
 
-use crate::engine::ops::{InferKind, LossKind, MlpBackward, NormKind, Softmax};
+use crate::engine::ops::{Act, InferKind, LossKind, MlpBackward, NormKind, Softmax};
 
 /// The shape litgpt's `GPT` gives a family it covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +83,8 @@ pub struct OpKinds {
     pub rope: Rope,
     /// Gated MLP (`act(gate) * up`) or plain (`act(fc)`).
     pub gated: bool,
+    /// The MLP's activation.
+    pub act: Act,
     /// gate and up come from one fused projection.
     pub fused_gate_up: bool,
     /// What an MLP's backward allocates at once.
@@ -124,6 +126,7 @@ impl OpKinds {
     pub const DECODER: Self = Self {
         rope: Rope::Full,
         gated: true,
+        act: Act::Silu,
         fused_gate_up: false,
         mlp_backward: MlpBackward::Widths,
         softmax: Softmax::Fp32,

@@ -7,11 +7,14 @@
 //! Adding a family is one file implementing [`FamilyDef`] and one line in [`REGISTRY`]. What an
 //! op keeps for backward is never written here: it is the op's rule in [`crate::engine::ops`].
 
+mod apertus;
+mod arcee;
 mod bert;
 mod blocks;
 mod config;
 mod deepseek;
 mod ernie4_5;
+mod exaone4;
 mod falcon;
 mod gemma;
 mod generic;
@@ -32,6 +35,7 @@ mod params;
 mod phi;
 mod phi3;
 mod qwen3;
+mod seed_oss;
 mod smollm3;
 mod starcoder2;
 #[cfg(test)]
@@ -189,6 +193,10 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &minimax_m2::MinimaxM2,
     &glm4::Glm4,
     &ernie4_5::Ernie45,
+    &seed_oss::SeedOss,
+    &exaone4::Exaone4,
+    &arcee::Arcee,
+    &apertus::Apertus,
     &gpt_neox::GptNeox,
     &falcon::Falcon,
     &starcoder2::Starcoder2,

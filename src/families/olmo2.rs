@@ -1,5 +1,7 @@
 //! OLMo 2: norms after attention and after the MLP (`x + norm(f(x))`, no pre-norm), an RMSNorm
 //! over the whole q and k projections, the weight multiplied in fp32, rotary tables in fp32.
+//! OLMo 3: the same block with sliding-window layers (`layer_types`), each kind of layer with a
+//! rotary table of its own.
 
 use super::prelude::*;
 
@@ -11,7 +13,9 @@ const STYLE: Style = Style {
     ..LLAMA
 };
 
-/// OLMo 2.
+const OLMO3: Style = Style { local_rope: true, ..STYLE };
+
+/// OLMo 2 and OLMo 3.
 pub(super) struct Olmo2;
 
 impl FamilyDef for Olmo2 {
@@ -20,11 +24,11 @@ impl FamilyDef for Olmo2 {
     }
 
     fn model_types(&self) -> &'static [&'static str] {
-        &["olmo2"]
+        &["olmo2", "olmo3"]
     }
 
-    fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
-        "Olmo2DecoderLayer"
+    fn block_class(&self, m: &TransformerSpec, _: &str) -> &'static str {
+        if m.sliding_window.is_some() { "Olmo3DecoderLayer" } else { "Olmo2DecoderLayer" }
     }
 
     fn params(&self, p: &mut Params, m: &TransformerSpec) {
@@ -39,7 +43,7 @@ impl FamilyDef for Olmo2 {
     }
 
     fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
-        sequential_block(g, m, flags, x, &STYLE)
+        sequential_block(g, m, flags, x, if m.sliding_window.is_some() { &OLMO3 } else { &STYLE })
     }
 
     fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
@@ -48,8 +52,23 @@ impl FamilyDef for Olmo2 {
                 r#"{"vocab_size":50304,"hidden_size":4096,"intermediate_size":11008,"num_hidden_layers":32,
                 "num_attention_heads":32,"tie_word_embeddings":false,"attention_bias":false}"#,
             ),
+            "olmo3" => Some(
+                r#"{"vocab_size":50304,"hidden_size":4096,"intermediate_size":11008,"num_hidden_layers":32,
+                "num_attention_heads":32,"tie_word_embeddings":false,"attention_bias":false,
+                "sliding_window":4096,"max_position_embeddings":2048}"#,
+            ),
             _ => None,
         }
+    }
+
+    fn config(&self, r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        if model_type == "olmo3" {
+            // `layer_types`, else three sliding layers and a full one (the config class's)
+            let l = d.spec.num_layers;
+            d.sliding =
+                r.layer_types(l)?.unwrap_or_else(|| (0..l).map(|j| !(j + 1).is_multiple_of(4)).collect());
+        }
+        Ok(())
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {

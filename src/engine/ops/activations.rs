@@ -11,6 +11,13 @@ pub enum Act {
     Gelu,
     /// transformers' `gelu_new` written out in elementwise ops ([`Graph::gelu_new`]).
     GeluNew,
+    /// ReLU² (`square(relu(x))`, Arcee, Nemotron): relu keeps its output, which square reads
+    /// (and keeps) too; the input is not kept.
+    Relu2,
+    /// xIELU (Apertus) as transformers runs it without the CUDA kernel (`_xielu_python`): the
+    /// input (`α_p·x` and `min(x, ε)` both keep it), `α_p·x`, `expm1(min(x, ε))`, its difference
+    /// with x (kept by `· α_n`) and `where`'s bool condition.
+    Xielu,
 }
 
 /// What an MLP's backward allocates at once, by its activation's rule.
@@ -43,13 +50,23 @@ impl Graph<'_> {
         let before = self.kept.total();
         let e = self.elem(x);
         if self.rg(x) {
-            self.keep(x);
+            match kind {
+                Act::Relu2 => self.keep_new(elems * e, Cat::Mlp),
+                Act::Xielu => {
+                    self.keep(x);
+                    // and the two scalars the products keep: softplus(α_p) and β + softplus(α_n)
+                    self.keep_new(3 * elems * e + elems + 2 * e, Cat::Mlp);
+                }
+                _ => self.keep(x),
+            }
         }
         let out = self.tensor(elems * e, e, self.rg(x), Cat::Mlp);
         self.record(
             match kind {
                 Act::Silu => "act_fn (silu)",
                 Act::Gelu | Act::GeluNew => "act_fn (gelu)",
+                Act::Relu2 => "act_fn (relu²)",
+                Act::Xielu => "act_fn (xielu)",
             },
             before,
         );

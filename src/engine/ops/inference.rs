@@ -1,7 +1,7 @@
 //! Inference: what a forward without autograd holds at once — the tensors alive through the whole
 //! pass (embedding output, masks, rotary tables), the most one block holds, and the head's logits.
 
-use super::{BlockFacts, Ctx, Dequant, Kernel};
+use super::{Act, BlockFacts, Ctx, Dequant, Kernel};
 use crate::model::TransformerSpec;
 
 /// The forward working set of a block in inference, by the code that runs it.
@@ -155,6 +155,12 @@ fn mlp_phase(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> u64 {
             None if f.fused_gate_up => 4 * t * w * c,
             // `gelu_new` in ops: the input, `0.5·x` and two intermediates alive at once
             None if f.gelu_new_ops => 4 * t * w * c,
+            // a plain MLP's activation written in ops holds more widths at once: ReLU² its input,
+            // relu's output and the square; xIELU (Python) its input, `where`'s bool condition
+            // (made first), the positive branch's result and, at the negative branch's last sum,
+            // its two terms and the sum
+            None if f.act == Act::Relu2 => 3 * t * w * c,
+            None if f.act == Act::Xielu => 5 * t * w * c + t * w,
             None => (if f.gated { 3 } else { 2 }) * t * w * c,
         }
 }

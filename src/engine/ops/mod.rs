@@ -89,6 +89,8 @@ pub struct BlockFacts {
     pub mlp_width: u64,
     /// Gated MLP.
     pub gated: bool,
+    /// The MLP's activation.
+    pub act: Act,
     /// gate and up from one fused projection.
     pub fused_gate_up: bool,
     /// transformers' `gelu_new` written out in elementwise ops runs (Phi under transformers).

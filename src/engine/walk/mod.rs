@@ -153,6 +153,7 @@ fn block_facts(ctx: &Ctx, m: &TransformerSpec, kinds: &families::OpKinds) -> Blo
         probs_elem: attn.softmax.elem_bytes(ctx.amp, ctx.compute_elem),
         mlp_width: families::mlp_width(m),
         gated: kinds.gated,
+        act: kinds.act,
         fused_gate_up: kinds.fused_gate_up,
         gelu_new_ops: m.gelu_new && !families::litgpt_runs(ctx, m),
         router_fp32: kinds.router_fp32,

@@ -378,7 +378,27 @@ FAMILY_SPECS = {
                              num_key_value_heads=8, num_local_experts=32, num_experts_per_tok=8, embedding_multiplier=12.0,
                              residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=6.0,
                              max_position_embeddings=4096, rope_theta=10000.0, tie_word_embeddings=True, pad_token_id=0)),
+    # ---------------- 2025 dense decoders (group N, issue #39) ----------------
+    "seed_oss_tiny": (CONFIG_MAPPING["seed_oss"], dict(architectures=["SeedOssForCausalLM"], vocab_size=1000, hidden_size=256,
+                      intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                      max_position_embeddings=2048)),
+    "exaone4_tiny": (CONFIG_MAPPING["exaone4"], dict(architectures=["Exaone4ForCausalLM"], vocab_size=1000, hidden_size=256,
+                     intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                     sliding_window=64, sliding_window_pattern=2, max_position_embeddings=2048)),
+    "olmo3_tiny": (CONFIG_MAPPING["olmo3"], dict(architectures=["Olmo3ForCausalLM"], vocab_size=1000, hidden_size=256,
+                   intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                   sliding_window=64, layer_types=["sliding_attention", "full_attention"] * 2, max_position_embeddings=2048)),
+    "arcee_tiny": (CONFIG_MAPPING["arcee"], dict(architectures=["ArceeForCausalLM"], vocab_size=1000, hidden_size=256,
+                   intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                   max_position_embeddings=2048)),
+    "apertus_tiny": (CONFIG_MAPPING["apertus"], dict(architectures=["ApertusForCausalLM"], vocab_size=1000, hidden_size=256,
+                     intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                     max_position_embeddings=2048)),
 }
+for _t in ["seed_oss", "exaone4", "olmo3", "arcee", "apertus"]:
+    # the config class's defaults (the flagship widths transformers carries), 8 blocks
+    FAMILY_SPECS[_t + "-8l"] = (CONFIG_MAPPING[_t], dict(architectures=[type(CONFIG_MAPPING[_t]()).__name__.replace("Config", "ForCausalLM")],
+                                                         num_hidden_layers=8))
 CONFIG_SPECS.update(FAMILY_SPECS)
 
 
@@ -568,6 +588,24 @@ def cases_P():
         C("phi-2-bf16-sdpa-b1s1024", "phi-2", 1, 1024, "bfloat16", "sdpa", backend=be),
         C("phi-2-bf16-sdpa-b2s512-ckpt", "phi-2", 2, 512, "bfloat16", "sdpa", ckpt=True, backend=be),
     ]
+
+
+def cases_N():
+    """2025 dense decoders (#39), measured after their family files were written (cuda-emu-fake):
+    tiny configs (train bf16 SDPA b2 s256, train fp32 eager b2 s128, inference), and the config
+    classes' widths in 8 blocks (train bf16 SDPA b1 s1024, inference b1 s2048)."""
+    be = "cuda-emu-fake"
+    out = []
+    for f in ["seed_oss", "exaone4", "olmo3", "arcee", "apertus"]:
+        t = f + "_tiny"
+        out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+                C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+                C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be),
+                C(f + "-8l-bf16-sdpa-b1s1024", f + "-8l", 1, 1024, "bfloat16", "sdpa", backend=be),
+                C(f + "-8l-bf16-sdpa-b1s2048-infer", f + "-8l", 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out += [C("exaone4_tiny-bf16-sdpa-b2s256-ckpt", "exaone4_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+            C("arcee_tiny-bf16-sdpa-b2s256-ckpt", "arcee_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    return out
 
 
 def cases_M():
@@ -1153,7 +1191,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "M", "P", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "M", "N", "P", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -1169,6 +1207,7 @@ def main():
     cases += cases_H() if args.group == "H" else []
     cases += cases_P() if args.group == "P" else []
     cases += cases_M() if args.group == "M" else []
+    cases += cases_N() if args.group == "N" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     rows = []
