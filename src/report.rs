@@ -164,7 +164,7 @@ pub fn family_key(sc: &Scenario) -> String {
 }
 
 /// `model_type`s that map onto a validated family's rules but were not measured themselves.
-const UNMEASURED_TYPES: &[&str] = &["qwen2_moe"];
+const UNMEASURED_TYPES: &[&str] = &["qwen2_moe", "granitemoeshared", "deepseek_v32"];
 
 /// Has this architecture's activation model been checked against measured PyTorch runs?
 pub fn validated(sc: &Scenario) -> bool {
@@ -187,6 +187,12 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
         .filter(|m| UNMEASURED_TYPES.contains(m))
     {
         out.push(format!("model_type \"{m}\" follows its family's rules but has not been measured itself"));
+        if m == "deepseek_v32" {
+            out.push(
+                "not modelled: the sparse-attention indexer's activations (its parameters are counted)"
+                    .into(),
+            );
+        }
     }
     if train && sc.lora.is_some() && sc.base_quant != BaseQuant::None {
         out.push(

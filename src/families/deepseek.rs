@@ -15,7 +15,7 @@ impl FamilyDef for Deepseek {
     }
 
     fn model_types(&self) -> &'static [&'static str] {
-        &["deepseek_v2", "deepseek_v3"]
+        &["deepseek_v2", "deepseek_v3", "deepseek_v32"]
     }
 
     fn block_class(&self, _: &TransformerSpec, _: &str) -> &'static str {
@@ -51,11 +51,20 @@ impl FamilyDef for Deepseek {
                 "moe_intermediate_size":2048,"num_experts_per_tok":8,"moe_layer_freq":1,"n_group":8,
                 "topk_group":4}"#,
             ),
+            "deepseek_v32" => Some(
+                r#"{"vocab_size":129280,"hidden_size":7168,"intermediate_size":18432,"num_hidden_layers":61,
+                "num_attention_heads":128,"tie_word_embeddings":false,"attention_bias":false,
+                "first_k_dense_replace":3,"kv_lora_rank":512,"q_lora_rank":1536,"n_routed_experts":256,
+                "n_shared_experts":1,"qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,
+                "moe_intermediate_size":2048,"num_experts_per_tok":8,"moe_layer_freq":1,"n_group":8,
+                "topk_group":4,"index_n_heads":64,"index_head_dim":128}"#,
+            ),
             _ => None,
         }
     }
 
     fn config(&self, r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Result<(), ConfigError> {
+        let v3 = model_type != "deepseek_v2";
         let (l, a) = (d.spec.num_layers, d.spec.num_heads);
         let mla = Mla {
             q_lora_rank: r.u64_or("q_lora_rank", 0)?,
@@ -63,6 +72,8 @@ impl FamilyDef for Deepseek {
             qk_nope_head_dim: r.u64_or("qk_nope_head_dim", 0)?,
             qk_rope_head_dim: r.u64_or("qk_rope_head_dim", 0)?,
             v_head_dim: r.positive("v_head_dim")?,
+            index_heads: if model_type == "deepseek_v32" { r.u64_or("index_n_heads", 64)? } else { 0 },
+            index_head_dim: if model_type == "deepseek_v32" { r.u64_or("index_head_dim", 128)? } else { 0 },
         };
         d.spec.head_dim = mla.qk_head_dim();
         d.spec.num_kv_heads = a;
@@ -77,7 +88,6 @@ impl FamilyDef for Deepseek {
         let first = r.u64_or("first_k_dense_replace", 0)?;
         let freq = r.u64_or("moe_layer_freq", 1)?.max(1);
         d.dense = (0..l).map(|j| j < first || !j.is_multiple_of(freq)).collect();
-        let v3 = model_type == "deepseek_v3";
         d.spec.moe = Some(Moe {
             shared_experts: shared,
             shared_intermediate_size: moe_i * shared,
@@ -162,6 +172,14 @@ fn params(p: &mut Params, m: &TransformerSpec) {
         p.norms(a.kv_lora_rank, 1, l, false);
         p.linear(heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, l, R::V, false);
         p.linear(h, heads * a.v_head_dim, l, R::O, m.o_bias);
+        if a.index_heads > 0 {
+            // V3.2's indexer: wq_b from the q latent, wk, a LayerNorm on its key, weights_proj
+            let (ih, id) = (a.index_heads, a.index_head_dim);
+            p.push(ih * id, a.q_lora_rank.max(1), l, ParamKind::Vector, Scope::Block, false);
+            p.push(id, h, l, ParamKind::Vector, Scope::Block, false);
+            p.norms(id, 1, l, true);
+            p.push(ih, h, l, ParamKind::Vector, Scope::Block, false);
+        }
     }
     let (dense, sparse) = dense_and_sparse_layers(m);
     let first = p.0.len();

@@ -289,6 +289,12 @@ pub struct Mla {
     pub qk_rope_head_dim: u64,
     /// Per-head value dimensions.
     pub v_head_dim: u64,
+    /// DeepSeek-V3.2's sparse-attention indexer: its heads (`index_n_heads`; 0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub index_heads: u64,
+    /// The indexer's head width (`index_head_dim`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub index_head_dim: u64,
 }
 
 impl Mla {
