@@ -538,3 +538,60 @@ fn a_closed_pipe_is_not_a_panic() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// A checkpoint's multi-token-prediction layers (`model.layers.N.*` past `num_hidden_layers`,
+/// DeepSeek-V3's and GLM-4.5's `num_nextn_predict_layers`) are not loaded by transformers: the
+/// header's count leaves them out and says so.
+#[test]
+fn multi_token_prediction_layers_in_a_header_are_left_out() {
+    let dir = std::env::temp_dir().join(format!("vramscope-mtp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"model_type":"llama","architectures":["LlamaForCausalLM"],"vocab_size":16,"hidden_size":8,
+        "intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,"tie_word_embeddings":false,
+        "num_nextn_predict_layers":1}"#,
+    )
+    .unwrap();
+    let mut tensors = vec![
+        ("model.embed_tokens.weight", vec![16, 8]),
+        ("model.norm.weight", vec![8]),
+        ("lm_head.weight", vec![16, 8]),
+        ("model.layers.0.input_layernorm.weight", vec![8]),
+        ("model.layers.0.post_attention_layernorm.weight", vec![8]),
+        ("model.layers.0.mlp.gate_proj.weight", vec![16, 8]),
+        ("model.layers.0.mlp.up_proj.weight", vec![16, 8]),
+        ("model.layers.0.mlp.down_proj.weight", vec![8, 16]),
+    ];
+    for p in ["q", "k", "v", "o"] {
+        tensors.push((
+            Box::leak(format!("model.layers.0.self_attn.{p}_proj.weight").into_boxed_str()),
+            vec![8, 8],
+        ));
+    }
+    // the MTP layer
+    tensors.push(("model.layers.1.eh_proj.weight", vec![8, 16]));
+    tensors.push(("model.layers.1.enorm.weight", vec![8]));
+    let mut header = serde_json::Map::new();
+    let mut off = 0u64;
+    for (name, shape) in &tensors {
+        let n: u64 = shape.iter().product::<u64>() * 2;
+        header.insert(
+            (*name).into(),
+            serde_json::json!({"dtype": "BF16", "shape": shape, "data_offsets": [off, off + n]}),
+        );
+        off += n;
+    }
+    let h = serde_json::Value::Object(header).to_string().into_bytes();
+    let mut bytes = (h.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(&h);
+    bytes.resize(bytes.len() + off as usize, 0);
+    std::fs::write(dir.join("model.safetensors"), bytes).unwrap();
+    let out = run(&["estimate", "--model", dir.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let family = 2 * 16 * 8 + 8 + 2 * 8 + 3 * 16 * 8 + 4 * 8 * 8; // ends, final norm, block norms, MLP, q/k/v/o
+    assert_eq!(v["model"]["n_params"], family);
+    assert_eq!(v["model"]["header_check"]["agrees"], true);
+    assert!(v["model"]["header_check"]["resolved"].to_string().contains("multi-token-prediction"), "{v}");
+}

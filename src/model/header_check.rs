@@ -257,7 +257,12 @@ fn compare(spec: &TransformerSpec, tensors: &[(TensorInfo, bool)]) -> (Vec<Missi
 /// the list, extra ones count as one group). The structure (activations) stays the config's.
 pub fn reconcile(loaded: &mut Loaded, file: &str, tensors: &[TensorInfo]) {
     let Some(t) = loaded.model.transformer_mut() else { return };
-    let (params, aux, buffers) = logical(tensors, t.quant);
+    // layers past `num_hidden_layers` are multi-token-prediction layers (DeepSeek-V3's,
+    // GLM-4.5's `num_nextn_predict_layers`) that transformers does not load
+    let layers = t.num_layers;
+    let (loaded_tensors, mtp): (Vec<TensorInfo>, Vec<TensorInfo>) =
+        tensors.iter().cloned().partition(|x| layer_index(&x.name).is_none_or(|i| i < layers));
+    let (params, aux, buffers) = logical(&loaded_tensors, t.quant);
     let n_header: u64 = params.iter().map(|(p, _)| p.numel()).sum();
     let n_family = loaded.model.n_params();
     let mut by_dtype: BTreeMap<&str, u64> = BTreeMap::new();
@@ -291,10 +296,24 @@ pub fn reconcile(loaded: &mut Loaded, file: &str, tensors: &[TensorInfo]) {
             value: Some((*d).into()),
         });
     }
+    if !mtp.is_empty() {
+        let n: u64 = mtp.iter().map(TensorInfo::numel).sum();
+        check.resolved.push(format!(
+            "{} tensors ({} parameters) of layers {layers} and up left out: multi-token-prediction layers that transformers does not load",
+            mtp.len(),
+            crate::units::grouped(n as f64, 0)
+        ));
+    }
     if !check.agrees {
         resolve(loaded, &params, &mut check);
     }
     loaded.header = Some(check);
+}
+
+/// The block index of a tensor named `….layers.N.…`.
+fn layer_index(name: &str) -> Option<u64> {
+    let rest = &name[name.find("layers.")? + "layers.".len()..];
+    rest.split('.').next()?.parse().ok()
 }
 
 fn resolve(loaded: &mut Loaded, params: &[(TensorInfo, bool)], check: &mut HeaderCheck) {

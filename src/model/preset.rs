@@ -61,6 +61,7 @@ pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
     ("gemma-3-1b", "google/gemma-3-1b-it", include_str!("../../presets/hf/gemma-3-1b.json")),
     ("gemma-3-27b", "google/gemma-3-27b-it", include_str!("../../presets/hf/gemma-3-27b.json")),
     ("gemma-3-4b", "google/gemma-3-4b-it", include_str!("../../presets/hf/gemma-3-4b.json")),
+    ("glm-4.5-air", "zai-org/GLM-4.5-Air", include_str!("../../presets/hf/glm-4.5-air.json")),
     ("gpt-oss-120b", "openai/gpt-oss-120b", include_str!("../../presets/hf/gpt-oss-120b.json")),
     ("gpt-oss-20b", "openai/gpt-oss-20b", include_str!("../../presets/hf/gpt-oss-20b.json")),
     (
