@@ -59,6 +59,9 @@ pub enum Rope {
     Full,
     /// The two halves rotated with `(s, d/2)` tables (gpt-oss); q is built head-major.
     Halves,
+    /// Llama 4's complex rotary: `view_as_complex(q.float()) * freqs_cis`, one `(s, d/2)`
+    /// complex64 table (the size of fp32 cos/sin over `d/2` columns), q and k cast back.
+    Complex,
     /// Rotary over `rope_dim` of each head, then `torch.cat([rotated, pass], dim=-1)` even when
     /// the pass-through part is empty (HF's Phi-3 and GPT-NeoX `apply_rotary_pos_emb`): q and k
     /// come out of `cat` as fresh head-major `(b, h, s, d)` storages at any rotary fraction.
@@ -107,6 +110,8 @@ pub struct OpKinds {
     pub routing_fp32: bool,
     /// The experts' clamped SwiGLU (gpt-oss).
     pub clamped_swiglu: bool,
+    /// Every token goes through every expert (Llama 4), not only its top k.
+    pub moe_all_experts: bool,
     /// The loss.
     pub loss: LossKind,
     /// The forward working set of a block in inference.
@@ -137,6 +142,7 @@ impl OpKinds {
         router_fp32: false,
         routing_fp32: false,
         clamped_swiglu: false,
+        moe_all_experts: false,
         loss: LossKind::CausalLm,
         inference: InferKind::Decoder,
         checkpoint_shares_mask: false,

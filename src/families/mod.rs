@@ -26,6 +26,7 @@ mod granite;
 mod kinds;
 mod litgpt;
 mod llama;
+mod llama4;
 mod megatron;
 mod minimax_m2;
 mod moe;
@@ -59,7 +60,7 @@ mod prelude {
     };
     pub(super) use crate::engine::inputs::saved::Cat;
     pub(super) use crate::engine::ops::{
-        Act, Graph, InferKind, LossKind, MlpBackward, NormKind, Shared, Softmax, Tensor,
+        Act, Graph, InferKind, LossKind, MlpBackward, MoeOp, NormKind, Routing, Shared, Softmax, Tensor,
     };
     pub(super) use crate::model::config::{ConfigError, Reader};
     pub(super) use crate::model::{Head, LinearRole, Moe, ParamKind, Router, Scope, TransformerSpec, layer};
@@ -197,6 +198,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &exaone4::Exaone4,
     &arcee::Arcee,
     &apertus::Apertus,
+    &llama4::Llama4,
     &gpt_neox::GptNeox,
     &falcon::Falcon,
     &starcoder2::Starcoder2,
@@ -400,7 +402,7 @@ pub fn rope_table_dim(m: &TransformerSpec) -> u64 {
 
 /// [`rope_table_dim`] for a model whose op kinds are known.
 pub(crate) fn rope_cols(k: &OpKinds, m: &TransformerSpec) -> u64 {
-    if k.rope == Rope::Halves { rope_dim(m) / 2 } else { rope_dim(m) }
+    if matches!(k.rope, Rope::Halves | Rope::Complex) { rope_dim(m) / 2 } else { rope_dim(m) }
 }
 
 /// Does the family use rotary embeddings at all?

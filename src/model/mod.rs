@@ -175,6 +175,10 @@ pub struct TransformerSpec {
     /// Soft-capping of the final logits (Gemma 2).
     #[serde(default)]
     pub final_softcap: Option<f64>,
+    /// q is scaled by a position-dependent temperature on layers without rotary (Llama 4's
+    /// `attn_temperature_tuning`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub attn_temperature: bool,
     /// The logits are divided by a scale after the head (Granite's `logits / logits_scaling`,
     /// whatever its value): a second logits-sized tensor.
     #[serde(default, skip_serializing_if = "is_false")]

@@ -138,6 +138,14 @@ fn mlp_phase(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> u64 {
             // the routing weights are (`down * w` promotes)
             // The router's fp32 copy of the tokens, the routed experts and the shared ones run one
             // after the other, each beside the other's output (t·h) when there are shared experts.
+            // Llama 4: the input repeated per expert and weighted, then in the batched experts
+            // gate_up, the activation and the product, and the down output beside them; then the
+            // shared expert beside the routed output
+            Some(moe) if f.moe_all_experts => {
+                let (rows, i, si) = (t * moe.experts, m.intermediate_size, moe.shared_intermediate_size);
+                let routed = rows * (h + 3 * i) * c + rows * i.max(h) * c;
+                routed.max(rows * h * c + 3 * t * si * c)
+            }
             Some(moe) => {
                 let tk = t * moe.top_k;
                 let i = m.intermediate_size;

@@ -99,6 +99,8 @@ pub struct BlockFacts {
     pub router_fp32: bool,
     /// The routing weights stay fp32: the weighted rows are fp32.
     pub routing_fp32: bool,
+    /// Every token through every expert (Llama 4).
+    pub moe_all_experts: bool,
     /// Columns of the rotary cos/sin tables (0: no rotary).
     pub rope_cols: u64,
     /// Logit columns of the head (0 for a bare model).
@@ -284,6 +286,21 @@ impl<'c> Graph<'c> {
     /// Rotary with cos/sin kept in fp32 whatever the stream dtype (OLMo 2).
     pub fn rope_fp32(&mut self, x: Tensor, elems: u64, rot: u64, table: Shared) -> Tensor {
         self.rope_tables_in(x, elems, rot, table, true)
+    }
+
+    /// Llama 4's attention temperature on layers without rotary: `(q · scales).to(q.dtype)` with
+    /// fp32 `scales` of the positions, which the product keeps (one per layer); q comes out as
+    /// a new storage.
+    pub fn position_scale(&mut self, q: Tensor, elems: u64) -> Tensor {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        if self.rg(q) {
+            self.keep_new(ctx.seq * 4, Cat::AttentionIo);
+        }
+        let c = ctx.compute_elem;
+        let out = self.tensor(elems * c, c, self.rg(q), Cat::AttentionIo);
+        self.record("attention temperature", before);
+        out
     }
 
     /// Rotary whose cos/sin are rebuilt in every attention call (GLM's and ERNIE's interleaved

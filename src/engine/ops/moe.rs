@@ -114,3 +114,38 @@ impl Graph<'_> {
         out
     }
 }
+
+impl Graph<'_> {
+    /// Llama 4's MoE layer (`Llama4TextMoe`): every token goes through every expert, weighted by
+    /// its router score (zero outside its top k). The router Linear keeps its input; top-k of
+    /// the logits keeps its ids; the scores scattered into a full `(t, E)` tensor go through an
+    /// fp32 sigmoid (kept), back to the stream's dtype and, transposed to one column, are kept by
+    /// the product with the input repeated once per expert (kept too). The batched experts
+    /// (`bmm`) keep that product, their `gate_up` output (gate and up are views of it), the
+    /// activation and the gated product. The routed output is summed over the experts.
+    pub fn moe_all_experts(&mut self, x: Tensor, width: u64, op: MoeOp) -> Tensor {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        let (t, c) = (ctx.tokens, ctx.compute_elem);
+        let (e, i) = (op.experts, op.inter);
+        let rows = e * t;
+        let active = self.rg(x) || ctx.full;
+        if ctx.full {
+            self.keep(x);
+        }
+        if active {
+            // top-k ids, the fp32 sigmoid of the scattered scores, the transposed score column
+            self.keep_new(t * op.top_k * 8 + t * e * 4 + rows * c, Cat::Mlp);
+            // the repeated input and its weighted copy (the batched gate_up's input)
+            self.keep_new(2 * rows * width * c, Cat::Mlp);
+            // gate_up's output, SiLU(gate) and SiLU(gate)·up (the batched down's input)
+            self.keep_new(rows * 2 * i * c + 2 * rows * i * c, Cat::Mlp);
+            if ctx.amp {
+                self.keep_new(e * 3 * width * i * c, Cat::WeightCasts);
+            }
+        }
+        let out = self.tensor(t * width * c, c, active, Cat::Mlp);
+        self.record("moe (every expert)", before);
+        out
+    }
+}

@@ -18,6 +18,9 @@ pub enum NormKind {
     LayerFp32Stats,
     /// litgpt's RMSNorm before Oct 2023: `x * rsqrt(mean(x * x))` in the input dtype, `weight *`.
     RmsNoUpcast,
+    /// Llama 4's weightless L2 norm of q and k: `(u · rsqrt(mean(u²) + eps)).type_as(x)` on
+    /// `u = x.float()`.
+    L2,
 }
 
 impl Graph<'_> {
@@ -38,6 +41,13 @@ impl Graph<'_> {
                 }
                 if trains {
                     self.keep_new(n * xe, Cat::Norms);
+                }
+            }
+            NormKind::L2 => {
+                // u (x itself when fp32) kept by pow and mul, rsqrt kept; no weight
+                if active {
+                    self.keep_new(rows * 4, Cat::Norms);
+                    if xe == 4 { self.keep(x) } else { self.keep_new(n * 4, Cat::Norms) }
                 }
             }
             NormKind::RmsNoUpcast => {
@@ -101,7 +111,7 @@ impl Graph<'_> {
             // before PyTorch 2.2 `mean(dim)` keeps its input: the squared tensor (in fp32 when
             // the norm upcasts)
             match kind {
-                NormKind::Rms | NormKind::RmsWeightFp32 | NormKind::RmsOffset => {
+                NormKind::Rms | NormKind::RmsWeightFp32 | NormKind::RmsOffset | NormKind::L2 => {
                     self.keep_new(n * 4, Cat::Norms)
                 }
                 NormKind::RmsNoUpcast => self.keep_new(n * xe, Cat::Norms),

@@ -158,6 +158,7 @@ fn block_facts(ctx: &Ctx, m: &TransformerSpec, kinds: &families::OpKinds) -> Blo
         gelu_new_ops: m.gelu_new && !families::litgpt_runs(ctx, m),
         router_fp32: kinds.router_fp32,
         routing_fp32: kinds.routing_fp32,
+        moe_all_experts: kinds.moe_all_experts,
         rope_cols: if kinds.rope == families::Rope::None { 0 } else { families::rope_cols(kinds, m) },
         classes: families::classes(m),
     }

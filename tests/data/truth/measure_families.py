@@ -399,6 +399,19 @@ for _t in ["seed_oss", "exaone4", "olmo3", "arcee", "apertus"]:
     # the config class's defaults (the flagship widths transformers carries), 8 blocks
     FAMILY_SPECS[_t + "-8l"] = (CONFIG_MAPPING[_t], dict(architectures=[type(CONFIG_MAPPING[_t]()).__name__.replace("Config", "ForCausalLM")],
                                                          num_hidden_layers=8))
+FAMILY_SPECS.update({
+    "llama4_text_tiny": (CONFIG_MAPPING["llama4_text"], dict(architectures=["Llama4ForCausalLM"], vocab_size=1000, hidden_size=256,
+                         intermediate_size=128, intermediate_size_mlp=512, num_hidden_layers=4, num_attention_heads=8,
+                         num_key_value_heads=2, head_dim=32, num_local_experts=4, num_experts_per_tok=1,
+                         interleave_moe_layer_step=2, attention_chunk_size=64, max_position_embeddings=2048,
+                         pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "llama4_text_tiny_nochunk": (CONFIG_MAPPING["llama4_text"], dict(architectures=["Llama4ForCausalLM"], vocab_size=1000,
+                                 hidden_size=256, intermediate_size=128, intermediate_size_mlp=512, num_hidden_layers=4,
+                                 num_attention_heads=8, num_key_value_heads=2, head_dim=32, num_local_experts=4,
+                                 num_experts_per_tok=1, interleave_moe_layer_step=1, attention_chunk_size=8192,
+                                 max_position_embeddings=2048, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "llama4-scout-8l": (CONFIG_MAPPING["llama4_text"], dict(architectures=["Llama4ForCausalLM"], num_hidden_layers=8)),
+})
 CONFIG_SPECS.update(FAMILY_SPECS)
 
 
@@ -588,6 +601,22 @@ def cases_P():
         C("phi-2-bf16-sdpa-b1s1024", "phi-2", 1, 1024, "bfloat16", "sdpa", backend=be),
         C("phi-2-bf16-sdpa-b2s512-ckpt", "phi-2", 2, 512, "bfloat16", "sdpa", ckpt=True, backend=be),
     ]
+
+
+def cases_L():
+    """Llama 4 text (#39): tiny configs with chunked attention shorter than the sequence, NoPE
+    layers with temperature tuning, the L2 q/k norm and dense-over-all-experts MoE layers, and
+    without chunking; the config class's widths (Scout) in 8 blocks."""
+    be = "cuda-emu-fake"
+    out = []
+    for t in ["llama4_text_tiny", "llama4_text_tiny_nochunk"]:
+        out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+                C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+                C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out += [C("llama4_text_tiny-bf16-sdpa-b2s256-ckpt", "llama4_text_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+            C("llama4-scout-8l-bf16-sdpa-b1s1024", "llama4-scout-8l", 1, 1024, "bfloat16", "sdpa", backend=be),
+            C("llama4-scout-8l-bf16-sdpa-b1s2048-infer", "llama4-scout-8l", 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be)]
+    return out
 
 
 def cases_N():
@@ -1191,7 +1220,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "M", "N", "P", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "P", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -1208,6 +1237,7 @@ def main():
     cases += cases_P() if args.group == "P" else []
     cases += cases_M() if args.group == "M" else []
     cases += cases_N() if args.group == "N" else []
+    cases += cases_L() if args.group == "L" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     rows = []
