@@ -116,6 +116,9 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
             ttype
         ));
         spec.unvalidated_type = Some(ttype.clone());
+        if let Some(n) = unmodelled_mixers(&r) {
+            notes.push(n);
+        }
         if let Some(exact) = encoder_decoder_params(&top, &model_type)? {
             let generic = spec.param_groups().iter().map(|g| g.rows * g.cols * g.count).sum::<u64>();
             spec.extra_params = exact.saturating_sub(generic);
@@ -223,3 +226,40 @@ fn head_from_architecture(
 
 #[cfg(test)]
 mod tests;
+
+/// A note for a config whose layers are not all attention (state-space and linear-attention
+/// hybrids: `layer_types`, `layers_block_type`, Nemotron-H's `hybrid_override_pattern`, pure
+/// Mamba's `state_size`), which the generic decoder costs as attention layers.
+fn unmodelled_mixers(r: &Reader<'_>) -> Option<String> {
+    const ATTENTION: &[&str] =
+        &["full_attention", "sliding_attention", "chunked_attention", "attention", "global"];
+    let listed = |key: &str| -> Option<(usize, usize, String)> {
+        let v = r.obj.get(key)?.as_array()?;
+        let names: Vec<&str> = v.iter().filter_map(Value::as_str).collect();
+        let other: Vec<&str> = names.iter().copied().filter(|n| !ATTENTION.contains(n)).collect();
+        let kinds = {
+            let mut k: Vec<&str> = other.clone();
+            k.sort_unstable();
+            k.dedup();
+            k.join(", ")
+        };
+        (!other.is_empty()).then(|| (other.len(), names.len(), format!("{key}: {kinds}")))
+    };
+    let found = listed("layer_types").or_else(|| listed("layers_block_type")).or_else(|| {
+        let p = r.obj.get("hybrid_override_pattern")?.as_str()?;
+        let m = p.chars().filter(|&c| c == 'M').count();
+        (m > 0).then(|| (m, p.len(), "hybrid_override_pattern: M (Mamba2)".to_owned()))
+    });
+    // else the keys of a state-space or convolution mixer (Mamba, Jamba, Bamba, Falcon-H1, LFM2)
+    const MIXER_KEYS: &[&str] =
+        &["state_size", "ssm_cfg", "ssm_state_size", "conv_L_cache", "linear_conv_kernel_dim"];
+    let mixer_key =
+        || r.obj.keys().find(|k| k.starts_with("mamba_") || MIXER_KEYS.contains(&k.as_str())).cloned();
+    let (what, of) = match found {
+        Some((n, l, what)) => (what, format!("{n} of {l}")),
+        None => (mixer_key()?, "some or all".to_owned()),
+    };
+    Some(format!(
+        "not modelled: state-space or linear-attention layers ({of} layers; {what}): the generic decoder costs them as attention layers, so parameters and activations can be far off (a model folder or Hub id with its safetensors gives the exact parameter count)"
+    ))
+}

@@ -136,3 +136,30 @@ fn unknown_types_are_generic_decoders() {
     let e = parse("g.json", r#"{"model_type":"mamba","hidden_size":64}"#).unwrap_err().to_string();
     assert!(e.contains("g.json") && e.contains("mamba") && e.contains("num_hidden_layers"), "{e}");
 }
+
+#[test]
+fn unknown_types_read_their_experts_and_say_which_mixers_are_not_modelled() {
+    // a hybrid of linear-attention and attention layers with routed and shared experts, in a
+    // spelling (Kimi's) no family reads
+    let text = r#"{"model_type":"some_hybrid","hidden_size":64,"num_attention_heads":4,"num_hidden_layers":4,
+        "intermediate_size":128,"moe_intermediate_size":16,"num_experts":8,"num_experts_per_token":2,
+        "num_shared_experts":1,"vocab_size":100,"tie_word_embeddings":false,
+        "layer_types":["linear_attention","linear_attention","linear_attention","full_attention"]}"#;
+    let p = parse("h.json", text).unwrap();
+    let moe = p.spec.moe.unwrap();
+    assert_eq!(
+        (moe.experts, moe.top_k, moe.shared_intermediate_size, p.spec.intermediate_size),
+        (8, 2, 16, 16)
+    );
+    assert!(
+        p.notes.iter().any(|n| n.contains("not modelled")
+            && n.contains("3 of 4 layers")
+            && n.contains("linear_attention")),
+        "{:?}",
+        p.notes
+    );
+    // a dense decoder says nothing of the kind
+    let dense = r#"{"model_type":"internlm2","hidden_size":64,"num_attention_heads":4,"num_hidden_layers":2,
+        "intermediate_size":128,"vocab_size":100}"#;
+    assert!(!parse("g.json", dense).unwrap().notes.iter().any(|n| n.contains("state-space")));
+}
