@@ -57,7 +57,7 @@ struct Line {
 
 /// The groups of the reference rows, in the docs' order: file letter and what it holds
 /// (`tests/data/truth/README.md`).
-const GROUPS: [(char, &str); 13] = [
+const GROUPS: [(char, &str); 14] = [
     ('A', "tiny cases and GPT-2 124M (the shared ground truth)"),
     ('B', "real-size GPT-2, BERT-large, Llama-2-7B, Llama-3-8B, Mistral-7B, Mixtral-8x7B"),
     ('C', "Qwen2.5-7B, GPT-2 XL, BERT-base, Llama-2-13B, fp32 SDPA, odd shapes"),
@@ -69,6 +69,7 @@ const GROUPS: [(char, &str); 13] = [
     ('L', "Llama 4 text: chunked attention, NoPE layers, every-expert MoE (tiny, and Scout's widths)"),
     ('M', "2025 MoE decoders: OLMoE, GLM-4 and GLM-4.5, MiniMax-M2, ERNIE-4.5 (dense and MoE), Granite-MoE"),
     ('N', "2025 dense decoders: Seed-OSS, EXAONE 4.0, OLMo 3, Arcee (ReLU²), Apertus (xIELU)"),
+    ('O', "GPT-BigCode (multi-query attention in GPT-2's layout)"),
     ('P', "Phi-1, Phi-1.5, Phi-2"),
     ('T', "torchtune's losses and optimizer in backward (Llama)"),
 ];
@@ -154,6 +155,7 @@ fn rows() -> Vec<Row> {
         "reference_L.json",
         "reference_M.json",
         "reference_N.json",
+        "reference_O.json",
         "reference_P.json",
         "reference_T.json",
     ] {

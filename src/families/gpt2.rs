@@ -132,7 +132,8 @@ pub(super) fn gpt_block(
     } else {
         LinearRole::Q
     };
-    let qkv = g.linear(a_in, ts, h, 3 * q, role, Cat::AttentionIo, qkv_name);
+    // q, k and v from one projection (multi-query: one K/V head, GPT-BigCode)
+    let qkv = g.linear(a_in, ts, h, q + 2 * m.kv_width(), role, Cat::AttentionIo, qkv_name);
     let o = g.attention(qkv, qkv, qkv, attn_of(ctx, m, flags));
     let a = g.linear(o, t, q, h, LinearRole::O, Cat::AttentionIo, proj);
     let a = g.dropout(a, n, m.hidden_dropout);

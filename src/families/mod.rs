@@ -20,6 +20,7 @@ mod gemma;
 mod generic;
 mod glm4;
 mod gpt2;
+mod gpt_bigcode;
 mod gpt_neox;
 mod gpt_oss;
 mod granite;
@@ -199,6 +200,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &arcee::Arcee,
     &apertus::Apertus,
     &llama4::Llama4,
+    &gpt_bigcode::GptBigcode,
     &gpt_neox::GptNeox,
     &falcon::Falcon,
     &starcoder2::Starcoder2,

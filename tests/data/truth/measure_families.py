@@ -400,6 +400,9 @@ for _t in ["seed_oss", "exaone4", "olmo3", "arcee", "apertus"]:
     FAMILY_SPECS[_t + "-8l"] = (CONFIG_MAPPING[_t], dict(architectures=[type(CONFIG_MAPPING[_t]()).__name__.replace("Config", "ForCausalLM")],
                                                          num_hidden_layers=8))
 FAMILY_SPECS.update({
+    "gpt_bigcode_tiny": (CONFIG_MAPPING["gpt_bigcode"], dict(architectures=["GPTBigCodeForCausalLM"], vocab_size=1000, n_embd=256,
+                         n_layer=4, n_head=8, n_positions=512)),
+    "gpt_bigcode-default": (CONFIG_MAPPING["gpt_bigcode"], dict(architectures=["GPTBigCodeForCausalLM"])),
     "llama4_text_tiny": (CONFIG_MAPPING["llama4_text"], dict(architectures=["Llama4ForCausalLM"], vocab_size=1000, hidden_size=256,
                          intermediate_size=128, intermediate_size_mlp=512, num_hidden_layers=4, num_attention_heads=8,
                          num_key_value_heads=2, head_dim=32, num_local_experts=4, num_experts_per_tok=1,
@@ -601,6 +604,18 @@ def cases_P():
         C("phi-2-bf16-sdpa-b1s1024", "phi-2", 1, 1024, "bfloat16", "sdpa", backend=be),
         C("phi-2-bf16-sdpa-b2s512-ckpt", "phi-2", 2, 512, "bfloat16", "sdpa", ckpt=True, backend=be),
     ]
+
+
+def cases_O():
+    """GPT-BigCode (#39): multi-query attention in GPT-2's layout, its class defaults' dropouts."""
+    be = "cuda-emu-fake"
+    t = "gpt_bigcode_tiny"
+    return [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+            C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+            C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be),
+            C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+            C("gpt_bigcode-default-bf16-sdpa-b1s1024", "gpt_bigcode-default", 1, 1024, "bfloat16", "sdpa", backend=be),
+            C("gpt_bigcode-default-bf16-sdpa-b1s1024-infer", "gpt_bigcode-default", 1, 1024, "bfloat16", "sdpa", mode="infer", backend=be)]
 
 
 def cases_L():
@@ -1220,7 +1235,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "P", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -1238,6 +1253,7 @@ def main():
     cases += cases_M() if args.group == "M" else []
     cases += cases_N() if args.group == "N" else []
     cases += cases_L() if args.group == "L" else []
+    cases += cases_O() if args.group == "O" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     rows = []
