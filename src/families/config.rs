@@ -90,15 +90,19 @@ pub(crate) fn decoder(d: &dyn FamilyDef, c: &ConfigSource<'_>) -> Result<Transfo
     Ok(s)
 }
 
-/// `tie_word_embeddings`: the text model's, then the top level's, then the wrapper class
-/// default, then the text class default, else tied.
+/// `tie_word_embeddings`. A wrapper's (a multimodal checkpoint's `…ForConditionalGeneration`)
+/// own value decides, as transformers ties the head by the loaded model's config (the file's
+/// top level, else the wrapper class default: Mistral 3 ties although its `text_config` says
+/// not); else the text model's, then its class default, else tied.
 fn tie(c: &ConfigSource<'_>) -> bool {
     let explicit = |r: &Reader<'_>| r.obj.get("tie_word_embeddings").and_then(|v| v.as_bool());
-    let wrapper_default =
-        if c.nested { c.top.get("tie_word_embeddings").and_then(|v| v.as_bool()) } else { None };
-    explicit(c.text)
-        .or_else(|| explicit(c.top))
-        .or(wrapper_default)
+    let wrapper = if c.nested {
+        explicit(c.top).or_else(|| c.top.get("tie_word_embeddings").and_then(|v| v.as_bool()))
+    } else {
+        None
+    };
+    wrapper
+        .or_else(|| explicit(c.text))
         .or_else(|| c.text.get("tie_word_embeddings").and_then(|v| v.as_bool()))
         .unwrap_or(true)
 }

@@ -33,6 +33,7 @@ mod minimax_m2;
 mod moe;
 mod olmo2;
 mod olmoe;
+mod opt;
 mod params;
 mod phi;
 mod phi3;
@@ -201,6 +202,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &apertus::Apertus,
     &llama4::Llama4,
     &gpt_bigcode::GptBigcode,
+    &opt::Opt,
     &gpt_neox::GptNeox,
     &falcon::Falcon,
     &starcoder2::Starcoder2,

@@ -175,6 +175,17 @@ pub struct TransformerSpec {
     /// Soft-capping of the final logits (Gemma 2).
     #[serde(default)]
     pub final_softcap: Option<f64>,
+    /// LayerNorm after each residual sum instead of before each sublayer (OPT's
+    /// `do_layer_norm_before: false`, opt-350m).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub post_layer_norm: bool,
+    /// A final LayerNorm before the head (OPT with pre-norm blocks).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub post_norm_final: bool,
+    /// The token embeddings' width when it differs from the hidden size (OPT's
+    /// `word_embed_proj_dim`, with `project_in`/`project_out`); 0 otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub embed_dim: u64,
     /// q is scaled by a position-dependent temperature on layers without rotary (Llama 4's
     /// `attn_temperature_tuning`).
     #[serde(default, skip_serializing_if = "is_false")]

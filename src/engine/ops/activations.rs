@@ -11,6 +11,8 @@ pub enum Act {
     Gelu,
     /// transformers' `gelu_new` written out in elementwise ops ([`Graph::gelu_new`]).
     GeluNew,
+    /// ReLU (OPT): keeps its output, not its input.
+    Relu,
     /// ReLU² (`square(relu(x))`, Arcee, Nemotron): relu keeps its output, which square reads
     /// (and keeps) too; the input is not kept.
     Relu2,
@@ -51,6 +53,8 @@ impl Graph<'_> {
         let e = self.elem(x);
         if self.rg(x) {
             match kind {
+                // relu's output is the op's own output: kept below
+                Act::Relu => {}
                 Act::Relu2 => self.keep_new(elems * e, Cat::Mlp),
                 Act::Xielu => {
                     self.keep(x);
@@ -61,10 +65,14 @@ impl Graph<'_> {
             }
         }
         let out = self.tensor(elems * e, e, self.rg(x), Cat::Mlp);
+        if kind == Act::Relu && self.rg(x) {
+            self.keep(out);
+        }
         self.record(
             match kind {
                 Act::Silu => "act_fn (silu)",
                 Act::Gelu | Act::GeluNew => "act_fn (gelu)",
+                Act::Relu => "act_fn (relu)",
                 Act::Relu2 => "act_fn (relu²)",
                 Act::Xielu => "act_fn (xielu)",
             },

@@ -163,3 +163,18 @@ fn unknown_types_read_their_experts_and_say_which_mixers_are_not_modelled() {
         "intermediate_size":128,"vocab_size":100}"#;
     assert!(!parse("g.json", dense).unwrap().notes.iter().any(|n| n.contains("state-space")));
 }
+
+#[test]
+fn a_wrappers_own_tie_decides_over_its_text_configs() {
+    // transformers ties the head by the loaded (wrapper) model's config: Mistral 3's class
+    // default ties although its text_config (MistralConfig) says not; counts checked against
+    // meta-device instantiation (23,340,272,640 at the class defaults)
+    let text = r#"{"model_type":"mistral3","tie_word_embeddings":true,
+        "text_config":{"model_type":"mistral","hidden_size":64,"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,
+        "intermediate_size":128,"vocab_size":100,"tie_word_embeddings":false},
+        "vision_config":{"model_type":"pixtral","hidden_size":32,"intermediate_size":64,"num_hidden_layers":1,
+        "num_attention_heads":2,"image_size":64,"patch_size":16}}"#;
+    assert!(parse("m.json", text).unwrap().spec.tie_word_embeddings);
+    let untied = text.replacen(r#""tie_word_embeddings":true"#, r#""tie_word_embeddings":false"#, 1);
+    assert!(!parse("m.json", &untied).unwrap().spec.tie_word_embeddings);
+}

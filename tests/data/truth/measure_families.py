@@ -403,6 +403,13 @@ FAMILY_SPECS.update({
     "gpt_bigcode_tiny": (CONFIG_MAPPING["gpt_bigcode"], dict(architectures=["GPTBigCodeForCausalLM"], vocab_size=1000, n_embd=256,
                          n_layer=4, n_head=8, n_positions=512)),
     "gpt_bigcode-default": (CONFIG_MAPPING["gpt_bigcode"], dict(architectures=["GPTBigCodeForCausalLM"])),
+    "opt_tiny": (CONFIG_MAPPING["opt"], dict(architectures=["OPTForCausalLM"], vocab_size=1000, hidden_size=256, ffn_dim=1024,
+                 num_hidden_layers=4, num_attention_heads=8, max_position_embeddings=512, pad_token_id=1, bos_token_id=2,
+                 eos_token_id=2)),
+    "opt_tiny_post": (CONFIG_MAPPING["opt"], dict(architectures=["OPTForCausalLM"], vocab_size=1000, hidden_size=256, ffn_dim=1024,
+                      num_hidden_layers=4, num_attention_heads=8, max_position_embeddings=512, do_layer_norm_before=False,
+                      word_embed_proj_dim=128, pad_token_id=1, bos_token_id=2, eos_token_id=2)),
+    "opt-default": (CONFIG_MAPPING["opt"], dict(architectures=["OPTForCausalLM"])),
     "llama4_text_tiny": (CONFIG_MAPPING["llama4_text"], dict(architectures=["Llama4ForCausalLM"], vocab_size=1000, hidden_size=256,
                          intermediate_size=128, intermediate_size_mlp=512, num_hidden_layers=4, num_attention_heads=8,
                          num_key_value_heads=2, head_dim=32, num_local_experts=4, num_experts_per_tok=1,
@@ -607,7 +614,8 @@ def cases_P():
 
 
 def cases_O():
-    """GPT-BigCode (#39): multi-query attention in GPT-2's layout, its class defaults' dropouts."""
+    """GPT-BigCode and OPT (#39): multi-query attention in GPT-2's layout; OPT pre- and post-norm, with
+    narrower embeddings (`word_embed_proj_dim`); the class defaults' dropouts."""
     be = "cuda-emu-fake"
     t = "gpt_bigcode_tiny"
     return [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
@@ -615,7 +623,13 @@ def cases_O():
             C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be),
             C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
             C("gpt_bigcode-default-bf16-sdpa-b1s1024", "gpt_bigcode-default", 1, 1024, "bfloat16", "sdpa", backend=be),
-            C("gpt_bigcode-default-bf16-sdpa-b1s1024-infer", "gpt_bigcode-default", 1, 1024, "bfloat16", "sdpa", mode="infer", backend=be)]
+            C("gpt_bigcode-default-bf16-sdpa-b1s1024-infer", "gpt_bigcode-default", 1, 1024, "bfloat16", "sdpa", mode="infer", backend=be)] + [
+        C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be) for t in ["opt_tiny", "opt_tiny_post"]] + [
+        C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be) for t in ["opt_tiny", "opt_tiny_post"]] + [
+        C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be) for t in ["opt_tiny", "opt_tiny_post"]] + [
+        C("opt_tiny-bf16-sdpa-b2s256-ckpt", "opt_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+        C("opt-default-bf16-sdpa-b1s1024", "opt-default", 1, 1024, "bfloat16", "sdpa", backend=be),
+        C("opt-default-bf16-sdpa-b1s1024-infer", "opt-default", 1, 1024, "bfloat16", "sdpa", mode="infer", backend=be)]
 
 
 def cases_L():
