@@ -320,3 +320,31 @@ fn pipeline_inference_splits_weights_and_kv_cache() {
     let ratio = four.parameters as f64 / one.parameters as f64;
     assert!(ratio > 0.24 && ratio < 0.27, "each stage holds about a quarter of the weights: {ratio}");
 }
+
+/// Expert parallelism lives inside the data-parallel group: ZeRO shards a rank's experts over
+/// the dp/ep ranks that hold the same experts, not over all dp ranks (it double-counted the
+/// division: 8 × too small per GPU at ep 8 × dp 8, ZeRO-3).
+#[test]
+fn experts_are_sharded_over_the_expert_data_parallel_group() {
+    let model = builtin("qwen3-30b-a3b").unwrap();
+    let states = |dp: u64, ep: u64| {
+        let mut sc = Scenario::new(model.clone());
+        sc.precision = Precision::Bf16Mixed;
+        sc.parallel = Parallel { dp, ep, zero: 3, ..Parallel::default() };
+        let e = estimate(&sc).unwrap();
+        e.parameters + e.gradients + e.optimizer_states
+    };
+    let (zero_only, ep_in_dp, ep_small) = (states(8, 1), states(8, 8), states(64, 8));
+    // ep 8 inside dp 8: every rank holds 1/8 of the experts whole, as ZeRO-3 over 8 holds 1/8 of all
+    let r = ep_in_dp as f64 / zero_only as f64;
+    assert!((0.99..1.01).contains(&r), "ep 8 x dp 8 vs ZeRO-3 over 8: {r}");
+    // dp 64 with ep 8: the experts' share is sharded over 8 more ranks
+    let r = ep_small as f64 / ep_in_dp as f64;
+    assert!((0.12..0.14).contains(&r), "dp 64 vs dp 8 at ep 8: {r}");
+    // and ep must divide dp and the experts
+    let mut sc = Scenario::new(model.clone());
+    sc.parallel = Parallel { dp: 1, ep: 4, ..Parallel::default() };
+    assert!(estimate(&sc).unwrap_err().to_string().contains("--dp"));
+    sc.parallel = Parallel { dp: 6, ep: 6, ..Parallel::default() };
+    assert!(estimate(&sc).unwrap_err().to_string().contains("does not divide the 128 experts"));
+}

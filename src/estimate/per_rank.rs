@@ -110,6 +110,14 @@ fn rank_states(sc: &Scenario, stage: &Stage, groups: &[crate::model::ParamGroup]
     if p.dp > 1 || p.effective_zero() > 0 {
         let unsharded = st;
         states::shard(&mut st, &p, gathered);
+        if p.ep > 1 {
+            let experts: Vec<_> = groups
+                .iter()
+                .filter(|g| matches!(g.kind, crate::model::ParamKind::Experts(_)))
+                .copied()
+                .collect();
+            states::reshard_experts(&mut st, &states::states(sc, &experts), &p);
+        }
         fsdp::apply(&mut st, &unsharded, sc, groups);
     }
     match p.offload {

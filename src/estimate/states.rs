@@ -315,6 +315,31 @@ pub fn states(sc: &Scenario, groups: &[ParamGroup]) -> States {
     st
 }
 
+/// Expert parallelism lives inside the data-parallel group (Megatron-LM, DeepSpeed-MoE): the
+/// experts a rank holds (already 1/ep of them) are sharded by ZeRO over the expert-data-parallel
+/// group of dp/ep ranks, not over all dp. Moves the experts' share (`experts`: their unsharded
+/// states on this rank) from 1/dp to 1/(dp/ep) after [`shard`].
+pub fn reshard_experts(st: &mut States, experts: &States, p: &Parallel) {
+    let dp = p.shard_degree().max(1);
+    let edp = (dp / p.ep.max(1)).max(1);
+    let zero = p.effective_zero();
+    if p.ep <= 1 || dp == edp || zero == 0 {
+        return;
+    }
+    let fix = |v: &mut u64, e: u64| *v = v.saturating_sub(e.div_ceil(dp)) + e.div_ceil(edp);
+    fix(&mut st.optimizer_bytes, experts.optimizer_bytes);
+    fix(&mut st.optimizer_alloc, experts.optimizer_alloc);
+    fix(&mut st.optimizer_step_temp, experts.optimizer_step_temp);
+    if zero >= 2 {
+        fix(&mut st.grad_bytes, experts.grad_bytes);
+        fix(&mut st.grad_alloc, experts.grad_alloc);
+    }
+    if zero >= 3 {
+        fix(&mut st.param_bytes, experts.param_bytes);
+        fix(&mut st.param_alloc, experts.param_alloc);
+    }
+}
+
 /// Divides model states across data-parallel ranks as DeepSpeed ZeRO does, and adds what the
 /// stage needs on top (the most loaded rank is reported; shards are rounded up).
 ///

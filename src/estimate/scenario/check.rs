@@ -211,6 +211,16 @@ impl Scenario {
             Some(experts) if p.ep > experts => {
                 return bad(format!("expert parallelism {} exceeds the {experts} experts", p.ep));
             }
+            Some(experts) if !experts.is_multiple_of(p.ep) => {
+                return bad(format!("--ep {} does not divide the {experts} experts", p.ep));
+            }
+            // expert parallelism lives inside the data-parallel group (Megatron-LM, DeepSpeed-MoE)
+            Some(_) if !p.dp.is_multiple_of(p.ep) => {
+                return bad(format!(
+                    "--ep {} needs --dp a multiple of it (the experts are spread over data-parallel ranks; --dp is {})",
+                    p.ep, p.dp
+                ));
+            }
             _ => {}
         }
         if p.cp > self.seq {
