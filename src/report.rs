@@ -147,8 +147,11 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
 fn g(bytes: u64) -> String {
     if bytes as f64 >= GIB / 10.0 {
         format!("{:>9.2} GiB", bytes as f64 / GIB)
-    } else {
+    } else if bytes as f64 >= MIB / 10.0 || bytes == 0 {
         format!("{:>9.1} MiB", bytes as f64 / MIB)
+    } else {
+        // ids and small tables: "0.0 MiB" would read as nothing at all
+        format!("{:>9.1} KiB", bytes as f64 / 1024.0)
     }
 }
 
@@ -178,6 +181,7 @@ pub fn validated(sc: &Scenario) -> bool {
 /// What the scenario relies on that has not been measured (said next to the numbers).
 pub fn caveats(sc: &Scenario) -> Vec<String> {
     use crate::estimate::{BaseQuant, Optimizer};
+    use crate::model::LinearRole;
     let mut out = Vec::new();
     let train = sc.mode == crate::estimate::Mode::Train;
     if let Some(m) = sc
@@ -193,6 +197,15 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
                     .into(),
             );
         }
+    }
+    if let Some(u) = sc.model.transformer().and_then(|t| t.unmodelled.as_ref()) {
+        out.push(u.clone());
+    }
+    if let Some(l) = &sc.lora
+        && sc.model.transformer().is_some_and(|t| t.moe.is_some())
+        && [LinearRole::Gate, LinearRole::Up, LinearRole::Down].iter().any(|r| l.targets.has(*r))
+    {
+        out.push("the routed experts are fused 3-D parameters in transformers 5, which PEFT does not wrap: the MLP adapters sit on the dense and shared-expert MLPs only".into());
     }
     if train && sc.lora.is_some() && sc.base_quant != BaseQuant::None {
         out.push(

@@ -120,16 +120,12 @@ fn to_text(t: &Timeline, sc: &vramscope::estimate::Scenario) -> String {
     let mut s = String::new();
     let top = t.peak().map_or(1, |p| p.alive.total().max(1));
     let _ =
-        writeln!(s, "memory over one {:?} step of {} ({} events)", sc.mode, sc.model.name, t.events.len());
+        writeln!(s, "memory over one {} of {} ({} events)", sc.mode_label(), sc.model.name, t.events.len());
     if let Some(p) = t.peak() {
-        let _ = writeln!(
-            s,
-            "peak {} at event {} ({}: {})",
-            gib(p.alive.total()),
-            t.peak_index,
-            p.phase.label(),
-            p.label()
-        );
+        // the moment's label, with its phase when the label does not already say it
+        let (phase, what) = (p.phase.label(), p.label());
+        let at = if what.starts_with(phase) { what.to_string() } else { format!("{phase}: {what}") };
+        let _ = writeln!(s, "peak {} at event {} ({at})", gib(p.alive.total()), t.peak_index);
     }
     for (phase, r) in t.phase_spans() {
         let max = t.events[r.clone()].iter().map(|e| e.alive.total()).max().unwrap_or(0);
@@ -146,7 +142,7 @@ fn to_text(t: &Timeline, sc: &vramscope::estimate::Scenario) -> String {
             if !elided {
                 let _ = writeln!(
                     s,
-                    "  {:>5}  … (blocks 2..={} alike: --blocks-only --csv lists them)",
+                    "  {:>5}  … (blocks 2 to {} alike: --blocks-only --csv lists them)",
                     "",
                     blocks.saturating_sub(3)
                 );

@@ -62,13 +62,28 @@ fn knob_name(k: Knob) -> &'static str {
     }
 }
 
-/// The few values a report's what-if table shows (the curves CSV has the full sweeps).
+/// The few values a report's what-if table shows, the scenario's own among them (the curves
+/// CSV has the full sweeps).
 fn table_values(k: Knob, sc: &Scenario) -> Vec<u64> {
+    let with = |mut v: Vec<u64>, own: u64| {
+        v.push(own);
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
     match k {
-        Knob::Batch => vec![1, 2, 4, 8, 16, 32, 64],
+        Knob::Batch => with(vec![1, 2, 4, 8, 16, 32, 64], sc.batch),
         Knob::Seq => {
-            let max = sc.model.transformer().map_or(4096, |t| t.max_position_embeddings.max(512));
-            [512u64, 1024, 2048, 4096, 8192, 16384, 32768].into_iter().filter(|&s| s <= max).collect()
+            // the context the config declares (a Hub config's `max_position_embeddings` is read
+            // as its context length), at least the scenario's own
+            let max = sc
+                .model
+                .transformer()
+                .map_or(4096, |t| t.context_length.max(t.max_position_embeddings).max(512))
+                .max(sc.seq);
+            let v =
+                [512u64, 1024, 2048, 4096, 8192, 16384, 32768].into_iter().filter(|&s| s <= max).collect();
+            with(v, sc.seq)
         }
         Knob::Segments => {
             let l = sc.model.transformer().map_or(1, |t| t.num_layers);
@@ -176,6 +191,13 @@ fn md_inputs(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
     let sc = &f.scenario;
     let p = &sc.parallel;
     let _ = writeln!(s, "{}", text!(lang, "# Memory plan: {}\n", "# 显存规划：{}\n", sc.model.name));
+    // what the numbers rest on, as the CLI says it: the family and whether it was measured, and
+    // what is not modelled
+    let _ = writeln!(s, "> {}", report::validation_line(sc));
+    for c in report::caveats(sc) {
+        let _ = writeln!(s, ">\n> {}", text!(lang, "note: {}", "注：{}", c));
+    }
+    s.push('\n');
     let _ = writeln!(
         s,
         "{}",

@@ -88,6 +88,12 @@ fn dense_layers(r: &Reader<'_>, l: u64) -> Result<Vec<bool>, ConfigError> {
     {
         return Ok((0..l).map(|j| !sparse.contains(&j)).collect());
     }
+    // Jamba: layer i is sparse when i % expert_layer_period == expert_layer_offset
+    if r.has("expert_layer_period") {
+        let period = r.u64_or("expert_layer_period", 1)?.max(1);
+        let offset = r.u64_or("expert_layer_offset", 0)?;
+        return Ok((0..l).map(|j| j % period != offset % period).collect());
+    }
     let only = if r.has("mlp_only_layers") {
         r.u64_list("mlp_only_layers")?.unwrap_or_default()
     } else {

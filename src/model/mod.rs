@@ -175,6 +175,10 @@ pub struct TransformerSpec {
     /// Soft-capping of the final logits (Gemma 2).
     #[serde(default)]
     pub final_softcap: Option<f64>,
+    /// What the generic decoder could not model in this config (state-space or linear-attention
+    /// layers, `layer_types`…), said wherever the estimate is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmodelled: Option<String>,
     /// LayerNorm after each residual sum instead of before each sublayer (OPT's
     /// `do_layer_norm_before: false`, opt-350m).
     #[serde(default, skip_serializing_if = "is_false")]

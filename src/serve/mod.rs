@@ -311,6 +311,10 @@ pub fn serve(
     if t.unvalidated_type.is_some() {
         notes.push(format!("{}: a generic decoder (not validated for this architecture)", model.name));
     }
+    if t.unmodelled.is_some() {
+        // a state-space layer keeps a constant state per request, not a per-token KV cache
+        notes.push("the KV cache per token above counts every layer as attention: the state-space or linear-attention layers keep a fixed-size state per request instead (vLLM's hybrid allocator), not modelled, so the token and concurrency figures are not this model's".into());
+    }
     Ok(Serve {
         schema: SERVE_SCHEMA,
         model: model.name.clone(),

@@ -62,7 +62,7 @@ pub fn answer(s: &Serve, gpu_name: &str) -> String {
     }
     o += &format!("  profiling peak at: {}\n", s.activation_peak_at);
     o += &format!(
-        "  KV blocks: {} of {} tokens ({} per token)\n",
+        "  KV cache: {} blocks of {} tokens ({} per token)\n",
         count(s.kv_blocks),
         st.block_size,
         per_token(s.kv_bytes_per_token)

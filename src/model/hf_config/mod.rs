@@ -116,9 +116,7 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
             ttype
         ));
         spec.unvalidated_type = Some(ttype.clone());
-        if let Some(n) = unmodelled_mixers(&r) {
-            notes.push(n);
-        }
+        spec.unmodelled = unmodelled_mixers(&r);
         if let Some(exact) = encoder_decoder_params(&top, &model_type)? {
             let generic = spec.param_groups().iter().map(|g| g.rows * g.cols * g.count).sum::<u64>();
             spec.extra_params = exact.saturating_sub(generic);
