@@ -186,8 +186,10 @@ fn run_notes(a: &EstimateArgs, sc: &Scenario, notes: &mut Vec<String>) {
         && (t.layer_flags.is_empty()
             || t.layer_flags.iter().any(|f| f & vramscope::model::layer::SLIDING != 0))
     {
+        // Llama 4's window is its attention chunk
+        let kind = if t.family.id() == "llama4" { "chunked-attention" } else { "sliding-window" };
         notes.push(format!(
-            "KV cache as transformers 5's DynamicCache holds it after prefill: sliding-window layers keep a view of the last {} positions but the full-length storage stays allocated",
+            "KV cache as transformers 5's DynamicCache holds it after prefill: {kind} layers keep a view of the last {} positions but the full-length storage stays allocated",
             w.saturating_sub(1)
         ));
     }
