@@ -182,14 +182,7 @@ fn params(p: &mut Params, m: &TransformerSpec) {
         }
     }
     let (dense, sparse) = dense_and_sparse_layers(m);
-    let first = p.0.len();
-    moe_params(p, m, sparse, false, false);
-    // the router (`gate.weight`) is kept in fp32 (`_keep_in_fp32_modules_strict`)
-    for g in &mut p.0[first..] {
-        if g.kind == ParamKind::Router {
-            g.kind = ParamKind::RouterFp32;
-        }
-    }
+    moe_params_fp32_router(p, m, sparse);
     let di = dense_width(m);
     mlp_params(p, h, di, dense, true, false, false);
     p.norms(h, 2, l, false);

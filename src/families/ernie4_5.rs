@@ -30,13 +30,7 @@ impl FamilyDef for Ernie45 {
         p.ends(m, false);
         p.qkvo(m, m.qkv_bias, m.o_bias);
         let (dense, sparse) = dense_and_sparse_layers(m);
-        let first = p.0.len();
-        moe_params(p, m, sparse, false, false);
-        for g in &mut p.0[first..] {
-            if g.kind == ParamKind::Router {
-                g.kind = ParamKind::RouterFp32;
-            }
-        }
+        moe_params_fp32_router(p, m, sparse);
         if let Some(moe) = m.moe {
             // `moe_statics.e_score_correction_bias`: (1, experts), fp32, never trained
             p.push(moe.experts, 1, sparse, ParamKind::FrozenFp32, Scope::Block, false);

@@ -49,7 +49,7 @@ pub(crate) use blocks::{LLAMA, Placement, QkNorm, Style, attention, dense_mlp, m
 pub use config::{ConfigSource, Draft};
 pub use kinds::{KvLayout, Litgpt, OpKinds, PeftModules, Rope};
 pub use params::Params;
-pub(crate) use params::{dense_and_sparse_layers, mlp_params, moe_params};
+pub(crate) use params::{dense_and_sparse_layers, mlp_params, moe_params, moe_params_fp32_router};
 
 /// What a family file uses: the seam, the shared pieces, the op kinds and the model types.
 mod prelude {
@@ -58,7 +58,7 @@ mod prelude {
     pub(super) use super::{
         FamilyDef, KvLayout, LLAMA, Litgpt, OpKinds, Params, PeftModules, Placement, QkNorm, Rope, Style,
         attention, attn_of, classes, dense_and_sparse_layers, dense_mlp, dense_width, mlp, mlp_params,
-        moe_params, rope_dim, sequential_block,
+        moe_params, moe_params_fp32_router, rope_dim, sequential_block,
     };
     pub(super) use crate::engine::inputs::saved::Cat;
     pub(super) use crate::engine::ops::{

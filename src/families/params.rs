@@ -113,6 +113,18 @@ pub fn moe_params(p: &mut Params, m: &TransformerSpec, layers: u64, router_bias:
     }
 }
 
+/// [`moe_params`] with the router kept in fp32 whatever the model's dtype (transformers'
+/// `_keep_in_fp32_modules_strict`: DeepSeek, GLM-4.5, ERNIE-4.5).
+pub fn moe_params_fp32_router(p: &mut Params, m: &TransformerSpec, layers: u64) {
+    let first = p.0.len();
+    moe_params(p, m, layers, false, false);
+    for g in &mut p.0[first..] {
+        if g.kind == ParamKind::Router {
+            g.kind = ParamKind::RouterFp32;
+        }
+    }
+}
+
 /// Layers of an MoE model that are dense / sparse.
 pub fn dense_and_sparse_layers(m: &TransformerSpec) -> (u64, u64) {
     if m.moe.is_none() {
