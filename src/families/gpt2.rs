@@ -35,17 +35,12 @@ impl FamilyDef for Gpt2 {
     }
 
     fn embed(&self, g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
-        embed(g, m)
+        // GPT-2's embd_pdrop is read as its resid_pdrop (both 0.1 in its checkpoints)
+        positions_embed(g, m, m.hidden_dropout)
     }
 
     fn peft_modules(&self) -> Option<&'static PeftModules> {
-        Some(&PeftModules {
-            qkv: Some(r"attn\.c_attn"),
-            o: r"attn\.c_proj",
-            up: r"mlp\.c_fc",
-            down: r"mlp\.c_proj",
-            ..PeftModules::LLAMA
-        })
+        Some(&GPT2_PEFT)
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
@@ -85,6 +80,15 @@ pub(super) fn gpt_params(p: &mut Params, m: &TransformerSpec) {
     p.push(h, 1, l, K::Vector, B, false);
     p.push(h, 1, 2, K::Vector, Out, false); // ln_f
 }
+
+/// The module names of GPT-2's layout (`c_attn`, `c_proj`, `c_fc`), GPT-BigCode's too.
+pub(super) const GPT2_PEFT: PeftModules = PeftModules {
+    qkv: Some(r"attn\.c_attn"),
+    o: r"attn\.c_proj",
+    up: r"mlp\.c_fc",
+    down: r"mlp\.c_proj",
+    ..PeftModules::LLAMA
+};
 
 /// GPT-2's block as transformers runs it.
 const GPT2: GptLayout = GptLayout {
@@ -146,14 +150,15 @@ pub(super) fn gpt_block(
     g.add(x2, f, n, Cat::Residual)
 }
 
-/// Token and position embeddings (ids and position ids kept when they train), dropout.
-fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
+/// Token and learned position embeddings (ids and position ids kept when they train), then
+/// dropout with probability `p`.
+pub(super) fn positions_embed(g: &mut Graph<'_>, m: &TransformerSpec, p: f64) -> Tensor {
     let ctx = g.ctx;
     let e = g.embedding(m.hidden_size);
     if ctx.full {
         g.keep_new(ctx.seq * 8, Cat::Embeddings); // position ids (wpe)
     }
-    g.dropout(e, ctx.rank_tokens * m.hidden_size, m.hidden_dropout)
+    g.dropout(e, ctx.rank_tokens * m.hidden_size, p)
 }
 
 /// GPT-2's own keys.

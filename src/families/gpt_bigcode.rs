@@ -4,7 +4,7 @@
 //! projections, GELU as one kernel (`gelu_pytorch_tanh`) and transformers' shared attention
 //! code (eager softmax in fp32, SDPA).
 
-use super::gpt2::{GptLayout, gpt_block};
+use super::gpt2::{GPT2_PEFT, GptLayout, gpt_block, positions_embed};
 use super::params::classic_head_params;
 use super::prelude::*;
 
@@ -55,12 +55,7 @@ impl FamilyDef for GptBigcode {
     }
 
     fn embed(&self, g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
-        let ctx = g.ctx;
-        let e = g.embedding(m.hidden_size);
-        if ctx.full {
-            g.keep_new(ctx.seq * 8, Cat::Embeddings); // position ids (wpe)
-        }
-        g.dropout(e, ctx.rank_tokens * m.hidden_size, m.embedding_dropout)
+        positions_embed(g, m, m.embedding_dropout)
     }
 
     fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
@@ -71,13 +66,7 @@ impl FamilyDef for GptBigcode {
     }
 
     fn peft_modules(&self) -> Option<&'static PeftModules> {
-        Some(&PeftModules {
-            qkv: Some(r"attn\.c_attn"),
-            o: r"attn\.c_proj",
-            up: r"mlp\.c_fc",
-            down: r"mlp\.c_proj",
-            ..PeftModules::LLAMA
-        })
+        Some(&GPT2_PEFT)
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
