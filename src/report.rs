@@ -275,7 +275,7 @@ pub fn validation_line(sc: &Scenario) -> String {
     match sc.model.transformer() {
         None => "layer table (parameters and activations as given)".into(),
         Some(t) if t.unvalidated_type.is_some() => format!(
-            "UNVALIDATED architecture (model_type \"{}\"): estimated as the generic Llama-style decoder; parameters follow the config, activations are an approximation",
+            "UNVALIDATED architecture (model_type \"{}\"): estimated as the generic Llama-style decoder; parameters follow the config (the weights' header where one was read), activations are an approximation",
             t.unvalidated_type.as_deref().unwrap_or_default()
         ),
         Some(t) if !validated(sc) => format!(

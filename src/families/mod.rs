@@ -30,7 +30,7 @@ mod llama;
 mod llama4;
 mod megatron;
 mod minimax_m2;
-mod moe;
+pub(crate) mod moe;
 mod olmo2;
 mod olmoe;
 mod opt;

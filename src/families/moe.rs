@@ -10,7 +10,7 @@ use crate::model::{Moe, Router};
 /// Routed experts per layer: Mixtral's, Qwen-MoE's, DeepSeek's, ERNIE's spellings.
 const EXPERTS: &[&str] = &["num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"];
 /// Experts a token is routed to.
-const TOP_K: &[&str] =
+pub(crate) const TOP_K: &[&str] =
     &["num_experts_per_tok", "num_experts_per_token", "moe_k", "moe_topk", "top_k", "num_selected_experts"];
 /// One routed expert's MLP width (else the dense `intermediate_size`, as Mixtral).
 const WIDTH: &[&str] = &["moe_intermediate_size", "expert_ffn_hidden_size", "moe_ffn_hidden_size"];

@@ -254,8 +254,15 @@ fn compare(spec: &TransformerSpec, tensors: &[(TensorInfo, bool)]) -> (Vec<Missi
 /// family's list over config.json agrees nothing changes; where not, the difference is reported
 /// tensor by tensor in the notes and in [`Loaded::header`], and the model's count becomes the
 /// header's (an untied head the header lacks ties the embeddings; other missing tensors leave
-/// the list, extra ones count as one group). The structure (activations) stays the config's.
-pub fn reconcile(loaded: &mut Loaded, file: &str, tensors: &[TensorInfo]) {
+/// the list, extra ones count as one group). The structure (activations) stays the config's,
+/// except for an architecture without a family, whose experts, dense blocks and blocks without
+/// attention are read from the tensor names where `config` (the config.json read) is silent.
+pub fn reconcile(
+    loaded: &mut Loaded,
+    file: &str,
+    tensors: &[TensorInfo],
+    config: Option<&serde_json::Value>,
+) {
     let Some(t) = loaded.model.transformer_mut() else { return };
     // layers past `num_hidden_layers` are multi-token-prediction layers (DeepSeek-V3's,
     // GLM-4.5's `num_nextn_predict_layers`) that transformers does not load
@@ -263,6 +270,14 @@ pub fn reconcile(loaded: &mut Loaded, file: &str, tensors: &[TensorInfo]) {
     let (loaded_tensors, mtp): (Vec<TensorInfo>, Vec<TensorInfo>) =
         tensors.iter().cloned().partition(|x| layer_index(&x.name).is_none_or(|i| i < layers));
     let (params, aux, buffers) = logical(&loaded_tensors, t.quant);
+    let mut restructured = Vec::new();
+    if t.family == crate::families::generic() {
+        let shaped: Vec<&TensorInfo> = params.iter().filter(|(_, s)| *s).map(|(p, _)| p).collect();
+        if let Some(l) = layout::read(&shaped, t.hidden_size, t.num_layers) {
+            let top_k = config.and_then(layout::config_top_k);
+            restructured = layout::apply(t, &l, top_k, &mut loaded.facts);
+        }
+    }
     let n_header: u64 = params.iter().map(|(p, _)| p.numel()).sum();
     let n_family = loaded.model.n_params();
     let mut by_dtype: BTreeMap<&str, u64> = BTreeMap::new();
@@ -282,7 +297,7 @@ pub fn reconcile(loaded: &mut Loaded, file: &str, tensors: &[TensorInfo]) {
         dtypes: dtypes.iter().map(|(d, _)| (*d).to_owned()).collect(),
         missing: Vec::new(),
         extra: Vec::new(),
-        resolved: Vec::new(),
+        resolved: restructured,
     };
     loaded.facts.push(Fact {
         fact: "parameters".into(),
@@ -391,5 +406,6 @@ fn mismatch_note(c: &HeaderCheck) -> String {
     )
 }
 
+mod layout;
 #[cfg(test)]
 mod tests;

@@ -396,7 +396,9 @@ fn load_dir(dir: &Path) -> Result<Loaded, LoadError> {
         safetensors::read_header(&w)?
     };
     loaded.facts.retain(|f| f.fact != "parameters");
-    super::header_check::reconcile(&mut loaded, &w.display().to_string(), &tensors);
+    // read a second time for what only the header's structure needs (a token's experts)
+    let config = std::fs::read(&cfg).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    super::header_check::reconcile(&mut loaded, &w.display().to_string(), &tensors, config.as_ref());
     Ok(loaded)
 }
 

@@ -160,7 +160,13 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
                 notes.extend(cfg_notes);
                 let model = ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(spec)) };
                 let mut l = Loaded { model, notes, dtype: None, facts, header: None };
-                super::header_check::reconcile(&mut l, &path.display().to_string(), &tensors);
+                let config = serde_json::from_str(&text).ok();
+                super::header_check::reconcile(
+                    &mut l,
+                    &path.display().to_string(),
+                    &tensors,
+                    config.as_ref(),
+                );
                 return Ok(l);
             }
             Err(e) => notes.push(format!("ignoring {}: {e}", cfg.display())),

@@ -263,3 +263,118 @@ fn every_fixtures_header_agrees_and_changes_no_number() {
     }
     assert!(checked >= 30, "{checked} fixtures");
 }
+
+/// A fixture's tensors and config under an unknown `model_type`, with `drop` keys left out of
+/// its config; the experts unfused per expert when `per_expert` (as Hub checkpoints store them).
+fn mystery(fixture: &str, drop: &[&str], per_expert: bool, tag: &str) -> (Loaded, u64) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hub").join(fixture);
+    let mut t = fixture_tensors(&std::fs::read_to_string(root.join("shapes.txt")).unwrap());
+    if per_expert {
+        let mut out = Vec::new();
+        for (n, dt, s) in t {
+            match (n.rsplit_once(".experts."), s.as_slice()) {
+                (Some((p, "gate_up_proj")), [e, two_i, h]) => {
+                    for i in 0..*e {
+                        out.push((format!("{p}.experts.{i}.gate_proj.weight"), dt, vec![two_i / 2, *h]));
+                        out.push((format!("{p}.experts.{i}.up_proj.weight"), dt, vec![two_i / 2, *h]));
+                    }
+                }
+                (Some((p, "down_proj")), [e, h, i_]) => {
+                    for i in 0..*e {
+                        out.push((format!("{p}.experts.{i}.down_proj.weight"), dt, vec![*h, *i_]));
+                    }
+                }
+                _ => out.push((n, dt, s)),
+            }
+        }
+        t = out;
+    }
+    let mut cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("config.json")).unwrap()).unwrap();
+    cfg["model_type"] = "mystery".into();
+    cfg["architectures"] = serde_json::json!(["MysteryForCausalLM"]);
+    for k in drop {
+        cfg.as_object_mut().unwrap().remove(*k);
+    }
+    let d = dir(&format!("mystery-{tag}"));
+    let mut h = serde_json::Map::new();
+    for (n, dt, s) in &t {
+        h.insert(n.clone(), serde_json::json!({"dtype": dt, "shape": s, "data_offsets": [0, 0]}));
+    }
+    let text = serde_json::Value::Object(h).to_string();
+    let mut bytes = (text.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(text.as_bytes());
+    std::fs::write(d.join("model.safetensors"), bytes).unwrap();
+    std::fs::write(d.join("config.json"), cfg.to_string()).unwrap();
+    let l = load_path(&d).unwrap();
+    let _ = std::fs::remove_dir_all(&d);
+    (l, total(&t))
+}
+
+/// Qwen-MoE's keys (experts, their width, the shared expert's) as a config of a new type might
+/// spell them otherwise: left out, so that only the header can show them.
+const QWEN_MOE_KEYS: &[&str] =
+    &["num_experts", "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_sparse_step"];
+
+#[test]
+fn an_unknown_moe_reads_its_experts_from_the_tensor_names_as_its_config_would_give_them() {
+    for (fixture, per_expert) in [("qwen2-moe", false), ("qwen2-moe", true), ("qwen3-30b-a3b", true)] {
+        let tag = format!("{fixture}-{per_expert}");
+        let (keys, _) = mystery(fixture, &[], per_expert, &format!("{tag}-keys"));
+        let (names, n) = mystery(fixture, QWEN_MOE_KEYS, per_expert, &tag);
+        let (a, b) = (keys.model.transformer().unwrap(), names.model.transformer().unwrap());
+        let (ma, mb) = (a.moe.unwrap(), b.moe.expect("experts from the header"));
+        assert_eq!(
+            (mb.experts, mb.top_k, mb.shared_experts > 0, mb.shared_intermediate_size),
+            (ma.experts, ma.top_k, ma.shared_experts > 0, ma.shared_intermediate_size),
+            "{tag}"
+        );
+        assert_eq!((b.intermediate_size, &b.layer_flags), (a.intermediate_size, &a.layer_flags), "{tag}");
+        assert_eq!(names.model.n_params(), n, "{tag}");
+        // the structure is walked as such: nothing beyond the generic list but Qwen2's q/k/v
+        // biases or Qwen3's q/k norms
+        assert!(b.extra_params <= 3 * 2048 * 48, "{tag}: {} extra", b.extra_params);
+        let s = names.facts.iter().find(|f| f.fact == "block structure").expect("the layout is a fact");
+        assert_eq!(s.from, FROM_HEADER);
+        assert!(s.value.as_deref().unwrap().contains(&format!("{} experts of width", ma.experts)), "{s:?}");
+    }
+}
+
+#[test]
+fn dense_first_blocks_and_blocks_without_attention_show_in_the_names() {
+    let mut t = llama(true);
+    // block 1 of the tiny Llama: 4 experts of width 32 instead of the dense MLP; block 0 a mixer
+    t.retain(|(n, _, _)| {
+        !(n.starts_with("model.layers.1.mlp.") || n.starts_with("model.layers.0.self_attn."))
+    });
+    for e in 0..4 {
+        for (m, s) in [("gate_proj", vec![32, 64]), ("up_proj", vec![32, 64]), ("down_proj", vec![64, 32])] {
+            t.push((format!("model.layers.1.mlp.experts.{e}.{m}.weight"), "BF16", s));
+        }
+    }
+    t.push(("model.layers.1.mlp.gate.weight".into(), "BF16", vec![4, 64]));
+    t.push(("model.layers.0.mamba.in_proj.weight".into(), "BF16", vec![256, 64]));
+    t.push(("model.layers.0.mamba.A_log".into(), "F32", vec![8]));
+    let d = dir("hybrid");
+    write(&d, "", &t);
+    std::fs::write(
+        d.join("config.json"),
+        CONFIG.replace("QUANT", "").replace("\"llama\"", "\"mystery\"").replace("LlamaFor", "MysteryFor"),
+    )
+    .unwrap();
+    let l = load_path(&d).unwrap();
+    let s = l.model.transformer().unwrap();
+    let moe = s.moe.unwrap();
+    assert_eq!((moe.experts, moe.top_k, s.intermediate_size, s.dense_intermediate_size), (4, 2, 32, 128));
+    assert_eq!(s.layer_flags, [crate::model::layer::DENSE, 0]);
+    assert_eq!(l.model.n_params(), total(&t));
+    let caveat = s.unmodelled.as_deref().unwrap();
+    assert!(caveat.contains("1 of 2 blocks hold no attention") && caveat.contains("`mamba.*`"), "{caveat}");
+    let from = |k: &str| l.facts.iter().find(|f| f.fact == k).map(|f| f.from.clone());
+    assert!(from("experts per token").unwrap().starts_with("vramscope default"));
+    let v = l.facts.iter().find(|f| f.fact == "block structure").unwrap().value.clone().unwrap();
+    assert_eq!(
+        v,
+        "2 blocks: 1 with 4 experts of width 32, 1 with a dense MLP of width 128; 1 with attention, 1 without (`mamba.*`)"
+    );
+}
