@@ -121,6 +121,14 @@ pub struct MomentView {
 }
 
 impl Computed {
+    /// Where each fact about a loaded or fetched model came from (empty for a preset).
+    pub fn model_facts(&self) -> &[crate::model::header_check::Fact] {
+        match &self.settings.model {
+            super::state::ModelChoice::Custom { facts, .. } => facts,
+            _ => &[],
+        }
+    }
+
     /// Computes everything for `settings`.
     pub fn new(settings: &Settings) -> Result<Self, String> {
         Self::after(settings, None)

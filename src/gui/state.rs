@@ -26,6 +26,10 @@ pub enum ModelChoice {
         /// The checkpoint's `torch_dtype`, when its config names one (Serve mode's "auto").
         #[serde(default)]
         dtype: Option<String>,
+        /// Where each fact about the model came from (config.json, class default, the
+        /// safetensors header, …), shown in the Why panel.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        facts: Vec<crate::model::header_check::Fact>,
     },
 }
 
@@ -181,9 +185,12 @@ impl Settings {
             preset::preset_names().into_iter().find(|n| preset::builtin(n).as_ref() == Some(&sc.model));
         let model = match preset {
             Some(n) => ModelChoice::Preset(n.to_owned()),
-            None => {
-                ModelChoice::Custom { path: path.to_owned(), model: Box::new(sc.model.clone()), dtype: None }
-            }
+            None => ModelChoice::Custom {
+                path: path.to_owned(),
+                model: Box::new(sc.model.clone()),
+                dtype: None,
+                facts: Vec::new(),
+            },
         };
         let p = &sc.parallel;
         let mut dropped = Vec::new();

@@ -16,14 +16,14 @@ pub const FROM_HEADER: &str = "safetensors header";
 pub const FROM_FAMILY: &str = "family tensor list over config.json";
 
 /// One fact about the model and where it came from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Fact {
     /// What (`parameters`, `num_hidden_layers`, `rope_theta`, …).
     pub fact: String,
     /// Where from: `config.json`, `class default`, `vramscope default`, `safetensors header`, ….
     pub from: String,
     /// The value, where it is not read from a config key.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
 }
 

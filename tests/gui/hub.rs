@@ -151,6 +151,29 @@ fn a_hub_id_entered_loads_the_model_with_the_headers_parameter_count() {
 }
 
 #[test]
+fn the_why_panel_names_where_each_fact_came_from() {
+    let hub = fake_hub(Duration::ZERO);
+    let dir = home("facts");
+    let mut h = app(&hub, &dir);
+    enter_id(&mut h, "acme/llama-single");
+    wait(&mut h);
+    // at the Why column's foot: scrolled into view, then opened (which brings the list up)
+    h.get_by_label("Where the model's facts come from").scroll_to_me();
+    h.run();
+    h.get_by_label("Where the model's facts come from").click();
+    h.run();
+    assert!(h.query_by_label("parameters = 1235814400").is_some(), "the header's count");
+    assert!(!h.get_all_by_label("safetensors header").collect::<Vec<_>>().is_empty(), "named as its source");
+    assert!(h.query_by_label("num_hidden_layers").is_some(), "a key of the file");
+    assert!(!h.get_all_by_label("config.json").collect::<Vec<_>>().is_empty());
+    // kept with the model in the saved state
+    let back = AppState::from_stored(Some(&h.state().state.to_stored())).unwrap().unwrap();
+    let ModelChoice::Custom { facts, .. } = back.settings.model else { panic!("a fetched model") };
+    assert!(facts.iter().any(|f| f.fact == "parameters" && f.from == "safetensors header"), "{facts:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_gated_repo_without_a_token_says_so_and_keeps_the_scenario() {
     let hub = fake_hub(Duration::ZERO);
     let dir = home("gated");

@@ -61,8 +61,12 @@ impl VramApp {
     /// sequence stays inside the model's positions.
     pub(super) fn use_model(&mut self, ctx: &egui::Context, path: &str, loaded: Loaded) {
         let mut s = self.state.settings.clone();
-        s.model =
-            ModelChoice::Custom { path: path.to_owned(), model: Box::new(loaded.model), dtype: loaded.dtype };
+        s.model = ModelChoice::Custom {
+            path: path.to_owned(),
+            model: Box::new(loaded.model),
+            dtype: loaded.dtype,
+            facts: loaded.facts,
+        };
         if let Ok(m) = s.model_spec()
             && let Some(t) = m.transformer()
             && t.max_position_embeddings > 0

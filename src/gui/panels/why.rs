@@ -104,6 +104,7 @@ pub fn ui(
                 },
             );
         }
+        facts(ui, c.model_facts());
         if c.estimate.activations > 0 {
             ui.add_space(6.0);
             ui.label(RichText::new(t.activations_detail).strong());
@@ -118,6 +119,50 @@ pub fn ui(
         }
     });
     out
+}
+
+/// Where each fact about a loaded model came from, folded: the file's keys, the class defaults
+/// transformers fills in, vramscope's own defaults, the safetensors header.
+fn facts(ui: &mut egui::Ui, facts: &[crate::model::header_check::Fact]) {
+    if facts.is_empty() {
+        return;
+    }
+    let t = tr();
+    ui.add_space(6.0);
+    let r = egui::CollapsingHeader::new(RichText::new(t.facts_title).strong()).id_salt("why-facts").show(
+        ui,
+        |ui| {
+            ui.label(RichText::new(t.facts_hint).weak());
+            egui::Grid::new("why-facts-grid").num_columns(2).striped(true).show(ui, |ui| {
+                for f in facts {
+                    let what = match &f.value {
+                        Some(v) => format!("{} = {v}", f.fact),
+                        None => f.fact.clone(),
+                    };
+                    ui.add(egui::Label::new(what).wrap());
+                    ui.label(RichText::new(source_label(&f.from)).weak());
+                    ui.end_row();
+                }
+            });
+        },
+    );
+    if r.header_response.clicked() {
+        // opened at the column's foot: bring the list into view
+        r.header_response.scroll_to_me(Some(egui::Align::TOP));
+    }
+}
+
+/// A fact's source in the interface's language (the keys and file names as they are).
+fn source_label(from: &str) -> String {
+    use crate::model::header_check::{FROM_FAMILY, FROM_HEADER};
+    let t = tr();
+    match from {
+        FROM_HEADER => t.facts_header.into(),
+        FROM_FAMILY => t.facts_family.into(),
+        "class default" => t.facts_class_default.into(),
+        f if f.starts_with("vramscope default") => t.facts_vramscope_default.into(),
+        f => f.into(),
+    }
 }
 
 /// "32 layers", "24 layers · sliding window", …

@@ -261,6 +261,13 @@ strings! {
         ops_hint: "Bytes each op's backward keeps that no earlier op kept, per block, on one GPU."
             / "每个算子为反向传播保留、且之前的算子尚未保留的字节数，按单个块、单个 GPU 计。",
         ops_layers: "layers" / "层",
+        facts_title: "Where the model's facts come from" / "模型各项数据的来源",
+        facts_hint: "Each fact the estimate uses, and where it was read: the config.json's own keys, transformers' class defaults for keys it leaves out, vramscope's defaults where neither says, the weights' safetensors header (the truth for the parameters)."
+            / "估算用到的每项数据及其读取来源：config.json 自身的键、其未写明的键所用的 transformers 类默认值、两者都没有时 vramscope 的默认值、权重的 safetensors 文件头（参数量以它为准）。",
+        facts_header: "safetensors header" / "safetensors 文件头",
+        facts_family: "family's tensor list over config.json" / "按 config.json 的模型族张量表",
+        facts_class_default: "transformers class default" / "transformers 类默认值",
+        facts_vramscope_default: "vramscope default" / "vramscope 默认值",
         ops_sliding: "sliding window" / "滑动窗口",
         ops_dense: "dense MLP" / "稠密 MLP",
         ops_no_rope: "no rotary" / "无 RoPE",
