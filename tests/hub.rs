@@ -94,6 +94,12 @@ fn repos() -> BTreeMap<String, Repo> {
         ("acme/not-json".into(), broken(not_json)),
         ("acme/huge-header".into(), broken(huge)),
         ("acme/mystery".into(), unknown_arch()),
+        ("acme/llama-beams".into(), {
+            let mut r = single(false);
+            let g = br#"{"max_new_tokens": 512, "num_beams": 4, "cache_implementation": "static"}"#;
+            r.files.insert("generation_config.json".into(), File::Bytes(g.to_vec()));
+            r
+        }),
         (
             "acme/gguf-only".into(),
             Repo {
@@ -147,6 +153,7 @@ fn run(endpoint: &str, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Outp
         "HF_TOKEN_PATH",
         "MODELSCOPE_DOMAIN",
         "MODELSCOPE_API_TOKEN",
+        "MODELSCOPE_CACHE",
         "ALL_PROXY",
         "all_proxy",
         "HTTPS_PROXY",
@@ -329,6 +336,35 @@ fn a_429_is_retried_once_after_its_retry_after_then_reported() {
     let t = Instant::now();
     let e = err(&estimate(&hub.url, &home("429c"), "acme/llama-single", &[]));
     assert!(e.contains("retry after 3600 s") && t.elapsed() < Duration::from_secs(5), "{e}");
+}
+
+#[test]
+fn generation_config_is_read_with_the_config_and_named_in_facts_and_notes() {
+    let hub = Hub::start(repos(), Behaviour::default());
+    let h = home("beams");
+    let v = json(&estimate(&hub.url, &h, "acme/llama-beams", &[]));
+    assert_eq!(v["model"]["n_params"], LLAMA_1B, "the numbers are those the flags name");
+    let facts = v["model"]["facts"].as_array().unwrap();
+    let f = facts.iter().find(|f| f["fact"] == "num_beams").expect("a fact");
+    assert_eq!((f["from"].as_str(), f["value"].as_str()), (Some("generation_config.json"), Some("4")));
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("4 sequences per prompt") && notes.contains("cache_implementation"), "{notes}");
+    // fetched in the round trip of config.json
+    assert!(hub.requests().iter().any(|r| r.path.ends_with("/generation_config.json")));
+    // and read from the metadata cache next time, offline
+    let v = json(&estimate(&hub.url, &h, "acme/llama-beams", &[("HF_HUB_OFFLINE", "1")]));
+    assert!(v["notes"].to_string().contains("4 sequences per prompt"));
+}
+
+#[test]
+fn a_server_error_is_asked_once_more_then_reported_in_one_line() {
+    let hub = Hub::start(repos(), Behaviour { server_error: Some((1, 503)), ..Behaviour::default() });
+    let v = json(&estimate(&hub.url, &home("503a"), "acme/llama-single", &[]));
+    assert_eq!(v["model"]["n_params"], LLAMA_1B);
+    let hub = Hub::start(repos(), Behaviour { server_error: Some((100, 502)), ..Behaviour::default() });
+    let e = err(&estimate(&hub.url, &home("503b"), "acme/llama-single", &[]));
+    assert!(e.contains("HTTP 502") && e.contains("try again later"), "{e}");
+    assert_eq!(hub.requests().len(), 2, "asked twice, no more");
 }
 
 #[test]

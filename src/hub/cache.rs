@@ -44,6 +44,29 @@ pub fn hf_snapshot(root: &Path, id: &HubId) -> Option<(String, PathBuf)> {
     dir.is_dir().then_some((sha, dir))
 }
 
+/// What a model from the ModelScope cache names as its commit: the cache keeps one version of
+/// each file and records its revision only in a Python pickle.
+pub const MS_UNKNOWN_COMMIT: &str = "unrecorded";
+
+/// The folder of `id` in the ModelScope cache at `root` (`MODELSCOPE_CACHE`, else
+/// `~/.cache/modelscope/hub`): `models/ORG/NAME` since modelscope 1.20, `ORG/NAME` before, the
+/// dots of the name written `___` as the library writes them. The cache keeps one version: a
+/// revision other than the default branch is not looked for here.
+pub fn ms_snapshot(root: &Path, id: &HubId) -> Option<PathBuf> {
+    if id.revision.as_deref().is_some_and(|r| r != "master") {
+        return None;
+    }
+    if !component_ok(&id.org) || !component_ok(&id.name) {
+        return None;
+    }
+    let escaped = id.name.replace('.', "___");
+    let names = [escaped.as_str(), id.name.as_str()];
+    [root.join("models"), root.to_path_buf()]
+        .iter()
+        .flat_map(|base| names.iter().map(move |n| base.join(&id.org).join(n)))
+        .find(|d| ["config.json", "model_index.json", "modules.json"].iter().any(|f| d.join(f).is_file()))
+}
+
 /// A repository's place in vramscope's own cache.
 pub struct Entry {
     /// `…/HOST/ORG--NAME`.

@@ -30,6 +30,8 @@ const MAX_SHARDS: usize = 1024;
 const MAX_REDIRECTS: u32 = 5;
 /// The longest Retry-After honoured (once); longer, or a second 429, is an error.
 const MAX_RETRY_AFTER_S: u64 = 5;
+/// The wait before the one retry of a 5xx answer that names none (a Hub or CDN hiccup).
+const SERVER_ERROR_WAIT: Duration = Duration::from_millis(500);
 
 /// What was fetched for one commit: the API answer and the files to write, by name.
 pub struct Fetched {
@@ -96,7 +98,8 @@ impl Client<'_> {
         }
     }
 
-    /// One request, following redirects and one bounded Retry-After.
+    /// One request, following redirects; a 429 (after its bounded Retry-After) or a 500, 502,
+    /// 503 or 504 (after its Retry-After or half a second) is asked once more.
     fn get(&self, url: &str, range: Option<(u64, u64)>) -> Result<Resp, HubError> {
         let mut url = url.to_owned();
         let mut retried = false;
@@ -148,6 +151,14 @@ impl Client<'_> {
                 }
                 return Err(HubError::RateLimited { url, retry_after: after });
             }
+            if matches!(status, 500 | 502 | 503 | 504) && !retried {
+                let after = header("retry-after").and_then(|s| s.trim().parse::<u64>().ok());
+                if after.is_none_or(|s| s <= MAX_RETRY_AFTER_S) {
+                    retried = true;
+                    std::thread::sleep(after.map_or(SERVER_ERROR_WAIT, Duration::from_secs));
+                    continue;
+                }
+            }
             return Ok(resp);
         }
     }
@@ -182,6 +193,10 @@ impl Client<'_> {
                 had_token: self.access.token.is_some(),
             },
             (404, _) => self.not_found(),
+            (500..=599, _) => HubError::Http {
+                url: url.to_owned(),
+                why: format!("HTTP {status}, the server's own error (asked twice); try again later"),
+            },
             _ => HubError::Http { url: url.to_owned(), why: format!("HTTP {status}") },
         }
     }
@@ -418,7 +433,7 @@ fn plan(c: &Client<'_>, all: &[String], file_url: &dyn Fn(&str) -> String) -> Re
             .collect();
         (Vec::new(), shards)
     } else {
-        let json: Vec<String> = ["config.json", "model.safetensors.index.json"]
+        let json: Vec<String> = ["config.json", "generation_config.json", "model.safetensors.index.json"]
             .into_iter()
             .filter(|n| names.iter().any(|m| m == n))
             .map(str::to_owned)

@@ -137,6 +137,9 @@ pub struct Access {
     pub offline: bool,
     /// The Hugging Face cache (`models--ORG--NAME/…`).
     pub hf_cache: Option<PathBuf>,
+    /// ModelScope's cache (`MODELSCOPE_CACHE`, else `~/.cache/modelscope/hub`: `models/ORG/NAME`,
+    /// as the modelscope library lays it out), for `--hub modelscope`.
+    pub ms_cache: Option<PathBuf>,
     /// vramscope's own metadata cache (`…/vramscope/hub`).
     pub own_cache: Option<PathBuf>,
     /// Connect and read timeout of each request (`HF_HUB_DOWNLOAD_TIMEOUT`, default 10 s).
@@ -169,6 +172,10 @@ impl Access {
             a.endpoint = modelscope::endpoint(var("MODELSCOPE_DOMAIN"));
             a.token = var("MODELSCOPE_API_TOKEN").map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
             a.hf_cache = None;
+            let home = var("HOME").or_else(|| var("USERPROFILE")).map(PathBuf::from);
+            a.ms_cache = var("MODELSCOPE_CACHE")
+                .map(PathBuf::from)
+                .or_else(|| home.map(|h| h.join(".cache").join("modelscope").join("hub")));
             a.own_cache = a.own_cache.map(|c| c.join("modelscope"));
         }
         a
@@ -201,6 +208,7 @@ impl Access {
             token: token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()),
             offline: offline || var("HF_HUB_OFFLINE").is_some_and(|v| truthy(&v)),
             hf_cache,
+            ms_cache: None,
             own_cache: own_cache_dir(&var, xdg),
             timeout,
         }
@@ -229,6 +237,8 @@ fn own_cache_dir(var: &impl Fn(&str) -> Option<String>, xdg: Option<PathBuf>) ->
 pub enum Origin {
     /// The local Hugging Face cache (downloaded by transformers / huggingface_hub).
     HfCache,
+    /// The local ModelScope cache (downloaded by the modelscope library).
+    MsCache,
     /// vramscope's metadata cache (fetched before).
     Cache,
     /// Fetched now.
@@ -240,6 +250,7 @@ impl Origin {
     pub fn token(self) -> &'static str {
         match self {
             Origin::HfCache => "hf-cache",
+            Origin::MsCache => "modelscope-cache",
             Origin::Cache => "cache",
             Origin::Network => "network",
         }
@@ -270,6 +281,7 @@ impl Source {
     pub fn note(&self) -> String {
         let whence = match self.origin {
             Origin::HfCache => "the local Hugging Face cache, no network".to_owned(),
+            Origin::MsCache => "the local ModelScope cache, no network".to_owned(),
             Origin::Cache => format!("vramscope's metadata cache of {}, no network", self.endpoint),
             Origin::Network => format!("{} (config.json and safetensors headers only)", self.endpoint),
         };
@@ -363,12 +375,14 @@ pub enum HubError {
     },
     /// Offline, and in neither cache.
     #[error(
-        "{repo} is in neither the Hugging Face cache ({hf}) nor vramscope's cache ({own}), and the Hub is not reached offline (HF_HUB_OFFLINE / --offline)"
+        "{repo} is in neither the {which} cache ({hf}) nor vramscope's cache ({own}), and the Hub is not reached offline (HF_HUB_OFFLINE / --offline)"
     )]
     NotCached {
         /// `ORG/NAME[@REV]`.
         repo: String,
-        /// HF cache folder.
+        /// Which hub's local cache: `Hugging Face` or `ModelScope`.
+        which: &'static str,
+        /// The local cache folder.
         hf: String,
         /// Own cache folder.
         own: String,
@@ -404,8 +418,8 @@ fn diffusers_check(id: &HubId, dir: &Path) -> Result<(), HubError> {
 
 /// Loads the model `id` names: from the HF cache, vramscope's cache, else the network.
 pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
-    let hf_dir = access.hf_cache.as_deref().and_then(|c| cache::hf_snapshot(c, id));
-    if let Some((_, dir)) = &hf_dir {
+    let local = local_snapshot(id, access);
+    if let Some((_, dir, _)) = &local {
         diffusers_check(id, dir)?;
     }
     let own = access.own_cache.as_deref().map(|c| cache::Entry::new(c, &access.endpoint, id));
@@ -414,12 +428,11 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
     }
     // a snapshot without its safetensors (transformers fetched the config alone) gives the
     // parameters from the config: taken only offline, when nothing better can be had
-    let hf =
-        access.hf_cache.as_deref().and_then(|c| cache::hf_snapshot(c, id)).map(|(s, d)| (s, model_dir(d)));
-    if let Some((sha, dir)) = hf.clone().filter(|(_, d)| has_weights(d))
+    let hf = local.map(|(s, d, o)| (s, model_dir(d), o));
+    if let Some((sha, dir, origin)) = hf.clone().filter(|(_, d, _)| has_weights(d))
         && let Ok(l) = preset::load_path(&dir)
     {
-        let src = source(id, sha, Origin::HfCache, dir, access);
+        let src = source(id, sha, origin, dir, access);
         return Ok((named(l, id, &src), src));
     }
     let entry = access.own_cache.as_deref().map(|c| cache::Entry::new(c, &access.endpoint, id));
@@ -430,22 +443,24 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
         return Ok((named(l, id, &src), src));
     }
     if access.offline {
-        if let Some((sha, dir)) = hf {
+        if let Some((sha, dir, origin)) = hf {
             // in the cache but not a model this build reads: that, not "not cached"
             let mut l = preset::load_path(&dir).map_err(|e| HubError::Load { repo: id.repo(), source: e })?;
             if !has_weights(&dir) {
+                let which = if origin == Origin::MsCache { "ModelScope" } else { "Hugging Face" };
                 l.notes.push(format!(
-                    "{}: no safetensors in the Hugging Face cache's snapshot, and offline: the parameters follow config.json",
+                    "{}: no safetensors in the {which} cache's snapshot, and offline: the parameters follow config.json",
                     id.repo()
                 ));
             }
-            let src = source(id, sha, Origin::HfCache, dir, access);
+            let src = source(id, sha, origin, dir, access);
             return Ok((named(l, id, &src), src));
         }
         let shown = |p: Option<&Path>| p.map_or("none".into(), |p| p.display().to_string());
         return Err(HubError::NotCached {
             repo: id.shown(),
-            hf: shown(access.hf_cache.as_deref()),
+            which: if access.hub == Hub::ModelScope { "ModelScope" } else { "Hugging Face" },
+            hf: shown(access.hf_cache.as_deref().or(access.ms_cache.as_deref())),
             own: shown(access.own_cache.as_deref()),
         });
     }
@@ -501,6 +516,15 @@ fn model_dir(dir: PathBuf) -> PathBuf {
 }
 
 /// A folder with safetensors weights (or their headers) the folder loader reads.
+/// The model's files in the hub's local cache: (commit, folder, which cache).
+fn local_snapshot(id: &HubId, access: &Access) -> Option<(String, PathBuf, Origin)> {
+    if let Some((sha, dir)) = access.hf_cache.as_deref().and_then(|c| cache::hf_snapshot(c, id)) {
+        return Some((sha, dir, Origin::HfCache));
+    }
+    let dir = access.ms_cache.as_deref().and_then(|c| cache::ms_snapshot(c, id))?;
+    Some((cache::MS_UNKNOWN_COMMIT.to_owned(), dir, Origin::MsCache))
+}
+
 fn has_weights(dir: &Path) -> bool {
     dir.join("model.safetensors").exists() || dir.join("model.safetensors.index.json").exists()
 }
@@ -512,7 +536,10 @@ fn source(id: &HubId, sha: String, origin: Origin, dir: PathBuf, access: &Access
         sha,
         origin,
         dir,
-        endpoint: if origin == Origin::HfCache { String::new() } else { access.endpoint.clone() },
+        endpoint: match origin {
+            Origin::HfCache | Origin::MsCache => String::new(),
+            _ => access.endpoint.clone(),
+        },
         hub: access.hub,
     }
 }

@@ -7,6 +7,7 @@
 
 mod block_parts;
 pub mod config;
+pub mod generation;
 pub mod header_check;
 pub mod hf_config;
 pub mod preset;

@@ -389,6 +389,12 @@ fn load_dir(dir: &Path) -> Result<Loaded, LoadError> {
         };
     }
     let mut loaded = load_path(&cfg)?;
+    let generation = dir.join("generation_config.json");
+    if let Ok(text) = std::fs::read_to_string(&generation) {
+        let (facts, notes) = super::generation::read("generation_config.json", &text);
+        loaded.facts.extend(facts);
+        loaded.notes.extend(notes);
+    }
     let Some(w) = weights else { return Ok(loaded) };
     let tensors = if w.to_string_lossy().ends_with(".index.json") {
         safetensors::read_index(&w)?

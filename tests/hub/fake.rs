@@ -53,6 +53,8 @@ pub struct Behaviour {
     pub error_codes: bool,
     /// Answer this many requests with 429 and this Retry-After first.
     pub rate_limit: Option<(u32, u64)>,
+    /// Answer this many requests with this 5xx status first.
+    pub server_error: Option<(u32, u16)>,
     /// A 206 whose Content-Range names other bytes than those asked for.
     pub wrong_content_range: bool,
     /// A Content-Length 1000 bytes longer than the body sent before the connection closes.
@@ -191,6 +193,11 @@ fn answer_request(s: &mut TcpStream, st: &State, req: Request) {
         && st.limited.fetch_add(1, Ordering::Relaxed) < n
     {
         return answer(s, st, "429 Too Many Requests", &[("Retry-After", after.to_string())], b"slow down");
+    }
+    if let Some((n, code)) = st.b.server_error
+        && st.limited.fetch_add(1, Ordering::Relaxed) < n
+    {
+        return answer(s, st, &format!("{code} Server Error"), &[], b"upstream hiccup");
     }
     let path = req.path.clone();
     if let Some(rest) = path.strip_prefix("/api/v1/models/") {

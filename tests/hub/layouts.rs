@@ -194,6 +194,42 @@ fn modelscope_is_a_second_hub_with_its_own_endpoint_token_and_cache() {
     assert!(e.contains("no revision v9"), "{e}");
 }
 
+/// A model the modelscope library downloaded: read from its cache, no request, under both the
+/// layout of modelscope 1.20 and later (`models/ORG/NAME`, dots written `___`) and the earlier one.
+#[test]
+fn the_modelscope_cache_is_read_without_the_network() {
+    let h = home("ms-cache");
+    let header = fake::header(&super::llama_tensors(), 0);
+    let put = |dir: &Path| {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::copy("tests/data/hub/llama-3.2-1b/config.json", dir.join("config.json")).unwrap();
+        std::fs::write(dir.join("model.safetensors"), &header).unwrap();
+    };
+    put(&h.join(".cache/modelscope/hub/models/acme/Llama-3___2-1B"));
+    let other = h.join("elsewhere");
+    put(&other.join("acme/Old-1B"));
+    // the domain points nowhere: a request would fail
+    let ms = ("MODELSCOPE_DOMAIN", "http://127.0.0.1:9");
+    let run = |model: &str, env: &[(&str, &str)]| {
+        super::run(
+            "http://127.0.0.1:9",
+            &h,
+            &["estimate", "--model", model, "--hub", "modelscope", "--json"],
+            env,
+        )
+    };
+    let v = json(&run("acme/Llama-3.2-1B", &[ms]));
+    assert_eq!(v["model"]["n_params"], LLAMA_1B);
+    assert_eq!(v["model"]["source"]["from"], "modelscope-cache");
+    let dir = other.display().to_string();
+    let v = json(&run("acme/Old-1B", &[ms, ("MODELSCOPE_CACHE", dir.as_str())]));
+    assert_eq!(v["model"]["source"]["from"], "modelscope-cache");
+    // one version is kept: another revision is not taken from it
+    let o = run("acme/Llama-3.2-1B@v2", &[ms, ("HF_HUB_OFFLINE", "1")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("modelscope"), "names the cache looked in");
+}
+
 /// A Stable-Diffusion-like pipeline: model_index.json, three components with weights (the unet
 /// also as an fp16 variant), a scheduler without.
 fn diffusers_repo() -> Repo {
