@@ -208,7 +208,8 @@ fn a_single_file_repo_gives_the_headers_exact_count_and_nothing_past_the_prefix_
 
 #[test]
 fn a_sharded_repo_reads_each_shards_header_in_three_round_trips_and_the_cache_answers_next() {
-    let hub = Hub::start(repos(), Behaviour::default());
+    let latency = Duration::from_millis(60);
+    let hub = Hub::start(repos(), Behaviour { latency, ..Behaviour::default() });
     let h = home("sharded");
     let v = json(&estimate(&hub.url, &h, "acme/llama-sharded", &[]));
     assert_eq!(v["model"]["n_params"], LLAMA_1B);
@@ -217,6 +218,7 @@ fn a_sharded_repo_reads_each_shards_header_in_three_round_trips_and_the_cache_an
     let reqs = hub.requests();
     // api, config, index, 2 lengths, 2 headers (the first 150 KiB)
     assert_eq!(reqs.len(), 7, "{:?}", reqs.iter().map(|r| &r.path).collect::<Vec<_>>());
+    assert_eq!(fake::round_trips(&reqs), 3);
     assert!(reqs.iter().all(|r| !r.path.contains("README")));
     let ranges: Vec<&str> = reqs.iter().filter_map(|r| r.headers.get("range").map(String::as_str)).collect();
     let prefix = format!("bytes=0-{}", PREFIX - 1);

@@ -10,6 +10,7 @@
 
 use super::{Access, Hub, HubError, HubId, modelscope};
 use crate::model::safetensors;
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
@@ -388,77 +389,121 @@ fn list_url(access: &Access, id: &HubId, rev: Option<&str>) -> String {
     }
 }
 
-/// What to read of a repository: the files read to decide (`modules.json`, `model_index.json`),
-/// the folder the model is in (`""` or `0_Transformer/`), its JSON files and its shards.
-struct Plan {
-    files: Vec<(String, Vec<u8>)>,
-    prefix: String,
+/// The files of one folder that may hold the model: its JSON files and its shards, as paths
+/// in the repository.
+struct Group {
+    /// `""` for the root, else the folder (`0_Transformer`, `unet`).
+    folder: String,
     json: Vec<String>,
     shards: Vec<String>,
 }
 
-/// Decides what to read of the repository whose files are `all`.
-fn plan(c: &Client<'_>, all: &[String], file_url: &dyn Fn(&str) -> String) -> Result<Plan, HubError> {
-    let id = c.id;
-    // a Sentence Transformers repository without a root config.json: the Transformer module's
-    // folder, as modules.json names it (one more round trip, for this layout only)
-    let has = |n: &str| all.iter().any(|m| m == n);
-    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut prefix = String::new();
-    if !has("config.json") && has("modules.json") {
-        let modules = c.json_file(&file_url("modules.json"))?;
-        let p = super::st_module_path(&modules)
-            .map_err(|why| HubError::Bad { what: format!("{}: modules.json", id.shown()), why })?;
-        if !p.is_empty() {
-            prefix = format!("{p}/");
-        }
-        files.push(("modules.json".to_owned(), modules));
-    }
-    let names: Vec<String> = all
+/// What to read of a repository: the file that decides which folders hold the model
+/// (`modules.json`, `model_index.json`; none for a plain repository), and each candidate folder.
+/// The decider and every candidate's JSON and shard lengths are read in one round trip.
+struct Plan {
+    decider: Option<&'static str>,
+    groups: Vec<Group>,
+}
+
+/// The folders of `all` (one level down) holding a file `pick` accepts.
+fn folders_with(all: &[String], pick: impl Fn(&str) -> bool) -> Vec<&str> {
+    let mut out: Vec<&str> = all
         .iter()
-        .filter_map(|n| n.strip_prefix(prefix.as_str()))
-        .filter(|n| !n.contains('/'))
-        .map(str::to_owned)
+        .filter_map(|p| p.split_once('/'))
+        .filter(|(f, n)| !f.is_empty() && !n.contains('/') && pick(n))
+        .map(|(f, _)| f)
         .collect();
-    let file_url = |n: &str| file_url(&format!("{prefix}{n}"));
-    let (json, shards) = if prefix.is_empty() && !has("config.json") && has("model_index.json") {
-        // a Diffusers pipeline: model_index.json, then each component's headers
-        let index = c.json_file(&file_url("model_index.json"))?;
-        let comps = super::diffusers::components(&index)
-            .map_err(|why| HubError::Bad { what: format!("{}: model_index.json", id.shown()), why })?;
-        files.push(("model_index.json".to_owned(), index));
-        let shards: Vec<String> = comps
-            .iter()
-            .flat_map(|(name, _)| super::diffusers::shards(name, all.iter().map(String::as_str)))
-            .collect();
-        (Vec::new(), shards)
-    } else {
-        let json: Vec<String> = ["config.json", "generation_config.json", "model.safetensors.index.json"]
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The plain files of `folder` (`""`: the root): config, generation config, index, shards.
+fn plain_group(all: &[String], folder: &str) -> Group {
+    let pre = if folder.is_empty() { String::new() } else { format!("{folder}/") };
+    let here: Vec<&str> =
+        all.iter().filter_map(|p| p.strip_prefix(pre.as_str())).filter(|n| !n.contains('/')).collect();
+    let json = ["config.json", "generation_config.json", "model.safetensors.index.json"]
+        .into_iter()
+        .filter(|n| here.contains(n))
+        .map(|n| format!("{pre}{n}"))
+        .collect();
+    let shards = here.iter().filter(|n| n.ends_with(".safetensors")).map(|n| format!("{pre}{n}")).collect();
+    Group { folder: folder.to_owned(), json, shards }
+}
+
+/// Decides what to read of the repository whose files are `all`.
+fn plan(id: &HubId, all: &[String]) -> Result<Plan, HubError> {
+    let has = |n: &str| all.iter().any(|m| m == n);
+    let plan = if !has("config.json") && has("modules.json") {
+        // Sentence Transformers: the Transformer module's folder, which modules.json names;
+        // every folder with a config.json is a candidate until it is read
+        let mut groups = vec![plain_group(all, "")];
+        let folders = folders_with(all, |n| n == "config.json");
+        groups.extend(folders.into_iter().map(|f| plain_group(all, f)));
+        Plan { decider: Some("modules.json"), groups }
+    } else if !has("config.json") && has("model_index.json") {
+        // a Diffusers pipeline: each component's headers (model_index.json names them)
+        let groups = folders_with(all, |n| n.ends_with(".safetensors"))
             .into_iter()
-            .filter(|n| names.iter().any(|m| m == n))
-            .map(str::to_owned)
+            .map(|f| Group {
+                folder: f.to_owned(),
+                json: Vec::new(),
+                shards: super::diffusers::shards(f, all.iter().map(String::as_str)),
+            })
             .collect();
-        (json, names.iter().filter(|n| n.ends_with(".safetensors")).cloned().collect())
+        Plan { decider: Some("model_index.json"), groups }
+    } else {
+        Plan { decider: None, groups: vec![plain_group(all, "")] }
     };
-    if json.is_empty() && shards.is_empty() {
+    let shards: usize = plan.groups.iter().map(|g| g.shards.len()).sum();
+    if plan.decider.is_none() && plan.groups.iter().all(|g| g.json.is_empty() && g.shards.is_empty()) {
         return Err(HubError::Bad {
             what: id.shown(),
-            why: if prefix.is_empty() {
-                "no config.json nor .safetensors file at the repository's root (GGUF-only repositories are not read yet)".into()
-            } else {
-                format!(
-                    "no config.json nor .safetensors file in {prefix}, the Transformer module modules.json names"
-                )
-            },
+            why: "no config.json nor .safetensors file at the repository's root (GGUF-only repositories are not read yet)".into(),
         });
     }
-    if shards.len() > MAX_SHARDS {
+    if shards > MAX_SHARDS {
         return Err(HubError::Bad {
             what: id.shown(),
-            why: format!("{} shards, more than {MAX_SHARDS}", shards.len()),
+            why: format!("{shards} shards, more than {MAX_SHARDS}"),
         });
     }
-    Ok(Plan { files, prefix, json, shards })
+    Ok(plan)
+}
+
+/// Keeps the groups the decider names, as (group, the prefix its files are stored without);
+/// the decider's own file is pushed to `files`.
+fn choose(
+    id: &HubId,
+    plan: Plan,
+    decider_bytes: Option<Vec<u8>>,
+    files: &mut Vec<(String, Vec<u8>)>,
+) -> Result<(Vec<Group>, String), HubError> {
+    let (Some(decider), Some(bytes)) = (plan.decider, decider_bytes) else {
+        return Ok((plan.groups, String::new()));
+    };
+    let bad = |why: String| HubError::Bad { what: format!("{}: {decider}", id.shown()), why };
+    let chosen = if decider == "modules.json" {
+        let p = super::st_module_path(&bytes).map_err(bad)?;
+        let group = plan.groups.into_iter().find(|g| g.folder == p);
+        let group =
+            group.filter(|g| !g.json.is_empty() || !g.shards.is_empty()).ok_or_else(|| HubError::Bad {
+                what: id.shown(),
+                why: format!(
+                    "no config.json nor .safetensors file in {p}/, the Transformer module modules.json names"
+                ),
+            })?;
+        let prefix = if p.is_empty() { String::new() } else { format!("{p}/") };
+        (vec![group], prefix)
+    } else {
+        let comps = super::diffusers::components(&bytes).map_err(bad)?;
+        let groups = plan.groups.into_iter().filter(|g| comps.iter().any(|(n, _)| *n == g.folder)).collect();
+        (groups, String::new())
+    };
+    files.push((decider.to_owned(), bytes));
+    Ok(chosen)
 }
 
 /// Fetches the metadata of `id` (never the weights).
@@ -492,12 +537,15 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
         }
         Hub::ModelScope => modelscope::file_url(&access.endpoint, &id.org, &id.name, rev, n),
     };
-    let Plan { mut files, prefix, json, shards } = plan(&c, &all, &file_url)?;
-    let file_url = |n: &str| file_url(&format!("{prefix}{n}"));
-    // round trip 2: the JSON files and each shard's first bytes, in parallel
+    let plan = plan(id, &all)?;
+    // round trip 2: the decider, every candidate's JSON files and each shard's first bytes, in
+    // parallel
     let c = &c;
     let mut jobs: Vec<Job<'_>> = Vec::new();
-    for n in json.iter().chain(&shards) {
+    let decider = plan.decider.map(str::to_owned);
+    let json: Vec<String> = plan.groups.iter().flat_map(|g| g.json.clone()).collect();
+    let prefixed: Vec<String> = plan.groups.iter().flat_map(|g| g.shards.clone()).collect();
+    for n in decider.iter().chain(&json).chain(&prefixed) {
         let url = file_url(n);
         let is_shard = n.ends_with(".safetensors");
         jobs.push((
@@ -505,14 +553,27 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
             Box::new(move || if is_shard { c.range(&url, 0, PREFIX_BYTES - 1) } else { c.json_file(&url) }),
         ));
     }
-    let got = parallel(jobs)?;
-    let (json_bytes, prefixes) = got.split_at(json.len());
-    files.extend(json.iter().cloned().zip(json_bytes.iter().cloned()));
+    let mut got: BTreeMap<String, Vec<u8>> =
+        decider.iter().chain(&json).chain(&prefixed).cloned().zip(parallel(jobs)?).collect();
+    let mut files = Vec::new();
+    let (groups, prefix) = choose(id, plan, decider.and_then(|d| got.remove(&d)), &mut files)?;
+    let stored = |n: &str| n.strip_prefix(prefix.as_str()).unwrap_or(n).to_owned();
+    let mut shards = Vec::new();
+    let mut prefixes = Vec::new();
+    for g in groups {
+        for n in &g.json {
+            files.push((stored(n), got.remove(n).unwrap_or_default()));
+        }
+        for n in g.shards {
+            prefixes.push(got.remove(&n).unwrap_or_default());
+            shards.push(n);
+        }
+    }
     // round trip 3: the rest of the headers longer than the prefix
     let mut total = 0u64;
     let mut rest: Vec<Job<'_>> = Vec::new();
     let mut lens = Vec::with_capacity(shards.len());
-    for (name, prefix) in shards.iter().zip(prefixes) {
+    for (name, prefix) in shards.iter().zip(&prefixes) {
         let n = header_len(name, prefix)?;
         total += n;
         if total > MAX_MODEL_HEADER_BYTES {
@@ -532,14 +593,14 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
         }
     }
     let mut more = parallel(rest)?.into_iter();
-    for ((name, prefix), n) in shards.iter().zip(prefixes).zip(lens) {
+    for ((name, prefix), n) in shards.iter().zip(&prefixes).zip(lens) {
         let mut bytes = prefix.clone();
         if 8 + n > bytes.len() as u64 && bytes.len() as u64 == PREFIX_BYTES {
             bytes.extend(more.next().unwrap_or_default());
         }
         bytes.truncate((8 + n) as usize);
         check_header(name, &bytes, n)?;
-        files.push((name.clone(), bytes));
+        files.push((stored(name), bytes));
     }
     Ok(Fetched { sha, api, files })
 }

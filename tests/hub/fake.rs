@@ -69,6 +69,17 @@ pub struct Behaviour {
 pub struct Request {
     pub path: String,
     pub headers: BTreeMap<String, String>,
+    /// Requests answered before this one arrived: with a latency, the requests of one round
+    /// trip share it (the client's sequential round trips are its distinct values).
+    pub answered_before: u32,
+}
+
+/// The sequential round trips of `log` (each a set of requests made together).
+pub fn round_trips(log: &[Request]) -> usize {
+    let mut waves: Vec<u32> = log.iter().map(|r| r.answered_before).collect();
+    waves.sort_unstable();
+    waves.dedup();
+    waves.len()
 }
 
 pub struct Hub {
@@ -88,6 +99,7 @@ struct State {
     weight_bytes: Arc<AtomicU64>,
     body_bytes: Arc<AtomicU64>,
     limited: AtomicU32,
+    answered: AtomicU32,
 }
 
 impl Hub {
@@ -105,6 +117,7 @@ impl Hub {
             weight_bytes: weight_bytes.clone(),
             body_bytes: body_bytes.clone(),
             limited: AtomicU32::new(0),
+            answered: AtomicU32::new(0),
         });
         let st = stop.clone();
         std::thread::Builder::new()
@@ -157,7 +170,7 @@ fn read_request(s: &TcpStream) -> Option<Request> {
             headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
         }
     }
-    Some(Request { path, headers })
+    Some(Request { path, headers, answered_before: 0 })
 }
 
 fn head(s: &mut TcpStream, st: &State, status: &str, extra: &[(&str, String)], len: u64) -> bool {
@@ -181,8 +194,10 @@ fn answer(s: &mut TcpStream, st: &State, status: &str, extra: &[(&str, String)],
 /// Answers one request; whether the connection stays open for another.
 fn serve(s: &TcpStream, st: &State) -> bool {
     let Ok(mut s) = s.try_clone() else { return false };
-    let Some(req) = read_request(&s) else { return false };
+    let Some(mut req) = read_request(&s) else { return false };
+    req.answered_before = st.answered.load(Ordering::SeqCst);
     answer_request(&mut s, st, req);
+    st.answered.fetch_add(1, Ordering::SeqCst);
     st.b.sequential
 }
 

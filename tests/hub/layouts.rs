@@ -86,7 +86,8 @@ fn layout_repos() -> BTreeMap<String, Repo> {
 
 #[test]
 fn a_sentence_transformers_repo_is_read_from_its_transformer_module_folder() {
-    let hub = Hub::start(layout_repos(), Behaviour::default());
+    let latency = std::time::Duration::from_millis(60);
+    let hub = Hub::start(layout_repos(), Behaviour { latency, ..Behaviour::default() });
     let h = home("st");
     let v = json(&estimate(&hub.url, &h, "acme/st-bert", &[]));
     let n = params(&bert_tensors());
@@ -96,7 +97,10 @@ fn a_sentence_transformers_repo_is_read_from_its_transformer_module_folder() {
     assert!(v["notes"].to_string().contains("Sentence Transformers"), "{}", v["notes"]);
     let paths: Vec<String> = hub.requests().iter().map(|r| r.path.clone()).collect();
     assert!(paths.iter().any(|p| p.ends_with("/0_Transformer/model.safetensors")), "{paths:?}");
-    assert!(!paths.iter().any(|p| p.contains("1_Pooling") || p.contains("README")), "{paths:?}");
+    // modules.json is read beside every folder's config.json (a pooling module's among them):
+    // three round trips, as for any model
+    assert!(!paths.iter().any(|p| p.contains("README")), "{paths:?}");
+    assert_eq!(fake::round_trips(&hub.requests()), 3, "{paths:?}");
     // two Range requests of the shard: its header's length, then its header; no weight byte
     let shard: Vec<_> = hub.requests().into_iter().filter(|r| r.path.ends_with(".safetensors")).collect();
     assert_eq!(shard.len(), 2);
@@ -255,7 +259,11 @@ fn diffusers_repo() -> Repo {
 
 #[test]
 fn a_diffusers_pipeline_gives_each_components_parameters_and_weight_bytes_and_no_estimate() {
-    let hub = Hub::start(BTreeMap::from([("acme/sd".to_owned(), diffusers_repo())]), Behaviour::default());
+    let latency = std::time::Duration::from_millis(60);
+    let hub = Hub::start(
+        BTreeMap::from([("acme/sd".to_owned(), diffusers_repo())]),
+        Behaviour { latency, ..Behaviour::default() },
+    );
     let h = home("diffusers");
     let e = super::err(&estimate(&hub.url, &h, "acme/sd", &[]));
     for part in [
@@ -271,6 +279,8 @@ fn a_diffusers_pipeline_gives_each_components_parameters_and_weight_bytes_and_no
     assert!(!e.contains("scheduler"), "{e}");
     let paths: Vec<String> = hub.requests().iter().map(|r| r.path.clone()).collect();
     assert!(!paths.iter().any(|p| p.contains("fp16") || p.contains("config.json")), "{paths:?}");
+    // model_index.json beside each component's header length, then the headers
+    assert_eq!(fake::round_trips(&hub.requests()), 3, "{paths:?}");
     // from the metadata cache, offline, the same answer
     let again = super::err(&estimate(&hub.url, &h, "acme/sd", &[("HF_HUB_OFFLINE", "1")]));
     assert_eq!(again, e);
