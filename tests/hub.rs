@@ -238,6 +238,12 @@ fn a_sharded_repo_reads_each_shards_header_in_three_round_trips_and_the_cache_an
     let v =
         json(&run(&hub.url, &h, &["estimate", "--model", "acme/llama-sharded", "--offline", "--json"], &[]));
     assert_eq!(v["model"]["source"]["from"], "cache");
+    // --refresh asks the Hub again which commit the branch is at
+    let before = hub.requests().len();
+    let v =
+        json(&run(&hub.url, &h, &["estimate", "--model", "acme/llama-sharded", "--refresh", "--json"], &[]));
+    assert_eq!(v["model"]["source"]["from"], "network");
+    assert_eq!(hub.requests().len(), before + 7);
     // a revision is its own cache key: fetched once
     let v = json(&estimate(&hub.url, &h, "acme/llama-sharded@v1", &[]));
     assert_eq!(

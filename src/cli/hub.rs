@@ -18,6 +18,10 @@ pub struct HubArgs {
     /// cache, never the network (HF_HUB_OFFLINE=1 does the same).
     #[arg(long)]
     pub offline: bool,
+    /// With a Hub id in --model: ask the hub again which commit the branch is at (the caches
+    /// remember the commit a branch resolved to when it was read; a commit id never needs this).
+    #[arg(long, conflicts_with = "offline")]
+    pub refresh: bool,
     /// With a Hub id in --model: the hub it is on: huggingface (HF_ENDPOINT, HF_TOKEN) or
     /// modelscope (MODELSCOPE_DOMAIN, MODELSCOPE_API_TOKEN).
     #[arg(long, value_enum, default_value_t = HubKind::Huggingface)]
@@ -74,8 +78,10 @@ pub fn load_model(spec: &str, h: &HubArgs) -> Result<Model> {
 
 /// How to reach the hub `--hub` names.
 fn access(h: &HubArgs) -> hub::Access {
-    match h.hub {
+    let mut a = match h.hub {
         HubKind::Huggingface => hub::Access::from_env(h.offline),
         HubKind::Modelscope => hub::Access::from_env_for(hub::Hub::ModelScope, h.offline),
-    }
+    };
+    a.refresh = h.refresh;
+    a
 }

@@ -18,7 +18,8 @@ fn component_ok(s: &str) -> bool {
         && !s.starts_with('.')
 }
 
-fn is_sha(s: &str) -> bool {
+/// A full commit id (40 hex digits).
+pub fn is_sha(s: &str) -> bool {
     s.len() == 40 && s.chars().all(|c| c.is_ascii_hexdigit())
 }
 

@@ -144,6 +144,8 @@ pub struct Access {
     pub own_cache: Option<PathBuf>,
     /// Connect and read timeout of each request (`HF_HUB_DOWNLOAD_TIMEOUT`, default 10 s).
     pub timeout: Duration,
+    /// Ask the hub which commit a branch is at even when a cache holds one (`--refresh`).
+    pub refresh: bool,
 }
 
 /// huggingface_hub's truthy values: `1`, `ON`, `YES`, `TRUE`, any case.
@@ -211,6 +213,7 @@ impl Access {
             ms_cache: None,
             own_cache: own_cache_dir(&var, xdg),
             timeout,
+            refresh: false,
         }
     }
 }
@@ -418,12 +421,14 @@ fn diffusers_check(id: &HubId, dir: &Path) -> Result<(), HubError> {
 
 /// Loads the model `id` names: from the HF cache, vramscope's cache, else the network.
 pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
-    let local = local_snapshot(id, access);
+    // `--refresh` (online) asks the hub again, unless the revision is a commit id
+    let cached = !access.refresh || access.offline || id.revision.as_deref().is_some_and(cache::is_sha);
+    let local = local_snapshot(id, access).filter(|_| cached);
     if let Some((_, dir, _)) = &local {
         diffusers_check(id, dir)?;
     }
     let own = access.own_cache.as_deref().map(|c| cache::Entry::new(c, &access.endpoint, id));
-    if let Some((_, dir)) = own.as_ref().and_then(cache::Entry::lookup) {
+    if let Some((_, dir)) = own.as_ref().filter(|_| cached).and_then(cache::Entry::lookup) {
         diffusers_check(id, &dir)?;
     }
     // a snapshot without its safetensors (transformers fetched the config alone) gives the
@@ -436,7 +441,7 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
         return Ok((named(l, id, &src), src));
     }
     let entry = access.own_cache.as_deref().map(|c| cache::Entry::new(c, &access.endpoint, id));
-    if let Some((sha, dir)) = entry.as_ref().and_then(cache::Entry::lookup)
+    if let Some((sha, dir)) = entry.as_ref().filter(|_| cached).and_then(cache::Entry::lookup)
         && let Ok(l) = preset::load_path(&dir)
     {
         let src = source(id, sha, Origin::Cache, dir, access);
