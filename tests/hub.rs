@@ -365,6 +365,15 @@ fn generation_config_is_read_with_the_config_and_named_in_facts_and_notes() {
 }
 
 #[test]
+fn a_mirror_that_serves_branches_only_is_asked_by_the_branch() {
+    let hub = Hub::start(repos(), Behaviour { branches_only: true, ..Behaviour::default() });
+    let v = json(&estimate(&hub.url, &home("branches"), "acme/llama-sharded@v1", &[]));
+    assert_eq!(v["model"]["n_params"], LLAMA_1B);
+    assert_eq!(v["model"]["source"]["sha"], SHA, "still named by its commit");
+    assert!(hub.requests().iter().any(|r| r.path.contains("/resolve/v1/")));
+}
+
+#[test]
 fn a_server_error_is_asked_once_more_then_reported_in_one_line() {
     let hub = Hub::start(repos(), Behaviour { server_error: Some((1, 503)), ..Behaviour::default() });
     let v = json(&estimate(&hub.url, &home("503a"), "acme/llama-single", &[]));

@@ -53,6 +53,9 @@ struct Client<'a> {
     agent: ureq::Agent,
     access: &'a Access,
     id: &'a HubId,
+    /// (`/resolve/COMMIT/`, `/resolve/REV/`): a file the commit's URL does not find (404) is
+    /// asked for once more by the revision's, as a mirror that serves branches only needs.
+    by_revision: Option<(String, String)>,
 }
 
 /// `scheme://host[:port]` of a URL.
@@ -104,6 +107,7 @@ impl Client<'_> {
     fn get(&self, url: &str, range: Option<(u64, u64)>) -> Result<Resp, HubError> {
         let mut url = url.to_owned();
         let mut retried = false;
+        let mut by_revision = self.by_revision.as_ref().filter(|(c, _)| url.contains(c.as_str()));
         let mut hops = 0;
         loop {
             let mut req = self.agent.get(&url).header("Accept-Encoding", "identity");
@@ -151,6 +155,12 @@ impl Client<'_> {
                     continue;
                 }
                 return Err(HubError::RateLimited { url, retry_after: after });
+            }
+            if status == 404
+                && let Some((commit, rev)) = by_revision.take()
+            {
+                url = url.replacen(commit.as_str(), rev, 1);
+                continue;
             }
             if matches!(status, 500 | 502 | 503 | 504) && !retried {
                 let after = header("retry-after").and_then(|s| s.trim().parse::<u64>().ok());
@@ -519,7 +529,7 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
         .user_agent(concat!("vramscope/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
-    let c = Client { agent, access, id };
+    let mut c = Client { agent, access, id, by_revision: None };
     let api_url = list_url(access, id, id.revision.as_deref());
     // round trip 1: the commit and the file list
     let api = c.json_file(&api_url)?;
@@ -531,6 +541,12 @@ pub fn fetch(id: &HubId, access: &Access) -> Result<Fetched, HubError> {
             (sha, all.into_iter().filter(|n| path_ok(n)).collect())
         }
     };
+    if access.hub == Hub::HuggingFace {
+        let rev = id.revision.as_deref().unwrap_or("main");
+        if rev != sha {
+            c.by_revision = Some((format!("/resolve/{sha}/"), format!("/resolve/{}/", escape(rev))));
+        }
+    }
     let file_url = |n: &str| match access.hub {
         Hub::HuggingFace => {
             format!("{}/{}/{}/resolve/{sha}/{}", access.endpoint, id.org, id.name, escape_path(n))

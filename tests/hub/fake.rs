@@ -55,6 +55,9 @@ pub struct Behaviour {
     pub rate_limit: Option<(u32, u64)>,
     /// Answer this many requests with this 5xx status first.
     pub server_error: Option<(u32, u16)>,
+    /// Serve files by a branch's name only (`resolve/main/…`), a commit's URL is a 404, as
+    /// some mirrors do.
+    pub branches_only: bool,
     /// A 206 whose Content-Range names other bytes than those asked for.
     pub wrong_content_range: bool,
     /// A Content-Length 1000 bytes longer than the body sent before the connection closes.
@@ -311,7 +314,11 @@ fn modelscope(s: &mut TcpStream, st: &State, req: &Request, rest: &str) {
 }
 
 fn resolve(s: &mut TcpStream, st: &State, req: &Request, repo: &str, sha: &str, file: &str) {
-    let Some(r) = st.repos.get(repo).filter(|r| r.sha == sha) else {
+    let known = |r: &&Repo| match st.b.branches_only {
+        true => r.revisions.iter().any(|b| b == sha),
+        false => r.sha == sha,
+    };
+    let Some(r) = st.repos.get(repo).filter(known) else {
         return not_found(s, st, "EntryNotFound");
     };
     let bearer = format!("Bearer {GOOD_TOKEN}");
