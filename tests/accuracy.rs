@@ -67,7 +67,10 @@ const GROUPS: [(char, &str); 14] = [
     ('G', "real-size configs of those families"),
     ('H', "real-size cases chosen and measured after the model was written"),
     ('L', "Llama 4 text: chunked attention, NoPE layers, every-expert MoE (tiny, and Scout's widths)"),
-    ('M', "2025 MoE decoders: OLMoE, GLM-4 and GLM-4.5, MiniMax-M2, ERNIE-4.5 (dense and MoE), Granite-MoE"),
+    (
+        'M',
+        "2025 MoE decoders: OLMoE, GLM-4 and GLM-4.5, MiniMax-M2, ERNIE-4.5 (dense and MoE), Granite-MoE, PhiMoE (sparsemixer)",
+    ),
     ('N', "2025 dense decoders: Seed-OSS, EXAONE 4.0, OLMo 3, Arcee (ReLU²), Apertus (xIELU)"),
     ('O', "GPT-BigCode (multi-query attention in GPT-2's layout), OPT (pre- and post-norm)"),
     ('P', "Phi-1, Phi-1.5, Phi-2"),

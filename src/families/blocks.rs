@@ -168,6 +168,7 @@ pub(crate) fn mlp(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor, 
             Router::TopkSoftmax => {
                 Routing::TopkFirst { elem: if k.clamped_swiglu { ctx.compute_elem } else { 4 } }
             }
+            Router::SparseMixer => Routing::SparseMixer { input_jitter: moe.input_jitter },
             r => Routing::Scores {
                 renorm: match r {
                     Router::SoftmaxNoNorm => Renorm::None,

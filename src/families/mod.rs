@@ -37,6 +37,7 @@ mod opt;
 mod params;
 mod phi;
 mod phi3;
+mod phimoe;
 mod qwen3;
 mod seed_oss;
 mod smollm3;
@@ -190,6 +191,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &gemma::Gemma2,
     &gemma::Gemma3,
     &phi3::Phi3,
+    &phimoe::Phimoe,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

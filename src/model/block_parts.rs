@@ -27,6 +27,10 @@ pub struct Moe {
     /// Groups a token's experts are chosen from (`topk_group`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub topk_group: u64,
+    /// In training the tokens are multiplied in place by a uniform draw, once by the MoE block
+    /// and once by its router (PhiMoE's `input_jitter_noise` > 0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub input_jitter: bool,
 }
 
 impl Moe {
@@ -40,6 +44,7 @@ impl Moe {
             router: Router::Softmax,
             groups: 0,
             topk_group: 0,
+            input_jitter: false,
         }
     }
 }
@@ -62,6 +67,9 @@ pub enum Router {
     SoftmaxSharedGate,
     /// ERNIE-4.5: `softmax(fp32) → top-k`, renormalised by their sum clamped at `moe_norm_min`.
     SoftmaxClampedNorm,
+    /// PhiMoE's sparsemixer: two rounds of a masked softmax over the logits in their dtype,
+    /// an expert drawn (Gumbel) in each, its weight a gather of the softmax; always 2 experts.
+    SparseMixer,
 }
 
 /// Multi-head latent attention numbers (DeepSeek-V2/V3 `q_lora_rank`, `kv_lora_rank`, …).

@@ -83,6 +83,9 @@ pub struct TransformerSpec {
     /// Bias on MLP projections.
     #[serde(default)]
     pub mlp_bias: bool,
+    /// A bias on the LM head (PhiMoE's `lm_head_bias`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub head_bias: bool,
     /// Dropout probability on attention probabilities.
     #[serde(default)]
     pub attention_dropout: f64,
@@ -499,6 +502,7 @@ pub fn generic(params_b: f64) -> Option<ModelSpec> {
             qkv_bias: false,
             o_bias: false,
             mlp_bias: false,
+            head_bias: false,
             attention_dropout: 0.0,
             hidden_dropout: 0.0,
             moe: None,

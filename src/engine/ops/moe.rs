@@ -14,6 +14,11 @@ pub enum Routing {
     /// The top k of the logits, then a softmax over those k in `elem` bytes (gpt-oss: the
     /// logits' dtype; Granite-MoE: fp32, `F.linear(x, w).float()`).
     TopkFirst { elem: u64 },
+    /// PhiMoE's sparsemixer, two rounds: the bool mask `masked_fill` keeps, the softmax output
+    /// (logits' dtype), the drawn expert's int64 id (kept by `gather`, `scatter` and the
+    /// multiplier's Function) and its gathered weight; with `input_jitter` the two uniform draws
+    /// the tokens are multiplied by in place, each kept by its `mul`.
+    SparseMixer { input_jitter: bool },
 }
 
 /// How the top-k weights are renormalised.
@@ -78,6 +83,10 @@ impl Graph<'_> {
             if let Routing::TopkFirst { elem } = routing {
                 // top-k of the logits (int64 ids) then softmax over the k values
                 self.keep_new(tk * 8 + tk * elem + if old { tk * elem } else { 0 }, Cat::Mlp);
+            } else if let Routing::SparseMixer { input_jitter } = routing {
+                let rounds = 2;
+                let jitter = if input_jitter { 2 * t * width * c } else { 0 };
+                self.keep_new(rounds * (t * experts * (1 + c) + t * 8 + t * c) + jitter, Cat::Mlp);
             } else {
                 // softmax over all experts (fp32), top-k ids, and when renormalised the k weights
                 // and their sum (the division keeps both)
@@ -93,7 +102,7 @@ impl Graph<'_> {
                         // each top-k's int64 ids, and the bool mask `masked_fill` keeps
                         if groups > 0 { t * groups * 2 * 8 + t * topk_group * 8 + t * experts } else { 0 },
                     ),
-                    Routing::TopkFirst { .. } => (0, 0),
+                    Routing::TopkFirst { .. } | Routing::SparseMixer { .. } => (0, 0),
                 };
                 self.keep_new(t * experts * (4 + input) + tk * 8 + norm + grouped, Cat::Mlp);
             }

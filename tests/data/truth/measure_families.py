@@ -344,6 +344,11 @@ FAMILY_SPECS = {
                     intermediate_size=128, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                     num_local_experts=4, num_experts_per_tok=2, attention_bias=True, lm_head_bias=True,
                     max_position_embeddings=2048)),
+    # Phi-3.5-MoE's own jitter: the tokens multiplied in place by a uniform draw, twice, in training
+    "phimoe_tiny_jitter": (CONFIG_MAPPING["phimoe"], dict(architectures=["PhimoeForCausalLM"], vocab_size=1000,
+                           hidden_size=256, intermediate_size=128, num_hidden_layers=4, num_attention_heads=8,
+                           num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, attention_bias=True,
+                           lm_head_bias=True, input_jitter_noise=0.01, max_position_embeddings=2048)),
     "granitemoe_tiny": (CONFIG_MAPPING["granitemoe"], dict(architectures=["GraniteMoeForCausalLM"], vocab_size=1000,
                         hidden_size=256, intermediate_size=128, num_hidden_layers=4, num_attention_heads=8,
                         num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, embedding_multiplier=12.0,
@@ -378,6 +383,12 @@ FAMILY_SPECS = {
                              num_key_value_heads=8, num_local_experts=32, num_experts_per_tok=8, embedding_multiplier=12.0,
                              residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=6.0,
                              max_position_embeddings=4096, rope_theta=10000.0, tie_word_embeddings=True, pad_token_id=0)),
+    # Phi-3.5-MoE's widths in 8 of its 32 blocks (its own jitter and biases; default rotary)
+    "phi-3.5-moe-8l": (CONFIG_MAPPING["phimoe"], dict(architectures=["PhimoeForCausalLM"], vocab_size=32064,
+                       hidden_size=4096, intermediate_size=6400, num_hidden_layers=8, num_attention_heads=32,
+                       num_key_value_heads=8, num_local_experts=16, num_experts_per_tok=2, attention_bias=True,
+                       lm_head_bias=True, input_jitter_noise=0.01, router_jitter_noise=0.01,
+                       max_position_embeddings=131072, tie_word_embeddings=False)),
     # ---------------- 2025 dense decoders (group N, issue #39) ----------------
     "seed_oss_tiny": (CONFIG_MAPPING["seed_oss"], dict(architectures=["SeedOssForCausalLM"], vocab_size=1000, hidden_size=256,
                       intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
@@ -681,6 +692,11 @@ def cases_M():
         out += [C(f + "-bf16-sdpa-b1s1024", f, 1, 1024, "bfloat16", "sdpa", backend=be),
                 C(f + "-bf16-sdpa-b1s2048-infer", f, 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be)]
     out += [C("glm-4.5-air-bf16-sdpa-b1s2048-ckpt", "glm-4.5-air", 1, 2048, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    out += [C("phi-3.5-moe-8l-bf16-sdpa-b1s1024", "phi-3.5-moe-8l", 1, 1024, "bfloat16", "sdpa", backend=be),
+            C("phi-3.5-moe-8l-bf16-sdpa-b1s2048-infer", "phi-3.5-moe-8l", 1, 2048, "bfloat16", "sdpa", mode="infer",
+              backend=be)]
+    out += [C("phimoe_tiny_jitter-bf16-sdpa-b2s256", "phimoe_tiny_jitter", 2, 256, "bfloat16", "sdpa", backend=be),
+            C("phimoe_tiny-bf16-sdpa-b2s256-ckpt", "phimoe_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
     out += [C("glm4_moe_tiny-bf16-sdpa-b2s256-ckpt", "glm4_moe_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
             C("olmoe_tiny-bf16-sdpa-b2s256-ckpt", "olmoe_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
     return out
