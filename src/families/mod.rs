@@ -11,6 +11,7 @@ mod apertus;
 mod arcee;
 mod bert;
 mod blocks;
+mod cohere2;
 mod config;
 mod deepseek;
 mod ernie4_5;
@@ -192,6 +193,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &gemma::Gemma3,
     &phi3::Phi3,
     &phimoe::Phimoe,
+    &cohere2::Cohere2,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

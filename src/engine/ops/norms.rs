@@ -21,6 +21,9 @@ pub enum NormKind {
     /// Llama 4's weightless L2 norm of q and k: `(u · rsqrt(mean(u²) + eps)).type_as(x)` on
     /// `u = x.float()`.
     L2,
+    /// Cohere's LayerNorm written out in fp32, no bias: `u = x.float()`,
+    /// `(u - mean) · rsqrt(mean((u - mean)²) + eps)`, `w.float() · y`, cast back.
+    LayerManualFp32,
 }
 
 impl Graph<'_> {
@@ -86,6 +89,20 @@ impl Graph<'_> {
                     self.keep_new(n * 4, Cat::Norms);
                 }
             }
+            NormKind::LayerManualFp32 => {
+                // `u - mean` twice: the first kept by pow, the second by the product with rsqrt
+                // (kept); the weight's fp32 copy kept by `w.float() · y` when y requires grad
+                // (the weight itself when it is fp32 already), y when the weight trains
+                if active {
+                    self.keep_new(2 * n * 4 + rows * 4, Cat::Norms);
+                    if !self.ctx.amp && self.ctx.compute_elem != 4 {
+                        self.keep_new(width * 4, Cat::Norms);
+                    }
+                }
+                if trains {
+                    self.keep_new(n * 4, Cat::Norms);
+                }
+            }
             NormKind::LayerFp32Stats => {
                 if active || trains {
                     self.keep(x);
@@ -111,9 +128,11 @@ impl Graph<'_> {
             // before PyTorch 2.2 `mean(dim)` keeps its input: the squared tensor (in fp32 when
             // the norm upcasts)
             match kind {
-                NormKind::Rms | NormKind::RmsWeightFp32 | NormKind::RmsOffset | NormKind::L2 => {
-                    self.keep_new(n * 4, Cat::Norms)
-                }
+                NormKind::Rms
+                | NormKind::RmsWeightFp32
+                | NormKind::RmsOffset
+                | NormKind::L2
+                | NormKind::LayerManualFp32 => self.keep_new(n * 4, Cat::Norms),
                 NormKind::RmsNoUpcast => self.keep_new(n * xe, Cat::Norms),
                 NormKind::Layer | NormKind::LayerFp32Stats => {}
             }

@@ -405,8 +405,13 @@ FAMILY_SPECS = {
     "apertus_tiny": (CONFIG_MAPPING["apertus"], dict(architectures=["ApertusForCausalLM"], vocab_size=1000, hidden_size=256,
                      intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                      max_position_embeddings=2048)),
+    # Command R7B / Command A: attention and MLP in parallel on one fp32 LayerNorm, rotary in fp32
+    # on the sliding layers only, every 4th layer global, logits scaled
+    "cohere2_tiny": (CONFIG_MAPPING["cohere2"], dict(architectures=["Cohere2ForCausalLM"], vocab_size=1000, hidden_size=256,
+                     intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                     sliding_window=64, max_position_embeddings=2048)),
 }
-for _t in ["seed_oss", "exaone4", "olmo3", "arcee", "apertus"]:
+for _t in ["seed_oss", "exaone4", "olmo3", "arcee", "apertus", "cohere2"]:
     # the config class's defaults (the flagship widths transformers carries), 8 blocks
     FAMILY_SPECS[_t + "-8l"] = (CONFIG_MAPPING[_t], dict(architectures=[type(CONFIG_MAPPING[_t]()).__name__.replace("Config", "ForCausalLM")],
                                                          num_hidden_layers=8))
@@ -670,6 +675,14 @@ def cases_N():
         out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
                 C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
                 C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be),
+                C(f + "-8l-bf16-sdpa-b1s1024", f + "-8l", 1, 1024, "bfloat16", "sdpa", backend=be),
+                C(f + "-8l-bf16-sdpa-b1s2048-infer", f + "-8l", 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be)]
+    for f in ["cohere2"]:
+        t = f + "_tiny"
+        out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+                C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+                C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be),
+                C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
                 C(f + "-8l-bf16-sdpa-b1s1024", f + "-8l", 1, 1024, "bfloat16", "sdpa", backend=be),
                 C(f + "-8l-bf16-sdpa-b1s2048-infer", f + "-8l", 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be)]
     out += [C("exaone4_tiny-bf16-sdpa-b2s256-ckpt", "exaone4_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
