@@ -71,7 +71,10 @@ const GROUPS: [(char, &str); 14] = [
         'M',
         "2025 MoE decoders: OLMoE, GLM-4 and GLM-4.5, MiniMax-M2, ERNIE-4.5 (dense and MoE), Granite-MoE, PhiMoE (sparsemixer)",
     ),
-    ('N', "2025 dense decoders: Seed-OSS, EXAONE 4.0, OLMo 3, Arcee (ReLU²), Apertus (xIELU), Cohere 2"),
+    (
+        'N',
+        "2025 dense decoders: Seed-OSS, EXAONE 4.0, OLMo 3, Arcee (ReLU²), Apertus (xIELU), Cohere and Cohere 2",
+    ),
     ('O', "GPT-BigCode (multi-query attention in GPT-2's layout), OPT (pre- and post-norm)"),
     ('P', "Phi-1, Phi-1.5, Phi-2"),
     ('T', "torchtune's losses and optimizer in backward (Llama)"),

@@ -51,6 +51,8 @@ impl Style {
 pub(crate) enum QkNorm {
     None,
     PerHead,
+    /// Per head, each head with a weight of its own (Cohere's `(heads, head_dim)` weights).
+    PerHeadOwnWeights,
     Full,
 }
 
@@ -129,6 +131,10 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Te
         QkNorm::PerHead => {
             q = g.norm(q, t * m.num_heads, m.head_dim, st.norm, "q_norm");
             k = g.norm(k, t * m.num_kv_heads, m.head_dim, st.norm, "k_norm");
+        }
+        QkNorm::PerHeadOwnWeights => {
+            q = g.norm_weighted(q, t * m.num_heads, m.head_dim, qw, st.norm, "q_norm");
+            k = g.norm_weighted(k, t * m.num_kv_heads, m.head_dim, kw, st.norm, "k_norm");
         }
         QkNorm::Full => {
             q = g.norm(q, t, qw, st.norm, "q_norm");

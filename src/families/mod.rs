@@ -11,7 +11,7 @@ mod apertus;
 mod arcee;
 mod bert;
 mod blocks;
-mod cohere2;
+mod cohere;
 mod config;
 mod deepseek;
 mod ernie4_5;
@@ -193,7 +193,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &gemma::Gemma3,
     &phi3::Phi3,
     &phimoe::Phimoe,
-    &cohere2::Cohere2,
+    &cohere::Cohere,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

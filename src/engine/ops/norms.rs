@@ -30,6 +30,20 @@ impl Graph<'_> {
     /// A normalisation over `rows` rows of `width` (tokens, or tokens × heads for q/k norms).
     /// Output in x's dtype; category of what it keeps: `Norms`.
     pub fn norm(&mut self, x: Tensor, rows: u64, width: u64, kind: NormKind, name: &'static str) -> Tensor {
+        self.norm_weighted(x, rows, width, width, kind, name)
+    }
+
+    /// [`Graph::norm`] with a weight of `weight` elements where it is not `width` (Cohere's
+    /// q/k norms: one weight row per head).
+    pub fn norm_weighted(
+        &mut self,
+        x: Tensor,
+        rows: u64,
+        width: u64,
+        weight: u64,
+        kind: NormKind,
+        name: &'static str,
+    ) -> Tensor {
         let before = self.kept.total();
         let (xe, active) = (self.elem(x), self.rg(x));
         let trains = self.ctx.full;
@@ -96,7 +110,7 @@ impl Graph<'_> {
                 if active {
                     self.keep_new(2 * n * 4 + rows * 4, Cat::Norms);
                     if !self.ctx.amp && self.ctx.compute_elem != 4 {
-                        self.keep_new(width * 4, Cat::Norms);
+                        self.keep_new(weight * 4, Cat::Norms);
                     }
                 }
                 if trains {

@@ -410,8 +410,15 @@ FAMILY_SPECS = {
     "cohere2_tiny": (CONFIG_MAPPING["cohere2"], dict(architectures=["Cohere2ForCausalLM"], vocab_size=1000, hidden_size=256,
                      intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                      sliding_window=64, max_position_embeddings=2048)),
+    # Command R (rotary on every layer) and Command R+'s per-head q/k LayerNorm (a weight row per head)
+    "cohere_tiny": (CONFIG_MAPPING["cohere"], dict(architectures=["CohereForCausalLM"], vocab_size=1000, hidden_size=256,
+                    intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                    max_position_embeddings=2048)),
+    "cohere_tiny_qkn": (CONFIG_MAPPING["cohere"], dict(architectures=["CohereForCausalLM"], vocab_size=1000,
+                        hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
+                        num_key_value_heads=2, use_qk_norm=True, max_position_embeddings=2048)),
 }
-for _t in ["seed_oss", "exaone4", "olmo3", "arcee", "apertus", "cohere2"]:
+for _t in ["seed_oss", "exaone4", "olmo3", "arcee", "apertus", "cohere2", "cohere"]:
     # the config class's defaults (the flagship widths transformers carries), 8 blocks
     FAMILY_SPECS[_t + "-8l"] = (CONFIG_MAPPING[_t], dict(architectures=[type(CONFIG_MAPPING[_t]()).__name__.replace("Config", "ForCausalLM")],
                                                          num_hidden_layers=8))
@@ -677,7 +684,7 @@ def cases_N():
                 C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be),
                 C(f + "-8l-bf16-sdpa-b1s1024", f + "-8l", 1, 1024, "bfloat16", "sdpa", backend=be),
                 C(f + "-8l-bf16-sdpa-b1s2048-infer", f + "-8l", 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be)]
-    for f in ["cohere2"]:
+    for f in ["cohere2", "cohere"]:
         t = f + "_tiny"
         out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
                 C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
@@ -685,6 +692,10 @@ def cases_N():
                 C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
                 C(f + "-8l-bf16-sdpa-b1s1024", f + "-8l", 1, 1024, "bfloat16", "sdpa", backend=be),
                 C(f + "-8l-bf16-sdpa-b1s2048-infer", f + "-8l", 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out += [C("cohere_tiny_qkn-bf16-sdpa-b2s256", "cohere_tiny_qkn", 2, 256, "bfloat16", "sdpa", backend=be),
+            C("cohere_tiny_qkn-fp32-eager-b2s128", "cohere_tiny_qkn", 2, 128, "float32", "eager", backend=be),
+            C("cohere_tiny_qkn-bf16-sdpa-b2s256-infer", "cohere_tiny_qkn", 2, 256, "bfloat16", "sdpa", mode="infer",
+              backend=be)]
     out += [C("exaone4_tiny-bf16-sdpa-b2s256-ckpt", "exaone4_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
             C("arcee_tiny-bf16-sdpa-b2s256-ckpt", "arcee_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
     return out
