@@ -158,6 +158,24 @@ fn the_json_contract_and_the_one_line_answer() {
 }
 
 #[test]
+fn an_unvalidated_architecture_is_said_once() {
+    let dir = std::env::temp_dir().join(format!("vramscope-serve-unval-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read("tests/data/hub/llama-3.2-1b/config.json").unwrap()).unwrap();
+    cfg["model_type"] = "mystery".into();
+    cfg["architectures"] = serde_json::json!(["MysteryForCausalLM"]);
+    let path = dir.join("config.json");
+    std::fs::write(&path, cfg.to_string()).unwrap();
+    let o = cli(&["serve", "--model", path.to_str().unwrap(), "--gpu", "h100-80gb"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = text.lines().filter(|l| l.contains("generic")).count();
+    assert_eq!(said, 1, "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn bad_input_is_one_line_and_exit_2() {
     for (args, needle) in [
         (vec!["--gpu-memory-utilization", "0"], "(0, 1]"),

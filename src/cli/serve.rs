@@ -164,6 +164,10 @@ pub fn run_serve(a: &ServeArgs) -> Result<String> {
         return Ok(serve::text::advice(&adv, &a.model, a.options));
     }
     let mut s = serve::serve(&setup.model, &setup.gpu, &setup.cfg, setup.checkpoint_dtype.as_deref())?;
+    // the loader's "unvalidated architecture" note says what serve's own says, more exactly
+    if load_notes.iter().any(|n| n.starts_with("unvalidated architecture")) {
+        s.notes.retain(|n| !n.ends_with(": a generic decoder (not validated for this architecture)"));
+    }
     s.notes.splice(0..0, load_notes);
     let out = if a.json {
         let mut v = serde_json::to_value(&s)?;
