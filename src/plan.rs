@@ -42,11 +42,21 @@ pub struct StepTime {
 pub fn active_params(sc: &Scenario, total: u64) -> f64 {
     match sc.model.transformer().and_then(|t| t.moe.map(|m| (t, m))) {
         Some((t, m)) => {
-            let expert = 3 * t.hidden_size * t.intermediate_size * t.num_layers;
-            total as f64 - (expert * (m.experts - m.top_k)) as f64
+            let idle = expert_params(t) as f64 * (m.experts - m.top_k.min(m.experts)) as f64
+                / m.experts.max(1) as f64;
+            total as f64 - idle
         }
         None => total as f64,
     }
+}
+
+/// The routed experts' parameters (every sparse layer's, shared experts and routers apart).
+fn expert_params(t: &crate::model::TransformerSpec) -> u64 {
+    t.param_groups()
+        .iter()
+        .filter(|g| matches!(g.kind, crate::model::ParamKind::Experts(_)))
+        .map(|g| g.rows * g.cols * g.count)
+        .sum()
 }
 
 /// Step time of `global_batch` sequences with the scenario's parallel layout on `gpu`s.
@@ -83,8 +93,10 @@ pub fn step_time(sc: &Scenario, e: &Estimate, gpu: &Gpu, global_batch: u64, spee
     if sc.mode == Mode::Train && p.dp > 1 {
         // ring all-reduce (ZeRO-0/1/2: reduce-scatter + all-gather of the same volume) of this
         // rank's unsharded gradients; ZeRO-3 / FSDP also all-gathers parameters twice
-        let grads =
-            (e.n_params as f64 / (p.tp * p.pp).max(1) as f64) * sc.precision.compute_dtype().bytes(1) as f64;
+        // a rank's experts are 1/ep of them (expert parallelism inside data parallelism)
+        let experts = sc.model.transformer().map_or(0, expert_params).min(e.n_params);
+        let held = (e.n_params - experts) as f64 + experts as f64 / p.ep.max(1) as f64;
+        let grads = (held / (p.tp * p.pp).max(1) as f64) * sc.precision.compute_dtype().bytes(1) as f64;
         let ring = 2.0 * (p.dp - 1) as f64 / p.dp as f64;
         let volume = grads * ring * if p.effective_zero() >= 3 { 1.5 } else { 1.0 };
         let t = volume / link(p.dp);
@@ -99,6 +111,20 @@ pub fn step_time(sc: &Scenario, e: &Estimate, gpu: &Gpu, global_batch: u64, spee
         let per_step_micro = global_batch as f64 / (sc.batch * p.dp.max(1)) as f64;
         let calls = if sc.mode == Mode::Train { 4.0 } else { 2.0 };
         let t = calls * layers / p.pp.max(1) as f64 * 2.0 * (p.tp - 1) as f64 / p.tp as f64 * bytes / link(1);
+        comm += t * per_step_micro;
+        exposed += t * per_step_micro;
+    }
+    if p.ep > 1
+        && let Some((t, m)) = sc.model.transformer().and_then(|t| t.moe.map(|m| (t, m)))
+    {
+        // each sparse layer's dispatch and combine all-to-alls of the routed tokens (b·s·k·h),
+        // forward, and again backward; on the critical path
+        let sparse = t.num_layers - crate::families::dense_and_sparse_layers(t).0;
+        let bytes = (sc.batch * sc.seq * m.top_k) as f64 * h * sc.precision.compute_dtype().bytes(1) as f64;
+        let per_step_micro = global_batch as f64 / (sc.batch * p.dp.max(1)) as f64;
+        let calls = if sc.mode == Mode::Train { 4.0 } else { 2.0 };
+        let t =
+            calls * sparse as f64 / p.pp.max(1) as f64 * (p.ep - 1) as f64 / p.ep as f64 * bytes / link(p.ep);
         comm += t * per_step_micro;
         exposed += t * per_step_micro;
     }
@@ -301,7 +327,8 @@ fn largest_fitting_divisor(n: u64, guess: u64, fits: &mut impl FnMut(u64) -> boo
 }
 
 /// Searches layouts of `gpus` GPUs for a global batch: tensor parallelism inside a node (1-8),
-/// pipeline stages dividing the blocks, ZeRO 0-3 (0-1 with pipeline parallelism, as DeepSpeed
+/// pipeline stages dividing the blocks, expert parallelism for an MoE model (powers of two
+/// dividing the experts and dp), ZeRO 0-3 (0-1 with pipeline parallelism, as DeepSpeed
 /// allows), checkpointing none/full and optimizer offload. In every row the micro-batch × the
 /// micro-batches per step × dp is the global batch, and the total is [`crate::fit::verdict`]'s —
 /// what `vramscope estimate` prints for the row's flags. Returns the plans that fit, fastest first
@@ -329,10 +356,13 @@ pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &Sp
                         if offload != Offload::None && zero == 0 {
                             continue;
                         }
-                        let mut s = sc.clone();
-                        s.parallel = Parallel { dp, tp, pp, zero, offload, micro_batches: 0, ..sc.parallel };
-                        s.checkpointing = ckpt;
-                        layouts.push(s);
+                        for ep in expert_degrees(t, dp) {
+                            let mut s = sc.clone();
+                            s.parallel =
+                                Parallel { dp, tp, pp, zero, offload, ep, micro_batches: 0, ..sc.parallel };
+                            s.checkpointing = ckpt;
+                            layouts.push(s);
+                        }
                     }
                 }
             }
@@ -365,6 +395,16 @@ pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &Sp
         a.step.step_s.total_cmp(&b.step.step_s).then(b.headroom_bytes.cmp(&a.headroom_bytes))
     });
     plans
+}
+
+/// Expert-parallel degrees the search tries at `dp` data-parallel ranks: 1, and for an MoE model
+/// the powers of two up to 64 that divide both the experts and `dp`.
+fn expert_degrees(t: &crate::model::TransformerSpec, dp: u64) -> Vec<u64> {
+    let experts = t.moe.map_or(1, |m| m.experts);
+    (0..=6)
+        .map(|i| 1u64 << i)
+        .filter(|&ep| ep == 1 || (ep <= dp && dp.is_multiple_of(ep) && experts.is_multiple_of(ep)))
+        .collect()
 }
 
 /// One layout of the search: the largest micro-batch dividing the replica's batch that the

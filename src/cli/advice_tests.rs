@@ -131,6 +131,31 @@ proptest! {
     }
 }
 
+/// An MoE model's search tries expert parallelism, and its rows reproduce as `estimate` with
+/// their `--ep`.
+#[test]
+fn an_moe_search_tries_expert_parallelism_and_its_rows_reproduce() {
+    let args: Vec<String> =
+        ["--gpu", "h100-80gb", "--seq", "4096", "--batch", "1"].iter().map(|s| (*s).to_owned()).collect();
+    let Some((sc, gpu)) = scenario("mixtral-8x7b", &args) else { panic!("no scenario") };
+    let plans = vramscope::plan::search(&sc, &gpu, 16, 64, &vramscope::plan::SpeedModel::default());
+    assert!(plans.iter().any(|p| p.parallel.ep > 1), "no row with --ep");
+    assert!(plans.iter().any(|p| p.parallel.ep == 1), "no row without");
+    for p in plans.iter().filter(|p| p.parallel.ep > 1).take(4) {
+        assert!(p.estimate_args.windows(2).any(|w| w[0] == "--ep" && w[1] == p.parallel.ep.to_string()));
+        check_row("mixtral-8x7b", "search row with --ep", &p.estimate_args, &p.scenario, p.total_bytes, true);
+    }
+    // the same layout with more expert parallelism holds fewer experts per rank
+    let at = |ep: u64| {
+        let mut s = sc.clone();
+        s.parallel.dp = 16;
+        s.parallel.zero = 1;
+        s.parallel.ep = ep;
+        vramscope::estimate::estimate(&s).unwrap_or_else(|e| panic!("ep {ep}: {e}")).total
+    };
+    assert!(at(8) < at(1));
+}
+
 /// `vramscope serve --model MODEL ARGS…` as the CLI reads it.
 fn re_serve(model: &str, args: &[String]) -> vramscope::serve::Serve {
     let words =

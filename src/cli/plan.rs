@@ -372,11 +372,18 @@ fn search(
         plans.len()
     );
     s += "  every row: micro-batch x accumulation (pipeline: micro-batches per step) x dp = the global batch; GiB/GPU is `vramscope estimate` of its most loaded rank\n\n";
-    s += "  rank  dp  tp  pp  zero  ckpt  offload    mb  accum   GiB/GPU  headroom   step s   tokens/s\n";
+    // an MoE model's rows differ by their expert-parallel degree too
+    let moe = sc.model.transformer().is_some_and(|t| t.moe.is_some());
+    s += if moe {
+        "  rank  dp  ep  tp  pp  zero  ckpt  offload    mb  accum   GiB/GPU  headroom   step s   tokens/s\n"
+    } else {
+        "  rank  dp  tp  pp  zero  ckpt  offload    mb  accum   GiB/GPU  headroom   step s   tokens/s\n"
+    };
     for (i, p) in plans.iter().take(a.top).enumerate() {
         let q = &p.parallel;
+        let ep = if moe { format!(" {:>3}", q.ep) } else { String::new() };
         s += &format!(
-            "  {:>4} {:>3} {:>3} {:>3} {:>5}  {:<5} {:<9} {:>3} {:>6} {:>9.1} {:>9.1} {:>8.2} {:>10.0}\n",
+            "  {:>4} {:>3}{ep} {:>3} {:>3} {:>5}  {:<5} {:<9} {:>3} {:>6} {:>9.1} {:>9.1} {:>8.2} {:>10.0}\n",
             i + 1,
             q.dp,
             q.tp,
