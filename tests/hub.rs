@@ -94,6 +94,7 @@ fn repos() -> BTreeMap<String, Repo> {
         ("acme/not-json".into(), broken(not_json)),
         ("acme/huge-header".into(), broken(huge)),
         ("acme/mystery".into(), unknown_arch()),
+        ("meta-llama/Llama-3.2-1B".into(), single(false)),
         ("acme/llama-beams".into(), {
             let mut r = single(false);
             let g = br#"{"max_new_tokens": 512, "num_beams": 4, "cache_implementation": "static"}"#;
@@ -147,6 +148,7 @@ fn run(endpoint: &str, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Outp
     // and no proxy: the fake Hub is on loopback
     for k in [
         "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
         "HF_HUB_OFFLINE",
         "HF_HUB_CACHE",
         "HUGGINGFACE_HUB_CACHE",
@@ -481,10 +483,30 @@ fn the_hugging_face_cache_answers_without_the_network_and_offline_says_what_is_m
 fn presets_paths_and_other_subcommands_keep_working() {
     let hub = Hub::start(repos(), Behaviour::default());
     let h = home("presets");
-    // a preset's Hub id is the preset, with no request
+    // a preset's Hub id is looked up on the endpoint HF_ENDPOINT names; where that has no such
+    // repository the preset answers, and says why
     let v = json(&estimate(&hub.url, &h, "Qwen/Qwen3-8B", &[]));
     assert!(v["model"]["source"].is_null());
-    assert!(hub.requests().is_empty());
+    assert!(
+        v["notes"].to_string().contains("the built-in preset Qwen/Qwen3-8B answers instead"),
+        "{}",
+        v["notes"]
+    );
+    assert!(!hub.requests().is_empty());
+    // one the endpoint holds is read from it
+    let v = json(&estimate(&hub.url, &h, "meta-llama/Llama-3.2-1B", &[]));
+    assert_eq!(v["model"]["source"]["from"], "network");
+    assert_eq!(v["model"]["n_params"], LLAMA_1B);
+    // without HF_ENDPOINT, no request: the preset
+    let o = Command::new(env!("CARGO_BIN_EXE_vramscope"))
+        .args(["estimate", "--model", "Qwen/Qwen3-8B", "--json"])
+        .env("HOME", &*h)
+        .env_remove("HF_ENDPOINT")
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["model"]["source"].is_null() && !v["notes"].to_string().contains("answers instead"));
     let v =
         json(&run(&hub.url, &h, &["serve", "--model", "acme/llama-single", "--gpu", "h100", "--json"], &[]));
     assert_eq!(

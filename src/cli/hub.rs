@@ -49,8 +49,23 @@ pub struct Model {
 /// Loads `--model`: a preset, a file or folder, or a Hub id.
 pub fn load_model(spec: &str, h: &HubArgs) -> Result<Model> {
     let plain = h.revision.is_none() && !spec.contains('@') && h.hub == HubKind::Huggingface;
-    if plain && (preset::builtin(spec).is_some() || std::path::Path::new(spec).exists()) {
+    if plain && std::path::Path::new(spec).exists() {
         return Ok(Model { loaded: preset::load(spec)?, source: None });
+    }
+    if plain && preset::builtin(spec).is_some() {
+        // a preset's Hub id is the preset, unless the Hub is asked for: a mirror or another
+        // endpoint named (HF_ENDPOINT), or --refresh; what it cannot answer the preset does
+        let endpoint = std::env::var_os("HF_ENDPOINT").is_some_and(|v| !v.is_empty());
+        let id = hub::parse_id(spec, None).and_then(Result::ok).filter(|_| endpoint || h.refresh);
+        let Some(id) = id else { return Ok(Model { loaded: preset::load(spec)?, source: None }) };
+        return match hub::load(&id, &access(h)) {
+            Ok((loaded, source)) => Ok(Model { loaded, source: Some(source) }),
+            Err(e) => {
+                let mut loaded = preset::load(spec)?;
+                loaded.notes.insert(0, format!("{e}: the built-in preset {spec} answers instead"));
+                Ok(Model { loaded, source: None })
+            }
+        };
     }
     match hub::parse_id(spec, h.revision.as_deref()) {
         Some(id) => {

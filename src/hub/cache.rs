@@ -100,15 +100,31 @@ impl Entry {
 
     /// The commit and folder cached for this revision, if any.
     pub fn lookup(&self) -> Option<(String, PathBuf)> {
+        // the default branch and `main` (what it nearly always is) share an entry
+        let refs = self.root.join("refs");
+        let alias = match self.key.as_str() {
+            "_default" => "main",
+            "main" => "_default",
+            _ => "",
+        };
         let sha = match &self.sha {
             Some(s) => s.clone(),
-            None => read_ref(&self.root.join("refs").join(&self.key))?,
+            None => read_ref(&refs.join(&self.key))
+                .or_else(|| (!alias.is_empty()).then(|| read_ref(&refs.join(alias))).flatten())?,
         };
         let dir = self.root.join(&sha);
         // the API answer is written with the rest: an entry without it is not one
         let api = std::fs::read(dir.join("api.json")).ok()?;
         serde_json::from_slice::<serde_json::Value>(&api).ok()?;
         Some((sha, dir))
+    }
+
+    /// Moves aside and removes the entry folder `dir`, which does not load (fetched again next).
+    pub fn discard(&self, dir: &Path) {
+        let old = self.root.join(format!(".old-{}-{}", std::process::id(), unique()));
+        if std::fs::rename(dir, &old).is_ok() {
+            let _ = std::fs::remove_dir_all(&old);
+        }
     }
 
     /// Writes what was fetched: the files into a fresh folder renamed into place, then the ref.
@@ -118,17 +134,31 @@ impl Entry {
         }
         std::fs::create_dir_all(&self.root)?;
         let dir = self.root.join(&f.sha);
-        let tmp = self.root.join(format!(".tmp-{}-{}", std::process::id(), unique()));
-        write_files(&tmp, f)?;
-        if dir.exists() {
-            // a corrupt entry (a sound one would have been used): replaced
-            std::fs::remove_dir_all(&dir)?;
-        }
-        if let Err(e) = std::fs::rename(&tmp, &dir) {
-            let _ = std::fs::remove_dir_all(&tmp);
-            // another process stored the same commit meanwhile
-            if !dir.join("api.json").exists() {
-                return Err(e);
+        // another process may store the same commit at the same time (entries are renamed into
+        // place whole, so one that has a sound API answer is complete): keep the first
+        let sound = |d: &Path| {
+            std::fs::read(d.join("api.json"))
+                .ok()
+                .is_some_and(|b| serde_json::from_slice::<serde_json::Value>(&b).is_ok())
+        };
+        if !sound(&dir) {
+            let tmp = self.root.join(format!(".tmp-{}-{}", std::process::id(), unique()));
+            write_files(&tmp, f)?;
+            // renaming onto a folder that has files fails: then it is a sound entry another
+            // process put there meanwhile (kept), or a damaged one (moved aside, then replaced)
+            let mut placed = std::fs::rename(&tmp, &dir);
+            if placed.is_err() && dir.exists() && !sound(&dir) {
+                let old = self.root.join(format!(".old-{}-{}", std::process::id(), unique()));
+                if std::fs::rename(&dir, &old).is_ok() {
+                    let _ = std::fs::remove_dir_all(&old);
+                }
+                placed = std::fs::rename(&tmp, &dir);
+            }
+            if let Err(e) = placed {
+                let _ = std::fs::remove_dir_all(&tmp);
+                if !sound(&dir) {
+                    return Err(e);
+                }
             }
         }
         let refs = self.root.join("refs");

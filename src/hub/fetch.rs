@@ -188,6 +188,7 @@ impl Client<'_> {
                 repo,
                 endpoint: self.access.endpoint.clone(),
                 token_var: self.access.hub.token_var(),
+                had_token: self.access.token.is_some(),
             },
             (_, "EntryNotFound") => HubError::Bad {
                 what: url.to_owned(),
@@ -225,6 +226,7 @@ impl Client<'_> {
             repo,
             endpoint: self.access.endpoint.clone(),
             token_var: self.access.hub.token_var(),
+            had_token: self.access.token.is_some(),
         }
     }
 

@@ -123,6 +123,15 @@ impl Hub {
     }
 }
 
+/// What a missing repository may be: private, and the token (if one was sent) without access.
+fn private_hint(had_token: bool, token_var: &str) -> String {
+    if had_token {
+        "a private repo looks missing to a token without access to it".into()
+    } else {
+        format!("a private repo needs {token_var}")
+    }
+}
+
 /// How and where to reach the Hub, from the environment as huggingface_hub (or modelscope)
 /// reads it.
 #[derive(Clone, Debug)]
@@ -196,7 +205,10 @@ impl Access {
             .or_else(|| hf_home.as_ref().map(|h| h.join("hub")));
         let token_file =
             var("HF_TOKEN_PATH").map(PathBuf::from).or_else(|| hf_home.as_ref().map(|h| h.join("token")));
-        let token = var("HF_TOKEN").or_else(|| read_token(token_file.as_deref()));
+        // huggingface_hub still reads the older HUGGING_FACE_HUB_TOKEN after HF_TOKEN
+        let token = var("HF_TOKEN")
+            .or_else(|| var("HUGGING_FACE_HUB_TOKEN"))
+            .or_else(|| read_token(token_file.as_deref()));
         let timeout = var("HF_HUB_DOWNLOAD_TIMEOUT")
             .and_then(|t| t.trim().parse::<f64>().ok())
             .filter(|t| t.is_finite() && *t > 0.0)
@@ -327,10 +339,12 @@ pub enum HubError {
         had_token: bool,
     },
     /// 404 of the repository.
-    #[error("{endpoint} has no model repository {repo} (check the id; a private repo needs {token_var})")]
+    #[error("{endpoint} has no model repository {repo} (check the id; {})", private_hint(*.had_token, .token_var))]
     RepoNotFound {
         /// The variable that holds the token.
         token_var: &'static str,
+        /// A token was sent (a private repository it cannot see looks missing too).
+        had_token: bool,
         /// `ORG/NAME`.
         repo: String,
         /// Endpoint.
@@ -441,11 +455,18 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
         return Ok((named(l, id, &src), src));
     }
     let entry = access.own_cache.as_deref().map(|c| cache::Entry::new(c, &access.endpoint, id));
-    if let Some((sha, dir)) = entry.as_ref().filter(|_| cached).and_then(cache::Entry::lookup)
-        && let Ok(l) = preset::load_path(&dir)
+    if let Some(e) = entry.as_ref().filter(|_| cached)
+        && let Some((sha, dir)) = e.lookup()
     {
-        let src = source(id, sha, Origin::Cache, dir, access);
-        return Ok((named(l, id, &src), src));
+        match preset::load_path(&dir) {
+            Ok(l) => {
+                let src = source(id, sha, Origin::Cache, dir, access);
+                return Ok((named(l, id, &src), src));
+            }
+            // an entry that does not load is fetched again (not when offline: kept, and said)
+            Err(_) if !access.offline => e.discard(&dir),
+            Err(_) => {}
+        }
     }
     if access.offline {
         if let Some((sha, dir, origin)) = hf {

@@ -274,8 +274,7 @@ pub fn reconcile(
     if t.family == crate::families::generic() {
         let shaped: Vec<&TensorInfo> = params.iter().filter(|(_, s)| *s).map(|(p, _)| p).collect();
         if let Some(l) = layout::read(&shaped, t.hidden_size, t.num_layers) {
-            let top_k = config.and_then(layout::config_top_k);
-            restructured = layout::apply(t, &l, top_k, &mut loaded.facts);
+            restructured = layout::apply(t, &l, config, &mut loaded.facts);
         }
     }
     let n_header: u64 = params.iter().map(|(p, _)| p.numel()).sum();
@@ -382,11 +381,12 @@ fn resolve(loaded: &mut Loaded, params: &[(TensorInfo, bool)], check: &mut Heade
             ));
         }
     }
-    loaded.notes.push(mismatch_note(check));
+    let exact = loaded.model.n_params() == n_header;
+    loaded.notes.push(mismatch_note(check, exact));
 }
 
 /// One note that names what differs.
-fn mismatch_note(c: &HeaderCheck) -> String {
+fn mismatch_note(c: &HeaderCheck, exact: bool) -> String {
     let mut parts = Vec::new();
     for m in c.missing.iter().take(6) {
         parts.push(format!("missing {} × {} [{}, {}]", m.count, m.kind, m.shape[0], m.shape[1]));
@@ -397,8 +397,13 @@ fn mismatch_note(c: &HeaderCheck) -> String {
         parts.push(format!("extra {} × {:?} ({}{more})", e.count, e.shape, names.join(", ")));
     }
     let what = if parts.is_empty() { String::new() } else { format!(": {}", parts.join("; ")) };
+    let using = if exact {
+        "using the header's exact count"
+    } else {
+        "the header and config.json disagree beyond what can be paired (is it this model's config?)"
+    };
     format!(
-        "{} holds {} parameters but the family's list over config.json describes {}{what}; using the header's exact count ({})",
+        "{} holds {} parameters but the family's list over config.json describes {}{what}; {using} ({})",
         c.file,
         c.header_params,
         c.family_params,

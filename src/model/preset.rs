@@ -169,7 +169,7 @@ pub enum LoadError {
     NoSuchFile(String),
     /// `org/name`: no such folder here, and not the Hub id of a built-in preset.
     #[error(
-        "no such folder \"{0}\", and not the Hub id of a built-in preset (Hub ids are not fetched: pass the model's config.json or its folder){hint}",
+        "no such folder \"{0}\", and not the Hub id of a built-in preset (a Hub id is ORG/NAME of letters, digits, '-', '_' and '.', and is read from the Hub by the commands that take --model){hint}",
         hint = nearest_preset(.0).map_or(String::new(), |n| format!("; did you mean {n}?"))
     )]
     NotAHubPreset(String),
@@ -465,7 +465,7 @@ mod tests {
             e.starts_with("no such folder \"some-org/some-model\", and not the Hub id of a built-in preset"),
             "{e}"
         );
-        assert!(e.contains("Hub ids are not fetched"), "{e}");
+        assert!(e.contains("read from the Hub by the commands that take --model"), "{e}");
         let e = load("meta-llama/Llama-3.1-8C").err().unwrap().to_string();
         assert!(e.contains("did you mean llama-3.1-8b"), "{e}");
         // a bare word is a misspelled preset

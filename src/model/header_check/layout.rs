@@ -271,13 +271,13 @@ pub(crate) fn config_top_k(config: &serde_json::Value) -> Option<u64> {
 pub(super) fn apply(
     spec: &mut TransformerSpec,
     l: &Layout,
-    config_top_k: Option<u64>,
+    config: Option<&serde_json::Value>,
     facts: &mut Vec<Fact>,
 ) -> Vec<String> {
     facts.push(Fact { fact: "block structure".into(), from: FROM_HEADER.into(), value: Some(l.describe()) });
     let mut changed = Vec::new();
     if l.blocks == spec.num_layers && l.experts > 1 && l.expert_width > 0 {
-        experts(spec, l, config_top_k, facts, &mut changed);
+        experts(spec, l, config, facts, &mut changed);
     }
     let without = l.attention.iter().filter(|a| !**a).count();
     if without > 0 && spec.unmodelled.is_none() {
@@ -294,24 +294,38 @@ pub(super) fn apply(
 fn experts(
     spec: &mut TransformerSpec,
     l: &Layout,
-    config_top_k: Option<u64>,
+    config: Option<&serde_json::Value>,
     facts: &mut Vec<Fact>,
     changed: &mut Vec<String>,
 ) {
     let had = spec.moe;
+    let config_top_k = config.and_then(config_top_k);
+    // `norm_topk_prob: false` (Qwen-MoE's spelling) leaves the top-k weights as they are
+    let renormalised = config.and_then(|c| c.get("norm_topk_prob")).and_then(serde_json::Value::as_bool);
     let top_k = had.map(|m| m.top_k).or(config_top_k).unwrap_or(DEFAULT_TOP_K).clamp(1, l.experts);
     if had.is_none() {
-        let guessed = config_top_k.is_none();
-        for (fact, value) in
-            [("experts per token", top_k.to_string()), ("router", "softmax, top-k renormalised".into())]
-        {
-            if fact == "experts per token" && !guessed {
-                continue;
-            }
-            facts.push(Fact { fact: fact.into(), from: DEFAULTED.into(), value: Some(value) });
+        if config_top_k.is_none() {
+            facts.push(Fact {
+                fact: "experts per token".into(),
+                from: DEFAULTED.into(),
+                value: Some(top_k.to_string()),
+            });
         }
+        let (router, from) = match renormalised {
+            Some(true) => ("softmax, top-k renormalised", "config.json (norm_topk_prob)"),
+            Some(false) => ("softmax, top-k not renormalised", "config.json (norm_topk_prob)"),
+            None => ("softmax, top-k renormalised", DEFAULTED),
+        };
+        facts.push(Fact { fact: "router".into(), from: from.into(), value: Some(router.into()) });
     }
-    let mut moe = had.unwrap_or_else(|| Moe::routed(l.experts, top_k));
+    let mut moe = had.unwrap_or_else(|| Moe {
+        router: if renormalised == Some(false) {
+            crate::model::Router::SoftmaxNoNorm
+        } else {
+            crate::model::Router::Softmax
+        },
+        ..Moe::routed(l.experts, top_k)
+    });
     moe.experts = l.experts;
     moe.top_k = top_k;
     if l.shared_width > 0 {

@@ -337,6 +337,10 @@ fn an_unknown_moe_reads_its_experts_from_the_tensor_names_as_its_config_would_gi
         let s = names.facts.iter().find(|f| f.fact == "block structure").expect("the layout is a fact");
         assert_eq!(s.from, FROM_HEADER);
         assert!(s.value.as_deref().unwrap().contains(&format!("{} experts of width", ma.experts)), "{s:?}");
+        let r = names.facts.iter().find(|f| f.fact == "router").expect("the router is a fact");
+        assert_eq!(r.from, "config.json (norm_topk_prob)", "{tag}");
+        let norm = fixture == "qwen3-30b-a3b";
+        assert_eq!(r.value.as_deref().unwrap().contains("not renormalised"), !norm, "{tag}: {r:?}");
     }
 }
 

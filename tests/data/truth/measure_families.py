@@ -411,6 +411,15 @@ FAMILY_SPECS = {
                      intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                      sliding_window=64, max_position_embeddings=2048)),
     # Command R (rotary on every layer) and Command R+'s per-head q/k LayerNorm (a weight row per head)
+    # LFM2: short-convolution blocks (in_proj to B, C, x; B·x; a depthwise causal conv; C·y) beside GQA blocks
+    "lfm2_tiny": (CONFIG_MAPPING["lfm2"], dict(architectures=["Lfm2ForCausalLM"], vocab_size=1000, hidden_size=256,
+                  intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                  layer_types=["conv", "conv", "full_attention", "conv"], max_position_embeddings=2048)),
+    # LFM2-1.2B's widths, its first 8 blocks (attention at 2 and 5)
+    "lfm2-1.2b-8l": (CONFIG_MAPPING["lfm2"], dict(architectures=["Lfm2ForCausalLM"], vocab_size=65536, hidden_size=2048,
+                     intermediate_size=12288, num_hidden_layers=8, num_attention_heads=32, num_key_value_heads=8,
+                     layer_types=["conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv", "conv"],
+                     max_position_embeddings=128000)),
     "cohere_tiny": (CONFIG_MAPPING["cohere"], dict(architectures=["CohereForCausalLM"], vocab_size=1000, hidden_size=256,
                     intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                     max_position_embeddings=2048)),
@@ -692,6 +701,13 @@ def cases_N():
                 C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
                 C(f + "-8l-bf16-sdpa-b1s1024", f + "-8l", 1, 1024, "bfloat16", "sdpa", backend=be),
                 C(f + "-8l-bf16-sdpa-b1s2048-infer", f + "-8l", 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out += [C("lfm2_tiny-bf16-sdpa-b2s256", "lfm2_tiny", 2, 256, "bfloat16", "sdpa", backend=be),
+            C("lfm2_tiny-fp32-eager-b2s128", "lfm2_tiny", 2, 128, "float32", "eager", backend=be),
+            C("lfm2_tiny-bf16-sdpa-b2s256-infer", "lfm2_tiny", 2, 256, "bfloat16", "sdpa", mode="infer", backend=be),
+            C("lfm2_tiny-bf16-sdpa-b2s256-ckpt", "lfm2_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+            C("lfm2-1.2b-8l-bf16-sdpa-b1s1024", "lfm2-1.2b-8l", 1, 1024, "bfloat16", "sdpa", backend=be),
+            C("lfm2-1.2b-8l-bf16-sdpa-b1s2048-infer", "lfm2-1.2b-8l", 1, 2048, "bfloat16", "sdpa", mode="infer",
+              backend=be)]
     out += [C("cohere_tiny_qkn-bf16-sdpa-b2s256", "cohere_tiny_qkn", 2, 256, "bfloat16", "sdpa", backend=be),
             C("cohere_tiny_qkn-fp32-eager-b2s128", "cohere_tiny_qkn", 2, 128, "float32", "eager", backend=be),
             C("cohere_tiny_qkn-bf16-sdpa-b2s256-infer", "cohere_tiny_qkn", 2, 256, "bfloat16", "sdpa", mode="infer",
