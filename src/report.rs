@@ -171,11 +171,24 @@ const UNMEASURED_TYPES: &[&str] = &["qwen2_moe", "granitemoeshared", "deepseek_v
 
 /// Has this architecture's activation model been checked against measured PyTorch runs?
 pub fn validated(sc: &Scenario) -> bool {
+    if let crate::model::Architecture::Table(t) = &sc.model.arch {
+        // a table read from safetensors alone gives parameters, not activations
+        return !activations_missing(t);
+    }
     sc.model.transformer().is_none_or(|t| {
         crate::families::validated(t.family)
             && t.unvalidated_type.is_none()
             && !t.hf_model_type.as_deref().is_some_and(|m| UNMEASURED_TYPES.contains(&m))
     })
+}
+
+/// A layer table none of whose layers keeps or outputs anything (a safetensors header read
+/// without its config.json).
+fn activations_missing(t: &crate::model::LayerTable) -> bool {
+    !t.layers.is_empty()
+        && t.layers.iter().all(|l| {
+            l.saved_elems_per_sample == 0 && l.output_elems_per_sample == 0 && l.fixed_bytes_per_sample == 0
+        })
 }
 
 /// What the scenario relies on that has not been measured (said next to the numbers).
@@ -273,6 +286,9 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
 /// One line naming the family and whether it is validated (CLI text, reports, the GUI headline).
 pub fn validation_line(sc: &Scenario) -> String {
     match sc.model.transformer() {
+        None if !validated(sc) => {
+            "layer table from a safetensors header alone: parameters, gradients and optimizer states exact, activations NOT modelled (no config.json)".into()
+        }
         None => "layer table (parameters and activations as given)".into(),
         Some(t) if t.unvalidated_type.is_some() => format!(
             "UNVALIDATED architecture (model_type \"{}\"): estimated as the generic Llama-style decoder; parameters follow the config (the weights' header where one was read), activations are an approximation",

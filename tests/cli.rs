@@ -177,6 +177,24 @@ fn bad_files_name_the_file() {
 }
 
 #[test]
+fn a_safetensors_header_alone_is_not_validated_but_a_measured_table_is() {
+    let dir = std::env::temp_dir().join(format!("vramscope-cli-stonly-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let header = br#"{"embed.weight":{"dtype":"BF16","shape":[100,64],"data_offsets":[0,12800]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header);
+    std::fs::write(dir.join("model.safetensors"), bytes).unwrap();
+    let v = json(&["estimate", "--model", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(
+        (v["model"]["family"].as_str(), v["model"]["validated"].as_bool()),
+        (Some("layer_table"), Some(false))
+    );
+    let v = json(&["estimate", "--model", "resnet-50", "--json"]);
+    assert_eq!(v["model"]["validated"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn lists_presets_and_gpus() {
     let p = String::from_utf8(run(&["presets"]).stdout).unwrap();
     for name in ["llama-2-70b", "mixtral-8x7b", "qwen2.5-7b", "resnet-50", "bert-base-uncased"] {
