@@ -133,17 +133,18 @@ fn facts(ui: &mut egui::Ui, facts: &[crate::model::header_check::Fact]) {
         ui,
         |ui| {
             ui.label(RichText::new(t.facts_hint).weak());
-            egui::Grid::new("why-facts-grid").num_columns(2).striped(true).show(ui, |ui| {
-                for f in facts {
-                    let what = match &f.value {
-                        Some(v) => format!("{} = {v}", f.fact),
-                        None => f.fact.clone(),
-                    };
-                    ui.add(egui::Label::new(what).wrap());
-                    ui.label(RichText::new(source_label(&f.from)).weak());
-                    ui.end_row();
-                }
-            });
+            // one line a fact, wrapped at the column's width: what it is (with its value), then
+            // where it came from, dimmed
+            for f in facts {
+                let what = match &f.value {
+                    Some(v) => format!("{} = {v}", f.fact),
+                    None => f.fact.clone(),
+                };
+                ui.horizontal_wrapped(|ui| {
+                    ui.label(what);
+                    ui.label(RichText::new(format!("· {}", source_label(&f.from))).weak());
+                });
+            }
         },
     );
     if r.header_response.clicked() {
