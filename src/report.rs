@@ -175,6 +175,11 @@ pub fn validated(sc: &Scenario) -> bool {
         // a table read from safetensors alone gives parameters, not activations
         return !activations_missing(t);
     }
+    if sc.mode == crate::estimate::Mode::Infer && sc.model.transformer().is_some_and(|t| t.conv_layers() > 0)
+    {
+        // LFM2's training was measured; its inference (the conv state) was not
+        return false;
+    }
     sc.model.transformer().is_none_or(|t| {
         crate::families::validated(t.family)
             && t.unvalidated_type.is_none()
@@ -293,6 +298,10 @@ pub fn validation_line(sc: &Scenario) -> String {
         Some(t) if t.unvalidated_type.is_some() => format!(
             "UNVALIDATED architecture (model_type \"{}\"): estimated as the generic Llama-style decoder; parameters follow the config (the weights' header where one was read), activations are an approximation",
             t.unvalidated_type.as_deref().unwrap_or_default()
+        ),
+        Some(t) if !validated(sc) && sc.mode == crate::estimate::Mode::Infer && t.conv_layers() > 0 => format!(
+            "UNVALIDATED in inference: the {} family's training is measured, its inference (the short convolutions' state) is not",
+            family_key(sc)
         ),
         Some(t) if !validated(sc) => format!(
             "UNVALIDATED model_type \"{}\": estimated with the {} family's rules, not measured itself",

@@ -194,6 +194,35 @@ fn a_safetensors_header_alone_is_not_validated_but_a_measured_table_is() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// LFM2: a conv layer caches its last taps, an attention layer its K/V; its training is measured
+/// (validated), its inference is not (flagged); `full_attn_idxs` and `block_ff_dim` (the files'
+/// spellings) read as `layer_types` and `intermediate_size` do.
+#[test]
+fn lfm2_caches_conv_taps_and_flags_its_inference() {
+    let cfg = data("truth/configs/lfm2_tiny.json");
+    let v = json(&["estimate", "--model", &cfg, "--mode", "infer", "--batch", "2", "--seq", "256", "--json"]);
+    // one attention layer: 2 (K, V) x b 2 x s 256 x 2 KV heads x 32 x bf16; three conv layers:
+    // b 2 x h 256 x 3 taps x bf16
+    assert_eq!(v["bytes"]["kv_cache"], 2 * 2 * 256 * 64 * 2 + 3 * (2 * 256 * 3 * 2));
+    assert_eq!(v["model"]["validated"], false);
+    let v = json(&["estimate", "--model", &cfg, "--json"]);
+    assert_eq!(v["model"]["validated"], true);
+    let n = v["model"]["n_params"].clone();
+    let dir = std::env::temp_dir().join(format!("vramscope-cli-lfm2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c: Value = serde_json::from_slice(&std::fs::read(&cfg).unwrap()).unwrap();
+    let o = c.as_object_mut().unwrap();
+    o.remove("layer_types");
+    let i = o.remove("intermediate_size").unwrap();
+    o.insert("full_attn_idxs".into(), serde_json::json!([2]));
+    o.insert("block_ff_dim".into(), i);
+    let path = dir.join("config.json");
+    std::fs::write(&path, c.to_string()).unwrap();
+    let v = json(&["estimate", "--model", path.to_str().unwrap(), "--json"]);
+    assert_eq!(v["model"]["n_params"], n);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn lists_presets_and_gpus() {
     let p = String::from_utf8(run(&["presets"]).stdout).unwrap();

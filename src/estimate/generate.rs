@@ -57,9 +57,13 @@ fn sliding(m: &TransformerSpec, i: u64) -> bool {
 /// Cache bytes of the spec's layers holding `tokens` positions each, sliding layers at most
 /// their window once they have decoded (`decoded`).
 fn kv_bytes(m: &TransformerSpec, b: u64, tokens: u64, decoded: bool, dtype: DType) -> u64 {
-    let one = TransformerSpec { num_layers: 1, ..m.clone() };
+    let one = TransformerSpec { num_layers: 1, layer_flags: Vec::new(), ..m.clone() };
     (0..m.num_layers)
         .map(|i| {
+            if m.layer_flags.get(i as usize).is_some_and(|f| f & layer::CONV != 0) {
+                // a short convolution keeps its last taps, not the positions
+                return crate::estimate::activations::conv_state_bytes(m, b, dtype);
+            }
             let keep = match m.sliding_window {
                 Some(w) if decoded && sliding(m, i) => tokens.min(w),
                 _ => tokens,
@@ -90,7 +94,7 @@ pub fn terms(
     let kv_final = kv_bytes(m, b, cached, decoded, kv_dtype);
     // the largest layer's one tensor before the last cat (a sliding layer: its window)
     let cat_transient = if decoded && m.num_layers > 0 {
-        let one = TransformerSpec { num_layers: 1, ..m.clone() };
+        let one = TransformerSpec { num_layers: 1, layer_flags: Vec::new(), ..m.clone() };
         let before = cached - 1;
         let full = (0..m.num_layers).any(|i| !sliding(m, i));
         let keep = if full { before } else { before.min(m.sliding_window.unwrap_or(before)) };

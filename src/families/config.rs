@@ -27,6 +27,8 @@ pub struct Draft {
     pub dense: Vec<bool>,
     /// Layers without rotary.
     pub no_rope: Vec<bool>,
+    /// Layers with a short convolution instead of attention (LFM2).
+    pub conv: Vec<bool>,
     /// The window (`sliding_window`), dropped when no layer slides.
     pub window: Option<u64>,
 }
@@ -40,7 +42,13 @@ impl Draft {
 
 /// Per-layer flags from per-layer sliding / dense / no-rope bits; empty when every layer is
 /// alike (every layer sliding is `sliding_window` alone).
-pub(crate) fn flags_of(sliding: &[bool], dense: &[bool], no_rope: &[bool], layers: u64) -> Vec<u8> {
+pub(crate) fn flags_of(
+    sliding: &[bool],
+    dense: &[bool],
+    no_rope: &[bool],
+    conv: &[bool],
+    layers: u64,
+) -> Vec<u8> {
     let f: Vec<u8> = (0..layers as usize)
         .map(|i| {
             let mut x = 0;
@@ -52,6 +60,9 @@ pub(crate) fn flags_of(sliding: &[bool], dense: &[bool], no_rope: &[bool], layer
             }
             if no_rope.get(i).copied().unwrap_or(false) {
                 x |= layer::NO_ROPE;
+            }
+            if conv.get(i).copied().unwrap_or(false) {
+                x |= layer::CONV;
             }
             x
         })
@@ -70,7 +81,7 @@ pub(crate) fn decoder(d: &dyn FamilyDef, c: &ConfigSource<'_>) -> Result<Transfo
     let family = by_id(d.id()).unwrap_or_else(generic);
     let mut draft = shape(d, r, family)?;
     d.config(r, &mt, &mut draft)?;
-    let Draft { spec: mut s, mut sliding, dense, no_rope, mut window } = draft;
+    let Draft { spec: mut s, mut sliding, dense, no_rope, conv, mut window } = draft;
     if !sliding.iter().any(|&x| x) {
         window = None;
     }
@@ -78,7 +89,7 @@ pub(crate) fn decoder(d: &dyn FamilyDef, c: &ConfigSource<'_>) -> Result<Transfo
         sliding.clear();
     }
     s.sliding_window = window;
-    s.layer_flags = flags_of(&sliding, &dense, &no_rope, s.num_layers);
+    s.layer_flags = flags_of(&sliding, &dense, &no_rope, &conv, s.num_layers);
     if s.rope_dim == 0
         && let Some(f) = r.rotary_fraction("partial_rotary_factor")?
         && f > 0.0
@@ -162,7 +173,7 @@ fn shape(d: &dyn FamilyDef, r: &Reader<'_>, family: crate::model::Family) -> Res
         ..TransformerSpec::default()
     };
     let window = r.opt_u64("sliding_window")?.filter(|w| *w > 0);
-    Ok(Draft { spec, sliding: Vec::new(), dense: Vec::new(), no_rope: Vec::new(), window })
+    Ok(Draft { spec, sliding: Vec::new(), dense: Vec::new(), no_rope: Vec::new(), conv: Vec::new(), window })
 }
 
 /// The rotary base and scaling: transformers 5's `rope_parameters` (`rope_theta`, `rope_type`,

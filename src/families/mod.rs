@@ -26,6 +26,7 @@ mod gpt_neox;
 mod gpt_oss;
 mod granite;
 mod kinds;
+mod lfm2;
 mod litgpt;
 mod llama;
 mod llama4;
@@ -194,6 +195,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &phi3::Phi3,
     &phimoe::Phimoe,
     &cohere::Cohere,
+    &lfm2::Lfm2,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

@@ -86,6 +86,13 @@ pub struct TransformerSpec {
     /// A bias on the LM head (PhiMoE's `lm_head_bias`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub head_bias: bool,
+    /// The kernel of the short convolutions of the layers flagged [`layer::CONV`] (LFM2's
+    /// `conv_L_cache`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub conv_kernel: u64,
+    /// Biases on the short convolutions' projections and taps (LFM2's `conv_bias`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub conv_bias: bool,
     /// Dropout probability on attention probabilities.
     #[serde(default)]
     pub attention_dropout: f64,
@@ -229,10 +236,12 @@ pub mod layer {
     pub const DENSE: u8 = 2;
     /// No rotary embedding on this layer (SmolLM3's NoPE layers).
     pub const NO_ROPE: u8 = 4;
+    /// A short convolution instead of attention (LFM2's `conv` layers): no KV cache, a conv state.
+    pub const CONV: u8 = 8;
 
     /// The flags in words (English, for the CLI): "sliding window, dense MLP"; "" for none.
     pub fn describe(flags: u8) -> String {
-        [(SLIDING, "sliding window"), (DENSE, "dense MLP"), (NO_ROPE, "no rotary")]
+        [(SLIDING, "sliding window"), (DENSE, "dense MLP"), (NO_ROPE, "no rotary"), (CONV, "short conv")]
             .iter()
             .filter(|(b, _)| flags & b != 0)
             .map(|(_, n)| *n)
@@ -435,6 +444,14 @@ impl LinearRole {
 }
 
 impl TransformerSpec {
+    /// Layers with a short convolution instead of attention (LFM2's `conv` layers).
+    pub fn conv_layers(&self) -> u64 {
+        let layers = usize::try_from(self.num_layers).unwrap_or(usize::MAX);
+        self.layer_flags.iter().take(layers).filter(|f| **f & layer::CONV != 0).count() as u64
+    }
+}
+
+impl TransformerSpec {
     /// The longest context the model declares: the config's, else its learned positions; 0 when
     /// unknown.
     pub fn max_context(&self) -> u64 {
@@ -503,6 +520,8 @@ pub fn generic(params_b: f64) -> Option<ModelSpec> {
             o_bias: false,
             mlp_bias: false,
             head_bias: false,
+            conv_kernel: 0,
+            conv_bias: false,
             attention_dropout: 0.0,
             hidden_dropout: 0.0,
             moe: None,

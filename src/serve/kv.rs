@@ -45,10 +45,14 @@ impl Layout {
             t.layer_flags.get(i as usize).is_some_and(|f| f & layer::SLIDING != 0)
         };
         let sliding = (0..layers).filter(|&i| sliding_of(i)).count() as u64;
+        // short-convolution layers (LFM2) hold no K/V: a fixed state per request instead
+        let conv = (0..layers)
+            .filter(|&i| t.layer_flags.get(i as usize).is_some_and(|f| f & layer::CONV != 0))
+            .count() as u64;
         Self {
             page_bytes: block_size * per_token_layer * dtype_bytes,
             block_size,
-            full_layers: layers - sliding,
+            full_layers: layers - sliding - conv.min(layers - sliding),
             sliding_layers: sliding,
             window: t.sliding_window.unwrap_or(0),
             has_sliding: sliding > 0,

@@ -311,6 +311,13 @@ pub fn serve(
     if t.unvalidated_type.is_some() {
         notes.push(format!("{}: a generic decoder (not validated for this architecture)", model.name));
     }
+    if t.conv_layers() > 0 {
+        notes.push(format!(
+            "{} of {} layers are short convolutions: they hold no KV cache but a fixed state per request, which vLLM's hybrid allocator keeps in pages of its own; that state is not counted, so the token and concurrency figures (the attention layers' KV) are upper bounds, not measured",
+            t.conv_layers(),
+            t.num_layers
+        ));
+    }
     if t.unmodelled.is_some() {
         // a state-space layer keeps a constant state per request, not a per-token KV cache
         notes.push("the KV cache per token above counts every layer as attention: the state-space or linear-attention layers keep a fixed-size state per request instead (vLLM's hybrid allocator), not modelled, so the token and concurrency figures are not this model's".into());

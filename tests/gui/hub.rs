@@ -163,7 +163,10 @@ fn the_why_panel_names_where_each_fact_came_from() {
     h.get_by_label("Where the model's facts come from").click();
     h.run();
     assert!(h.query_by_label("parameters = 1235814400").is_some(), "the header's count");
-    assert!(!h.get_all_by_label("· safetensors header").collect::<Vec<_>>().is_empty(), "named as its source");
+    assert!(
+        !h.get_all_by_label("· safetensors header").collect::<Vec<_>>().is_empty(),
+        "named as its source"
+    );
     assert!(h.query_by_label("num_hidden_layers").is_some(), "a key of the file");
     assert!(!h.get_all_by_label("· config.json").collect::<Vec<_>>().is_empty());
     // kept with the model in the saved state

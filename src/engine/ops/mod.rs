@@ -19,6 +19,7 @@ mod attention;
 mod inference;
 mod linear;
 mod loss;
+mod mixers;
 mod moe;
 pub use moe::{MoeOp, Renorm, Routing};
 mod norms;

@@ -89,8 +89,22 @@ pub(crate) fn transformer(sc: &Scenario, m: &TransformerSpec) -> ActivationModel
     crate::engine::walk::activation_model(&ctx, m)
 }
 
-/// KV cache bytes for the whole model.
+/// KV cache bytes for the whole model: K/V of every attention layer, the state of every short
+/// convolution.
 pub fn kv_cache_bytes(m: &TransformerSpec, batch: u64, seq: u64, dtype: DType) -> u64 {
+    let conv = m.conv_layers();
+    let attn = TransformerSpec { num_layers: m.num_layers - conv, ..m.clone() };
+    attention_kv_bytes(&attn, batch, seq, dtype) + conv * conv_state_bytes(m, batch, dtype)
+}
+
+/// One short convolution's cached state: its last `conv_L_cache` inputs, `(b, h, taps)` in the
+/// cache's dtype (transformers' `update_conv_state`).
+pub fn conv_state_bytes(m: &TransformerSpec, batch: u64, dtype: DType) -> u64 {
+    dtype.bytes(batch * m.hidden_size * m.conv_kernel)
+}
+
+/// K/V bytes of `m.num_layers` attention layers.
+fn attention_kv_bytes(m: &TransformerSpec, batch: u64, seq: u64, dtype: DType) -> u64 {
     let width = match crate::families::ops(m).kv {
         KvLayout::None => return 0,
         // K/V broadcast to every query head (Falcon's new decoder architecture)

@@ -171,9 +171,12 @@ fn kind_label(layers: u64, flags: u8) -> String {
     use crate::model::layer;
     let t = tr();
     let mut s = format!("{layers} {}", t.ops_layers);
-    for (bit, name) in
-        [(layer::SLIDING, t.ops_sliding), (layer::DENSE, t.ops_dense), (layer::NO_ROPE, t.ops_no_rope)]
-    {
+    for (bit, name) in [
+        (layer::SLIDING, t.ops_sliding),
+        (layer::DENSE, t.ops_dense),
+        (layer::NO_ROPE, t.ops_no_rope),
+        (layer::CONV, t.ops_conv),
+    ] {
         if flags & bit != 0 {
             s += " · ";
             s += name;
