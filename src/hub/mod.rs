@@ -13,6 +13,7 @@
 mod cache;
 mod diffusers;
 mod fetch;
+mod layout;
 mod modelscope;
 
 use crate::model::preset::{self, Loaded};
@@ -441,9 +442,10 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
     if let Some((_, dir, _)) = &local {
         diffusers_check(id, dir)?;
     }
-    let own = access.own_cache.as_deref().map(|c| cache::Entry::new(c, &access.endpoint, id));
-    if let Some((_, dir)) = own.as_ref().filter(|_| cached).and_then(cache::Entry::lookup) {
-        diffusers_check(id, &dir)?;
+    let entry = access.own_cache.as_deref().map(|c| cache::Entry::new(c, &access.endpoint, id));
+    let own = entry.as_ref().filter(|_| cached).and_then(cache::Entry::lookup);
+    if let Some((_, dir)) = &own {
+        diffusers_check(id, dir)?;
     }
     // a snapshot without its safetensors (transformers fetched the config alone) gives the
     // parameters from the config: taken only offline, when nothing better can be had
@@ -454,10 +456,7 @@ pub fn load(id: &HubId, access: &Access) -> Result<(Loaded, Source), HubError> {
         let src = source(id, sha, origin, dir, access);
         return Ok((named(l, id, &src), src));
     }
-    let entry = access.own_cache.as_deref().map(|c| cache::Entry::new(c, &access.endpoint, id));
-    if let Some(e) = entry.as_ref().filter(|_| cached)
-        && let Some((sha, dir)) = e.lookup()
-    {
+    if let (Some(e), Some((sha, dir))) = (&entry, own) {
         match preset::load_path(&dir) {
             Ok(l) => {
                 let src = source(id, sha, Origin::Cache, dir, access);
