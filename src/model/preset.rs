@@ -388,7 +388,8 @@ fn load_dir(dir: &Path) -> Result<Loaded, LoadError> {
             None => Err(LoadError::EmptyFolder(dir.display().to_string())),
         };
     }
-    let mut loaded = load_path(&cfg)?;
+    let text = read(&cfg)?;
+    let mut loaded = load_config(&cfg, &text)?;
     let generation = dir.join("generation_config.json");
     if let Ok(text) = std::fs::read_to_string(&generation) {
         let (facts, notes) = super::generation::read("generation_config.json", &text);
@@ -402,10 +403,32 @@ fn load_dir(dir: &Path) -> Result<Loaded, LoadError> {
         safetensors::read_header(&w)?
     };
     loaded.facts.retain(|f| f.fact != "parameters");
-    // read a second time for what only the header's structure needs (a token's experts)
-    let config = std::fs::read(&cfg).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    // what only the header's structure needs (a token's experts, their renormalisation)
+    let config = serde_json::from_str(&text).ok();
     super::header_check::reconcile(&mut loaded, &w.display().to_string(), &tensors, config.as_ref());
     Ok(loaded)
+}
+
+/// A model from a HF `config.json` (or another `.json` config) at `path` whose text is `text`.
+fn load_config(path: &Path, text: &str) -> Result<Loaded, LoadError> {
+    let shown = path.display().to_string();
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let parsed = hf_config::parse(&shown, text)?;
+    let model_name = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().to_string())
+        .filter(|n| !n.is_empty() && name == "config.json")
+        .unwrap_or_else(|| name.trim_end_matches(".json").to_owned());
+    let mut facts = parsed.facts;
+    facts.push(super::header_check::Fact::new("parameters", super::header_check::FROM_FAMILY));
+    Ok(Loaded {
+        model: ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(parsed.spec)) },
+        notes: parsed.notes,
+        dtype: parsed.dtype,
+        facts,
+        header: None,
+    })
 }
 
 /// Loads a model from a file or a model folder, choosing the reader by name.
@@ -423,22 +446,7 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
         return safetensors::load_model(path).map_err(LoadError::from);
     }
     if name.ends_with(".json") {
-        let parsed = hf_config::parse(&shown, &read(path)?)?;
-        let model_name = path
-            .parent()
-            .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().to_string())
-            .filter(|n| !n.is_empty() && name == "config.json")
-            .unwrap_or_else(|| name.trim_end_matches(".json").to_owned());
-        let mut facts = parsed.facts;
-        facts.push(super::header_check::Fact::new("parameters", super::header_check::FROM_FAMILY));
-        return Ok(Loaded {
-            model: ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(parsed.spec)) },
-            notes: parsed.notes,
-            dtype: parsed.dtype,
-            facts,
-            header: None,
-        });
+        return load_config(path, &read(path)?);
     }
     Err(LoadError::UnknownKind(shown))
 }
