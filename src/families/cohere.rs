@@ -75,14 +75,7 @@ impl FamilyDef for Cohere {
             d.spec.qk_layernorm = r.bool_or("use_qk_norm", false)?;
             return Ok(());
         }
-        // `layer_types`, else every `sliding_window_pattern`-th layer global
-        d.sliding = match r.layer_types(l)? {
-            Some(t) => t,
-            None => {
-                let every = r.u64_or("sliding_window_pattern", 4)?.max(1);
-                (0..l).map(|j| !(j + 1).is_multiple_of(every)).collect()
-            }
-        };
+        d.sliding = sliding_or_every(r, l, 4)?;
         // rotary on the sliding layers only
         d.no_rope = d.sliding.iter().map(|s| !s).collect();
         Ok(())

@@ -40,6 +40,16 @@ impl Draft {
     }
 }
 
+/// The sliding layers `layer_types` names, else all but every `sliding_window_pattern`-th
+/// (`every` when the file has no pattern), as EXAONE 4 and Cohere 2 configs build them.
+pub(crate) fn sliding_or_every(r: &Reader<'_>, layers: u64, every: u64) -> Result<Vec<bool>, ConfigError> {
+    if let Some(t) = r.layer_types(layers)? {
+        return Ok(t);
+    }
+    let every = r.u64_or("sliding_window_pattern", every)?.max(1);
+    Ok((0..layers).map(|j| !(j + 1).is_multiple_of(every)).collect())
+}
+
 /// Per-layer flags from per-layer sliding / dense / no-rope bits; empty when every layer is
 /// alike (every layer sliding is `sliding_window` alone).
 pub(crate) fn flags_of(
@@ -67,6 +77,12 @@ pub(crate) fn flags_of(
             x
         })
         .collect();
+    compact_flags(f)
+}
+
+/// Per-layer flags as the spec keeps them: empty when every layer is alike and plain (or every
+/// layer sliding, which `sliding_window` alone says).
+pub(crate) fn compact_flags(f: Vec<u8>) -> Vec<u8> {
     match f.first() {
         Some(&x) if (x == 0 || x == layer::SLIDING) && f.iter().all(|&y| y == x) => Vec::new(),
         _ => f,

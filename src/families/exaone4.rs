@@ -46,14 +46,7 @@ impl FamilyDef for Exaone4 {
 
     fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
         let l = d.spec.num_layers;
-        // `layer_types`, else every `sliding_window_pattern`-th layer global (the config class's)
-        d.sliding = match r.layer_types(l)? {
-            Some(t) => t,
-            None => {
-                let every = r.u64_or("sliding_window_pattern", 4)?.max(1);
-                (0..l).map(|j| !(j + 1).is_multiple_of(every)).collect()
-            }
-        };
+        d.sliding = sliding_or_every(r, l, 4)?;
         // a global layer skips rotary when the model has a window
         if d.window.is_some() {
             d.no_rope = d.sliding.iter().map(|s| !s).collect();

@@ -49,6 +49,7 @@ mod toy;
 mod vit;
 
 pub(crate) use blocks::{LLAMA, Placement, QkNorm, Style, attention, dense_mlp, mlp, sequential_block};
+pub(crate) use config::compact_flags;
 pub use config::{ConfigSource, Draft};
 pub use kinds::{KvLayout, Litgpt, OpKinds, PeftModules, Rope};
 pub use params::Params;
@@ -56,7 +57,7 @@ pub(crate) use params::{dense_and_sparse_layers, mlp_params, moe_params, moe_par
 
 /// What a family file uses: the seam, the shared pieces, the op kinds and the model types.
 mod prelude {
-    pub(super) use super::config::{ConfigSource, Draft, check_top_k, qwen_sliding};
+    pub(super) use super::config::{ConfigSource, Draft, check_top_k, qwen_sliding, sliding_or_every};
     pub(super) use super::moe::read as read_moe;
     pub(super) use super::{
         FamilyDef, KvLayout, LLAMA, Litgpt, OpKinds, Params, PeftModules, Placement, QkNorm, Rope, Style,

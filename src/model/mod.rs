@@ -446,7 +446,12 @@ impl LinearRole {
 impl TransformerSpec {
     /// Layers with a short convolution instead of attention (LFM2's `conv` layers).
     pub fn conv_layers(&self) -> u64 {
-        let layers = usize::try_from(self.num_layers).unwrap_or(usize::MAX);
+        self.conv_layers_among(self.num_layers)
+    }
+
+    /// Short-convolution layers among the first `layers` (a pipeline stage's).
+    pub fn conv_layers_among(&self, layers: u64) -> u64 {
+        let layers = usize::try_from(layers).unwrap_or(usize::MAX);
         self.layer_flags.iter().take(layers).filter(|f| **f & layer::CONV != 0).count() as u64
     }
 }

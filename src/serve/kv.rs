@@ -46,9 +46,7 @@ impl Layout {
         };
         let sliding = (0..layers).filter(|&i| sliding_of(i)).count() as u64;
         // short-convolution layers (LFM2) hold no K/V: a fixed state per request instead
-        let conv = (0..layers)
-            .filter(|&i| t.layer_flags.get(i as usize).is_some_and(|f| f & layer::CONV != 0))
-            .count() as u64;
+        let conv = t.conv_layers_among(layers);
         Self {
             page_bytes: block_size * per_token_layer * dtype_bytes,
             block_size,

@@ -87,11 +87,16 @@ fn width(t: &TensorInfo, tail: &str, hidden: u64, fused_dim: bool) -> Option<(u6
     } else {
         return None;
     };
-    // the module's name: `down_proj` of `mlp.down_proj.weight` and of a fused `experts.down_proj`
-    let leaf = tail.rsplit('.').find(|s| !matches!(*s, "weight" | "bias")).unwrap_or("");
+    let leaf = module_name(tail);
     let down = ["down", "w2", "fc2", "c_proj", "out", "wo"].iter().any(|d| leaf.contains(d));
     let fused = leaf.contains("gate_up") || leaf == "w13";
     Some((if fused { other / 2 } else { other }, down))
+}
+
+/// The module a tensor belongs to: `down_proj` of `mlp.down_proj.weight` and of a fused
+/// `experts.down_proj`.
+fn module_name(tail: &str) -> &str {
+    tail.rsplit('.').find(|s| !matches!(*s, "weight" | "bias")).unwrap_or("")
 }
 
 /// Keeps the widest reading, a down projection's over any other.
@@ -106,7 +111,7 @@ fn keep(slot: &mut (u64, bool), w: Option<(u64, bool)>) {
 fn sort(b: &mut Block, t: &TensorInfo, tail: &str, hidden: u64, widths: &mut [(u64, bool); 3]) {
     let mut segs = tail.split('.');
     let first = segs.next().unwrap_or("");
-    let leaf = tail.rsplit('.').find(|s| !matches!(*s, "weight" | "bias")).unwrap_or("");
+    let leaf = module_name(tail);
     if leaf.to_ascii_lowercase().contains("norm") || leaf.starts_with("ln") {
         return;
     }
@@ -353,9 +358,7 @@ fn experts(
             *f |= layer::DENSE;
         }
     }
-    let alike =
-        flags.first().is_some_and(|&x| (x == 0 || x == layer::SLIDING) && flags.iter().all(|&y| y == x));
-    let new_flags = if alike { Vec::new() } else { flags };
+    let new_flags = crate::families::compact_flags(flags);
     let new_spec_moe = Some(moe);
     if had != new_spec_moe || new_flags != spec.layer_flags || dense_before != spec.dense_intermediate_size {
         changed.push(format!("the experts and dense blocks are the header's ({})", l.describe()));

@@ -41,6 +41,11 @@ fn llama(lm_head: bool) -> Vec<(String, &'static str, Vec<u64>)> {
 
 fn write(d: &Path, quant: &str, tensors: &[(String, &str, Vec<u64>)]) {
     std::fs::write(d.join("config.json"), CONFIG.replace("QUANT", quant)).unwrap();
+    write_header(d, tensors);
+}
+
+/// A header-only `model.safetensors` of `tensors` in `d`.
+fn write_header(d: &Path, tensors: &[(String, &str, Vec<u64>)]) {
     let mut h = serde_json::Map::new();
     for (n, dt, s) in tensors {
         h.insert(n.clone(), serde_json::json!({"dtype": dt, "shape": s, "data_offsets": [0, 0]}));
@@ -245,14 +250,7 @@ fn every_fixtures_header_agrees_and_changes_no_number() {
         let quant = alone.model.transformer().and_then(|t| t.quant);
         let t = pack(fixture_tensors(&std::fs::read_to_string(&shapes).unwrap()), quant);
         let d = dir(&format!("fx-{tag}"));
-        let mut h = serde_json::Map::new();
-        for (n, dt, s) in &t {
-            h.insert(n.clone(), serde_json::json!({"dtype": dt, "shape": s, "data_offsets": [0, 0]}));
-        }
-        let text = serde_json::Value::Object(h).to_string();
-        let mut bytes = (text.len() as u64).to_le_bytes().to_vec();
-        bytes.extend_from_slice(text.as_bytes());
-        std::fs::write(d.join("model.safetensors"), bytes).unwrap();
+        write_header(&d, &t);
         std::fs::copy(&cfg, d.join("config.json")).unwrap();
         let l = load_path(&d).unwrap();
         let hc = l.header.as_ref().unwrap();
@@ -297,14 +295,7 @@ fn mystery(fixture: &str, drop: &[&str], per_expert: bool, tag: &str) -> (Loaded
         cfg.as_object_mut().unwrap().remove(*k);
     }
     let d = dir(&format!("mystery-{tag}"));
-    let mut h = serde_json::Map::new();
-    for (n, dt, s) in &t {
-        h.insert(n.clone(), serde_json::json!({"dtype": dt, "shape": s, "data_offsets": [0, 0]}));
-    }
-    let text = serde_json::Value::Object(h).to_string();
-    let mut bytes = (text.len() as u64).to_le_bytes().to_vec();
-    bytes.extend_from_slice(text.as_bytes());
-    std::fs::write(d.join("model.safetensors"), bytes).unwrap();
+    write_header(&d, &t);
     std::fs::write(d.join("config.json"), cfg.to_string()).unwrap();
     let l = load_path(&d).unwrap();
     let _ = std::fs::remove_dir_all(&d);
