@@ -109,6 +109,9 @@ fn stack_flags(v: &mut Vec<Flag>, sc: &Scenario) {
     if st.torch != Torch::Current {
         put("--torch", st.torch.to_string());
     }
+    if st.mixer != crate::estimate::MixerImpl::Kernels {
+        put("--mixer-impl", st.mixer.name().into());
+    }
     // the FSDP implementation matters (and is named) only under --fsdp
     let preset_fsdp = st.framework.map_or(crate::estimate::FsdpImpl::default(), |f| f.stack().fsdp);
     if sc.parallel.fsdp.is_some() && st.fsdp != preset_fsdp {

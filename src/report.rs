@@ -169,15 +169,21 @@ pub fn family_key(sc: &Scenario) -> String {
 /// `model_type`s that map onto a validated family's rules but were not measured themselves.
 const UNMEASURED_TYPES: &[&str] = &["qwen2_moe", "granitemoeshared", "deepseek_v32"];
 
+/// Does the model keep a per-sequence state instead of K/V in some layers (short convolutions,
+/// Mamba2 mixers)?
+fn stateful(t: &crate::model::TransformerSpec) -> bool {
+    t.conv_layers() > 0 || t.layers_with(crate::model::layer::SSM, t.num_layers) > 0
+}
+
 /// Has this architecture's activation model been checked against measured PyTorch runs?
 pub fn validated(sc: &Scenario) -> bool {
     if let crate::model::Architecture::Table(t) = &sc.model.arch {
         // a table read from safetensors alone gives parameters, not activations
         return !activations_missing(t);
     }
-    if sc.mode == crate::estimate::Mode::Infer && sc.model.transformer().is_some_and(|t| t.conv_layers() > 0)
-    {
-        // LFM2's training was measured; its inference (the conv state) was not
+    if sc.mode == crate::estimate::Mode::Infer && sc.model.transformer().is_some_and(stateful) {
+        // LFM2's and the Mamba2 families' training was measured; their inference (the conv and
+        // scan states, the mixers' working set) was not
         return false;
     }
     sc.model.transformer().is_none_or(|t| {
@@ -299,8 +305,8 @@ pub fn validation_line(sc: &Scenario) -> String {
             "UNVALIDATED architecture (model_type \"{}\"): estimated as the generic Llama-style decoder; parameters follow the config (the weights' header where one was read), activations are an approximation",
             t.unvalidated_type.as_deref().unwrap_or_default()
         ),
-        Some(t) if !validated(sc) && sc.mode == crate::estimate::Mode::Infer && t.conv_layers() > 0 => format!(
-            "UNVALIDATED in inference: the {} family's training is measured, its inference (the short convolutions' state) is not",
+        Some(t) if !validated(sc) && sc.mode == crate::estimate::Mode::Infer && stateful(t) => format!(
+            "UNVALIDATED in inference: the {} family's training is measured, its inference (the short convolutions' or Mamba2 mixers' state and working set) is not",
             family_key(sc)
         ),
         Some(t) if !validated(sc) => format!(

@@ -251,6 +251,9 @@ fn stack(a: &EstimateArgs) -> Result<Stack> {
     if let Some(t) = a.torch {
         stack.torch = t;
     }
+    if let Some(m) = a.mixer_impl {
+        stack.mixer = m;
+    }
     if let Some(f) = a.fsdp_impl {
         stack.fsdp = f;
     }

@@ -152,7 +152,7 @@ pub struct EstimateArgs {
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
         "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
         "bnb_compute_dtype", "alloc_conf", "grad_accum", "keep_grads", "compile_loss", "module_loading",
-        "model_code", "torch", "bitsandbytes", "fsdp_impl",
+        "model_code", "torch", "bitsandbytes", "fsdp_impl", "mixer_impl",
     ])]
     pub scenario: Option<std::path::PathBuf>,
     /// A training step or an inference pass.
@@ -230,6 +230,11 @@ pub struct EstimateArgs {
     /// pre-2.0 default is a separate flag (--keep-grads).
     #[arg(long, value_name = "X.Y")]
     pub torch: Option<vramscope::estimate::Torch>,
+    /// Which code runs a state-space model's Mamba2 mixers in training: `kernels` (mamba_ssm and
+    /// causal_conv1d installed, on a GPU: transformers' default there) or `torch` (transformers'
+    /// PyTorch path, which keeps the chunked scan's fp32 tensors: several times more).
+    #[arg(long, value_name = "IMPL", value_parser = choice::<vramscope::estimate::MixerImpl>())]
+    pub mixer_impl: Option<vramscope::estimate::MixerImpl>,
     /// The bitsandbytes version (e.g. 0.41): before 0.43, 4-bit weights are quantized from fp16,
     /// so under bf16 each 4-bit matmul holds the fp16 weight and its bf16 cast; or `lightning`:
     /// Lightning's BitsandbytesPrecision plugin (litgpt's default), which always quantizes from
@@ -517,6 +522,7 @@ pub fn default_args() -> EstimateArgs {
         adapter_dtype: None,
         model_code: None,
         torch: None,
+        mixer_impl: None,
         bitsandbytes: None,
         fsdp_impl: None,
         bnb_compute_dtype: None,

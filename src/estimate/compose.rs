@@ -42,7 +42,12 @@ pub(super) fn blocks_saved(
 }
 
 /// Saved bytes of all blocks under a checkpointing choice, and what backward recomputes.
-pub(super) fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -> (Saved, Recompute) {
+pub(super) fn compose_layers(
+    sc: &Scenario,
+    am: &ActivationModel,
+    layers: u64,
+    first_stage: bool,
+) -> (Saved, Recompute) {
     let mut s = Saved::default();
     let none = Recompute::default();
     if layers == 0 {
@@ -52,7 +57,12 @@ pub(super) fn compose_layers(sc: &Scenario, am: &ActivationModel, layers: u64) -
     let ckpt_input = |s: &mut Saved, n: u64| {
         s.add(
             Cat::CheckpointInputs,
-            n * am.layer_input_bytes + if n > 0 { am.shared_checkpoint_bytes } else { 0 },
+            n * am.layer_input_bytes + if n > 0 { am.shared_checkpoint_bytes } else { 0 }
+                - if n > 0 && first_stage {
+                    am.layer_input_bytes.saturating_sub(am.first_input_bytes)
+                } else {
+                    0
+                },
         )
     };
     let largest = if am.mix.n > 1 {

@@ -60,9 +60,17 @@ fn kv_bytes(m: &TransformerSpec, b: u64, tokens: u64, decoded: bool, dtype: DTyp
     let one = TransformerSpec { num_layers: 1, layer_flags: Vec::new(), ..m.clone() };
     (0..m.num_layers)
         .map(|i| {
-            if m.layer_flags.get(i as usize).is_some_and(|f| f & layer::CONV != 0) {
+            let flags = m.layer_flags.get(i as usize).copied().unwrap_or(0);
+            if flags & layer::CONV != 0 {
                 // a short convolution keeps its last taps, not the positions
                 return crate::estimate::activations::conv_state_bytes(m, b, dtype);
+            }
+            if flags & layer::SSM != 0 {
+                // a Mamba2 mixer keeps its conv taps and its scan state, whatever the length
+                return crate::estimate::activations::ssm_state_bytes(m, b, dtype);
+            }
+            if flags & layer::NO_MIXER != 0 {
+                return 0;
             }
             let keep = match m.sliding_window {
                 Some(w) if decoded && sliding(m, i) => tokens.min(w),

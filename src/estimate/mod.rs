@@ -29,7 +29,7 @@ pub use scenario::{
     Scenario, ScenarioError, Targets,
 };
 pub use stack::{
-    AdapterDtype, Bnb, Framework, FsdpImpl, Loss, ModelCode, Stack, Torch, bnb_release_before_0_43,
+    AdapterDtype, Bnb, Framework, FsdpImpl, Loss, MixerImpl, ModelCode, Stack, Torch, bnb_release_before_0_43,
 };
 
 use crate::model::{Architecture, LayerTable};

@@ -27,7 +27,7 @@ pub(super) fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step
         (Architecture::Transformer(t), None) => (activations::transformer(sc_local, t), t.num_layers),
     };
     let train = sc.mode == Mode::Train;
-    let (layer_saved, recompute) = compose_layers(sc_local, &am, layers);
+    let (layer_saved, recompute) = compose_layers(sc_local, &am, layers, stage.first());
     let saved = RankSaves::of(&am, stage, layer_saved);
     let activations_bytes = if train { saved.breakdown.total() } else { 0 };
     let (generation, kv_cache) = inference_terms(sc, sc_local, stage, spec.as_ref());

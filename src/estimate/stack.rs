@@ -5,7 +5,7 @@
 //! Each choice is a rule of the ops it changes (the loss in `engine::ops::Graph::head_loss`, the
 //! 4-bit Linear in `Graph::linear`, the step in `estimate::step`), never a per-framework factor.
 
-pub use crate::engine::inputs::choices::{Loss, LossKeyword, ModelCode, Torch};
+pub use crate::engine::inputs::choices::{Loss, LossKeyword, MixerImpl, ModelCode, Torch};
 use crate::tokens::Parse;
 use crate::units::{DType, Precision};
 use serde::{Deserialize, Serialize};
@@ -182,6 +182,7 @@ impl Framework {
             torch: Torch::Current,
             bnb: Bnb::Current,
             fsdp: FsdpImpl::Fsdp1,
+            mixer: MixerImpl::Kernels,
         };
         match self {
             Self::Torchtune => {
@@ -309,6 +310,9 @@ pub struct Stack {
     /// Whose FSDP runs under `--fsdp`; named only when not the default.
     #[serde(skip_serializing_if = "is_default")]
     pub fsdp: FsdpImpl,
+    /// Which code runs the state-space mixers; named only when not the default (the kernels).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub mixer: MixerImpl,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -372,6 +376,9 @@ impl Stack {
         }
         if self.torch != Torch::Current {
             parts.push(self.torch.label().into());
+        }
+        if self.mixer != MixerImpl::Kernels {
+            parts.push("state-space mixers in PyTorch ops".into());
         }
         match (self.framework, parts.is_empty()) {
             (Some(f), true) => f.name().to_string(),

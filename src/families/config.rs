@@ -29,6 +29,8 @@ pub struct Draft {
     pub no_rope: Vec<bool>,
     /// Layers with a short convolution instead of attention (LFM2).
     pub conv: Vec<bool>,
+    /// Other [`layer`] bits per layer (Mamba2 mixers, blocks without an MLP or a mixer), OR-ed in.
+    pub more: Vec<u8>,
     /// The window (`sliding_window`), dropped when no layer slides.
     pub window: Option<u64>,
 }
@@ -97,7 +99,7 @@ pub(crate) fn decoder(d: &dyn FamilyDef, c: &ConfigSource<'_>) -> Result<Transfo
     let family = by_id(d.id()).unwrap_or_else(generic);
     let mut draft = shape(d, r, family)?;
     d.config(r, &mt, &mut draft)?;
-    let Draft { spec: mut s, mut sliding, dense, no_rope, conv, mut window } = draft;
+    let Draft { spec: mut s, mut sliding, dense, no_rope, conv, more, mut window } = draft;
     if !sliding.iter().any(|&x| x) {
         window = None;
     }
@@ -106,6 +108,14 @@ pub(crate) fn decoder(d: &dyn FamilyDef, c: &ConfigSource<'_>) -> Result<Transfo
     }
     s.sliding_window = window;
     s.layer_flags = flags_of(&sliding, &dense, &no_rope, &conv, s.num_layers);
+    if more.iter().any(|&b| b != 0) {
+        let mut f = s.layer_flags.clone();
+        f.resize(s.num_layers as usize, super::default_flags(&s));
+        for (x, b) in f.iter_mut().zip(&more) {
+            *x |= b;
+        }
+        s.layer_flags = f;
+    }
     if s.rope_dim == 0
         && let Some(f) = r.rotary_fraction("partial_rotary_factor")?
         && f > 0.0
@@ -189,7 +199,15 @@ fn shape(d: &dyn FamilyDef, r: &Reader<'_>, family: crate::model::Family) -> Res
         ..TransformerSpec::default()
     };
     let window = r.opt_u64("sliding_window")?.filter(|w| *w > 0);
-    Ok(Draft { spec, sliding: Vec::new(), dense: Vec::new(), no_rope: Vec::new(), conv: Vec::new(), window })
+    Ok(Draft {
+        spec,
+        sliding: Vec::new(),
+        dense: Vec::new(),
+        no_rope: Vec::new(),
+        conv: Vec::new(),
+        more: Vec::new(),
+        window,
+    })
 }
 
 /// The rotary base and scaling: transformers 5's `rope_parameters` (`rope_theta`, `rope_type`,

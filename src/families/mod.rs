@@ -9,6 +9,7 @@
 
 mod apertus;
 mod arcee;
+mod bamba;
 mod bert;
 mod blocks;
 mod cohere;
@@ -25,11 +26,13 @@ mod gpt_bigcode;
 mod gpt_neox;
 mod gpt_oss;
 mod granite;
+mod granitemoehybrid;
 mod kinds;
 mod lfm2;
 mod litgpt;
 mod llama;
 mod llama4;
+mod mamba2;
 mod megatron;
 mod minimax_m2;
 pub(crate) mod moe;
@@ -43,6 +46,7 @@ mod phimoe;
 mod qwen3;
 mod seed_oss;
 mod smollm3;
+mod ssm;
 mod starcoder2;
 #[cfg(test)]
 mod toy;
@@ -53,7 +57,9 @@ pub(crate) use config::compact_flags;
 pub use config::{ConfigSource, Draft};
 pub use kinds::{KvLayout, Litgpt, OpKinds, PeftModules, Rope};
 pub use params::Params;
-pub(crate) use params::{dense_and_sparse_layers, mlp_params, moe_params, moe_params_fp32_router};
+pub(crate) use params::{
+    dense_and_sparse_layers, mlp_params, moe_params, moe_params_fp32_router, ssm_params,
+};
 
 /// What a family file uses: the seam, the shared pieces, the op kinds and the model types.
 mod prelude {
@@ -62,14 +68,16 @@ mod prelude {
     pub(super) use super::{
         FamilyDef, KvLayout, LLAMA, Litgpt, OpKinds, Params, PeftModules, Placement, QkNorm, Rope, Style,
         attention, attn_of, classes, dense_and_sparse_layers, dense_mlp, dense_width, mlp, mlp_params,
-        moe_params, moe_params_fp32_router, rope_dim, sequential_block,
+        moe_params, moe_params_fp32_router, rope_dim, sequential_block, ssm_params,
     };
     pub(super) use crate::engine::inputs::saved::Cat;
     pub(super) use crate::engine::ops::{
         Act, Graph, InferKind, LossKind, MlpBackward, MoeOp, NormKind, Routing, Shared, Softmax, Tensor,
     };
     pub(super) use crate::model::config::{ConfigError, Reader};
-    pub(super) use crate::model::{Head, LinearRole, Moe, ParamKind, Router, Scope, TransformerSpec, layer};
+    pub(super) use crate::model::{
+        Head, LinearRole, Moe, ParamKind, Router, Scope, Ssm, TransformerSpec, layer,
+    };
 }
 
 use crate::engine::inputs::{Ctx, Kernel};
@@ -197,6 +205,9 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &phimoe::Phimoe,
     &cohere::Cohere,
     &lfm2::Lfm2,
+    &mamba2::Mamba2,
+    &bamba::Bamba,
+    &granitemoehybrid::GraniteMoeHybrid,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

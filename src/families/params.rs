@@ -264,3 +264,20 @@ fn vision_params(p: &mut Params, v: &VisionTower) {
     }
     p.push(v.projector_params, 1, 1, k, s, false);
 }
+
+/// A Mamba2 mixer's tensors on `layers` layers of hidden size `h`: `in_proj`, the depthwise
+/// convolution's `(conv_dim, 1, taps)` weight and bias, `dt_bias`, `A_log`, `D`, the gated
+/// norm's weight and `out_proj`.
+pub fn ssm_params(p: &mut Params, s: &crate::model::Ssm, h: u64, layers: u64) {
+    p.linear(s.proj(), h, layers, LinearRole::Q, s.proj_bias);
+    // the convolution is not a Linear (never quantized)
+    p.push(s.conv_dim(), s.conv_kernel, layers, ParamKind::Vector, Scope::Block, true);
+    if s.conv_bias {
+        p.push(s.conv_dim(), 1, layers, ParamKind::Vector, Scope::Block, true);
+    }
+    p.push(s.heads, 1, 3 * layers, ParamKind::Vector, Scope::Block, true);
+    if s.gated_norm {
+        p.push(s.inner(), 1, layers, ParamKind::Vector, Scope::Block, true);
+    }
+    p.linear(h, s.inner(), layers, LinearRole::O, s.proj_bias);
+}

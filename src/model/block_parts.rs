@@ -99,3 +99,62 @@ impl Mla {
         self.qk_nope_head_dim + self.qk_rope_head_dim
     }
 }
+
+/// A Mamba2 mixer (state space duality): `in_proj` to the gate `z`, `x·B·C` and `dt`; a
+/// depthwise causal conv1d over `x·B·C`; the chunked scan over `heads` heads of `head_dim`
+/// channels with a state of `state` per channel (`B`, `C` shared by `groups` groups of heads);
+/// a gated RMSNorm per group; `out_proj`. transformers' `Mamba2Mixer` and its copies (Bamba,
+/// Nemotron-H, Granite-4.0-H, Falcon-H1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ssm {
+    /// Heads (`num_heads`, `mamba_n_heads`).
+    pub heads: u64,
+    /// Channels per head (`head_dim`, `mamba_d_head`).
+    pub head_dim: u64,
+    /// State per channel (`state_size`, `ssm_state_size`, `mamba_d_state`).
+    pub state: u64,
+    /// Groups sharing `B` and `C` (`n_groups`, `mamba_n_groups`).
+    pub groups: u64,
+    /// Positions per chunk of the scan (`chunk_size`).
+    pub chunk: u64,
+    /// Taps of the causal convolution (`conv_kernel`, `mamba_d_conv`).
+    pub conv_kernel: u64,
+    /// The convolution has a bias (`use_conv_bias`, `mamba_conv_bias`).
+    pub conv_bias: bool,
+    /// `in_proj` and `out_proj` have biases (`use_bias`, `mamba_proj_bias`).
+    pub proj_bias: bool,
+    /// A gated RMSNorm before `out_proj` (Falcon-H1's `mamba_rms_norm: false` has none: the scan
+    /// output is multiplied by `silu(z)`).
+    pub gated_norm: bool,
+    /// The residual stream is kept in fp32 whatever the model's dtype (`residual_in_fp32`:
+    /// Mamba2's default, Nemotron-H's option).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub residual_fp32: bool,
+}
+
+impl Ssm {
+    /// The scan's width, `heads · head_dim` (`intermediate_size` of the mixer).
+    pub const fn inner(&self) -> u64 {
+        self.heads * self.head_dim
+    }
+
+    /// Channels of the convolution: `x`, `B` and `C`.
+    pub const fn conv_dim(&self) -> u64 {
+        self.inner() + 2 * self.groups * self.state
+    }
+
+    /// Width of `in_proj`'s output: `z`, `x·B·C`, `dt`.
+    pub const fn proj(&self) -> u64 {
+        self.inner() + self.conv_dim() + self.heads
+    }
+
+    /// Parameters of one mixer (`in_proj`, conv, `dt_bias`, `A_log`, `D`, norm, `out_proj`) for
+    /// hidden size `h`.
+    pub const fn params(&self, h: u64) -> u64 {
+        let (i, cd) = (self.inner(), self.conv_dim());
+        let bias = if self.proj_bias { self.proj() + h } else { 0 };
+        let conv_bias = if self.conv_bias { cd } else { 0 };
+        let norm = if self.gated_norm { i } else { 0 };
+        self.proj() * h + cd * self.conv_kernel + conv_bias + 3 * self.heads + norm + i * h + bias
+    }
+}

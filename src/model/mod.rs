@@ -14,7 +14,7 @@ pub mod preset;
 pub mod quant;
 pub mod safetensors;
 
-pub use block_parts::{Mla, Moe, Router};
+pub use block_parts::{Mla, Moe, Router, Ssm};
 use serde::{Deserialize, Serialize};
 
 /// Which family's code the walk follows: a handle to one entry of the family registry
@@ -158,6 +158,9 @@ pub struct TransformerSpec {
     /// Multi-head latent attention (DeepSeek-V2/V3).
     #[serde(default)]
     pub mla: Option<Mla>,
+    /// The Mamba2 mixer of the layers flagged [`layer::SSM`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssm: Option<Ssm>,
     /// Parallel attention and MLP on the same input (GPT-NeoX `use_parallel_residual`, Falcon
     /// `parallel_attn`), with this many input norms (1 or 2).
     #[serde(default)]
@@ -238,15 +241,30 @@ pub mod layer {
     pub const NO_ROPE: u8 = 4;
     /// A short convolution instead of attention (LFM2's `conv` layers): no KV cache, a conv state.
     pub const CONV: u8 = 8;
+    /// A Mamba2 mixer instead of attention (`TransformerSpec::ssm`): no KV cache, a conv state
+    /// and a recurrent state per sequence.
+    pub const SSM: u8 = 16;
+    /// The block is its mixer alone, no MLP (Nemotron-H's `M` and `*` blocks).
+    pub const NO_MLP: u8 = 32;
+    /// The block is its MLP alone, no mixer (Nemotron-H's `-` and `E` blocks).
+    pub const NO_MIXER: u8 = 64;
 
     /// The flags in words (English, for the CLI): "sliding window, dense MLP"; "" for none.
     pub fn describe(flags: u8) -> String {
-        [(SLIDING, "sliding window"), (DENSE, "dense MLP"), (NO_ROPE, "no rotary"), (CONV, "short conv")]
-            .iter()
-            .filter(|(b, _)| flags & b != 0)
-            .map(|(_, n)| *n)
-            .collect::<Vec<_>>()
-            .join(", ")
+        [
+            (SLIDING, "sliding window"),
+            (DENSE, "dense MLP"),
+            (NO_ROPE, "no rotary"),
+            (CONV, "short conv"),
+            (SSM, "Mamba2"),
+            (NO_MLP, "no MLP"),
+            (NO_MIXER, "MLP only"),
+        ]
+        .iter()
+        .filter(|(b, _)| flags & b != 0)
+        .map(|(_, n)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
     }
 }
 
@@ -444,6 +462,24 @@ impl LinearRole {
 }
 
 impl TransformerSpec {
+    /// Layers flagged `bit` among the first `layers` (a pipeline stage's).
+    pub fn layers_with(&self, bit: u8, layers: u64) -> u64 {
+        let layers = usize::try_from(layers).unwrap_or(usize::MAX);
+        self.layer_flags.iter().take(layers).filter(|f| **f & bit != 0).count() as u64
+    }
+
+    /// Layers that attend (neither a short convolution, a Mamba2 mixer nor an MLP alone) among
+    /// the first `layers`: those with a KV cache.
+    pub fn attention_layers_among(&self, layers: u64) -> u64 {
+        let n = layers.min(self.num_layers);
+        if self.layer_flags.is_empty() {
+            return n;
+        }
+        let take = usize::try_from(n).unwrap_or(usize::MAX);
+        let none = layer::CONV | layer::SSM | layer::NO_MIXER;
+        self.layer_flags.iter().take(take).filter(|f| **f & none == 0).count() as u64
+    }
+
     /// Layers with a short convolution instead of attention (LFM2's `conv` layers).
     pub fn conv_layers(&self) -> u64 {
         self.conv_layers_among(self.num_layers)
@@ -451,8 +487,7 @@ impl TransformerSpec {
 
     /// Short-convolution layers among the first `layers` (a pipeline stage's).
     pub fn conv_layers_among(&self, layers: u64) -> u64 {
-        let layers = usize::try_from(layers).unwrap_or(usize::MAX);
-        self.layer_flags.iter().take(layers).filter(|f| **f & layer::CONV != 0).count() as u64
+        self.layers_with(layer::CONV, layers)
     }
 }
 

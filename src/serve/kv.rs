@@ -45,8 +45,9 @@ impl Layout {
             t.layer_flags.get(i as usize).is_some_and(|f| f & layer::SLIDING != 0)
         };
         let sliding = (0..layers).filter(|&i| sliding_of(i)).count() as u64;
-        // short-convolution layers (LFM2) hold no K/V: a fixed state per request instead
-        let conv = t.conv_layers_among(layers);
+        // short-convolution (LFM2) and Mamba2 layers hold no K/V: a fixed state per request
+        // instead; Nemotron-H's MLP-only blocks hold nothing
+        let conv = layers.saturating_sub(t.attention_layers_among(layers));
         Self {
             page_bytes: block_size * per_token_layer * dtype_bytes,
             block_size,

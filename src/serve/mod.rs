@@ -32,7 +32,7 @@ pub use config::{CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConf
 
 use crate::estimate::{Mode, Scenario, estimate};
 use crate::gpu::Gpu;
-use crate::model::ModelSpec;
+use crate::model::{ModelSpec, layer};
 use crate::units::{DType, Precision};
 use checks::{check, model_dtype, transformer};
 use serde::Serialize;
@@ -311,11 +311,12 @@ pub fn serve(
     if t.unvalidated_type.is_some() {
         notes.push(format!("{}: a generic decoder (not validated for this architecture)", model.name));
     }
-    if t.conv_layers() > 0 {
+    let stateful = t.conv_layers() + t.layers_with(layer::SSM, t.num_layers);
+    if stateful > 0 {
         notes.push(format!(
-            "{} of {} layers are short convolutions: they hold no KV cache but a fixed state per request, which vLLM's hybrid allocator keeps in pages of its own; that state is not counted, so the token and concurrency figures (the attention layers' KV) are upper bounds, not measured",
-            t.conv_layers(),
-            t.num_layers
+            "{stateful} of {} layers are short convolutions or Mamba2 mixers: they hold no KV cache but a fixed state per request ({} per request in all here), which vLLM's hybrid allocator keeps in pages of its own; that state is not counted, so the token and concurrency figures (the attention layers' KV) are upper bounds, not measured",
+            t.num_layers,
+            crate::units::gib(state_per_request(t, dtype))
         ));
     }
     if t.unmodelled.is_some() {
@@ -487,4 +488,12 @@ impl Serve {
         out.push((top, self.max_concurrency));
         out
     }
+}
+
+/// The state one request holds in the layers without K/V (short convolutions, Mamba2 mixers), as
+/// transformers' cache keeps it: conv taps in the model's dtype, the scan's state in fp32.
+fn state_per_request(t: &crate::model::TransformerSpec, dtype: DType) -> u64 {
+    use crate::estimate::activations::{conv_state_bytes, ssm_state_bytes};
+    t.conv_layers() * conv_state_bytes(t, 1, dtype)
+        + t.layers_with(layer::SSM, t.num_layers) * ssm_state_bytes(t, 1, dtype)
 }

@@ -297,6 +297,25 @@ crate::tokens::token_enum! {
     impl FromStr = Parse::named("--model-code");
 }
 
+crate::tokens::token_enum! {
+    /// Which code runs the state-space mixers (Mamba2's `in_proj` → conv → scan → gated norm):
+    /// transformers calls the fused kernels of `mamba_ssm` and `causal_conv1d` when they are
+    /// installed and the model trains on a GPU, else its own PyTorch ops.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum MixerImpl {
+        /// `mamba_ssm`'s `mamba_split_conv1d_scan_combined` (one autograd Function: it keeps
+        /// `in_proj`'s output, the scan's output and the norm's fp32 `rstd`, and recomputes the
+        /// convolution and the norm in backward).
+        #[default]
+        Kernels => "kernels",
+        /// transformers' PyTorch path (no `mamba_ssm`, or on a CPU): the convolution, the chunked
+        /// scan's fp32 einsums and the gated norm each keep their tensors.
+        Torch => "torch",
+    }
+    impl FromStr = Parse::named("--mixer-impl");
+}
+
 impl ModelCode {
     /// litgpt's code (either version).
     pub const fn litgpt(self) -> bool {

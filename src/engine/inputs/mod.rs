@@ -7,7 +7,7 @@ pub mod choices;
 pub mod saved;
 
 use crate::model::LinearRole;
-pub use choices::{AttentionImpl, Lora, Loss, ModelCode, Targets, Torch};
+pub use choices::{AttentionImpl, Lora, Loss, MixerImpl, ModelCode, Targets, Torch};
 
 /// Attention kernel PyTorch dispatches to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +65,8 @@ pub struct Ctx {
     pub model_code: ModelCode,
     /// The PyTorch release class (which ops keep their input for backward).
     pub torch: Torch,
+    /// Which code runs the state-space mixers.
+    pub mixer: MixerImpl,
     /// The half compute dtype is fp16 (CUDA's softmax upcasts fp16 in its kernel, not by a copy).
     pub f16: bool,
     /// Every block weight receives a gradient although LoRA freezes it: FSDP1 with the adapters

@@ -10,9 +10,10 @@ use super::inputs::saved::{Cat, Saved};
 use super::inputs::{AttentionImpl, Ctx, Kernel};
 use super::ops::{
     BlockFacts, Dequant, Graph, HeadTransients, InferPeaks, OpRecord, Shared, attention_backward_transient,
+    ssm_backward_transient,
 };
 use crate::families;
-use crate::model::TransformerSpec;
+use crate::model::{TransformerSpec, layer};
 
 /// One walk of a block.
 struct BlockWalk {
@@ -171,10 +172,15 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     let kinds = families::ops(m);
     let facts = block_facts(ctx, m, &kinds);
     let dequant = Dequant::of(ctx, m, facts.mlp_width, facts.classes);
-    let (mlp_t, attn_t) = dequant.in_backward(
-        kinds.mlp_backward.transient(ctx, facts.mlp_width, facts.gated),
-        attention_backward_transient(ctx, m, &facts),
-    );
+    // the mixers' backward: attention where a layer attends, a Mamba2 mixer's where one is
+    let attends = m.attention_layers_among(m.num_layers) > 0;
+    let attention = if attends { attention_backward_transient(ctx, m, &facts) } else { 0 };
+    let ssm = match m.ssm {
+        Some(s) if m.layers_with(layer::SSM, m.num_layers) > 0 => ssm_backward_transient(ctx, &s),
+        _ => 0,
+    };
+    let (mlp_t, attn_t) = dequant
+        .in_backward(kinds.mlp_backward.transient(ctx, facts.mlp_width, facts.gated), attention.max(ssm));
     let infer = InferPeaks::of(kinds.inference, ctx, m, &facts, &dequant);
     let head = HeadTransients::of(kinds.loss, ctx, m, top.head_released, dequant.head);
     ActivationModel {
@@ -182,7 +188,8 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         full_layer: blocks.full_layer,
         first_layer: blocks.first_layer,
         selective_layer: blocks.selective_layer,
-        layer_input_bytes: ctx.rank_tokens * m.hidden_size * ctx.residual_elem,
+        layer_input_bytes: ctx.rank_tokens * m.hidden_size * residual_elem(ctx, m),
+        first_input_bytes: ctx.rank_tokens * m.hidden_size * ctx.residual_elem,
         shared_layer_bytes: blocks.shared,
         shared_checkpoint_bytes: if kinds.checkpoint_shares_mask && facts.kernel == Kernel::Eager {
             // GPT-2's eager path builds a (b, 1, s, s) causal mask passed to every block
@@ -209,4 +216,10 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         layer_dequant: dequant.layer,
         kv_per_layer_elems: 2 * ctx.tokens * m.kv_width(),
     }
+}
+
+/// Bytes per element of the residual stream between blocks: fp32 where the model keeps it so
+/// (Mamba2's `residual_in_fp32`), else the recipe's.
+fn residual_elem(ctx: &Ctx, m: &TransformerSpec) -> u64 {
+    if m.ssm.is_some_and(|s| s.residual_fp32) { 4 } else { ctx.residual_elem }
 }

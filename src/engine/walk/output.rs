@@ -44,6 +44,9 @@ pub struct ActivationModel {
     pub selective_layer: Saved,
     /// Bytes of one block input (what a checkpointed block keeps).
     pub layer_input_bytes: u64,
+    /// The first block's input (the embedding output), where it differs from the others' (an
+    /// fp32 residual stream after a half embedding: Mamba2's `residual_in_fp32`).
+    pub first_input_bytes: u64,
     /// Tables kept once for all non-checkpointed blocks (rotary cos/sin).
     pub shared_layer_bytes: u64,
     /// Tensors every checkpointed block receives as positional inputs, kept once (GPT-2's eager

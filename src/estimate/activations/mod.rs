@@ -7,7 +7,7 @@ use super::scenario::{AttentionImpl, Scenario};
 pub use crate::engine::inputs::{Ctx, Kernel};
 pub use crate::engine::walk::{ActivationModel, HeadPieces, LayerMix, Pieces};
 use crate::families::KvLayout;
-use crate::model::TransformerSpec;
+use crate::model::{TransformerSpec, layer};
 use crate::units::DType;
 
 impl Ctx {
@@ -77,6 +77,7 @@ impl Ctx {
             adapter_elem: super::states::adapter_dtype(sc).bytes(1),
             model_code: sc.stack.model_code,
             torch: sc.stack.torch,
+            mixer: sc.stack.mixer,
             f16: sc.precision.compute_dtype() == crate::units::DType::F16,
             block_weights_grad: super::fsdp::block_weights_grad(sc),
         }
@@ -90,17 +91,25 @@ pub(crate) fn transformer(sc: &Scenario, m: &TransformerSpec) -> ActivationModel
 }
 
 /// KV cache bytes for the whole model: K/V of every attention layer, the state of every short
-/// convolution.
+/// convolution and of every Mamba2 mixer.
 pub fn kv_cache_bytes(m: &TransformerSpec, batch: u64, seq: u64, dtype: DType) -> u64 {
-    let conv = m.conv_layers();
-    let attn = TransformerSpec { num_layers: m.num_layers - conv, ..m.clone() };
-    attention_kv_bytes(&attn, batch, seq, dtype) + conv * conv_state_bytes(m, batch, dtype)
+    let attn = TransformerSpec { num_layers: m.attention_layers_among(m.num_layers), ..m.clone() };
+    attention_kv_bytes(&attn, batch, seq, dtype)
+        + m.conv_layers() * conv_state_bytes(m, batch, dtype)
+        + m.layers_with(layer::SSM, m.num_layers) * ssm_state_bytes(m, batch, dtype)
 }
 
 /// One short convolution's cached state: its last `conv_L_cache` inputs, `(b, h, taps)` in the
 /// cache's dtype (transformers' `update_conv_state`).
 pub fn conv_state_bytes(m: &TransformerSpec, batch: u64, dtype: DType) -> u64 {
     dtype.bytes(batch * m.hidden_size * m.conv_kernel)
+}
+
+/// One Mamba2 mixer's cached state: the convolution's last `conv_kernel` inputs over `x·B·C`,
+/// `(b, conv_dim, taps)` in the cache's dtype, and the scan's final state `(b, heads, head_dim,
+/// state)` in fp32 (the chunked scan computes it in fp32 and the cache keeps it as made).
+pub fn ssm_state_bytes(m: &TransformerSpec, batch: u64, dtype: DType) -> u64 {
+    m.ssm.map_or(0, |x| dtype.bytes(batch * x.conv_dim() * x.conv_kernel) + batch * x.inner() * x.state * 4)
 }
 
 /// K/V bytes of `m.num_layers` attention layers.

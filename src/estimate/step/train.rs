@@ -178,8 +178,9 @@ impl<'p, 'a> Train<'p, 'a> {
             0
         } else {
             let am = &self.p.am;
-            am.layer_input_bytes
-                + if std::mem::replace(shared_ckpt, true) { 0 } else { am.shared_checkpoint_bytes }
+            let input =
+                if j == 0 && self.p.stage.first() { am.first_input_bytes } else { am.layer_input_bytes };
+            input + if std::mem::replace(shared_ckpt, true) { 0 } else { am.shared_checkpoint_bytes }
         }
     }
 

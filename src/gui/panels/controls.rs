@@ -6,7 +6,7 @@ use crate::gpu;
 use crate::gui::intent::Intent;
 use crate::gui::state::{ModelChoice, Settings};
 use crate::gui::strings::tr;
-use crate::model::preset;
+use crate::model::{layer, preset};
 use crate::units::Precision;
 use eframe::egui::{self, RichText};
 
@@ -43,6 +43,7 @@ pub fn ui(
     shape(ui, &mut s, &mut knob);
     attention(ui, &mut s, &mut knob);
     if train {
+        mixer(ui, &mut s, &mut knob);
         checkpointing_and_lora(ui, &mut s, &mut knob);
     }
     base_weights(ui, &mut s, &mut knob);
@@ -370,6 +371,29 @@ fn attention(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
         .response
         .on_hover_text(t.attention_tip);
     mark(s.attention != before, "attention", knob);
+}
+
+/// Which code runs the Mamba2 mixers (training, shown only for a model that has them).
+fn mixer(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+    use crate::estimate::MixerImpl;
+    let ssm =
+        s.model_spec().ok().and_then(|m| m.transformer().map(|t| t.layers_with(layer::SSM, t.num_layers)));
+    if ssm.unwrap_or(0) == 0 {
+        return;
+    }
+    let t = tr();
+    let before = s.stack.mixer;
+    let name = |m: MixerImpl| if m == MixerImpl::Kernels { t.mixer_kernels } else { t.mixer_torch };
+    egui::ComboBox::from_label(t.mixer_impl)
+        .selected_text(name(s.stack.mixer))
+        .show_ui(ui, |ui| {
+            for m in [MixerImpl::Kernels, MixerImpl::Torch] {
+                ui.selectable_value(&mut s.stack.mixer, m, name(m));
+            }
+        })
+        .response
+        .on_hover_text(t.mixer_impl_tip);
+    mark(s.stack.mixer != before, "mixer", knob);
 }
 
 /// Gradient checkpointing and LoRA (training).

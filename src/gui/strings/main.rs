@@ -100,6 +100,11 @@ strings! {
             Torch::Before2_2.label(),
             Torch::Current.label(),
         ] / ["PyTorch 1.10 及更早", "PyTorch 1.11 - 1.13", "PyTorch 2.0 - 2.1", "PyTorch 2.2 及更新"],
+        mixer_impl: "State-space mixers" / "状态空间混合器",
+        mixer_impl_tip: "Which code runs the Mamba2 mixers in training. With mamba_ssm and causal_conv1d installed on a GPU, transformers calls their fused kernel: it keeps in_proj's output, the scan's output and one fp32 statistic per group, and recomputes the rest in backward. Without them (or on a CPU) transformers runs its own PyTorch ops, whose chunked scan keeps several fp32 tensors per chunk: several times more."
+            / "训练时由哪段代码运行 Mamba2 混合器。在 GPU 上安装了 mamba_ssm 与 causal_conv1d 时，transformers 调用它们的融合内核：只保留 in_proj 的输出、扫描的输出和每组一个 fp32 统计量，其余在反向时重算。未安装（或在 CPU 上）时，transformers 运行自己的 PyTorch 算子，其分块扫描每块保留多个 fp32 张量，显存要多数倍。",
+        mixer_kernels: "fused kernels (mamba_ssm)" / "融合内核（mamba_ssm）",
+        mixer_torch: "PyTorch ops (no mamba_ssm)" / "PyTorch 算子（无 mamba_ssm）",
         opt_in_bwd: "optimizer in backward" / "反向中执行优化器",
         opt_in_bwd_tip: "torchtune's optimizer_in_bwd: each parameter is stepped as soon as its gradient exists and the gradient is freed, so gradients never add up."
             / "torchtune 的 optimizer_in_bwd：每个参数的梯度一产生就立即更新该参数并释放梯度，因此各参数的梯度不会同时驻留。",

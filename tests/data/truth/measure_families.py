@@ -412,6 +412,25 @@ FAMILY_SPECS = {
                      sliding_window=64, max_position_embeddings=2048)),
     # Command R (rotary on every layer) and Command R+'s per-head q/k LayerNorm (a weight row per head)
     # LFM2: short-convolution blocks (in_proj to B, C, x; B·x; a depthwise causal conv; C·y) beside GQA blocks
+    # Mamba2 (SSD): in_proj to gate, x·B·C and dt; a depthwise causal conv1d; the chunked scan
+    # (transformers' PyTorch path); the gated RMSNorm; residuals kept in fp32
+    "mamba2_tiny": (CONFIG_MAPPING["mamba2"], dict(architectures=["Mamba2ForCausalLM"], vocab_size=1000, hidden_size=256,
+                    num_heads=8, head_dim=64, state_size=16, n_groups=2, num_hidden_layers=4, chunk_size=64)),
+    "mamba2_tiny_nb": (CONFIG_MAPPING["mamba2"], dict(architectures=["Mamba2ForCausalLM"], vocab_size=1000, hidden_size=256,
+                    num_heads=8, head_dim=64, state_size=16, n_groups=1, num_hidden_layers=3, chunk_size=64,
+                    use_conv_bias=False, residual_in_fp32=False)),
+    "bamba_tiny": (CONFIG_MAPPING["bamba"], dict(architectures=["BambaForCausalLM"], vocab_size=1000, hidden_size=256,
+                   intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                   mamba_n_heads=8, mamba_d_head=64, mamba_d_state=16, mamba_n_groups=2, mamba_chunk_size=64,
+                   attn_layer_indices=[2], max_position_embeddings=2048)),
+    # Bamba-9B's widths (mamba_d_state 128, one group, chunk 256), its first 8 blocks, attention at 4
+    "bamba-9b-8l": (CONFIG_MAPPING["bamba"], dict(architectures=["BambaForCausalLM"], vocab_size=128256, hidden_size=4096,
+                    intermediate_size=14336, num_hidden_layers=8, num_attention_heads=32, num_key_value_heads=8,
+                    mamba_n_heads=128, mamba_d_head=64, mamba_d_state=128, mamba_n_groups=1, mamba_chunk_size=256,
+                    attn_layer_indices=[4], max_position_embeddings=4096)),
+    # Mamba-Codestral-7B's widths, 8 of its 64 blocks
+    "mamba2-7b-8l": (CONFIG_MAPPING["mamba2"], dict(architectures=["Mamba2ForCausalLM"], vocab_size=32768, hidden_size=4096,
+                     num_heads=128, head_dim=64, state_size=128, n_groups=8, num_hidden_layers=8, chunk_size=256)),
     "lfm2_tiny": (CONFIG_MAPPING["lfm2"], dict(architectures=["Lfm2ForCausalLM"], vocab_size=1000, hidden_size=256,
                   intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                   layer_types=["conv", "conv", "full_attention", "conv"], max_position_embeddings=2048)),
@@ -714,6 +733,28 @@ def cases_N():
               backend=be)]
     out += [C("exaone4_tiny-bf16-sdpa-b2s256-ckpt", "exaone4_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
             C("arcee_tiny-bf16-sdpa-b2s256-ckpt", "arcee_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    return out
+
+
+def cases_S():
+    """State-space and linear-attention mixers (#39), transformers' PyTorch paths (cuda-emu-fake)."""
+    be = "cuda-emu-fake"
+    out = []
+    for t in ["mamba2_tiny", "mamba2_tiny_nb"]:
+        out += [C(t + "-bf16-b2s256", t, 2, 256, "bfloat16", "eager", backend=be),
+                C(t + "-bf16-b2s200", t, 2, 200, "bfloat16", "eager", backend=be),
+                C(t + "-fp32-b2s128", t, 2, 128, "float32", "eager", backend=be),
+                C(t + "-bf16-b2s256-infer", t, 2, 256, "bfloat16", "eager", mode="infer", backend=be),
+                C(t + "-bf16-b2s256-ckpt", t, 2, 256, "bfloat16", "eager", ckpt=True, backend=be)]
+    t = "bamba_tiny"
+    out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+            C(t + "-bf16-sdpa-b2s200", t, 2, 200, "bfloat16", "sdpa", backend=be),
+            C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+            C(t + "-bf16-sdpa-b1s64", t, 1, 64, "bfloat16", "sdpa", backend=be),
+            C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    out += [C("bamba-9b-8l-bf16-sdpa-b1s2048", "bamba-9b-8l", 1, 2048, "bfloat16", "sdpa", backend=be),
+            C("mamba2-7b-8l-bf16-b1s2048", "mamba2-7b-8l", 1, 2048, "bfloat16", "eager", backend=be),
+            C("mamba2-7b-8l-bf16-b2s1000", "mamba2-7b-8l", 2, 1000, "bfloat16", "eager", backend=be)]
     return out
 
 
@@ -1305,7 +1346,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "S", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -1324,6 +1365,7 @@ def main():
     cases += cases_N() if args.group == "N" else []
     cases += cases_L() if args.group == "L" else []
     cases += cases_O() if args.group == "O" else []
+    cases += cases_S() if args.group == "S" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     rows = []
