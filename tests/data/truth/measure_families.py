@@ -431,6 +431,12 @@ FAMILY_SPECS = {
     # Mamba-Codestral-7B's widths, 8 of its 64 blocks
     "mamba2-7b-8l": (CONFIG_MAPPING["mamba2"], dict(architectures=["Mamba2ForCausalLM"], vocab_size=32768, hidden_size=4096,
                      num_heads=128, head_dim=64, state_size=128, n_groups=8, num_hidden_layers=8, chunk_size=256)),
+    "granitemoehybrid_tiny": (CONFIG_MAPPING["granitemoehybrid"], dict(architectures=["GraniteMoeHybridForCausalLM"],
+                   vocab_size=1000, hidden_size=256, intermediate_size=128, num_hidden_layers=4, num_attention_heads=8,
+                   num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, shared_intermediate_size=256,
+                   mamba_n_heads=8, mamba_d_head=64, mamba_d_state=16, mamba_n_groups=2, mamba_chunk_size=64,
+                   layer_types=["mamba", "mamba", "attention", "mamba"], embedding_multiplier=12.0,
+                   residual_multiplier=0.22, logits_scaling=8.0, max_position_embeddings=2048)),
     "lfm2_tiny": (CONFIG_MAPPING["lfm2"], dict(architectures=["Lfm2ForCausalLM"], vocab_size=1000, hidden_size=256,
                   intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                   layer_types=["conv", "conv", "full_attention", "conv"], max_position_embeddings=2048)),
@@ -755,6 +761,10 @@ def cases_S():
     out += [C("bamba-9b-8l-bf16-sdpa-b1s2048", "bamba-9b-8l", 1, 2048, "bfloat16", "sdpa", backend=be),
             C("mamba2-7b-8l-bf16-b1s2048", "mamba2-7b-8l", 1, 2048, "bfloat16", "eager", backend=be),
             C("mamba2-7b-8l-bf16-b2s1000", "mamba2-7b-8l", 2, 1000, "bfloat16", "eager", backend=be)]
+    t = "granitemoehybrid_tiny"
+    out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+            C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+            C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
     return out
 
 
