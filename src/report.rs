@@ -189,6 +189,8 @@ pub fn validated(sc: &Scenario) -> bool {
     sc.model.transformer().is_none_or(|t| {
         crate::families::validated(t.family)
             && t.unvalidated_type.is_none()
+            // a part the family's rules do not walk (Nemotron-H's latent experts)
+            && t.unmodelled.is_none()
             && !t.hf_model_type.as_deref().is_some_and(|m| UNMEASURED_TYPES.contains(&m))
     })
 }

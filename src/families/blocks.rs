@@ -193,6 +193,8 @@ pub(crate) fn mlp(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor, 
             router_fp32: k.router_fp32,
             weights_fp32: k.routing_fp32,
             clamped_swiglu: k.clamped_swiglu,
+            gated: k.gated,
+            act: k.act,
         };
         let mut out = g.moe(x, h, op);
         if moe.shared_intermediate_size > 0 {

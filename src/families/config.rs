@@ -148,7 +148,7 @@ fn tie(c: &ConfigSource<'_>) -> bool {
 fn shape(d: &dyn FamilyDef, r: &Reader<'_>, family: crate::model::Family) -> Result<Draft, ConfigError> {
     let h = r.positive_any(&["hidden_size", "n_embd", "d_model"])?;
     let enc_dec = r.bool_or("is_encoder_decoder", false)?;
-    let mut l = r.positive_any(&["num_hidden_layers", "n_layer", "num_layers", "encoder_layers"])?;
+    let mut l = d.config_layers(r)?;
     let a = r.positive_any(&["num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"])?;
     let kv = d.config_kv_heads(r, a)?;
     if kv == 0 || !a.is_multiple_of(kv) {

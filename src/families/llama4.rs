@@ -131,6 +131,8 @@ fn feed_forward(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) ->
         router_fp32: false,
         weights_fp32: false,
         clamped_swiglu: false,
+        gated: true,
+        act: Act::Silu,
     };
     let routed = g.moe_all_experts(x, h, op);
     let shared = dense_mlp(g, x, t, ts, h, moe.shared_intermediate_size, &STYLE);

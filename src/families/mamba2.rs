@@ -92,7 +92,7 @@ pub(super) fn fp32_residual_head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tens
     let (ts, h, c) = (ctx.rank_tokens, m.hidden_size, ctx.compute_elem);
     let fp32 = m.ssm.is_some_and(|s| s.residual_fp32);
     let x = if fp32 && g.elem(x) != 4 { g.tensor(ts * h * 4, 4, g.rg(x), Cat::Residual) } else { x };
-    let n = g.norm(x, ts, h, LLAMA.norm, "norm_f");
+    let n = g.norm(x, ts, h, super::ops(m).final_norm, "norm_f");
     let n = if g.elem(n) != c { g.tensor(ts * h * c, c, g.rg(n), Cat::Residual) } else { n };
     g.head_loss(n, ts, h, classes(m), false, m.head == Head::CausalLm)
 }

@@ -36,6 +36,7 @@ mod mamba2;
 mod megatron;
 mod minimax_m2;
 pub(crate) mod moe;
+mod nemotron_h;
 mod olmo2;
 mod olmoe;
 mod opt;
@@ -115,6 +116,11 @@ pub trait FamilyDef: Sync {
     fn config(&self, r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Result<(), ConfigError> {
         let _ = (r, model_type, d);
         Ok(())
+    }
+
+    /// The number of blocks (`num_hidden_layers` and its aliases).
+    fn config_layers(&self, r: &Reader<'_>) -> Result<u64, ConfigError> {
+        r.positive_any(&["num_hidden_layers", "n_layer", "num_layers", "encoder_layers"])
     }
 
     /// Key/value heads (`num_key_value_heads` and its aliases, else every head attends alone).
@@ -208,6 +214,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &mamba2::Mamba2,
     &bamba::Bamba,
     &granitemoehybrid::GraniteMoeHybrid,
+    &nemotron_h::NemotronH,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

@@ -120,12 +120,25 @@ mod tests {
     /// instantiated on the meta device.
     #[test]
     fn class_defaults_count_the_meta_device_parameters() {
-        for (mt, n) in
-            [("mamba2", 7_285_403_648), ("bamba", 9_992_765_440), ("granitemoehybrid", 38_601_064_448)]
-        {
+        for (mt, n) in [
+            ("mamba2", 7_285_403_648),
+            ("bamba", 9_992_765_440),
+            ("granitemoehybrid", 38_601_064_448),
+            ("nemotron_h", 1_968_355_712),
+        ] {
             let m = model(&format!(r#"{{"model_type":"{mt}"}}"#));
             assert_eq!(m.n_params(), n, "{mt}");
         }
+        // Nemotron-H's blocks from the pattern, and its latent experts (meta-device count)
+        let m = model(
+            r#"{"model_type":"nemotron_h","hybrid_override_pattern":"M-*E","hidden_size":256,
+            "num_attention_heads":8,"num_key_value_heads":2,"head_dim":32,"intermediate_size":512,
+            "mamba_num_heads":8,"mamba_head_dim":64,"ssm_state_size":16,"n_groups":2,"n_routed_experts":4,
+            "num_experts_per_tok":2,"moe_intermediate_size":128,"moe_shared_expert_intermediate_size":256,
+            "vocab_size":1000}"#,
+        );
+        let t = m.transformer().unwrap_or_else(|| panic!("a transformer"));
+        assert_eq!((t.num_layers, t.attention_layers_among(4), t.layers_with(layer::SSM, 4)), (4, 1, 1));
         // Bamba's attention layers from `attn_layer_indices`, the rest Mamba2
         let m = model(r#"{"model_type":"bamba","num_hidden_layers":4,"attn_layer_indices":[2]}"#);
         let t = m.transformer().unwrap_or_else(|| panic!("a transformer"));

@@ -31,6 +31,10 @@ pub struct Moe {
     /// and once by its router (PhiMoE's `input_jitter_noise` > 0).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub input_jitter: bool,
+    /// The routed experts work in a latent width, between a down and an up projection
+    /// (Nemotron-H's `moe_latent_size`; 0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub latent: u64,
 }
 
 impl Moe {
@@ -45,6 +49,7 @@ impl Moe {
             groups: 0,
             topk_group: 0,
             input_jitter: false,
+            latent: 0,
         }
     }
 }

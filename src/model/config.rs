@@ -313,3 +313,50 @@ impl<'a> Reader<'a> {
             .map(Some)
     }
 }
+
+/// A `config.json`'s text as strict JSON: Python's `json.dumps` writes the non-finite floats
+/// bare (`Infinity`, `-Infinity`, `NaN`: transformers 4's Mamba2 and hybrid configs carry
+/// `"time_step_limit": [0.0, Infinity]`), which JSON has no word for. Outside strings they
+/// become `null` (no estimate reads them); the text is borrowed when there are none.
+pub fn python_json(text: &str) -> std::borrow::Cow<'_, str> {
+    const WORDS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
+    let b = text.as_bytes();
+    let (mut out, mut last, mut i, mut in_str) = (String::new(), 0, 0, false);
+    while i < b.len() {
+        match b[i] {
+            b'\\' if in_str => i += 1,
+            b'"' => in_str = !in_str,
+            _ if !in_str => {
+                if let Some(w) = WORDS.iter().find(|w| b[i..].starts_with(w.as_bytes())) {
+                    out.push_str(&text[last..i]);
+                    out.push_str("null");
+                    i += w.len();
+                    last = i;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if last == 0 {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    out.push_str(&text[last..]);
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod python_json_tests {
+    use super::python_json;
+
+    #[test]
+    fn bare_non_finite_floats_become_null_outside_strings_only() {
+        let t = r#"{"time_step_limit": [0.0, Infinity], "a": -Infinity, "b": NaN, "s": "Infinity \"NaN\""}"#;
+        let v: serde_json::Value = serde_json::from_str(&python_json(t)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(v["time_step_limit"][1], serde_json::Value::Null);
+        assert!(v["a"].is_null() && v["b"].is_null());
+        assert_eq!(v["s"], "Infinity \"NaN\"");
+        assert!(matches!(python_json("{\"x\": 1}"), std::borrow::Cow::Borrowed(_)));
+    }
+}

@@ -11,7 +11,7 @@ pub const FROM: &str = "generation_config.json";
 /// The facts and notes of a `generation_config.json`'s text (`file` names it in the notes); a
 /// file that is not a JSON object gives one note and nothing else.
 pub fn read(file: &str, text: &str) -> (Vec<Fact>, Vec<String>) {
-    let Ok(Value::Object(o)) = serde_json::from_str::<Value>(text) else {
+    let Ok(Value::Object(o)) = serde_json::from_str::<Value>(&crate::model::config::python_json(text)) else {
         return (Vec::new(), vec![format!("{file}: not a JSON object, ignored")]);
     };
     let mut facts = Vec::new();

@@ -404,7 +404,7 @@ fn load_dir(dir: &Path) -> Result<Loaded, LoadError> {
     };
     loaded.facts.retain(|f| f.fact != "parameters");
     // what only the header's structure needs (a token's experts, their renormalisation)
-    let config = serde_json::from_str(&text).ok();
+    let config = serde_json::from_str(&super::config::python_json(&text)).ok();
     super::header_check::reconcile(&mut loaded, &w.display().to_string(), &tensors, config.as_ref());
     Ok(loaded)
 }

@@ -160,7 +160,7 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
                 notes.extend(cfg_notes);
                 let model = ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(spec)) };
                 let mut l = Loaded { model, notes, dtype: None, facts, header: None };
-                let config = serde_json::from_str(&text).ok();
+                let config = serde_json::from_str(&super::config::python_json(&text)).ok();
                 super::header_check::reconcile(
                     &mut l,
                     &path.display().to_string(),

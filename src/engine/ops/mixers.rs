@@ -57,6 +57,8 @@ impl Graph<'_> {
             // output in the input dtype and the gated norm's fp32 rstd; `out_proj` runs inside
             // it on its weight, and the convolution and the norm are recomputed in backward
             self.keep_new(a_log + s.heads * 4 + t * s.inner() * c + t * s.groups * 4, Cat::AttentionIo);
+            // the mixer's backward runs with all of it alive (its transient is the mixer's)
+            self.kept_at_attention = self.kept.total();
             self.record("mamba2 fused (mamba_ssm: scan, gated norm, out_proj)", before);
             return self.tensor(ts * h * c, c, true, Cat::AttentionIo);
         }
@@ -66,6 +68,11 @@ impl Graph<'_> {
             kept += t * s.inner() * 4;
         }
         self.keep_new(kept, Cat::AttentionIo);
+        // the mixer's backward peaks in the gated norm's, once out_proj's is done and the gate's
+        // fp32 copy and its SiLU (kept by the first product) are freed
+        let copies = if c < 4 { 2 } else { 1 };
+        let gate = if s.gated_norm { copies * t * s.inner() * 4 } else { 0 };
+        self.kept_at_attention = self.kept.total().saturating_sub(gate);
         self.record("mamba2 (conv1d, chunked scan, gated norm)", before);
         // the norm's output cast to the compute dtype (its product with the weight is fp32)
         let y = self.tensor(t * s.inner() * c, c, true, Cat::AttentionIo);
@@ -97,7 +104,7 @@ fn ssm_torch_bytes(b: u64, seq: u64, c: u64, s: &Ssm) -> u64 {
     };
     // segment_sum's two bool masks, for the chunk and for the chunk-to-chunk decay
     x += 2 * q * q + 2 * (chunks + 1) * (chunks + 1);
-    // L = exp(segsum(A)), G = C·Bᵀ and M = G·L's copy for its einsum: (b, h, c, q, q) each
+    // L = exp(segsum(A)), G = C·B^T and M = G·L's copy for its einsum: (b, h, c, q, q) each
     x += 3 * b * hh * chunks * q * q * 4;
     // B and C repeated to every head: the copies the einsums make (C·B: both; B_decay·x: B_decay;
     // C·states: C), and B itself kept by `B · decay`
@@ -124,15 +131,17 @@ fn ssm_torch_bytes(b: u64, seq: u64, c: u64, s: &Ssm) -> u64 {
     x
 }
 
-/// What one Mamba2 mixer's backward allocates at once. PyTorch path: the gradients of the
-/// intra-chunk scores `M` and `L`, `(b, heads, chunks, Q, Q)` in fp32 each (measured: the peak's
-/// temporaries of the 7B-wide rows). Fused kernels: `dzxbcdt` and `dxBC` (`empty_like`), the
-/// recomputed convolution, the recomputed norm output and `dz`'s clone (`ssd_combined.py`).
+/// What one Mamba2 mixer's backward allocates at once. PyTorch path: the gated norm's fp32
+/// gradients, five and a half `(t, inner)` fp32 tensors at their most (measured where a
+/// one-block model's peak is in the mixer's backward: inner 2048 at 1-2 × 1024-2048 tokens,
+/// chunks of 128 and 256, 1 and 2 groups, bf16 and fp32, and the tiny checkpointed rows; the
+/// scan's own `(b, heads, chunks, Q, Q)` gradients are not the peak there). Fused kernels:
+/// `dzxbcdt` and `dxBC` (`empty_like`), the recomputed convolution, the recomputed norm output
+/// and `dz`'s clone (`ssd_combined.py`; not measured).
 pub fn ssm_backward_transient(ctx: &crate::engine::inputs::Ctx, s: &Ssm) -> u64 {
-    let (b, t, c) = (ctx.batch, ctx.tokens, ctx.compute_elem);
-    let q = s.chunk.max(1);
+    let (t, c) = (ctx.tokens, ctx.compute_elem);
     match ctx.mixer {
-        MixerImpl::Torch => 2 * b * s.heads * ctx.seq.div_ceil(q) * q * q * 4,
+        MixerImpl::Torch => 11 * t * s.inner() * 2,
         MixerImpl::Kernels => t * (s.proj() + 2 * s.conv_dim() + 2 * s.inner()) * c,
     }
 }

@@ -49,6 +49,11 @@ pub struct MoeOp {
     pub weights_fp32: bool,
     /// gpt-oss's clamped SwiGLU in the experts.
     pub clamped_swiglu: bool,
+    /// The experts are gated (`gate_up_proj`); else one `up_proj` and the activation
+    /// (Nemotron-H's ReLU² experts, `has_gate=False`).
+    pub gated: bool,
+    /// The experts' activation (read when they are not gated).
+    pub act: Act,
 }
 
 impl Graph<'_> {
@@ -58,7 +63,8 @@ impl Graph<'_> {
     /// weights, and per routed row the grouped gate_up output, the activation, the product and
     /// the down output.
     pub fn moe(&mut self, x: Tensor, width: u64, op: MoeOp) -> Tensor {
-        let MoeOp { experts, top_k, inter, routing, router_fp32, weights_fp32, clamped_swiglu } = op;
+        let MoeOp { experts, top_k, inter, routing, router_fp32, weights_fp32, clamped_swiglu, gated, act } =
+            op;
         let before = self.kept.total();
         let ctx = self.ctx;
         let (t, c) = (ctx.tokens, ctx.compute_elem);
@@ -113,7 +119,17 @@ impl Graph<'_> {
             // and the product; gpt-oss's clamped SwiGLU keeps the clamped gate, the sigmoid, up + 1,
             // the GLU and the product
             let glu = if clamped_swiglu { 5 } else { 2 };
-            self.keep_new(tk * 2 * inter * c + glu * tk * inter * c + tk * width * c, Cat::Mlp);
+            let widths = if gated {
+                2 + glu
+            } else {
+                // one `up` output: ReLU keeps its output (the down matmul's input too), ReLU² its
+                // output and the square, another activation its input and output
+                match act {
+                    Act::Relu => 1,
+                    _ => 2,
+                }
+            };
+            self.keep_new(widths * tk * inter * c + tk * width * c, Cat::Mlp);
             if ctx.amp {
                 self.keep_new(experts * 3 * width * inter * c, Cat::WeightCasts);
             }

@@ -12,6 +12,9 @@ pub enum NormKind {
     RmsOffset,
     /// OLMo 2's RMSNorm: `(w · y).to(dtype)` — the weight multiplies the fp32 normalised value.
     RmsWeightFp32,
+    /// Nemotron-H's RMSNorm: `(w.to(float32) · y).to(dtype)` — as OLMo 2's, and the weight's
+    /// fp32 copy (of a half weight) is kept by the product too.
+    RmsWeightCastFp32,
     /// `nn.LayerNorm` (`native_layer_norm` keeps input, mean and rstd).
     Layer,
     /// Apex/Megatron fused LayerNorm: input kept, fp32 mean and rstd.
@@ -78,10 +81,18 @@ impl Graph<'_> {
                     self.keep_new(n * xe, Cat::Norms);
                 }
             }
-            NormKind::RmsWeightFp32 => {
+            NormKind::RmsWeightFp32 | NormKind::RmsWeightCastFp32 => {
                 if active {
                     self.keep_new(rows * 4, Cat::Norms);
-                    if xe == 4 { self.keep(x) } else { self.keep_new(n * 4, Cat::Norms) }
+                    if xe == 4 {
+                        self.keep(x)
+                    } else {
+                        self.keep_new(n * 4, Cat::Norms)
+                    }
+                    // the weight's fp32 copy (the weight itself when it is fp32 already)
+                    if kind == NormKind::RmsWeightCastFp32 && !self.ctx.amp && self.ctx.compute_elem != 4 {
+                        self.keep_new(weight * 4, Cat::Norms);
+                    }
                 }
                 if trains {
                     self.keep_new(n * 4, Cat::Norms);
@@ -144,6 +155,7 @@ impl Graph<'_> {
             match kind {
                 NormKind::Rms
                 | NormKind::RmsWeightFp32
+                | NormKind::RmsWeightCastFp32
                 | NormKind::RmsOffset
                 | NormKind::L2
                 | NormKind::LayerManualFp32 => self.keep_new(n * 4, Cat::Norms),

@@ -40,11 +40,8 @@ use extras::{encoder_decoder_params, quantization, vision};
 
 /// Parses the text of a `config.json`. `path` is used in messages only.
 pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json {
-        path: path.to_owned(),
-        line: e.line(),
-        column: e.column(),
-        msg: e.to_string(),
+    let value: Value = serde_json::from_str(&crate::model::config::python_json(text)).map_err(|e| {
+        ConfigError::Json { path: path.to_owned(), line: e.line(), column: e.column(), msg: e.to_string() }
     })?;
     let obj = value.as_object().ok_or_else(|| ConfigError::NotObject { path: path.to_owned() })?;
     let model_type = match obj.get("model_type") {

@@ -437,6 +437,24 @@ FAMILY_SPECS = {
                    mamba_n_heads=8, mamba_d_head=64, mamba_d_state=16, mamba_n_groups=2, mamba_chunk_size=64,
                    layer_types=["mamba", "mamba", "attention", "mamba"], embedding_multiplier=12.0,
                    residual_multiplier=0.22, logits_scaling=8.0, max_position_embeddings=2048)),
+    "nemotron_h_tiny": (CONFIG_MAPPING["nemotron_h"], dict(architectures=["NemotronHForCausalLM"], vocab_size=1000,
+                   hidden_size=256, layers_block_type=["mamba", "attention", "mamba", "mlp", "moe"],
+                   num_attention_heads=8, num_key_value_heads=2, head_dim=32, intermediate_size=512,
+                   mamba_num_heads=8, mamba_head_dim=64, ssm_state_size=16, n_groups=2, chunk_size=64,
+                   n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=128,
+                   moe_shared_expert_intermediate_size=256, n_group=1, topk_group=1, max_position_embeddings=2048)),
+    "nemotron_h_tiny_fp32res": (CONFIG_MAPPING["nemotron_h"], dict(architectures=["NemotronHForCausalLM"], vocab_size=1000,
+                   hidden_size=256, layers_block_type=["mamba", "attention", "mlp", "moe"],
+                   num_attention_heads=8, num_key_value_heads=2, head_dim=32, intermediate_size=512,
+                   mamba_num_heads=8, mamba_head_dim=64, ssm_state_size=16, n_groups=2, chunk_size=64,
+                   n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=128, residual_in_fp32=True,
+                   moe_shared_expert_intermediate_size=256, n_group=2, topk_group=1, max_position_embeddings=2048)),
+    "m2x_a": (CONFIG_MAPPING["mamba2"], dict(architectures=["Mamba2ForCausalLM"], vocab_size=64, hidden_size=1024,
+                    num_heads=32, head_dim=64, state_size=64, n_groups=1, num_hidden_layers=1, chunk_size=128)),
+    "m2x_b": (CONFIG_MAPPING["mamba2"], dict(architectures=["Mamba2ForCausalLM"], vocab_size=64, hidden_size=1024,
+                    num_heads=32, head_dim=64, state_size=64, n_groups=1, num_hidden_layers=1, chunk_size=256)),
+    "m2x_c": (CONFIG_MAPPING["mamba2"], dict(architectures=["Mamba2ForCausalLM"], vocab_size=64, hidden_size=1024,
+                    num_heads=16, head_dim=128, state_size=32, n_groups=2, num_hidden_layers=1, chunk_size=128)),
     "lfm2_tiny": (CONFIG_MAPPING["lfm2"], dict(architectures=["Lfm2ForCausalLM"], vocab_size=1000, hidden_size=256,
                   intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                   layer_types=["conv", "conv", "full_attention", "conv"], max_position_embeddings=2048)),
@@ -765,6 +783,14 @@ def cases_S():
     out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
             C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
             C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    for t in ["m2x_a", "m2x_b", "m2x_c"]:
+        out += [C(t + "-bf16-b1s2048", t, 1, 2048, "bfloat16", "eager", backend=be),
+                C(t + "-bf16-b2s1024", t, 2, 1024, "bfloat16", "eager", backend=be),
+                C(t + "-fp32-b1s1024", t, 1, 1024, "float32", "eager", backend=be)]
+    for t in ["nemotron_h_tiny", "nemotron_h_tiny_fp32res"]:
+        out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+                C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+                C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
     return out
 
 
