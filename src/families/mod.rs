@@ -18,6 +18,7 @@ mod deepseek;
 mod ernie4_5;
 mod exaone4;
 mod falcon;
+mod falcon_h1;
 mod gemma;
 mod generic;
 mod glm4;
@@ -215,6 +216,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &bamba::Bamba,
     &granitemoehybrid::GraniteMoeHybrid,
     &nemotron_h::NemotronH,
+    &falcon_h1::FalconH1,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

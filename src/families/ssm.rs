@@ -125,6 +125,7 @@ mod tests {
             ("bamba", 9_992_765_440),
             ("granitemoehybrid", 38_601_064_448),
             ("nemotron_h", 1_968_355_712),
+            ("falcon_h1", 8_514_961_408),
         ] {
             let m = model(&format!(r#"{{"model_type":"{mt}"}}"#));
             assert_eq!(m.n_params(), n, "{mt}");

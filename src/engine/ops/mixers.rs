@@ -56,7 +56,8 @@ impl Graph<'_> {
             // `MambaSplitConv1dScanCombinedFn` keeps zxbcdt (in_proj's output), A, the scan's
             // output in the input dtype and the gated norm's fp32 rstd; `out_proj` runs inside
             // it on its weight, and the convolution and the norm are recomputed in backward
-            self.keep_new(a_log + s.heads * 4 + t * s.inner() * c + t * s.groups * 4, Cat::AttentionIo);
+            let rstd = if s.gated_norm { t * s.groups * 4 } else { 0 };
+            self.keep_new(a_log + s.heads * 4 + t * s.inner() * c + rstd, Cat::AttentionIo);
             // the mixer's backward runs with all of it alive (its transient is the mixer's)
             self.kept_at_attention = self.kept.total();
             self.record("mamba2 fused (mamba_ssm: scan, gated norm, out_proj)", before);
@@ -127,6 +128,9 @@ fn ssm_torch_bytes(b: u64, seq: u64, c: u64, s: &Ssm) -> u64 {
         // `Mamba2RMSNormGated(scan, z)`: z.float() (half only), silu(z), the scan's output, their
         // product and the group rsqrt
         x += if c < 4 { t * i * 4 } else { 0 } + 3 * t * i * 4 + t * s.groups * 4;
+    } else {
+        // Falcon-H1 without the norm: `scan * silu(z)` keeps silu(z) (z's dtype) and the fp32 scan
+        x += t * i * c + t * i * 4;
     }
     x
 }

@@ -455,6 +455,18 @@ FAMILY_SPECS = {
                     num_heads=32, head_dim=64, state_size=64, n_groups=1, num_hidden_layers=1, chunk_size=256)),
     "m2x_c": (CONFIG_MAPPING["mamba2"], dict(architectures=["Mamba2ForCausalLM"], vocab_size=64, hidden_size=1024,
                     num_heads=16, head_dim=128, state_size=32, n_groups=2, num_hidden_layers=1, chunk_size=128)),
+    "falcon_h1_tiny": (CONFIG_MAPPING["falcon_h1"], dict(architectures=["FalconH1ForCausalLM"], vocab_size=1000,
+                   hidden_size=256, intermediate_size=688, num_hidden_layers=3, num_attention_heads=8,
+                   num_key_value_heads=2, mamba_d_ssm=512, mamba_n_heads=8, mamba_d_head=64, mamba_d_state=16,
+                   mamba_n_groups=2, mamba_chunk_size=64, key_multiplier=0.5, attention_in_multiplier=0.7,
+                   ssm_in_multiplier=1.3, ssm_out_multiplier=0.8, attention_out_multiplier=0.9,
+                   mlp_multipliers=[0.6, 1.1], embedding_multiplier=5.0, lm_head_multiplier=0.2,
+                   max_position_embeddings=2048)),
+    "falcon_h1_tiny_norm": (CONFIG_MAPPING["falcon_h1"], dict(architectures=["FalconH1ForCausalLM"], vocab_size=1000,
+                   hidden_size=256, intermediate_size=688, num_hidden_layers=3, num_attention_heads=8,
+                   num_key_value_heads=2, mamba_d_ssm=512, mamba_n_heads=8, mamba_d_head=64, mamba_d_state=16,
+                   mamba_n_groups=2, mamba_chunk_size=64, mamba_rms_norm=True, mamba_norm_before_gate=False,
+                   max_position_embeddings=2048)),
     "lfm2_tiny": (CONFIG_MAPPING["lfm2"], dict(architectures=["Lfm2ForCausalLM"], vocab_size=1000, hidden_size=256,
                   intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                   layer_types=["conv", "conv", "full_attention", "conv"], max_position_embeddings=2048)),
@@ -787,6 +799,10 @@ def cases_S():
         out += [C(t + "-bf16-b1s2048", t, 1, 2048, "bfloat16", "eager", backend=be),
                 C(t + "-bf16-b2s1024", t, 2, 1024, "bfloat16", "eager", backend=be),
                 C(t + "-fp32-b1s1024", t, 1, 1024, "float32", "eager", backend=be)]
+    for t in ["falcon_h1_tiny", "falcon_h1_tiny_norm"]:
+        out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+                C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+                C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
     for t in ["nemotron_h_tiny", "nemotron_h_tiny_fp32res"]:
         out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
                 C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
