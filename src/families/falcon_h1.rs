@@ -42,7 +42,7 @@ impl FamilyDef for FalconH1 {
             Some(i) if i > 0 => i,
             _ => r.u64_or("mamba_expand", 2)? * h,
         };
-        if !r.get("mamba_d_head").is_some_and(|v| v.as_u64().is_some()) {
+        if r.get("mamba_d_head").is_none_or(|v| v.as_u64().is_none()) {
             s.head_dim = inner / s.heads;
         }
         if s.inner() != inner {
