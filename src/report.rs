@@ -172,7 +172,8 @@ const UNMEASURED_TYPES: &[&str] = &["qwen2_moe", "granitemoeshared", "deepseek_v
 /// Does the model keep a per-sequence state instead of K/V in some layers (short convolutions,
 /// Mamba2 mixers)?
 fn stateful(t: &crate::model::TransformerSpec) -> bool {
-    t.conv_layers() > 0 || t.layers_with(crate::model::layer::SSM, t.num_layers) > 0
+    t.conv_layers() > 0
+        || t.layers_with(crate::model::layer::SSM | crate::model::layer::MAMBA, t.num_layers) > 0
 }
 
 /// Has this architecture's activation model been checked against measured PyTorch runs?

@@ -69,6 +69,9 @@ fn kv_bytes(m: &TransformerSpec, b: u64, tokens: u64, decoded: bool, dtype: DTyp
                 // a Mamba2 mixer keeps its conv taps and its scan state, whatever the length
                 return crate::estimate::activations::ssm_state_bytes(m, b, dtype);
             }
+            if flags & layer::MAMBA != 0 {
+                return crate::estimate::activations::mamba_state_bytes(m, b, dtype);
+            }
             if flags & layer::NO_MIXER != 0 {
                 return 0;
             }

@@ -149,7 +149,7 @@ fn shape(d: &dyn FamilyDef, r: &Reader<'_>, family: crate::model::Family) -> Res
     let h = r.positive_any(&["hidden_size", "n_embd", "d_model"])?;
     let enc_dec = r.bool_or("is_encoder_decoder", false)?;
     let mut l = d.config_layers(r)?;
-    let a = r.positive_any(&["num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"])?;
+    let a = d.config_heads(r)?;
     let kv = d.config_kv_heads(r, a)?;
     if kv == 0 || !a.is_multiple_of(kv) {
         return Err(r.invalid("num_key_value_heads", format!("{kv} must divide num_attention_heads ({a})")));

@@ -53,7 +53,7 @@ impl FamilyDef for Mamba2 {
 
     fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, _: u8, x: Tensor) -> Tensor {
         let Some(s) = m.ssm else { return x };
-        mixer_block(g, m, &s, x)
+        mixer_block(g, m, s.residual_fp32, x, |g, n| g.mamba2(n, m.hidden_size, &s))
     }
 
     fn head(&self, g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
@@ -70,15 +70,21 @@ impl FamilyDef for Mamba2 {
 }
 
 /// `norm(x.to(dtype))`, the mixer, and the residual sum, in fp32 when `residual_in_fp32`
-/// (Mamba2's and Nemotron-H's blocks).
-pub(super) fn mixer_block(g: &mut Graph<'_>, m: &TransformerSpec, s: &Ssm, x: Tensor) -> Tensor {
+/// (Mamba's and Mamba2's blocks).
+pub(super) fn mixer_block(
+    g: &mut Graph<'_>,
+    m: &TransformerSpec,
+    residual_fp32: bool,
+    x: Tensor,
+    mixer: impl FnOnce(&mut Graph<'_>, Tensor) -> Tensor,
+) -> Tensor {
     let ctx = g.ctx;
     let (ts, h, c) = (ctx.rank_tokens, m.hidden_size, ctx.compute_elem);
     // an fp32 stream is cast to the norm's dtype first (a copy nothing keeps)
     let xin = if g.elem(x) != c { g.tensor(ts * h * c, c, g.rg(x), Cat::Residual) } else { x };
     let n = g.norm(xin, ts, h, LLAMA.norm, "norm");
-    let a = g.mamba2(n, h, s);
-    if s.residual_fp32 {
+    let a = mixer(g, n);
+    if residual_fp32 {
         g.tensor(ts * h * 4, 4, true, Cat::Residual)
     } else {
         g.add(a, x, ts * h, Cat::Residual)
@@ -90,7 +96,7 @@ pub(super) fn mixer_block(g: &mut Graph<'_>, m: &TransformerSpec, s: &Ssm, x: Te
 pub(super) fn fp32_residual_head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
     let ctx = g.ctx;
     let (ts, h, c) = (ctx.rank_tokens, m.hidden_size, ctx.compute_elem);
-    let fp32 = m.ssm.is_some_and(|s| s.residual_fp32);
+    let fp32 = m.residual_fp32();
     let x = if fp32 && g.elem(x) != 4 { g.tensor(ts * h * 4, 4, g.rg(x), Cat::Residual) } else { x };
     let n = g.norm(x, ts, h, super::ops(m).final_norm, "norm_f");
     let n = if g.elem(n) != c { g.tensor(ts * h * c, c, g.rg(n), Cat::Residual) } else { n };

@@ -28,11 +28,13 @@ mod gpt_neox;
 mod gpt_oss;
 mod granite;
 mod granitemoehybrid;
+mod jamba;
 mod kinds;
 mod lfm2;
 mod litgpt;
 mod llama;
 mod llama4;
+mod mamba;
 mod mamba2;
 mod megatron;
 mod minimax_m2;
@@ -78,7 +80,7 @@ mod prelude {
     };
     pub(super) use crate::model::config::{ConfigError, Reader};
     pub(super) use crate::model::{
-        Head, LinearRole, Moe, ParamKind, Router, Scope, Ssm, TransformerSpec, layer,
+        Head, LinearRole, Mamba, Moe, ParamKind, Router, Scope, TransformerSpec, layer,
     };
 }
 
@@ -117,6 +119,11 @@ pub trait FamilyDef: Sync {
     fn config(&self, r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Result<(), ConfigError> {
         let _ = (r, model_type, d);
         Ok(())
+    }
+
+    /// Attention heads (`num_attention_heads` and its aliases).
+    fn config_heads(&self, r: &Reader<'_>) -> Result<u64, ConfigError> {
+        r.positive_any(&["num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"])
     }
 
     /// The number of blocks (`num_hidden_layers` and its aliases).
@@ -217,6 +224,8 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &granitemoehybrid::GraniteMoeHybrid,
     &nemotron_h::NemotronH,
     &falcon_h1::FalconH1,
+    &mamba::MambaFamily,
+    &jamba::Jamba,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

@@ -126,6 +126,8 @@ mod tests {
             ("granitemoehybrid", 38_601_064_448),
             ("nemotron_h", 1_968_355_712),
             ("falcon_h1", 8_514_961_408),
+            ("mamba", 159_308_544),
+            ("jamba", 51_570_323_328),
         ] {
             let m = model(&format!(r#"{{"model_type":"{mt}"}}"#));
             assert_eq!(m.n_params(), n, "{mt}");

@@ -163,3 +163,50 @@ impl Ssm {
         self.proj() * h + cd * self.conv_kernel + conv_bias + 3 * self.heads + norm + i * h + bias
     }
 }
+
+/// A Mamba (1) mixer, the selective scan: `in_proj` to x and the gate z; a depthwise causal
+/// conv1d over x; `x_proj` to dt (rank `dt_rank`), B and C (`state` each); `dt_proj`; the scan
+/// over `inner` channels with a state of `state` per channel; `out_proj`. transformers'
+/// `MambaMixer` and Jamba's (which normalises dt, B and C).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mamba {
+    /// Channels (`intermediate_size`, `mamba_expand · hidden_size`).
+    pub inner: u64,
+    /// State per channel (`state_size`, `mamba_d_state`).
+    pub state: u64,
+    /// Rank of dt (`time_step_rank`, `mamba_dt_rank`).
+    pub dt_rank: u64,
+    /// Taps of the causal convolution (`conv_kernel`, `mamba_d_conv`).
+    pub conv_kernel: u64,
+    /// The convolution has a bias.
+    pub conv_bias: bool,
+    /// `in_proj` and `out_proj` have biases (`use_bias`, `mamba_proj_bias`).
+    pub proj_bias: bool,
+    /// dt, B and C go through RMSNorms (Jamba's `dt_layernorm`, `b_layernorm`, `c_layernorm`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dt_norms: bool,
+    /// The residual stream is kept in fp32 (`residual_in_fp32`: Mamba's default).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub residual_fp32: bool,
+}
+
+impl Mamba {
+    /// Parameters of one mixer for hidden size `h`.
+    pub const fn params(&self, h: u64) -> u64 {
+        let (i, n, r) = (self.inner, self.state, self.dt_rank);
+        let bias = if self.proj_bias { 2 * i + h } else { 0 };
+        let conv_bias = if self.conv_bias { i } else { 0 };
+        let norms = if self.dt_norms { r + 2 * n } else { 0 };
+        2 * i * h
+            + i * self.conv_kernel
+            + conv_bias
+            + (r + 2 * n) * i
+            + i * r
+            + i
+            + i * n
+            + i
+            + h * i
+            + bias
+            + norms
+    }
+}

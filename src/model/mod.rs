@@ -14,7 +14,7 @@ pub mod preset;
 pub mod quant;
 pub mod safetensors;
 
-pub use block_parts::{Mla, Moe, Router, Ssm};
+pub use block_parts::{Mamba, Mla, Moe, Router, Ssm};
 use serde::{Deserialize, Serialize};
 
 /// Which family's code the walk follows: a handle to one entry of the family registry
@@ -161,6 +161,9 @@ pub struct TransformerSpec {
     /// The Mamba2 mixer of the layers flagged [`layer::SSM`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssm: Option<Ssm>,
+    /// The Mamba (1) mixer of the layers flagged [`layer::MAMBA`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mamba: Option<Mamba>,
     /// Parallel attention and MLP on the same input (GPT-NeoX `use_parallel_residual`, Falcon
     /// `parallel_attn`), with this many input norms (1 or 2).
     #[serde(default)]
@@ -248,6 +251,9 @@ pub mod layer {
     pub const NO_MLP: u8 = 32;
     /// The block is its MLP alone, no mixer (Nemotron-H's `-` and `E` blocks).
     pub const NO_MIXER: u8 = 64;
+    /// A Mamba (1) mixer instead of attention (`TransformerSpec::mamba`): a conv state and a
+    /// recurrent state per sequence.
+    pub const MAMBA: u8 = 128;
 
     /// The flags in words (English, for the CLI): "sliding window, dense MLP"; "" for none.
     pub fn describe(flags: u8) -> String {
@@ -259,6 +265,7 @@ pub mod layer {
             (SSM, "Mamba2"),
             (NO_MLP, "no MLP"),
             (NO_MIXER, "MLP only"),
+            (MAMBA, "Mamba"),
         ]
         .iter()
         .filter(|(b, _)| flags & b != 0)
@@ -462,6 +469,12 @@ impl LinearRole {
 }
 
 impl TransformerSpec {
+    /// The residual stream is kept in fp32 whatever the model's dtype (Mamba's and Mamba2's
+    /// `residual_in_fp32`).
+    pub fn residual_fp32(&self) -> bool {
+        self.ssm.is_some_and(|s| s.residual_fp32) || self.mamba.is_some_and(|s| s.residual_fp32)
+    }
+
     /// Layers flagged `bit` among the first `layers` (a pipeline stage's).
     pub fn layers_with(&self, bit: u8, layers: u64) -> u64 {
         let layers = usize::try_from(layers).unwrap_or(usize::MAX);
@@ -476,7 +489,7 @@ impl TransformerSpec {
             return n;
         }
         let take = usize::try_from(n).unwrap_or(usize::MAX);
-        let none = layer::CONV | layer::SSM | layer::NO_MIXER;
+        let none = layer::CONV | layer::SSM | layer::NO_MIXER | layer::MAMBA;
         self.layer_flags.iter().take(take).filter(|f| **f & none == 0).count() as u64
     }
 

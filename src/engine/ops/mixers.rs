@@ -1,6 +1,7 @@
 //! Sequence mixers other than attention: LFM2's short convolution and Mamba2's state space
 //! duality (SSD) mixer.
 
+use super::NormKind;
 use super::{Graph, Tensor};
 use crate::engine::inputs::MixerImpl;
 use crate::engine::inputs::saved::Cat;
@@ -147,5 +148,130 @@ pub fn ssm_backward_transient(ctx: &crate::engine::inputs::Ctx, s: &Ssm) -> u64 
     match ctx.mixer {
         MixerImpl::Torch => 11 * t * s.inner() * 2,
         MixerImpl::Kernels => t * (s.proj() + 2 * s.conv_dim() + 2 * s.inner()) * c,
+    }
+}
+
+impl Graph<'_> {
+    /// A Mamba (1) mixer of hidden size `h` (`MambaMixer`, Jamba's with its dt/B/C norms).
+    /// `in_proj` keeps its input; the rest depends on the code that runs it ([`MixerImpl`]):
+    /// Mamba's fused `mamba_inner_fn`, Jamba's `causal_conv1d` and `selective_scan_fn` kernels,
+    /// or transformers' PyTorch path (a sequential scan that keeps every step's state).
+    pub fn mamba1(&mut self, x: Tensor, h: u64, m: &crate::model::Mamba) -> Tensor {
+        let ctx = self.ctx;
+        let (b, s, t, ts, c) = (ctx.batch, ctx.seq, ctx.tokens, ctx.rank_tokens, ctx.compute_elem);
+        let (i, n, r) = (m.inner, m.state, m.dt_rank);
+        let xz = self.linear(x, ts, h, 2 * i, LinearRole::Q, Cat::AttentionIo, "in_proj");
+        let before = self.kept.total();
+        let active = ctx.full || self.rg(xz);
+        let a_log = if ctx.full { i * n * 4 } else { 0 };
+        if !active {
+            let y = self.tensor(t * i * c, c, false, Cat::AttentionIo);
+            self.record("mamba (conv1d, selective scan)", before);
+            return self.linear(y, t, i, h, LinearRole::O, Cat::AttentionIo, "out_proj");
+        }
+        self.keep(xz);
+        let kernels = ctx.mixer == MixerImpl::Kernels;
+        // the fused Function keeps the scan's chunk states: (b, inner, ⌈s/2048⌉, 2·state) fp32
+        let intermediates = b * i * s.div_ceil(2048) * 2 * n * 4;
+        if kernels && !m.dt_norms {
+            // `MambaInnerFn` (checkpoint_lvl 1): xz, x_dbl, B and C made contiguous, A, D and
+            // dt's bias as fp32 copies, the chunk states and the scan's output; the convolution
+            // and dt are recomputed, `out_proj` runs inside it
+            let keep =
+                t * (r + 2 * n) * c + 2 * t * n * c + i * n * 4 + 2 * i * 4 + intermediates + t * i * c;
+            self.keep_new(keep + a_log, Cat::AttentionIo);
+            self.kept_at_attention = self.kept.total();
+            self.record("mamba fused (mamba_inner_fn: conv1d, selective scan, out_proj)", before);
+            return self.tensor(ts * h * c, c, true, Cat::AttentionIo);
+        }
+        // the convolution's padded output (kept by its SiLU, or the kernel's input: xz's view)
+        if !kernels {
+            self.keep_new(b * (s + m.conv_kernel.saturating_sub(1)) * i * c, Cat::AttentionIo);
+        }
+        let u = self.tensor(t * i * c, c, true, Cat::AttentionIo);
+        self.keep(u);
+        // `x_proj` on the transposed activation: one sequence reads it as it is, more make a
+        // contiguous copy for the matmul
+        let xin = if b > 1 { self.tensor(t * i * c, c, true, Cat::AttentionIo) } else { u };
+        self.record("mamba conv1d", before);
+        let xdbl = self.linear(xin, t, i, r + 2 * n, LinearRole::Q, Cat::AttentionIo, "x_proj");
+        let before = self.kept.total();
+        self.mamba_dt_b_c(xdbl, m, kernels);
+        // dt_proj's output, `dt + bias` and its softplus (the kernel keeps dt_proj's output)
+        self.keep_new(if kernels { t * i * c } else { 2 * t * i * c }, Cat::AttentionIo);
+        // A (kept by its product or the kernel) and exp(A_log) when A_log trains: twice on
+        // Mamba's PyTorch path (the mixer computes A for its fused path, then the scan again)
+        let exps = if !kernels && !m.dt_norms { 2 } else { 1 };
+        let mut keep = i * n * 4 + exps * a_log;
+        keep += if kernels {
+            // `SelectiveScanFn`: D and dt's bias as fp32 copies, the chunk states, the output
+            // (and `out_z`, which out_proj keeps)
+            2 * i * 4 + intermediates + t * i * c
+        } else {
+            // exp(A·dt), dt·B, the sequential states, silu(z) and the scan plus D·x in fp32
+            2 * t * i * n * 4 + sequential_states(b, s, i, n, c) + t * i * c + t * i * 4
+        };
+        self.keep_new(keep, Cat::AttentionIo);
+        self.kept_at_attention = self.kept.total();
+        self.record("mamba selective scan", before);
+        let y = self.tensor(t * i * c, c, true, Cat::AttentionIo);
+        self.linear(y, t, i, h, LinearRole::O, Cat::AttentionIo, "out_proj")
+    }
+
+    /// dt, B and C from `x_proj`'s output: views of it (kept by dt_proj's matmul), or Jamba's
+    /// RMSNorms of each; then what the scan keeps of B (its fp32 copy, or the kernel's
+    /// contiguous one) and of C (every step's matmul, or the kernel's copy).
+    fn mamba_dt_b_c(&mut self, xdbl: Tensor, m: &crate::model::Mamba, kernels: bool) {
+        let ctx = self.ctx;
+        let (t, c) = (ctx.tokens, ctx.compute_elem);
+        let (n, r) = (m.state, m.dt_rank);
+        if m.dt_norms {
+            let dt = self.norm(xdbl, t, r, NormKind::Rms, "dt_layernorm");
+            self.keep(dt);
+            let bn = self.norm(xdbl, t, n, NormKind::Rms, "b_layernorm");
+            let cn = self.norm(xdbl, t, n, NormKind::Rms, "c_layernorm");
+            if kernels {
+                self.keep_new(2 * t * n * c, Cat::AttentionIo);
+            } else {
+                if c < 4 {
+                    self.keep_new(t * n * 4, Cat::AttentionIo)
+                } else {
+                    self.keep(bn)
+                }
+                self.keep(cn);
+            }
+        } else {
+            self.keep(xdbl);
+            if kernels {
+                self.keep_new(2 * t * n * c, Cat::AttentionIo);
+            } else if c < 4 {
+                self.keep_new(t * n * 4, Cat::AttentionIo);
+            }
+        }
+    }
+}
+
+/// The PyTorch path's sequential scan: the zero initial state, and each step's state kept by
+/// the next step's product and (cast to the compute dtype, in half) by its matmul with C.
+fn sequential_states(b: u64, s: u64, i: u64, n: u64, c: u64) -> u64 {
+    let state = b * i * n;
+    if c < 4 {
+        // x.float() and D.float() too
+        state * c + s * state * c + s.saturating_sub(1) * state * 4 + b * s * i * 4 + i * 4
+    } else {
+        state * 4 + s * state * 4
+    }
+}
+
+/// What one Mamba (1) mixer's backward allocates at once. PyTorch path: the gradients of the
+/// sequential scan's `(b, inner, s, state)` fp32 tensors (`exp(A·dt)`, `dt·B`, their product and
+/// the per-step slices' accumulation: four at their most) and two to four `(t, inner)` ones,
+/// measured on Jamba's tiny rows (4.11-4.24 state-wide tensors). Kernels: `dxz` and the
+/// recomputed convolution and dt (`selective_scan_interface.py`; not measured).
+pub fn mamba_backward_transient(ctx: &crate::engine::inputs::Ctx, m: &crate::model::Mamba) -> u64 {
+    let (t, c) = (ctx.tokens, ctx.compute_elem);
+    match ctx.mixer {
+        MixerImpl::Torch => 4 * t * m.inner * m.state * 4 + 4 * c * t * m.inner,
+        MixerImpl::Kernels => 4 * t * m.inner * c,
     }
 }

@@ -29,7 +29,7 @@ pub use attention::{Attn, Softmax, attention_backward_transient, kernel};
 pub use inference::{InferKind, InferPeaks};
 pub use linear::Dequant;
 pub use loss::{HeadTransients, LossKind};
-pub use mixers::ssm_backward_transient;
+pub use mixers::{mamba_backward_transient, ssm_backward_transient};
 pub use norms::NormKind;
 pub use pieces::{HeadPieces, Pieces};
 

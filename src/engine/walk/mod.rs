@@ -10,7 +10,7 @@ use super::inputs::saved::{Cat, Saved};
 use super::inputs::{AttentionImpl, Ctx, Kernel};
 use super::ops::{
     BlockFacts, Dequant, Graph, HeadTransients, InferPeaks, OpRecord, Shared, attention_backward_transient,
-    ssm_backward_transient,
+    mamba_backward_transient, ssm_backward_transient,
 };
 use crate::families;
 use crate::model::{TransformerSpec, layer};
@@ -179,6 +179,12 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         Some(s) if m.layers_with(layer::SSM, m.num_layers) > 0 => ssm_backward_transient(ctx, &s),
         _ => 0,
     };
+    let ssm = match m.mamba {
+        Some(s) if m.layers_with(layer::MAMBA, m.num_layers) > 0 => {
+            ssm.max(mamba_backward_transient(ctx, &s))
+        }
+        _ => ssm,
+    };
     let (mlp_t, attn_t) = dequant
         .in_backward(kinds.mlp_backward.transient(ctx, facts.mlp_width, facts.gated), attention.max(ssm));
     let infer = InferPeaks::of(kinds.inference, ctx, m, &facts, &dequant);
@@ -221,5 +227,5 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
 /// Bytes per element of the residual stream between blocks: fp32 where the model keeps it so
 /// (Mamba2's `residual_in_fp32`), else the recipe's.
 fn residual_elem(ctx: &Ctx, m: &TransformerSpec) -> u64 {
-    if m.ssm.is_some_and(|s| s.residual_fp32) { 4 } else { ctx.residual_elem }
+    if m.residual_fp32() { 4 } else { ctx.residual_elem }
 }

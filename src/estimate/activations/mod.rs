@@ -97,6 +97,13 @@ pub fn kv_cache_bytes(m: &TransformerSpec, batch: u64, seq: u64, dtype: DType) -
     attention_kv_bytes(&attn, batch, seq, dtype)
         + m.conv_layers() * conv_state_bytes(m, batch, dtype)
         + m.layers_with(layer::SSM, m.num_layers) * ssm_state_bytes(m, batch, dtype)
+        + m.layers_with(layer::MAMBA, m.num_layers) * mamba_state_bytes(m, batch, dtype)
+}
+
+/// One Mamba (1) mixer's cached state: the convolution's last `conv_kernel` inputs,
+/// `(b, inner, taps)` in the cache's dtype, and the scan's last state `(b, inner, state)` in fp32.
+pub fn mamba_state_bytes(m: &TransformerSpec, batch: u64, dtype: DType) -> u64 {
+    m.mamba.map_or(0, |x| dtype.bytes(batch * x.inner * x.conv_kernel) + batch * x.inner * x.state * 4)
 }
 
 /// One short convolution's cached state: its last `conv_L_cache` inputs, `(b, h, taps)` in the
