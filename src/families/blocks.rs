@@ -31,6 +31,9 @@ pub(crate) struct Style {
     /// The cos/sin tables are rebuilt in each attention call (GLM's and ERNIE's interleaved
     /// rotary; ERNIE's in fp32 with `rope_fp32`).
     pub rope_rebuilt: bool,
+    /// q_proj makes a gate beside q, and the attention's output is multiplied by its sigmoid
+    /// before o_proj (Qwen3-Next's gated attention).
+    pub output_gate: bool,
 }
 
 impl Style {
@@ -78,6 +81,7 @@ pub(crate) const LLAMA: Style = Style {
     rope_fp32: false,
     local_rope: false,
     rope_rebuilt: false,
+    output_gate: false,
 };
 
 /// A sequential pre-norm (or sandwich / post-norm) block with attention and an MLP.
@@ -121,7 +125,9 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Te
         let qkv = g.linear(x, ts, h, qw + 2 * kw, LinearRole::Q, Cat::AttentionIo, "qkv_proj");
         (qkv, qkv, qkv)
     } else {
-        let q = g.linear(x, ts, h, qw, LinearRole::Q, Cat::AttentionIo, "q_proj");
+        // with an output gate, q_proj's output holds q and the gate (q reads a view of it)
+        let q_width = if st.output_gate { 2 * qw } else { qw };
+        let q = g.linear(x, ts, h, q_width, LinearRole::Q, Cat::AttentionIo, "q_proj");
         let k = g.linear(x, ts, h, kw, LinearRole::K, Cat::AttentionIo, "k_proj");
         let v = g.linear(x, ts, h, kw, LinearRole::V, Cat::AttentionIo, "v_proj");
         (q, k, v)
@@ -157,7 +163,14 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Te
         }
     }
     let a = attn_with(&kinds, ctx, m, flags);
-    let o = g.attention(q, k, v, a);
+    let mut o = g.attention(q, k, v, a);
+    if st.output_gate {
+        // `o * sigmoid(gate)`: the sigmoid keeps its output, the product both
+        let c = ctx.compute_elem;
+        let sig = g.tensor(t * qw * c, c, g.rg(o), Cat::AttentionIo);
+        g.keep(sig);
+        o = g.mul(o, sig, t * qw);
+    }
     g.linear(o, t, qw, h, LinearRole::O, Cat::AttentionIo, "o_proj")
 }
 
@@ -199,7 +212,15 @@ pub(crate) fn mlp(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor, 
         let mut out = g.moe(x, h, op);
         if moe.shared_intermediate_size > 0 {
             let inter = moe.shared_intermediate_size;
-            let s = dense_mlp(g, x, t, ts, h, inter, st);
+            let mut s = dense_mlp(g, x, t, ts, h, inter, st);
+            if moe.router == Router::SoftmaxSharedGate {
+                // `sigmoid(shared_expert_gate(x)) * shared`: the gate's sigmoid (one column)
+                // and the shared expert's output kept by the product
+                let c = ctx.compute_elem;
+                let gate = g.tensor(t * c, c, g.rg(x) || ctx.full, Cat::Mlp);
+                g.keep(gate);
+                s = g.mul(s, gate, t * h);
+            }
             out = g.add(out, s, t * h, Cat::Mlp);
         }
         return out;

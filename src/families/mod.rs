@@ -48,6 +48,7 @@ mod phi;
 mod phi3;
 mod phimoe;
 mod qwen3;
+mod qwen3_next;
 mod seed_oss;
 mod smollm3;
 mod ssm;
@@ -80,7 +81,7 @@ mod prelude {
     };
     pub(super) use crate::model::config::{ConfigError, Reader};
     pub(super) use crate::model::{
-        Head, LinearRole, Mamba, Moe, ParamKind, Router, Scope, TransformerSpec, layer,
+        Delta, Head, LinearRole, Mamba, Moe, ParamKind, Router, Scope, TransformerSpec, layer,
     };
 }
 
@@ -226,6 +227,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &falcon_h1::FalconH1,
     &mamba::MambaFamily,
     &jamba::Jamba,
+    &qwen3_next::Qwen3Next,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

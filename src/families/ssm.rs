@@ -128,6 +128,7 @@ mod tests {
             ("falcon_h1", 8_514_961_408),
             ("mamba", 159_308_544),
             ("jamba", 51_570_323_328),
+            ("qwen3_next", 79_674_391_296),
         ] {
             let m = model(&format!(r#"{{"model_type":"{mt}"}}"#));
             assert_eq!(m.n_params(), n, "{mt}");

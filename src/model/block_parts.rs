@@ -210,3 +210,38 @@ impl Mamba {
             + norms
     }
 }
+
+/// A gated DeltaNet mixer (Qwen3-Next's `linear_attention` layers): `in_proj_qkvz` and
+/// `in_proj_ba`; a depthwise causal conv1d over q·k·v; L2-normalised q and k; the gated delta rule
+/// over chunks of 64 with a `(k_dim, v_dim)` state per value head; a gated RMSNorm per head;
+/// `out_proj`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delta {
+    /// Query/key heads (`linear_num_key_heads`).
+    pub k_heads: u64,
+    /// Value heads (`linear_num_value_heads`).
+    pub v_heads: u64,
+    /// Query/key width per head (`linear_key_head_dim`).
+    pub k_dim: u64,
+    /// Value width per head (`linear_value_head_dim`).
+    pub v_dim: u64,
+    /// Taps of the causal convolution (`linear_conv_kernel_dim`).
+    pub conv_kernel: u64,
+}
+
+impl Delta {
+    /// q's (and k's) width, `k_heads · k_dim`.
+    pub const fn key_width(&self) -> u64 {
+        self.k_heads * self.k_dim
+    }
+
+    /// v's (and z's) width, `v_heads · v_dim`.
+    pub const fn value_width(&self) -> u64 {
+        self.v_heads * self.v_dim
+    }
+
+    /// Channels of the convolution: q, k and v.
+    pub const fn conv_dim(&self) -> u64 {
+        2 * self.key_width() + self.value_width()
+    }
+}

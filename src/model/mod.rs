@@ -14,7 +14,7 @@ pub mod preset;
 pub mod quant;
 pub mod safetensors;
 
-pub use block_parts::{Mamba, Mla, Moe, Router, Ssm};
+pub use block_parts::{Delta, Mamba, Mla, Moe, Router, Ssm};
 use serde::{Deserialize, Serialize};
 
 /// Which family's code the walk follows: a handle to one entry of the family registry
@@ -161,6 +161,10 @@ pub struct TransformerSpec {
     /// The Mamba2 mixer of the layers flagged [`layer::SSM`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssm: Option<Ssm>,
+    /// The gated DeltaNet mixer of the layers flagged [`layer::SSM`] in a model without a Mamba2
+    /// mixer (Qwen3-Next's `linear_attention` layers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<Delta>,
     /// The Mamba (1) mixer of the layers flagged [`layer::MAMBA`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mamba: Option<Mamba>,
@@ -244,8 +248,8 @@ pub mod layer {
     pub const NO_ROPE: u8 = 4;
     /// A short convolution instead of attention (LFM2's `conv` layers): no KV cache, a conv state.
     pub const CONV: u8 = 8;
-    /// A Mamba2 mixer instead of attention (`TransformerSpec::ssm`): no KV cache, a conv state
-    /// and a recurrent state per sequence.
+    /// A Mamba2 mixer (`TransformerSpec::ssm`) or a gated DeltaNet (`TransformerSpec::delta`)
+    /// instead of attention: no KV cache, a conv state and a recurrent state per sequence.
     pub const SSM: u8 = 16;
     /// The block is its mixer alone, no MLP (Nemotron-H's `M` and `*` blocks).
     pub const NO_MLP: u8 = 32;

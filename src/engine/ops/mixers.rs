@@ -275,3 +275,71 @@ pub fn mamba_backward_transient(ctx: &crate::engine::inputs::Ctx, m: &crate::mod
         MixerImpl::Kernels => 4 * t * m.inner * c,
     }
 }
+
+impl Graph<'_> {
+    /// A gated DeltaNet mixer of hidden size `h` (`Qwen3NextGatedDeltaNet`). The two input
+    /// projections keep their input; the rest depends on the code that runs the rule
+    /// ([`MixerImpl`]): flash-linear-attention's `chunk_gated_delta_rule` or transformers'
+    /// `torch_chunk_gated_delta_rule`.
+    pub fn gated_delta(&mut self, x: Tensor, h: u64, d: &crate::model::Delta) -> Tensor {
+        let ctx = self.ctx;
+        let (b, s, t, ts, c) = (ctx.batch, ctx.seq, ctx.tokens, ctx.rank_tokens, ctx.compute_elem);
+        let (kw, vw, cd, hv) = (d.key_width(), d.value_width(), d.conv_dim(), d.v_heads);
+        let qkvz = self.linear(x, ts, h, 2 * kw + 2 * vw, LinearRole::Q, Cat::AttentionIo, "in_proj_qkvz");
+        let _ba = self.linear(x, ts, h, 2 * hv, LinearRole::K, Cat::AttentionIo, "in_proj_ba");
+        let before = self.kept.total();
+        let active = ctx.full || self.rg(qkvz);
+        if !active {
+            let y = self.tensor(t * vw * c, c, false, Cat::AttentionIo);
+            self.record("gated delta rule (conv1d, chunked rule, gated norm)", before);
+            return self.linear(y, t, vw, h, LinearRole::O, Cat::AttentionIo, "out_proj");
+        }
+        // q·k·v concatenated (the convolution's input), beta = sigmoid(b); the decay
+        // `-exp(A_log) · softplus(a.float() + dt_bias)`: its sum and softplus in fp32, -A and
+        // (A_log training) exp(A_log)
+        let a_log = if ctx.full { hv * 4 } else { 0 };
+        let mut keep = t * cd * c + t * hv * c + 2 * t * hv * 4 + hv * 4 + a_log;
+        keep += if ctx.mixer == MixerImpl::Kernels {
+            // `ChunkGatedDeltaRuleFunction` (inputs made contiguous): the L2-normalised q and k
+            // and their rstd, v, the decay's chunk cumsum in fp32, beta and the inverted
+            // `(t, v_heads, 64)` system A in the input dtype
+            2 * t * kw * c + 2 * t * d.k_heads * 4 + t * vw * c + t * hv * 4 + t * hv * 64 * c
+        } else {
+            delta_torch_bytes(b, s, c, d)
+        };
+        // the gated RMSNorm per head (norm before gate): the fp32 copy, rsqrt, the cast kept by
+        // `weight *`, z's fp32 copy, its SiLU, and the weighted value kept by the product
+        keep += t * vw * 4 + t * hv * 4 + t * vw * c + 2 * t * vw * 4 + t * vw * c;
+        self.keep_new(keep, Cat::AttentionIo);
+        self.kept_at_attention = self.kept.total();
+        self.record("gated delta rule (conv1d, chunked rule, gated norm)", before);
+        let y = self.tensor(t * vw * c, c, true, Cat::AttentionIo);
+        self.linear(y, t, vw, h, LinearRole::O, Cat::AttentionIo, "out_proj")
+    }
+}
+
+/// What transformers' `torch_chunk_gated_delta_rule` keeps for `b` sequences of `seq` tokens in a
+/// compute dtype of `c` bytes, past the concatenated q·k·v and beta: derived op by op from its
+/// code (transformers 5.25) and the saved-storage listing of one block.
+fn delta_torch_bytes(b: u64, seq: u64, c: u64, d: &crate::model::Delta) -> u64 {
+    const Q: u64 = 64;
+    let (hv, dk, dv, cd) = (d.v_heads, d.k_dim, d.v_dim, d.conv_dim());
+    let t = b * seq;
+    let chunks = seq.div_ceil(Q);
+    let sp = chunks * Q;
+    // the convolution's padded output (kept by its SiLU)
+    let mut x = b * (seq + d.conv_kernel.saturating_sub(1)) * cd * c;
+    // q and k repeated to the value heads in fp32, each with its L2 norm's rsqrt
+    x += 2 * (t * hv * dk * 4 + t * hv * 4);
+    // beta and v padded in fp32; k and the scaled q padded, and k·beta
+    x += b * hv * sp * 4 + b * hv * sp * dv * 4 + 3 * b * hv * sp * dk * 4;
+    // the causal mask; the pairwise decay, k·β·k^T and q·k^T, the system and the intra-chunk scores
+    x += Q * Q + 5 * b * hv * chunks * Q * Q * 4;
+    // exp(cumsum) for the decayed k·β; the solved values and decayed keys
+    x += b * hv * sp * 4 + b * hv * sp * dv * 4 + b * hv * sp * dk * 4;
+    // q's and k's decays, the chunk decay; the decayed q and k
+    x += 2 * b * hv * sp * 4 + b * hv * chunks * 4 + 2 * b * hv * sp * dk * 4;
+    // the sequential part: one `(dk, dv)` state per chunk and the new values
+    x += chunks * b * hv * dk * dv * 4 + b * hv * sp * dv * 4;
+    x
+}

@@ -116,6 +116,10 @@ pub fn conv_state_bytes(m: &TransformerSpec, batch: u64, dtype: DType) -> u64 {
 /// `(b, conv_dim, taps)` in the cache's dtype, and the scan's final state `(b, heads, head_dim,
 /// state)` in fp32 (the chunked scan computes it in fp32 and the cache keeps it as made).
 pub fn ssm_state_bytes(m: &TransformerSpec, batch: u64, dtype: DType) -> u64 {
+    if let Some(d) = m.delta {
+        // a gated DeltaNet: the conv taps over q·k·v, and `(b, v_heads, k_dim, v_dim)` in fp32
+        return dtype.bytes(batch * d.conv_dim() * d.conv_kernel) + batch * d.v_heads * d.k_dim * d.v_dim * 4;
+    }
     m.ssm.map_or(0, |x| dtype.bytes(batch * x.conv_dim() * x.conv_kernel) + batch * x.inner() * x.state * 4)
 }
 

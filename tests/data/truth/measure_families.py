@@ -473,6 +473,11 @@ FAMILY_SPECS = {
                    intermediate_size=512, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                    num_experts=4, num_experts_per_tok=2, expert_layer_period=2, expert_layer_offset=1,
                    attn_layer_period=4, attn_layer_offset=2, mamba_d_state=16, max_position_embeddings=2048)),
+    "qwen3_next_tiny": (CONFIG_MAPPING["qwen3_next"], dict(architectures=["Qwen3NextForCausalLM"], vocab_size=1000,
+                   hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,
+                   linear_key_head_dim=16, linear_value_head_dim=24, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=64, shared_expert_intermediate_size=64, max_position_embeddings=2048)),
     "lfm2_tiny": (CONFIG_MAPPING["lfm2"], dict(architectures=["Lfm2ForCausalLM"], vocab_size=1000, hidden_size=256,
                   intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                   layer_types=["conv", "conv", "full_attention", "conv"], max_position_embeddings=2048)),
@@ -805,6 +810,11 @@ def cases_S():
         out += [C(t + "-bf16-b1s2048", t, 1, 2048, "bfloat16", "eager", backend=be),
                 C(t + "-bf16-b2s1024", t, 2, 1024, "bfloat16", "eager", backend=be),
                 C(t + "-fp32-b1s1024", t, 1, 1024, "float32", "eager", backend=be)]
+    t = "qwen3_next_tiny"
+    out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+            C(t + "-bf16-sdpa-b2s200", t, 2, 200, "bfloat16", "sdpa", backend=be),
+            C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+            C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
     out += [C("mamba_tiny-bf16-b2s256", "mamba_tiny", 2, 256, "bfloat16", "eager", backend=be),
             C("mamba_tiny-bf16-b1s128", "mamba_tiny", 1, 128, "bfloat16", "eager", backend=be),
             C("mamba_tiny-fp32-b2s64", "mamba_tiny", 2, 64, "float32", "eager", backend=be),
