@@ -16,8 +16,40 @@ fn scenario() -> Scenario {
     sc
 }
 
+/// A 100-block hybrid: Nemotron-H's pattern (Mamba2, ReLU² MLP, attention every 10th and experts
+/// every 5th block) at Nemotron-H-8B's widths.
+fn hybrid() -> Scenario {
+    let pattern: String = (0..100)
+        .map(|i| match i % 10 {
+            9 => '*',
+            4 => 'E',
+            i if i % 2 == 0 => 'M',
+            _ => '-',
+        })
+        .collect();
+    let text = format!(
+        r#"{{"model_type":"nemotron_h","hybrid_override_pattern":"{pattern}","num_hidden_layers":100,
+        "hidden_size":4096,"intermediate_size":21504,"num_attention_heads":32,"num_key_value_heads":8,
+        "head_dim":128,"mamba_num_heads":128,"mamba_head_dim":64,"ssm_state_size":128,"n_groups":8,
+        "chunk_size":128,"n_routed_experts":64,"num_experts_per_tok":6,"moe_intermediate_size":1856,
+        "moe_shared_expert_intermediate_size":3712,"vocab_size":131072}}"#
+    );
+    let spec = vramscope::model::hf_config::parse("hybrid.json", &text).expect("config").spec;
+    let model = vramscope::model::ModelSpec {
+        name: "hybrid-100".into(),
+        arch: vramscope::model::Architecture::Transformer(Box::new(spec)),
+    };
+    let mut sc = Scenario::new(model);
+    (sc.batch, sc.seq, sc.checkpointing) = (1, 8192, Checkpointing::Full);
+    sc
+}
+
 fn benches(c: &mut Criterion) {
     let sc = scenario();
+    let hy = hybrid();
+    c.bench_function("estimate a 100-block hybrid (Mamba2, attention, MLP and MoE blocks)", |b| {
+        b.iter(|| estimate(black_box(&hy)))
+    });
     c.bench_function("estimate llama-3.1-8b (one full estimate)", |b| b.iter(|| estimate(black_box(&sc))));
     let mix = Scenario { model: builtin("mixtral-8x7b").expect("preset"), ..scenario() };
     c.bench_function("estimate mixtral-8x7b", |b| b.iter(|| estimate(black_box(&mix))));

@@ -309,7 +309,7 @@ pub fn validation_line(sc: &Scenario) -> String {
             t.unvalidated_type.as_deref().unwrap_or_default()
         ),
         Some(t) if !validated(sc) && sc.mode == crate::estimate::Mode::Infer && stateful(t) => format!(
-            "UNVALIDATED in inference: the {} family's training is measured, its inference (the short convolutions' or Mamba2 mixers' state and working set) is not",
+            "UNVALIDATED in inference: the {} family's training is measured, its inference (the recurrent mixers' state and working set) is not",
             family_key(sc)
         ),
         Some(t) if !validated(sc) => format!(

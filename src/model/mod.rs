@@ -266,7 +266,7 @@ pub mod layer {
             (DENSE, "dense MLP"),
             (NO_ROPE, "no rotary"),
             (CONV, "short conv"),
-            (SSM, "Mamba2"),
+            (SSM, "state-space or linear-attention mixer"),
             (NO_MLP, "no MLP"),
             (NO_MIXER, "MLP only"),
             (MAMBA, "Mamba"),

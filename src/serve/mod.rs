@@ -314,9 +314,9 @@ pub fn serve(
     let stateful = t.conv_layers() + t.layers_with(layer::SSM | layer::MAMBA, t.num_layers);
     if stateful > 0 {
         notes.push(format!(
-            "{stateful} of {} layers are short convolutions or Mamba2 mixers: they hold no KV cache but a fixed state per request ({} per request in all here), which vLLM's hybrid allocator keeps in pages of its own; that state is not counted, so the token and concurrency figures (the attention layers' KV) are upper bounds, not measured",
+            "{stateful} of {} layers are recurrent mixers (short convolutions, Mamba, Mamba2, gated DeltaNet): they hold no KV cache but a fixed state per request ({:.1} MiB per request in all here, transformers' layout), which vLLM's hybrid allocator keeps in pages of its own; that state is not counted, so the token and concurrency figures (the attention layers' KV) are upper bounds, not measured",
             t.num_layers,
-            crate::units::gib(state_per_request(t, dtype))
+            state_per_request(t, dtype) as f64 / (1u64 << 20) as f64
         ));
     }
     if t.unmodelled.is_some() {

@@ -1,5 +1,7 @@
-//! Sequence mixers other than attention: LFM2's short convolution and Mamba2's state space
-//! duality (SSD) mixer.
+//! Sequence mixers other than attention, each one rule: LFM2's short convolution, Mamba2's state
+//! space duality (SSD) mixer, Mamba's selective scan and the gated DeltaNet; for each, what the
+//! code that runs it keeps (transformers' PyTorch path or the kernels of `mamba_ssm`,
+//! `causal_conv1d` and flash-linear-attention) and what its backward allocates at once.
 
 use super::NormKind;
 use super::{Graph, Tensor};

@@ -176,6 +176,10 @@ fn kind_label(layers: u64, flags: u8) -> String {
         (layer::DENSE, t.ops_dense),
         (layer::NO_ROPE, t.ops_no_rope),
         (layer::CONV, t.ops_conv),
+        (layer::SSM, t.ops_ssm),
+        (layer::MAMBA, t.ops_mamba),
+        (layer::NO_MLP, t.ops_no_mlp),
+        (layer::NO_MIXER, t.ops_no_mixer),
     ] {
         if flags & bit != 0 {
             s += " · ";

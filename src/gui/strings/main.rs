@@ -277,6 +277,10 @@ strings! {
         ops_dense: "dense MLP" / "稠密 MLP",
         ops_no_rope: "no rotary" / "无 RoPE",
         ops_conv: "short convolution" / "短卷积",
+        ops_ssm: "state-space / linear-attention mixer" / "状态空间/线性注意力混合器",
+        ops_mamba: "Mamba mixer" / "Mamba 混合器",
+        ops_no_mlp: "no MLP" / "无 MLP",
+        ops_no_mixer: "MLP only" / "仅 MLP",
         unvalidated_tip: "This model type has no family of its own: it is estimated as the closest Llama-style decoder. Parameters follow the config (exact with a model.safetensors beside it); activations are an approximation."
             / "该模型类型没有专门的模型族：按最接近的 Llama 式解码器估算。参数量依据配置（旁边有 model.safetensors 时为精确值）；激活值为近似值。",
         tab_live: "Live GPU" / "实时 GPU",
