@@ -169,11 +169,10 @@ pub fn family_key(sc: &Scenario) -> String {
 /// `model_type`s that map onto a validated family's rules but were not measured themselves.
 const UNMEASURED_TYPES: &[&str] = &["qwen2_moe", "granitemoeshared", "deepseek_v32"];
 
-/// Does the model keep a per-sequence state instead of K/V in some layers (short convolutions,
-/// Mamba2 mixers)?
+/// Does the model have recurrent mixers whose inference working set is not measured (Mamba,
+/// Mamba2, gated DeltaNet; LFM2's short convolutions are measured)?
 fn stateful(t: &crate::model::TransformerSpec) -> bool {
-    t.conv_layers() > 0
-        || t.layers_with(crate::model::layer::SSM | crate::model::layer::MAMBA, t.num_layers) > 0
+    t.ssm_layers_among(t.num_layers) > 0 || t.layers_with(crate::model::layer::MAMBA, t.num_layers) > 0
 }
 
 /// Has this architecture's activation model been checked against measured PyTorch runs?
@@ -183,8 +182,8 @@ pub fn validated(sc: &Scenario) -> bool {
         return !activations_missing(t);
     }
     if sc.mode == crate::estimate::Mode::Infer && sc.model.transformer().is_some_and(stateful) {
-        // LFM2's and the Mamba2 families' training was measured; their inference (the conv and
-        // scan states, the mixers' working set) was not
+        // the recurrent families' training and cached states are measured; their inference
+        // working set is not (LFM2's short convolution is: its inference rows agree)
         return false;
     }
     sc.model.transformer().is_none_or(|t| {

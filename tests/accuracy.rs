@@ -73,13 +73,13 @@ const GROUPS: [(char, &str); 15] = [
     ),
     (
         'N',
-        "2025 dense decoders: Seed-OSS, EXAONE 4.0, OLMo 3, Arcee (ReLU²), Apertus (xIELU), Cohere and Cohere 2, LFM2 (training)",
+        "2025 dense decoders: Seed-OSS, EXAONE 4.0, OLMo 3, Arcee (ReLU²), Apertus (xIELU), Cohere and Cohere 2, LFM2",
     ),
     ('O', "GPT-BigCode (multi-query attention in GPT-2's layout), OPT (pre- and post-norm)"),
     ('P', "Phi-1, Phi-1.5, Phi-2"),
     (
         'S',
-        "state-space mixers, transformers' PyTorch path: Mamba2 (tiny and Codestral's widths), Bamba (tiny and 9B's), Granite-4.0-H, Nemotron-H, Falcon-H1, Mamba, Jamba and Qwen3-Next (tiny), one-block Mamba2 at 2048 tokens",
+        "state-space mixers, transformers' PyTorch path: Mamba2 (tiny and Codestral's widths), Bamba (tiny and 9B's), Granite-4.0-H, Nemotron-H, Falcon-H1, Mamba, Jamba and Qwen3-Next (tiny), one-block Mamba2 at 2048 tokens; their inference (cached states exact, peaks not asserted)",
     ),
     ('T', "torchtune's losses and optimizer in backward (Llama)"),
 ];
@@ -263,7 +263,10 @@ fn every_reference_row_is_within_bounds() {
         let exact = failures.len() == failures_before;
         let peak_m = r["peak_bytes"].as_u64().unwrap();
         let peak_err = rel(e.peak_allocated, peak_m);
-        let asserted = !PEAK_NOT_ASSERTED.contains(&case.as_str());
+        // an inference the tool itself flags unvalidated (the recurrent mixers' working set) is
+        // printed, not asserted; its cached state is
+        let flagged = sc.mode == Mode::Infer && !vramscope::report::validated(&sc);
+        let asserted = !PEAK_NOT_ASSERTED.contains(&case.as_str()) && !flagged;
         if asserted {
             peak_errs.push((*group_t, peak_err.abs()));
         }

@@ -479,6 +479,16 @@ impl TransformerSpec {
         self.ssm.is_some_and(|s| s.residual_fp32) || self.mamba.is_some_and(|s| s.residual_fp32)
     }
 
+    /// Layers with a Mamba2 mixer (or gated DeltaNet) among the first `layers`: those flagged
+    /// [`layer::SSM`], or every layer when the spec has a mixer and no layer is flagged (Falcon-H1
+    /// runs it beside attention in every block).
+    pub fn ssm_layers_among(&self, layers: u64) -> u64 {
+        match self.layers_with(layer::SSM, layers) {
+            0 if self.ssm.is_some() || self.delta.is_some() => layers.min(self.num_layers),
+            n => n,
+        }
+    }
+
     /// Layers flagged `bit` among the first `layers` (a pipeline stage's).
     pub fn layers_with(&self, bit: u8, layers: u64) -> u64 {
         let layers = usize::try_from(layers).unwrap_or(usize::MAX);

@@ -311,7 +311,8 @@ pub fn serve(
     if t.unvalidated_type.is_some() {
         notes.push(format!("{}: a generic decoder (not validated for this architecture)", model.name));
     }
-    let stateful = t.conv_layers() + t.layers_with(layer::SSM | layer::MAMBA, t.num_layers);
+    let stateful =
+        t.conv_layers() + t.ssm_layers_among(t.num_layers) + t.layers_with(layer::MAMBA, t.num_layers);
     if stateful > 0 {
         notes.push(format!(
             "{stateful} of {} layers are recurrent mixers (short convolutions, Mamba, Mamba2, gated DeltaNet): they hold no KV cache but a fixed state per request ({:.1} MiB per request in all here, transformers' layout), which vLLM's hybrid allocator keeps in pages of its own; that state is not counted, so the token and concurrency figures (the attention layers' KV) are upper bounds, not measured",
@@ -495,6 +496,6 @@ impl Serve {
 fn state_per_request(t: &crate::model::TransformerSpec, dtype: DType) -> u64 {
     use crate::estimate::activations::{conv_state_bytes, mamba_state_bytes, ssm_state_bytes};
     t.conv_layers() * conv_state_bytes(t, 1, dtype)
-        + t.layers_with(layer::SSM, t.num_layers) * ssm_state_bytes(t, 1, dtype)
+        + t.ssm_layers_among(t.num_layers) * ssm_state_bytes(t, 1, dtype)
         + t.layers_with(layer::MAMBA, t.num_layers) * mamba_state_bytes(t, 1, dtype)
 }

@@ -176,7 +176,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
     let attends = m.attention_layers_among(m.num_layers) > 0;
     let attention = if attends { attention_backward_transient(ctx, m, &facts) } else { 0 };
     let ssm = match m.ssm {
-        Some(s) if m.layers_with(layer::SSM, m.num_layers) > 0 => ssm_backward_transient(ctx, &s),
+        Some(s) if m.ssm_layers_among(m.num_layers) > 0 => ssm_backward_transient(ctx, &s),
         _ => 0,
     };
     let ssm = match m.mamba {

@@ -96,7 +96,7 @@ pub fn kv_cache_bytes(m: &TransformerSpec, batch: u64, seq: u64, dtype: DType) -
     let attn = TransformerSpec { num_layers: m.attention_layers_among(m.num_layers), ..m.clone() };
     attention_kv_bytes(&attn, batch, seq, dtype)
         + m.conv_layers() * conv_state_bytes(m, batch, dtype)
-        + m.layers_with(layer::SSM, m.num_layers) * ssm_state_bytes(m, batch, dtype)
+        + m.ssm_layers_among(m.num_layers) * ssm_state_bytes(m, batch, dtype)
         + m.layers_with(layer::MAMBA, m.num_layers) * mamba_state_bytes(m, batch, dtype)
 }
 

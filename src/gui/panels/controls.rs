@@ -6,7 +6,7 @@ use crate::gpu;
 use crate::gui::intent::Intent;
 use crate::gui::state::{ModelChoice, Settings};
 use crate::gui::strings::tr;
-use crate::model::{layer, preset};
+use crate::model::preset;
 use crate::units::Precision;
 use eframe::egui::{self, RichText};
 
@@ -376,8 +376,7 @@ fn attention(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
 /// Which code runs the Mamba2 mixers (training, shown only for a model that has them).
 fn mixer(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
     use crate::estimate::MixerImpl;
-    let ssm =
-        s.model_spec().ok().and_then(|m| m.transformer().map(|t| t.layers_with(layer::SSM, t.num_layers)));
+    let ssm = s.model_spec().ok().and_then(|m| m.transformer().map(|t| t.ssm_layers_among(t.num_layers)));
     if ssm.unwrap_or(0) == 0 {
         return;
     }

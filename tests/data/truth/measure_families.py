@@ -810,6 +810,13 @@ def cases_S():
         out += [C(t + "-bf16-b1s2048", t, 1, 2048, "bfloat16", "eager", backend=be),
                 C(t + "-bf16-b2s1024", t, 2, 1024, "bfloat16", "eager", backend=be),
                 C(t + "-fp32-b1s1024", t, 1, 1024, "float32", "eager", backend=be)]
+    # inference (the harness hooks no parameter there: recurrent states measured)
+    for t, attn in [("bamba_tiny", "sdpa"), ("granitemoehybrid_tiny", "sdpa"), ("nemotron_h_tiny", "sdpa"),
+                    ("falcon_h1_tiny", "sdpa"), ("mamba_tiny", "eager"), ("jamba_tiny", "sdpa"),
+                    ("qwen3_next_tiny", "sdpa"), ("lfm2_tiny", "sdpa")]:
+        out += [C(t + "-bf16-b2s256-infer", t, 2, 256, "bfloat16", attn, mode="infer", backend=be)]
+    out += [C("mamba2-7b-8l-bf16-b1s2048-infer", "mamba2-7b-8l", 1, 2048, "bfloat16", "eager", mode="infer", backend=be),
+            C("bamba-9b-8l-bf16-sdpa-b1s2048-infer", "bamba-9b-8l", 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be)]
     t = "qwen3_next_tiny"
     out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
             C(t + "-bf16-sdpa-b2s200", t, 2, 200, "bfloat16", "sdpa", backend=be),
@@ -1117,6 +1124,11 @@ def kv_cache_bytes(pkv):
                 v = getattr(layer, attr, None)
                 if isinstance(v, torch.Tensor):
                     ts.append(v)
+            # the recurrent layers' states (transformers 5's LinearAttentionLayer)
+            for attr in ("conv_states", "recurrent_states"):
+                d = getattr(layer, attr, None)
+                if isinstance(d, dict):
+                    ts += [v for v in d.values() if isinstance(v, torch.Tensor)]
     else:
         for kv in pkv:
             ts += [x for x in kv if isinstance(x, torch.Tensor)]
@@ -1243,6 +1255,10 @@ def run_case(case):
         is_clm = cfg.model_type not in ("bert", "vit")
         if case["mode"] == "infer":
             model.eval()
+            # nothing trains: torch's ModTracker hooks a kernel-layer module whose inputs include
+            # a parameter, which under no_grad has no gradient function to hook (its assertion)
+            for p_ in model.parameters():
+                p_.requires_grad_(False)
             with torch.no_grad():
                 mt = MemTracker()
                 mt.track_external(model, ids)
@@ -1377,6 +1393,9 @@ def checks(rows, cfgs):
                f"{name}: step tensors == 4 B * {ntens} param tensors")
         if r["mode"] == "infer" and cfg.model_type not in ("bert", "vit"):
             t = cfg.get_text_config()
+            if any(x != "full_attention" for x in (getattr(t, "layer_types", None) or [])) or not hasattr(t, "num_key_value_heads"):
+                # recurrent layers hold a state, not K/V: no closed form checked here
+                continue
             if cfg.model_type == "gpt2":
                 kvh, hd = cfg.n_head, cfg.n_embd // cfg.n_head
                 per_tok = 2 * kvh * hd
