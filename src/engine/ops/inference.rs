@@ -66,7 +66,11 @@ impl InferPeaks {
             }
             InferKind::Decoder => Self {
                 persistent: decoder_persistent(ctx, m, f),
-                layer: t * h * r + attention_phase(ctx, m, f).max(mlp_phase(ctx, m, f)) + dq.layer,
+                layer: t * h * r
+                    + if f.attends { attention_phase(ctx, m, f) } else { 0 }
+                        .max(mlp_phase(ctx, m, f))
+                        .max(t * h * r + f.mixer_infer)
+                    + dq.layer,
                 head: head(ctx, m, f, dq),
             },
         }

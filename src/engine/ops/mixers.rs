@@ -345,3 +345,26 @@ fn delta_torch_bytes(b: u64, seq: u64, c: u64, d: &crate::model::Delta) -> u64 {
     x += chunks * b * hv * dk * dv * 4 + b * hv * sp * dv * 4;
     x
 }
+
+/// The most one recurrent mixer of `m` holds at once in a forward without autograd (inference):
+/// on transformers' PyTorch path the scan's intermediates stay referenced until it returns, so
+/// about what training would keep of them; with the kernels, the projections' outputs, the
+/// convolution's and the scan's output.
+pub fn mixer_infer_working_set(ctx: &crate::engine::inputs::Ctx, m: &crate::model::TransformerSpec) -> u64 {
+    let (b, s, t, c) = (ctx.batch, ctx.seq, ctx.tokens, ctx.compute_elem);
+    let torch = ctx.mixer == MixerImpl::Torch;
+    let ssm = m.ssm.map_or(0, |x| {
+        let base = t * x.proj() * c + t * x.conv_dim() * c;
+        if torch { base + ssm_torch_bytes(b, s, c, &x) } else { base + 2 * t * x.inner() * 4 }
+    });
+    let mamba = m.mamba.map_or(0, |x| {
+        let base = t * 2 * x.inner * c + 2 * t * x.inner * c;
+        // exp(A·dt), dt·B and their product with x, each `(b, inner, s, state)` in fp32
+        if torch { base + 3 * t * x.inner * x.state * 4 + t * x.inner * 4 } else { base + t * x.inner * 4 }
+    });
+    let delta = m.delta.map_or(0, |x| {
+        let base = t * (2 * x.key_width() + 2 * x.value_width()) * c + t * x.conv_dim() * c;
+        if torch { base + delta_torch_bytes(b, s, c, &x) } else { base + 2 * t * x.value_width() * 4 }
+    });
+    ssm.max(mamba).max(delta)
+}

@@ -29,7 +29,7 @@ pub use attention::{Attn, Softmax, attention_backward_transient, kernel};
 pub use inference::{InferKind, InferPeaks};
 pub use linear::Dequant;
 pub use loss::{HeadTransients, LossKind};
-pub use mixers::{mamba_backward_transient, ssm_backward_transient};
+pub use mixers::{mamba_backward_transient, mixer_infer_working_set, ssm_backward_transient};
 pub use norms::NormKind;
 pub use pieces::{HeadPieces, Pieces};
 
@@ -107,6 +107,10 @@ pub struct BlockFacts {
     pub rope_cols: u64,
     /// Logit columns of the head (0 for a bare model).
     pub classes: u64,
+    /// Bytes a recurrent mixer holds at once in inference (0 without one).
+    pub mixer_infer: u64,
+    /// Some layer attends (an attention-free model has no attention phase).
+    pub attends: bool,
 }
 
 /// The interpreter's state for one walk: storages, what is kept, and a mark for the peak.

@@ -162,6 +162,8 @@ fn block_facts(ctx: &Ctx, m: &TransformerSpec, kinds: &families::OpKinds) -> Blo
         moe_all_experts: kinds.moe_all_experts,
         rope_cols: if kinds.rope == families::Rope::None { 0 } else { families::rope_cols(kinds, m) },
         classes: families::classes(m),
+        mixer_infer: crate::engine::ops::mixer_infer_working_set(ctx, m),
+        attends: m.attention_layers_among(m.num_layers) > 0,
     }
 }
 
