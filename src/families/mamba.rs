@@ -96,7 +96,7 @@ const KEYS: Keys = Keys {
     proj_bias: "use_bias",
 };
 
-/// The mixer of hidden size `h` and width `inner` (dt's rank "auto": ⌈h / 16⌉).
+/// The mixer of hidden size `h` and width `inner` (dt's rank "auto": ceil(h / 16)).
 pub(super) fn read(r: &Reader<'_>, h: u64, inner: u64, k: &Keys) -> Result<Mamba, ConfigError> {
     let rank = match r.get(k.rank) {
         Some(v) if v.as_str() == Some("auto") => h.div_ceil(16),

@@ -173,7 +173,7 @@ impl Graph<'_> {
         }
         self.keep(xz);
         let kernels = ctx.mixer == MixerImpl::Kernels;
-        // the fused Function keeps the scan's chunk states: (b, inner, ⌈s/2048⌉, 2·state) fp32
+        // the fused Function keeps the scan's chunk states: (b, inner, ceil(s / 2048), 2·state) fp32
         let intermediates = b * i * s.div_ceil(2048) * 2 * n * 4;
         if kernels && !m.dt_norms {
             // `MambaInnerFn` (checkpoint_lvl 1): xz, x_dbl, B and C made contiguous, A, D and
