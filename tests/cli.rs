@@ -194,17 +194,26 @@ fn a_safetensors_header_alone_is_not_validated_but_a_measured_table_is() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// LFM2: a conv layer caches its last taps, an attention layer its K/V; its training is measured
-/// (validated), its inference is not (flagged); `full_attn_idxs` and `block_ff_dim` (the files'
-/// spellings) read as `layer_types` and `intermediate_size` do.
+/// LFM2: a conv layer caches its last taps, an attention layer its K/V; its training and its
+/// inference are measured (validated); `full_attn_idxs` and `block_ff_dim` (the files' spellings)
+/// read as `layer_types` and `intermediate_size` do. A Mamba2 model caches its conv taps and its
+/// fp32 scan state; its inference working set is not measured (flagged), its training is.
 #[test]
-fn lfm2_caches_conv_taps_and_flags_its_inference() {
+fn recurrent_layers_cache_their_state_and_unmeasured_inference_is_flagged() {
     let cfg = data("truth/configs/lfm2_tiny.json");
     let v = json(&["estimate", "--model", &cfg, "--mode", "infer", "--batch", "2", "--seq", "256", "--json"]);
     // one attention layer: 2 (K, V) x b 2 x s 256 x 2 KV heads x 32 x bf16; three conv layers:
     // b 2 x h 256 x 3 taps x bf16
     assert_eq!(v["bytes"]["kv_cache"], 2 * 2 * 256 * 64 * 2 + 3 * (2 * 256 * 3 * 2));
-    assert_eq!(v["model"]["validated"], false);
+    assert_eq!(v["model"]["validated"], true);
+    let mamba2 = data("truth/configs/mamba2_tiny.json");
+    let m =
+        json(&["estimate", "--model", &mamba2, "--mode", "infer", "--batch", "2", "--seq", "256", "--json"]);
+    // 4 layers x (conv taps: b 2 x (512 + 2 x 2 x 16) x 4 x bf16 + state: b 2 x 512 x 16 x fp32)
+    assert_eq!(m["bytes"]["kv_cache"], 4 * (2 * 576 * 4 * 2 + 2 * 512 * 16 * 4));
+    assert_eq!(m["model"]["validated"], false);
+    let m = json(&["estimate", "--model", &mamba2, "--json"]);
+    assert_eq!(m["model"]["validated"], true);
     let v = json(&["estimate", "--model", &cfg, "--json"]);
     assert_eq!(v["model"]["validated"], true);
     let n = v["model"]["n_params"].clone();
