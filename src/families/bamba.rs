@@ -38,15 +38,11 @@ impl FamilyDef for Bamba {
     }
 
     fn params(&self, p: &mut Params, m: &TransformerSpec) {
-        use LinearRole as R;
         let (h, l) = (m.hidden_size, m.num_layers);
         let mamba = m.layers_with(layer::SSM, l);
         let attn = l - mamba;
         p.ends(m, false);
-        p.linear(m.q_width(), h, attn, R::Q, m.qkv_bias);
-        p.linear(m.kv_width(), h, attn, R::K, m.qkv_bias);
-        p.linear(m.kv_width(), h, attn, R::V, m.qkv_bias);
-        p.linear(h, m.q_width(), attn, R::O, m.o_bias);
+        p.qkvo_on(m, attn, m.qkv_bias, m.o_bias);
         if let Some(s) = &m.ssm {
             ssm_params(p, s, h, mamba);
         }

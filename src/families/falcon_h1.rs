@@ -62,22 +62,12 @@ impl FamilyDef for FalconH1 {
     }
 
     fn params(&self, p: &mut Params, m: &TransformerSpec) {
-        use LinearRole as R;
         let (h, l) = (m.hidden_size, m.num_layers);
         p.ends(m, false);
         p.qkvo(m, m.qkv_bias, m.qkv_bias);
         if let Some(s) = &m.ssm {
             // in_proj's bias is `mamba_proj_bias`, out_proj's `projectors_bias`
-            p.linear(s.proj(), h, l, R::Q, s.proj_bias);
-            p.push(s.conv_dim(), s.conv_kernel, l, ParamKind::Vector, Scope::Block, true);
-            if s.conv_bias {
-                p.push(s.conv_dim(), 1, l, ParamKind::Vector, Scope::Block, true);
-            }
-            p.push(s.heads, 1, 3 * l, ParamKind::Vector, Scope::Block, true);
-            if s.gated_norm {
-                p.push(s.inner(), 1, l, ParamKind::Vector, Scope::Block, true);
-            }
-            p.linear(h, s.inner(), l, R::O, m.o_bias);
+            ssm_params_out_bias(p, s, h, l, m.o_bias);
         }
         mlp_params(p, h, m.intermediate_size, l, true, false, m.mlp_bias);
         p.norms(h, 2, l, false);

@@ -63,9 +63,8 @@ impl FamilyDef for Jamba {
     fn params(&self, p: &mut Params, m: &TransformerSpec) {
         let (h, l) = (m.hidden_size, m.num_layers);
         let mamba = m.layers_with(layer::MAMBA, l);
-        let attn = TransformerSpec { num_layers: l - mamba, ..m.clone() };
         p.ends(m, false);
-        p.qkvo(&attn, false, false);
+        p.qkvo_on(m, l - mamba, false, false);
         if let Some(x) = &m.mamba {
             super::mamba::params(p, x, h, mamba);
         }

@@ -29,10 +29,7 @@ impl FamilyDef for Lfm2 {
         let conv = m.conv_layers();
         let attn = l - conv;
         p.ends(m, false);
-        p.linear(m.q_width(), h, attn, R::Q, false);
-        p.linear(m.kv_width(), h, attn, R::K, false);
-        p.linear(m.kv_width(), h, attn, R::V, false);
-        p.linear(h, m.q_width(), attn, R::O, false);
+        p.qkvo_on(m, attn, false, false);
         p.norms(m.head_dim, 2, attn, false);
         let bias = m.conv_bias;
         p.linear(3 * h, h, conv, R::Q, bias);

@@ -63,7 +63,7 @@ pub use config::{ConfigSource, Draft};
 pub use kinds::{KvLayout, Litgpt, OpKinds, PeftModules, Rope};
 pub use params::Params;
 pub(crate) use params::{
-    dense_and_sparse_layers, mlp_params, moe_params, moe_params_fp32_router, ssm_params,
+    dense_and_sparse_layers, mlp_params, moe_params, moe_params_fp32_router, ssm_params, ssm_params_out_bias,
 };
 
 /// What a family file uses: the seam, the shared pieces, the op kinds and the model types.
@@ -73,7 +73,7 @@ mod prelude {
     pub(super) use super::{
         FamilyDef, KvLayout, LLAMA, Litgpt, OpKinds, Params, PeftModules, Placement, QkNorm, Rope, Style,
         attention, attn_of, classes, dense_and_sparse_layers, dense_mlp, dense_width, mlp, mlp_params,
-        moe_params, moe_params_fp32_router, rope_dim, sequential_block, ssm_params,
+        moe_params, moe_params_fp32_router, rope_dim, sequential_block, ssm_params, ssm_params_out_bias,
     };
     pub(super) use crate::engine::inputs::saved::Cat;
     pub(super) use crate::engine::ops::{

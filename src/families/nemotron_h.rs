@@ -84,10 +84,7 @@ impl FamilyDef for NemotronH {
         let mlp = m.layers_with(layer::DENSE, l);
         let moe = m.layers_with(layer::NO_MIXER, l) - mlp;
         p.ends(m, false);
-        p.linear(m.q_width(), h, attn, R::Q, m.qkv_bias);
-        p.linear(m.kv_width(), h, attn, R::K, m.qkv_bias);
-        p.linear(m.kv_width(), h, attn, R::V, m.qkv_bias);
-        p.linear(h, m.q_width(), attn, R::O, m.o_bias);
+        p.qkvo_on(m, attn, m.qkv_bias, m.o_bias);
         if let Some(s) = &m.ssm {
             ssm_params(p, s, h, mamba);
         }

@@ -28,8 +28,12 @@ impl Params {
     }
     /// Separate q, k, v and o projections of every layer (biases as given).
     pub fn qkvo(&mut self, m: &TransformerSpec, qkv_bias: bool, o_bias: bool) {
+        self.qkvo_on(m, m.num_layers, qkv_bias, o_bias);
+    }
+    /// [`Params::qkvo`] on `l` layers (a hybrid's attention layers).
+    pub fn qkvo_on(&mut self, m: &TransformerSpec, l: u64, qkv_bias: bool, o_bias: bool) {
         use LinearRole as R;
-        let (h, l) = (m.hidden_size, m.num_layers);
+        let h = m.hidden_size;
         let (q, kv) = (m.q_width(), m.kv_width());
         self.linear(q, h, l, R::Q, qkv_bias);
         self.linear(kv, h, l, R::K, qkv_bias);
@@ -269,6 +273,11 @@ fn vision_params(p: &mut Params, v: &VisionTower) {
 /// convolution's `(conv_dim, 1, taps)` weight and bias, `dt_bias`, `A_log`, `D`, the gated
 /// norm's weight and `out_proj`.
 pub fn ssm_params(p: &mut Params, s: &crate::model::Ssm, h: u64, layers: u64) {
+    ssm_params_out_bias(p, s, h, layers, s.proj_bias);
+}
+
+/// [`ssm_params`] with `out_proj`'s bias given apart (Falcon-H1's `projectors_bias`).
+pub fn ssm_params_out_bias(p: &mut Params, s: &crate::model::Ssm, h: u64, layers: u64, out_bias: bool) {
     p.linear(s.proj(), h, layers, LinearRole::Q, s.proj_bias);
     // the convolution is not a Linear (never quantized)
     p.push(s.conv_dim(), s.conv_kernel, layers, ParamKind::Vector, Scope::Block, true);
@@ -279,5 +288,5 @@ pub fn ssm_params(p: &mut Params, s: &crate::model::Ssm, h: u64, layers: u64) {
     if s.gated_norm {
         p.push(s.inner(), 1, layers, ParamKind::Vector, Scope::Block, true);
     }
-    p.linear(h, s.inner(), layers, LinearRole::O, s.proj_bias);
+    p.linear(h, s.inner(), layers, LinearRole::O, out_bias);
 }

@@ -152,16 +152,6 @@ impl Ssm {
     pub const fn proj(&self) -> u64 {
         self.inner() + self.conv_dim() + self.heads
     }
-
-    /// Parameters of one mixer (`in_proj`, conv, `dt_bias`, `A_log`, `D`, norm, `out_proj`) for
-    /// hidden size `h`.
-    pub const fn params(&self, h: u64) -> u64 {
-        let (i, cd) = (self.inner(), self.conv_dim());
-        let bias = if self.proj_bias { self.proj() + h } else { 0 };
-        let conv_bias = if self.conv_bias { cd } else { 0 };
-        let norm = if self.gated_norm { i } else { 0 };
-        self.proj() * h + cd * self.conv_kernel + conv_bias + 3 * self.heads + norm + i * h + bias
-    }
 }
 
 /// A Mamba (1) mixer, the selective scan: `in_proj` to x and the gate z; a depthwise causal
@@ -188,27 +178,6 @@ pub struct Mamba {
     /// The residual stream is kept in fp32 (`residual_in_fp32`: Mamba's default).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub residual_fp32: bool,
-}
-
-impl Mamba {
-    /// Parameters of one mixer for hidden size `h`.
-    pub const fn params(&self, h: u64) -> u64 {
-        let (i, n, r) = (self.inner, self.state, self.dt_rank);
-        let bias = if self.proj_bias { 2 * i + h } else { 0 };
-        let conv_bias = if self.conv_bias { i } else { 0 };
-        let norms = if self.dt_norms { r + 2 * n } else { 0 };
-        2 * i * h
-            + i * self.conv_kernel
-            + conv_bias
-            + (r + 2 * n) * i
-            + i * r
-            + i
-            + i * n
-            + i
-            + h * i
-            + bias
-            + norms
-    }
 }
 
 /// A gated DeltaNet mixer (Qwen3-Next's `linear_attention` layers): `in_proj_qkvz` and
