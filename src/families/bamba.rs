@@ -54,13 +54,9 @@ impl FamilyDef for Bamba {
         let (Some(s), true) = (m.ssm, flags & layer::SSM != 0) else {
             return sequential_block(g, m, flags, x, &LLAMA);
         };
-        let (ts, h) = (g.ctx.rank_tokens, m.hidden_size);
-        let n = g.norm(x, ts, h, LLAMA.norm, "input_layernorm");
-        let a = g.mamba2(n, h, &s);
-        let x2 = g.add(a, x, ts * h, Cat::Residual);
-        let f_in = g.norm(x2, ts, h, LLAMA.norm, "pre_ff_layernorm");
-        let f = mlp(g, m, flags, f_in, &LLAMA);
-        g.add(f, x2, ts * h, Cat::Residual)
+        mixer_block(g, m, flags, x, &LLAMA, ("input_layernorm", "pre_ff_layernorm"), |g, n| {
+            g.mamba2(n, m.hidden_size, &s)
+        })
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {

@@ -115,6 +115,27 @@ pub(crate) fn sequential_block(
     g.add(x2, f, n, Cat::Residual)
 }
 
+/// A pre-norm block whose mixer is not attention (a hybrid's recurrent layers):
+/// `x2 = x + mixer(norm(x))`, then `x2 + mlp(norm(x2))`, the two norms named as the model names
+/// them.
+pub(crate) fn mixer_block(
+    g: &mut Graph<'_>,
+    m: &TransformerSpec,
+    flags: u8,
+    x: Tensor,
+    st: &Style,
+    (mixer_norm, mlp_norm): (&'static str, &'static str),
+    mixer: impl FnOnce(&mut Graph<'_>, Tensor) -> Tensor,
+) -> Tensor {
+    let (ts, h) = (g.ctx.rank_tokens, m.hidden_size);
+    let n = g.norm(x, ts, h, st.norm, mixer_norm);
+    let a = mixer(g, n);
+    let x2 = g.add(a, x, ts * h, Cat::Residual);
+    let f_in = g.norm(x2, ts, h, st.norm, mlp_norm);
+    let f = mlp(g, m, flags, f_in, st);
+    g.add(f, x2, ts * h, Cat::Residual)
+}
+
 /// q/k/v projections, optional q/k norms, rotary, the attention core and o_proj.
 pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor, st: &Style) -> Tensor {
     let ctx = g.ctx;

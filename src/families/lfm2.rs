@@ -47,13 +47,9 @@ impl FamilyDef for Lfm2 {
         if flags & layer::CONV == 0 {
             return sequential_block(g, m, flags, x, &STYLE);
         }
-        let (ts, h) = (g.ctx.rank_tokens, m.hidden_size);
-        let n = g.norm(x, ts, h, STYLE.norm, "operator_norm");
-        let a = g.short_conv(n, h, m.conv_kernel);
-        let x2 = g.add(a, x, ts * h, Cat::Residual);
-        let f_in = g.norm(x2, ts, h, STYLE.norm, "ffn_norm");
-        let f = mlp(g, m, flags, f_in, &STYLE);
-        g.add(f, x2, ts * h, Cat::Residual)
+        mixer_block(g, m, flags, x, &STYLE, ("operator_norm", "ffn_norm"), |g, n| {
+            g.short_conv(n, m.hidden_size, m.conv_kernel)
+        })
     }
 
     fn class_defaults(&self, model_type: &str) -> Option<&'static str> {

@@ -62,7 +62,7 @@ impl FamilyDef for MambaFamily {
 
     fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, _: u8, x: Tensor) -> Tensor {
         let Some(s) = m.mamba else { return x };
-        super::mamba2::mixer_block(g, m, s.residual_fp32, x, |g, n| g.mamba1(n, m.hidden_size, &s))
+        super::mamba2::lone_mixer_block(g, m, s.residual_fp32, x, |g, n| g.mamba1(n, m.hidden_size, &s))
     }
 
     fn head(&self, g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {

@@ -53,7 +53,7 @@ impl FamilyDef for Mamba2 {
 
     fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, _: u8, x: Tensor) -> Tensor {
         let Some(s) = m.ssm else { return x };
-        mixer_block(g, m, s.residual_fp32, x, |g, n| g.mamba2(n, m.hidden_size, &s))
+        lone_mixer_block(g, m, s.residual_fp32, x, |g, n| g.mamba2(n, m.hidden_size, &s))
     }
 
     fn head(&self, g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
@@ -71,7 +71,7 @@ impl FamilyDef for Mamba2 {
 
 /// `norm(x.to(dtype))`, the mixer, and the residual sum, in fp32 when `residual_in_fp32`
 /// (Mamba's and Mamba2's blocks).
-pub(super) fn mixer_block(
+pub(super) fn lone_mixer_block(
     g: &mut Graph<'_>,
     m: &TransformerSpec,
     residual_fp32: bool,

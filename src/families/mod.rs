@@ -57,7 +57,9 @@ mod starcoder2;
 mod toy;
 mod vit;
 
-pub(crate) use blocks::{LLAMA, Placement, QkNorm, Style, attention, dense_mlp, mlp, sequential_block};
+pub(crate) use blocks::{
+    LLAMA, Placement, QkNorm, Style, attention, dense_mlp, mixer_block, mlp, sequential_block,
+};
 pub(crate) use config::compact_flags;
 pub use config::{ConfigSource, Draft};
 pub use kinds::{KvLayout, Litgpt, OpKinds, PeftModules, Rope};
@@ -72,8 +74,9 @@ mod prelude {
     pub(super) use super::moe::read as read_moe;
     pub(super) use super::{
         FamilyDef, KvLayout, LLAMA, Litgpt, OpKinds, Params, PeftModules, Placement, QkNorm, Rope, Style,
-        attention, attn_of, classes, dense_and_sparse_layers, dense_mlp, dense_width, mlp, mlp_params,
-        moe_params, moe_params_fp32_router, rope_dim, sequential_block, ssm_params, ssm_params_out_bias,
+        attention, attn_of, classes, dense_and_sparse_layers, dense_mlp, dense_width, mixer_block, mlp,
+        mlp_params, moe_params, moe_params_fp32_router, rope_dim, sequential_block, ssm_params,
+        ssm_params_out_bias,
     };
     pub(super) use crate::engine::inputs::saved::Cat;
     pub(super) use crate::engine::ops::{

@@ -96,13 +96,9 @@ impl FamilyDef for Qwen3Next {
         let (Some(d), true) = (m.delta, flags & layer::SSM != 0) else {
             return sequential_block(g, m, flags, x, &STYLE);
         };
-        let (ts, h) = (g.ctx.rank_tokens, m.hidden_size);
-        let n = g.norm(x, ts, h, STYLE.norm, "input_layernorm");
-        let a = g.gated_delta(n, h, &d);
-        let x2 = g.add(a, x, ts * h, Cat::Residual);
-        let f_in = g.norm(x2, ts, h, STYLE.norm, "post_attention_layernorm");
-        let f = mlp(g, m, flags, f_in, &STYLE);
-        g.add(f, x2, ts * h, Cat::Residual)
+        mixer_block(g, m, flags, x, &STYLE, ("input_layernorm", "post_attention_layernorm"), |g, n| {
+            g.gated_delta(n, m.hidden_size, &d)
+        })
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
