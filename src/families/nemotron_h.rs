@@ -50,8 +50,8 @@ impl FamilyDef for NemotronH {
         s.proj_bias = r.bool_or("use_bias", false)? || r.bool_or("mamba_proj_bias", false)?;
         // `residual_in_fp32` is in the config class but the block never reads it
         d.spec.ssm = Some(s);
+        // the `-` blocks carry their DENSE bit here
         d.more = kinds.iter().map(|k| k.flags()).collect();
-        d.dense = kinds.iter().map(|k| *k == Kind::Mlp).collect();
         if kinds.contains(&Kind::Moe) {
             read_moe(r, d)?;
             let shared = r.u64_or("moe_shared_expert_intermediate_size", 0)?;
@@ -63,7 +63,7 @@ impl FamilyDef for NemotronH {
                 moe.shared_intermediate_size = shared;
             }
             // `read_moe` takes the dense layers from its own keys: here they are the `-` blocks
-            d.dense = kinds.iter().map(|k| *k == Kind::Mlp).collect();
+            d.dense.clear();
         }
         if let Some(l) = r.opt_u64("moe_latent_size")?.filter(|l| *l > 0) {
             if let Some(moe) = d.spec.moe.as_mut() {
