@@ -73,7 +73,7 @@ const GROUPS: [(char, &str); 15] = [
     ),
     (
         'N',
-        "2025 dense decoders: Seed-OSS, EXAONE 4.0, OLMo 3, Arcee (ReLU²), Apertus (xIELU), Cohere and Cohere 2, LFM2",
+        "2025 dense decoders: Seed-OSS, EXAONE 4.0, OLMo 3, Arcee (ReLU²), Apertus (xIELU), Cohere and Cohere 2, LFM2; BLOOM (ALiBi, eager only)",
     ),
     ('O', "GPT-BigCode (multi-query attention in GPT-2's layout), OPT (pre- and post-norm)"),
     ('P', "Phi-1, Phi-1.5, Phi-2"),

@@ -267,3 +267,74 @@ fn the_release_picks_the_profiling_sampler() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.trim().lines().count() == 1 && err.contains("--vllm-version"), "{err}");
 }
+
+/// vLLM's hybrid allocator against its start-up logs of hybrid models (tests/data/vllm/hybrid.csv):
+/// the attention block it raises so a K/V page holds a recurrent layer's state, the state page's
+/// padding, and, where the log has them, the KV tokens and the concurrency for the available
+/// memory it printed (a window of ±0.005 GiB where it printed GiB: the logged figures must lie
+/// between the predictions at its two ends).
+#[test]
+fn hybrid_models_page_their_state_as_vllm_logged() {
+    use vramscope::serve::{VllmRelease, kv};
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/vllm/hybrid.csv")).unwrap();
+    let mut n = 0;
+    for l in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let f: Vec<&str> = l.split(',').collect();
+        assert_eq!(f.len(), 12, "{l}");
+        let num = |i: usize| f[i].parse::<u64>().unwrap();
+        let model = builtin(f[2]).unwrap_or_else(|| {
+            vramscope::model::preset::load(&format!("{}/{}", env!("CARGO_MANIFEST_DIR"), f[2])).unwrap().model
+        });
+        let t = model.transformer().unwrap();
+        let (tp, len) = (num(3), num(5));
+        let old_log = VllmRelease::of_version(f[4]).unwrap() != VllmRelease::From0_21;
+        let layout = kv::Layout::of(t, tp, 1, 16, 2).with_state(t, tp, 1, 2, old_log);
+        assert_eq!(layout.block_size, num(8), "{}: block size", f[0]);
+        let pad: f64 = f[9].parse().unwrap();
+        assert!(
+            (layout.state_padding_percent() - pad).abs() < 0.005,
+            "{}: padding {}",
+            f[0],
+            layout.state_padding_percent()
+        );
+        if f[10].is_empty() {
+            n += 1;
+            continue;
+        }
+        let (lo, hi) = (num(6), num(7));
+        let (tokens, conc): (u64, f64) = (num(10), f[11].parse().unwrap());
+        let at = |a: u64| kv::Capacity::of(&layout, a, len, 8192);
+        let (a, b) = (at(lo), at(hi));
+        println!(
+            "{:16} block {:5} pad {:6.2}% tokens {}..{} (logged {tokens}) concurrency {:.2}..{:.2} (logged {conc:.2})",
+            f[0],
+            layout.block_size,
+            layout.state_padding_percent(),
+            a.tokens,
+            b.tokens,
+            a.max_concurrency,
+            b.max_concurrency
+        );
+        assert!(
+            a.tokens <= tokens && tokens <= b.tokens,
+            "{}: tokens {}..{} vs {tokens}",
+            f[0],
+            a.tokens,
+            b.tokens
+        );
+        let r = |x: f64| (x * 100.0).round() / 100.0;
+        assert!(r(a.max_concurrency) <= conc && conc <= r(b.max_concurrency), "{}: concurrency", f[0]);
+        if lo == hi {
+            // the byte count was logged: the blocks are vLLM's to the block
+            assert_eq!(
+                (a.tokens, format!("{:.2}", a.max_concurrency)),
+                (tokens, f[11].to_owned()),
+                "{}",
+                f[0]
+            );
+        }
+        n += 1;
+    }
+    assert!(n >= 10, "rows missing ({n})");
+}

@@ -28,13 +28,14 @@ pub(super) fn blocks_saved(
             s.add_all(&base.times(n));
         }
         Some(t) => {
-            for i in from..to {
-                if i == 0 && !selective {
-                    s.add_all(&am.first_layer);
-                } else {
-                    let f = crate::engine::walk::layer_flags(t, i);
-                    s.add_all(&am.mix.of(f, base, selective));
-                }
+            // kind by kind: each kind's saves times its blocks in the range
+            if from == 0 && !selective {
+                s.add_all(&am.first_layer);
+            }
+            let counts = am.mix.counts(t, from, to, !selective);
+            let kinds = if selective { &am.mix.selective } else { &am.mix.full };
+            for (k, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+                s.add_all(&kinds.get(k).copied().unwrap_or(base).times(n));
             }
         }
     }

@@ -146,7 +146,7 @@ fn tie(c: &ConfigSource<'_>) -> bool {
 
 /// The shape keys every decoder has (under their aliases), an encoder-decoder's both stacks.
 fn shape(d: &dyn FamilyDef, r: &Reader<'_>, family: crate::model::Family) -> Result<Draft, ConfigError> {
-    let h = r.positive_any(&["hidden_size", "n_embd", "d_model"])?;
+    let h = r.positive_any(&["hidden_size", "n_embd", "n_embed", "d_model"])?;
     let enc_dec = r.bool_or("is_encoder_decoder", false)?;
     let mut l = d.config_layers(r)?;
     let a = d.config_heads(r)?;

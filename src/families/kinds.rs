@@ -101,6 +101,10 @@ pub struct OpKinds {
     pub sinks: bool,
     /// transformers has no SDPA path for it (soft-capping, sinks): eager runs where SDPA is asked.
     pub eager_only: bool,
+    /// BLOOM's eager attention in inference: the raw scores stay named beside the masked ones,
+    /// the fused q/k/v output beside q's copy, and the block returns its probabilities, which
+    /// the model holds through the next block.
+    pub named_scores: bool,
     /// The residual stream stays half under mixed precision (Megatron).
     pub half_residual: bool,
     /// The MoE router works on an fp32 copy of the tokens (DeepSeek).
@@ -137,6 +141,7 @@ impl OpKinds {
         softmax: Softmax::Fp32,
         always_masked: false,
         sinks: false,
+        named_scores: false,
         eager_only: false,
         half_residual: false,
         router_fp32: false,

@@ -10,6 +10,7 @@
 mod apertus;
 mod arcee;
 mod bamba;
+mod bloom;
 mod bert;
 mod blocks;
 mod cohere;
@@ -245,6 +246,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &gpt_bigcode::GptBigcode,
     &opt::Opt,
     &gpt_neox::GptNeox,
+    &bloom::Bloom,
     &falcon::Falcon,
     &starcoder2::Starcoder2,
     &granite::Granite,

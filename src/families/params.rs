@@ -265,6 +265,19 @@ fn vision_params(p: &mut Params, v: &VisionTower) {
             p.push(i, h, 2 * l, k, s, false);
             p.push(h, i, l, k, s, false);
         }
+        VisionKind::Llama4 => {
+            p.push(h, v.num_channels * v.patch_size * v.patch_size, 1, k, s, false); // unfolded patch Linear
+            p.push(patches + 1, h, 1, k, s, false); // class token's and patches' positions
+            p.push(h, 1, 5, k, s, false); // class token, layernorm_pre and _post
+            // per layer: 2 LayerNorms (w, b), q/k/v/o with bias, fc1/fc2 with bias
+            p.push(h, 1, 4 * l, k, s, false);
+            p.push(h, h, 4 * l, k, s, false);
+            p.push(h, 1, 4 * l, k, s, false);
+            p.push(i, h, l, k, s, false);
+            p.push(i, 1, l, k, s, false);
+            p.push(h, i, l, k, s, false);
+            p.push(h, 1, l, k, s, false);
+        }
     }
     p.push(v.projector_params, 1, 1, k, s, false);
 }

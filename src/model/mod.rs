@@ -287,6 +287,9 @@ pub enum VisionKind {
     Siglip,
     /// Pixtral (Mistral 3): RMSNorm, gated SiLU MLP, no biases, 2-D rotary.
     Pixtral,
+    /// Llama 4's encoder: an unfolded patch Linear, a class token and learned positions,
+    /// LayerNorms, biased projections, a GELU MLP; a pixel-shuffle MLP adapter.
+    Llama4,
 }
 
 /// A vision tower and its projector into the language model (parameters only).

@@ -19,6 +19,16 @@ pub struct Layout {
     pub window: u64,
     /// Any sliding layer?
     pub has_sliding: bool,
+    /// Recurrent layers on the rank (short convolutions, Mamba, Mamba2, gated DeltaNet): each
+    /// holds a fixed state per request instead of K/V ([`Self::with_state`]).
+    pub state_layers: u64,
+    /// Bytes of one such layer's state per request on a rank, before vLLM pads it to a page.
+    pub state_bytes: u64,
+    /// Blocks a request's state takes in each state group (1: prefix caching off).
+    pub state_blocks: u64,
+    /// vLLM before 0.21 logs "GPU KV cache size" as the blocks of one group times the block
+    /// size (`num_blocks // groups × block_size`) for a hybrid model.
+    pub tokens_per_group: bool,
 }
 
 impl Layout {
@@ -55,7 +65,53 @@ impl Layout {
             sliding_layers: sliding,
             window: t.sliding_window.unwrap_or(0),
             has_sliding: sliding > 0,
+            state_layers: 0,
+            state_bytes: 0,
+            state_blocks: 1,
+            tokens_per_group: false,
         }
+    }
+
+    /// The layout with vLLM's hybrid allocator (`HybridAttentionMambaModelConfig`,
+    /// `MambaSpec`): the recurrent layers' state per request in `state_dtype` bytes, and the
+    /// attention block raised to `16 · ceil(state ÷ (16 · one token's K/V))` tokens (a larger
+    /// `--block-size` is kept) so that one page of K/V holds one state, padded to it.
+    /// `old_log`: the release logs the token count per group (before 0.21).
+    pub fn with_state(
+        mut self,
+        t: &TransformerSpec,
+        tp: u64,
+        pp: u64,
+        state_dtype: u64,
+        old_log: bool,
+    ) -> Self {
+        let layers = t.num_layers.div_ceil(pp.max(1));
+        let n =
+            t.conv_layers_among(layers) + t.ssm_layers_among(layers) + t.layers_with(layer::MAMBA, layers);
+        let state = state_bytes(t, tp, state_dtype);
+        if n == 0 || state == 0 {
+            return self;
+        }
+        (self.state_layers, self.state_bytes, self.tokens_per_group) = (n, state, old_log);
+        let attention = self.full_layers + self.sliding_layers;
+        if attention == 0 {
+            // attention-free: a page is one state
+            self.page_bytes = state;
+            return self;
+        }
+        let token = self.page_bytes / self.block_size.max(1);
+        let needed = 16 * state.div_ceil(16 * token.max(1));
+        self.block_size = self.block_size.max(needed);
+        self.page_bytes = self.block_size * token;
+        self
+    }
+
+    /// How much vLLM pads a state to the page, in percent ("Padding mamba page size by …").
+    pub fn state_padding_percent(&self) -> f64 {
+        if self.state_bytes == 0 {
+            return 0.0;
+        }
+        100.0 * self.page_bytes.saturating_sub(self.state_bytes) as f64 / self.state_bytes as f64
     }
 
     /// KV bytes of one token over the rank's layers (a full-attention view).
@@ -63,17 +119,19 @@ impl Layout {
         self.page_bytes / self.block_size.max(1) * (self.full_layers + self.sliding_layers)
     }
 
-    /// Layers per KV-cache group and the number of full / sliding groups: one group when every
-    /// layer is alike; for hybrid models the smaller type's count (or the larger, padded, when it
-    /// is under 1.5 times the smaller), as vLLM groups them.
-    fn groups(&self) -> (u64, u64, u64) {
-        let (f, s) = (self.full_layers, self.sliding_layers);
-        if f == 0 || s == 0 {
-            return ((f + s).max(1), u64::from(f > 0), u64::from(s > 0));
-        }
-        let (lo, hi) = (f.min(s), f.max(s));
+    /// Layers per KV-cache group and the number of full / sliding / state groups: one group
+    /// when every layer is alike; for hybrid models the smallest type's count (or the largest,
+    /// padded, when it is under 1.5 times the smallest), as vLLM groups them
+    /// (`_get_kv_cache_groups_uniform_page_size`).
+    fn groups(&self) -> (u64, u64, u64, u64) {
+        let counts = [self.full_layers, self.sliding_layers, self.state_layers];
+        let present = || counts.iter().copied().filter(|&c| c > 0);
+        let (Some(lo), Some(hi)) = (present().min(), present().max()) else {
+            return (1, 0, 0, 0);
+        };
         let size = if (hi as f64) < 1.5 * lo as f64 { hi } else { lo };
-        (size, f.div_ceil(size), s.div_ceil(size))
+        let [f, s, st] = counts.map(|c| c.div_ceil(size));
+        (size, f, s, st)
     }
 
     /// Bytes of one block: a page of every layer of a KV-cache group.
@@ -83,11 +141,11 @@ impl Layout {
 
     /// Blocks one request of `len` tokens needs over all groups (`max_memory_usage_bytes` ÷ page).
     pub fn blocks_per_request(&self, len: u64, batched: u64) -> u64 {
-        let (_, full, sliding) = self.groups();
+        let (_, full, sliding, state) = self.groups();
         let bs = self.block_size.max(1);
         let full_blocks = len.div_ceil(bs);
         let sliding_blocks = (self.window.saturating_sub(1) + batched).min(len).div_ceil(bs) + 1;
-        full * full_blocks + sliding * sliding_blocks
+        full * full_blocks + sliding * sliding_blocks + state * self.state_blocks
     }
 }
 
@@ -113,7 +171,13 @@ impl Capacity {
         let blocks = kv_bytes / block_bytes;
         let per = l.blocks_per_request(max_model_len, max_num_batched_tokens).max(1);
         let max_concurrency = blocks as f64 / per as f64;
-        let tokens = if l.has_sliding {
+        let (_, full, sliding, state) = l.groups();
+        let tokens = if state > 0 && full + sliding == 0 {
+            // attention-free: a request's state per block, max_model_len tokens each
+            blocks * max_model_len
+        } else if state > 0 && l.tokens_per_group {
+            blocks / (full + sliding + state) * l.block_size.min(max_model_len)
+        } else if l.has_sliding || state > 0 {
             (max_concurrency * max_model_len as f64) as u64
         } else {
             blocks * l.block_size
@@ -127,4 +191,28 @@ impl Capacity {
         }
         Self { blocks, tokens, max_concurrency, max_model_len_that_fits: lo }
     }
+}
+
+/// The state one recurrent layer keeps per request on one of `tp` ranks in vLLM
+/// (`MambaStateShapeCalculator`): the convolution's last `taps − 1` inputs and the scan's state,
+/// in `dtype` bytes each (`mamba_cache_dtype` and `mamba_ssm_cache_dtype` "auto": the model's).
+pub fn state_bytes(t: &TransformerSpec, tp: u64, dtype: u64) -> u64 {
+    let tp = tp.max(1);
+    let elems = if let Some(d) = t.delta {
+        // gated DeltaNet: conv over q·k·v, a (k_dim, v_dim) state per value head
+        d.conv_kernel.saturating_sub(1) * d.conv_dim() / tp + d.v_heads / tp * d.k_dim * d.v_dim
+    } else if let Some(s) = t.ssm {
+        // Mamba2: groups that TP cannot split are repeated up to one per rank
+        let groups = if s.groups.is_multiple_of(tp) { s.groups } else { tp };
+        s.conv_kernel.saturating_sub(1) * (s.inner() + 2 * groups * s.state) / tp
+            + s.heads / tp * s.head_dim * s.state
+    } else if let Some(m) = t.mamba {
+        m.conv_kernel.saturating_sub(1) * m.inner / tp + m.inner / tp * m.state
+    } else if t.conv_layers() > 0 {
+        // a short convolution (LFM2): its last `conv_L_cache − 1` inputs
+        t.conv_kernel.saturating_sub(1) * t.hidden_size / tp
+    } else {
+        0
+    };
+    elems * dtype
 }

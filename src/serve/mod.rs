@@ -32,7 +32,7 @@ pub use config::{CheckpointFormat, KvDtype, Quantization, SamplerPath, ServeConf
 
 use crate::estimate::{Mode, Scenario, estimate};
 use crate::gpu::Gpu;
-use crate::model::{ModelSpec, layer};
+use crate::model::ModelSpec;
 use crate::units::{DType, Precision};
 use checks::{check, model_dtype, transformer};
 use serde::Serialize;
@@ -292,7 +292,9 @@ pub fn serve(
     }
     let non_kv = weights + peak.bytes + non_torch + cudagraph;
     let kv_cache = budget.saturating_sub(non_kv);
-    let layout = kv::Layout::of(t, cfg.tp, cfg.pp, cfg.block_size, kv_dtype_bytes(cfg.kv_dtype, dtype));
+    let old_log = cfg.release != VllmRelease::From0_21;
+    let layout = kv::Layout::of(t, cfg.tp, cfg.pp, cfg.block_size, kv_dtype_bytes(cfg.kv_dtype, dtype))
+        .with_state(t, cfg.tp, cfg.pp, dtype.bytes(1), old_log);
     let cap = kv::Capacity::of(&layout, kv_cache, max_model_len, mnbt);
     let concurrency_at_context =
         cfg.context.map(|c| kv::Capacity::of(&layout, kv_cache, c.min(max_model_len), mnbt).max_concurrency);
@@ -311,14 +313,8 @@ pub fn serve(
     if t.unvalidated_type.is_some() {
         notes.push(format!("{}: a generic decoder (not validated for this architecture)", model.name));
     }
-    let stateful =
-        t.conv_layers() + t.ssm_layers_among(t.num_layers) + t.layers_with(layer::MAMBA, t.num_layers);
-    if stateful > 0 {
-        notes.push(format!(
-            "{stateful} of {} layers are recurrent mixers (short convolutions, Mamba, Mamba2, gated DeltaNet): they hold no KV cache but a fixed state per request ({:.1} MiB per request in all here, transformers' layout), which vLLM's hybrid allocator keeps in pages of its own; that state is not counted, so the token and concurrency figures (the attention layers' KV) are upper bounds, not measured",
-            t.num_layers,
-            state_per_request(t, dtype) as f64 / (1u64 << 20) as f64
-        ));
+    if layout.state_layers > 0 {
+        notes.push(state_note(&layout, t.num_layers.div_ceil(cfg.pp.max(1)), cfg.block_size));
     }
     if t.unmodelled.is_some() {
         // a state-space layer keeps a constant state per request, not a per-token KV cache
@@ -491,11 +487,21 @@ impl Serve {
     }
 }
 
-/// The state one request holds in the layers without K/V (short convolutions, Mamba2 mixers), as
-/// transformers' cache keeps it: conv taps in the model's dtype, the scan's state in fp32.
-fn state_per_request(t: &crate::model::TransformerSpec, dtype: DType) -> u64 {
-    use crate::estimate::activations::{conv_state_bytes, mamba_state_bytes, ssm_state_bytes};
-    t.conv_layers() * conv_state_bytes(t, 1, dtype)
-        + t.ssm_layers_among(t.num_layers) * ssm_state_bytes(t, 1, dtype)
-        + t.layers_with(layer::MAMBA, t.num_layers) * mamba_state_bytes(t, 1, dtype)
+/// What vLLM's hybrid allocator does with the recurrent layers' state, as its start-up log says it.
+fn state_note(l: &kv::Layout, layers: u64, asked_block: u64) -> String {
+    let mut n = format!(
+        "{} of {layers} layers are recurrent mixers (short convolutions, Mamba, Mamba2, gated DeltaNet): each keeps a fixed state of {:.1} KiB per request on a rank (vLLM's layout: the convolution's last taps and the scan's state, in the model's dtype) in a page of its own, one page per request and state group (prefix caching off: vLLM's default for hybrid models up to 0.25; from 0.26 it is on and holds 2 or more, not modelled)",
+        l.state_layers,
+        l.state_bytes as f64 / 1024.0,
+    );
+    if l.full_layers + l.sliding_layers > 0 {
+        if l.block_size > asked_block {
+            n += &format!(
+                "; vLLM raises the attention block size to {} tokens so that a K/V page holds a state",
+                l.block_size
+            );
+        }
+        n += &format!(" (\"Padding mamba page size by {:.2}%\")", l.state_padding_percent());
+    }
+    n
 }

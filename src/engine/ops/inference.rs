@@ -113,6 +113,10 @@ fn attention_phase(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> u64 {
         Kernel::Eager => {
             scores * if c == 4 { 8 } else { c + 8 }
                 + if m.num_kv_heads != m.num_heads { 2 * t * qw * c } else { 0 }
+                // BLOOM: the raw scores and the previous block's returned probabilities, the
+                // fused q/k/v output beside q's copy
+                // (q's reshape copies from two sequences on; one sequence reads a view)
+                + if f.named_scores { 2 * scores * c + if ctx.batch > 1 { 3 } else { 2 } * t * qw * c } else { 0 }
         }
         // with a mask: the additive bias and K/V repeated to every head
         _ if f.any_masked => {

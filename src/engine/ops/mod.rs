@@ -85,6 +85,8 @@ pub struct BlockFacts {
     pub any_masked: bool,
     /// Eager attention with learned sinks (the softmax stays in the logits' dtype).
     pub eager_sinks: bool,
+    /// Eager attention that keeps its raw scores named and returns its probabilities (BLOOM).
+    pub named_scores: bool,
     /// Bytes per element of eager attention's probabilities.
     pub probs_elem: u64,
     /// The widest MLP tensor per token (routed experts × top-k for MoE).

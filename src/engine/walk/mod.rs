@@ -112,7 +112,7 @@ fn walk_blocks(ctx: &Ctx, m: &TransformerSpec) -> Blocks {
     Blocks {
         full_layer: mix.of(last_flags, mix.full[0], false),
         selective_layer: mix.of(last_flags, mix.selective[0], true),
-        mix: if n_kinds > 1 { mix } else { LayerMix::default() },
+        mix: if n_kinds > 1 { mix.with_totals() } else { LayerMix::default() },
         first_layer,
         shared: tables.iter().map(|t| t.1).sum(),
         freed_last,
@@ -151,6 +151,7 @@ fn block_facts(ctx: &Ctx, m: &TransformerSpec, kinds: &families::OpKinds) -> Blo
             && (kinds.always_masked
                 || (0..m.num_layers.min(8)).any(|i| families::windowed(ctx, m, layer_flags(m, i)))),
         eager_sinks: kernel == Kernel::Eager && attn.sinks,
+        named_scores: kernel == Kernel::Eager && kinds.named_scores,
         probs_elem: attn.softmax.elem_bytes(ctx.amp, ctx.compute_elem),
         mlp_width: families::mlp_width(m),
         gated: kinds.gated,

@@ -17,6 +17,8 @@ pub struct LayerMix {
     pub full: [Saved; 4],
     /// The same with the attention core recomputed.
     pub selective: [Saved; 4],
+    /// `full`'s and `selective`'s totals (the step walk reads one per block).
+    pub totals: [[u64; 4]; 2],
 }
 
 impl LayerMix {
@@ -28,6 +30,42 @@ impl LayerMix {
             }
         }
         fallback
+    }
+
+    /// The total a block with these flags keeps (`None` when the kind is not listed).
+    pub fn total_of(&self, flags: u8, selective: bool) -> Option<u64> {
+        let i = self.flags[..self.n.min(4)].iter().position(|&x| x == flags)?;
+        Some(self.totals[usize::from(selective)][i])
+    }
+
+    /// Fills [`Self::totals`] from the saves.
+    pub fn with_totals(mut self) -> Self {
+        for i in 0..4 {
+            self.totals[0][i] = self.full[i].total();
+            self.totals[1][i] = self.selective[i].total();
+        }
+        self
+    }
+
+    /// How many of blocks `from..to` are of each listed kind (`[4]`: of none of them), block 0
+    /// left out when `skip_first` (it is counted apart).
+    pub fn counts(
+        &self,
+        m: &crate::model::TransformerSpec,
+        from: u64,
+        to: u64,
+        skip_first: bool,
+    ) -> [u64; 5] {
+        let mut out = [0u64; 5];
+        for i in from..to {
+            if i == 0 && skip_first {
+                continue;
+            }
+            let f = super::layer_flags(m, i);
+            let k = self.flags[..self.n.min(4)].iter().position(|&x| x == f).unwrap_or(4);
+            out[k] += 1;
+        }
+        out
     }
 }
 

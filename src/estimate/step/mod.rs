@@ -154,7 +154,8 @@ pub(crate) trait Sink {
 #[derive(Default)]
 pub(crate) struct Peak {
     pub moments: Vec<Moment>,
-    pub max: Option<Event>,
+    /// The event at the maximum so far, as a moment, with its total.
+    pub max: Option<(Moment, u64)>,
     /// Largest total per phase (forward, backward, optimizer step).
     pub phases: PhasePeaks,
 }
@@ -195,10 +196,11 @@ impl Sink for Peak {
         if e.candidate && e.block.is_none() {
             self.moments.push(e.moment());
         }
-        self.phases.raise(e.phase, e.alive.total());
+        let total = e.alive.total();
+        self.phases.raise(e.phase, total);
         // ties go to the later event (the peak is where memory last reaches its maximum)
-        if self.max.is_none_or(|m| e.alive.total() >= m.alive.total()) {
-            self.max = Some(e);
+        if self.max.is_none_or(|m| total >= m.1) {
+            self.max = Some((e.moment(), total));
         }
     }
 }
@@ -208,7 +210,7 @@ impl Peak {
     pub fn finish(mut self) -> (Moment, Vec<Moment>, PhasePeaks) {
         let peak = self.max.map_or(
             Moment { phase: Phase::Forward, what: "", block: None, alive: Snapshot::default() },
-            |e| e.moment(),
+            |m| m.0,
         );
         if !self.moments.contains(&peak) && peak.alive.total() > 0 {
             self.moments.push(peak);
@@ -312,7 +314,15 @@ fn stored_saves(p: &Parts, j: u64) -> u64 {
         (false, 0, false) => am.first_layer.total(),
         (false, _, false) => am.full_layer.total(),
         (false, _, true) => am.selective_layer.total(),
-        _ => blocks_saved(p.sc, am, j, j + 1, selective).total(),
+        (true, 0, false) => am.first_layer.total(),
+        _ => match p.spec {
+            Some(t) => {
+                am.mix.total_of(crate::engine::walk::layer_flags(t, j), selective).unwrap_or_else(|| {
+                    if selective { am.selective_layer.total() } else { am.full_layer.total() }
+                })
+            }
+            None => blocks_saved(p.sc, am, j, j + 1, selective).total(),
+        },
     }
 }
 

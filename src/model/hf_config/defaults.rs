@@ -13,6 +13,11 @@ pub(super) fn class_defaults(model_type: &str) -> &'static str {
             r#"{"hidden_size":768,"intermediate_size":3072,"num_hidden_layers":12,"num_channels":3,
             "image_size":224,"patch_size":16,"vision_use_head":true}"#
         }
+        "llama4_vision_model" => {
+            r#"{"hidden_size":768,"intermediate_size":5632,"num_hidden_layers":34,"num_channels":3,
+            "image_size":448,"patch_size":14,"projector_input_dim":4096,"projector_output_dim":4096,
+            "vision_output_dim":7680}"#
+        }
         "pixtral" => {
             r#"{"hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"num_channels":3,
             "image_size":1024,"patch_size":16}"#

@@ -20,6 +20,7 @@ pub(super) fn vision(
     let vt = match kind {
         VisionKind::Siglip => "siglip_vision_model",
         VisionKind::Pixtral => "pixtral",
+        VisionKind::Llama4 => "llama4_vision_model",
     };
     let r = Reader::new(path, obj, vt, "vision_config.", super::class_defaults(vt));
     let (h, i) = (r.positive("hidden_size")?, r.positive("intermediate_size")?);
@@ -37,6 +38,11 @@ pub(super) fn vision(
             let m = top.u64_or("spatial_merge_size", 2)?;
             let bias = top.bool_or("multimodal_projector_bias", false)?;
             h + h * h * m * m + text_h * h + text_h * text_h + if bias { 2 * text_h } else { 0 }
+        }
+        VisionKind::Llama4 => {
+            // the pixel-shuffle adapter's two Linears, then the projector into the text width
+            let (pin, pout) = (r.positive("projector_input_dim")?, r.positive("projector_output_dim")?);
+            i * pin + pout * pout + r.positive("vision_output_dim")? * text_h
         }
     };
     Ok(VisionTower {

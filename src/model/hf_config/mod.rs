@@ -102,6 +102,7 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
     match (model_type.as_str(), obj.get("vision_config")) {
         ("gemma3", v) => spec.vision = Some(vision(path, v, VisionKind::Siglip, &top, spec.hidden_size)?),
         ("mistral3", v) => spec.vision = Some(vision(path, v, VisionKind::Pixtral, &top, spec.hidden_size)?),
+        ("llama4", v) => spec.vision = Some(vision(path, v, VisionKind::Llama4, &top, spec.hidden_size)?),
         (_, Some(Value::Object(_))) => {
             notes.push(format!("{path}: the vision tower (vision_config) is not counted"));
         }

@@ -15,6 +15,7 @@ from transformers import AutoConfig
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLASS = {  # model_type -> Auto class; default AutoModelForCausalLM
     "gemma3": "AutoModelForImageTextToText",
+    "llama4": "AutoModelForImageTextToText",
     "mistral3": "AutoModelForImageTextToText",
     "vit": "AutoModelForImageClassification",
     "t5": "AutoModelForSeq2SeqLM",

@@ -486,6 +486,11 @@ FAMILY_SPECS = {
                      intermediate_size=12288, num_hidden_layers=8, num_attention_heads=32, num_key_value_heads=8,
                      layer_types=["conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv", "conv"],
                      max_position_embeddings=128000)),
+    # BLOOM: ALiBi, LayerNorms, fused biased query_key_value, 4h GELU MLP; bloom-560m's widths in 8 blocks
+    "bloom_tiny": (CONFIG_MAPPING["bloom"], dict(architectures=["BloomForCausalLM"], vocab_size=1000, hidden_size=256,
+                   n_layer=4, n_head=8)),
+    "bloom-560m-8l": (CONFIG_MAPPING["bloom"], dict(architectures=["BloomForCausalLM"], vocab_size=250880,
+                      hidden_size=1024, n_layer=8, n_head=16)),
     "cohere_tiny": (CONFIG_MAPPING["cohere"], dict(architectures=["CohereForCausalLM"], vocab_size=1000, hidden_size=256,
                     intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                     max_position_embeddings=2048)),
@@ -780,6 +785,17 @@ def cases_N():
               backend=be)]
     out += [C("exaone4_tiny-bf16-sdpa-b2s256-ckpt", "exaone4_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
             C("arcee_tiny-bf16-sdpa-b2s256-ckpt", "arcee_tiny", 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    # BLOOM runs its own (eager) attention whatever is asked; b1 reads q/k/v as views of the fused
+    # projection, b2 copies them
+    t = "bloom_tiny"
+    out += [C(t + "-bf16-eager-b2s256", t, 2, 256, "bfloat16", "eager", backend=be),
+            C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+            C(t + "-bf16-eager-b1s256", t, 1, 256, "bfloat16", "eager", backend=be),
+            C(t + "-bf16-eager-b2s256-infer", t, 2, 256, "bfloat16", "eager", mode="infer", backend=be),
+            C(t + "-bf16-eager-b2s256-ckpt", t, 2, 256, "bfloat16", "eager", ckpt=True, backend=be),
+            C("bloom-560m-8l-bf16-eager-b1s1024", "bloom-560m-8l", 1, 1024, "bfloat16", "eager", backend=be),
+            C("bloom-560m-8l-bf16-eager-b1s2048-infer", "bloom-560m-8l", 1, 2048, "bfloat16", "eager", mode="infer",
+              backend=be)]
     return out
 
 
