@@ -338,3 +338,34 @@ fn hybrid_models_page_their_state_as_vllm_logged() {
     }
     assert!(n >= 10, "rows missing ({n})");
 }
+
+/// A hybrid model's serve answer says what vLLM does with its state: the raised block in the
+/// JSON and the text, the state's bytes, the padding as vLLM logs it; a dense model's block stays
+/// the asked one and holds no state.
+#[test]
+fn a_hybrid_serves_with_its_state_paged() {
+    let args = [
+        "serve",
+        "--model",
+        "qwen3-next-80b-a3b",
+        "--gpu",
+        "h100-80gb",
+        "--tp",
+        "4",
+        "--max-model-len",
+        "32768",
+    ];
+    let out = cli(&[&args[..], &["--json"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Qwen3-Next at TP 4: (3·8192 + 8·128·128)·2 B of state per layer on a rank; 272 tokens of
+    // one K/V head of 256 per rank (1 KiB a token) hold it, padded by 1.49 %
+    assert_eq!(v["state_bytes_per_layer"], (3 * 8192 / 4 + 32 / 4 * 128 * 128) * 2);
+    assert_eq!(v["kv_block_size"], 272);
+    assert!(v["notes"].to_string().contains("Padding mamba page size by 1.49%"), "{}", v["notes"]);
+    let text = String::from_utf8_lossy(&cli(&args).stdout).to_string();
+    assert!(text.contains("blocks of 272 tokens"), "{text}");
+    let dense = cli(&["serve", "--model", "llama-3.1-8b", "--gpu", "h100-80gb", "--json"]);
+    let d: serde_json::Value = serde_json::from_slice(&dense.stdout).unwrap();
+    assert_eq!((d["kv_block_size"].as_u64(), d["state_bytes_per_layer"].as_u64()), (Some(16), Some(0)));
+}

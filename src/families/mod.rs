@@ -10,9 +10,9 @@
 mod apertus;
 mod arcee;
 mod bamba;
-mod bloom;
 mod bert;
 mod blocks;
+mod bloom;
 mod cohere;
 mod config;
 mod deepseek;

@@ -123,7 +123,7 @@ impl Layout {
     /// when every layer is alike; for hybrid models the smallest type's count (or the largest,
     /// padded, when it is under 1.5 times the smallest), as vLLM groups them
     /// (`_get_kv_cache_groups_uniform_page_size`).
-    fn groups(&self) -> (u64, u64, u64, u64) {
+    pub fn groups(&self) -> (u64, u64, u64, u64) {
         let counts = [self.full_layers, self.sliding_layers, self.state_layers];
         let present = || counts.iter().copied().filter(|&c| c > 0);
         let (Some(lo), Some(hi)) = (present().min(), present().max()) else {

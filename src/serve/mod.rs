@@ -184,6 +184,12 @@ pub struct Serve {
     pub kv_bytes_per_token: u64,
     /// KV blocks (the smallest over the ranks).
     pub kv_blocks: u64,
+    /// Tokens per block as vLLM runs it: `--block-size`, raised for a hybrid model so that a
+    /// page holds a recurrent layer's state.
+    pub kv_block_size: u64,
+    /// A recurrent layer's state per request on a rank, before vLLM pads it to a page (0: no
+    /// recurrent layers).
+    pub state_bytes_per_layer: u64,
     /// Tokens of KV cache (vLLM's "GPU KV cache size").
     pub kv_tokens: u64,
     /// Requests of `max_model_len` tokens that fit at once (vLLM's "Maximum concurrency").
@@ -337,6 +343,8 @@ pub fn serve(
         activation_peak_at: peak.at.into(),
         kv_bytes_per_token: layout.bytes_per_token(),
         kv_blocks: cap.blocks,
+        kv_block_size: layout.block_size,
+        state_bytes_per_layer: layout.state_bytes,
         kv_tokens: cap.tokens,
         max_concurrency: cap.max_concurrency,
         concurrency_at_context,

@@ -64,7 +64,7 @@ pub fn answer(s: &Serve, gpu_name: &str) -> String {
     o += &format!(
         "  KV cache: {} blocks of {} tokens ({} per token)\n",
         count(s.kv_blocks),
-        st.block_size,
+        s.layout.block_size,
         per_token(s.kv_bytes_per_token)
     );
     o += &if s.fits {

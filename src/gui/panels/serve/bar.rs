@@ -52,7 +52,7 @@ fn segments(c: &ServeComputed) -> Vec<(&'static str, u64, Component, String)> {
                 "{} blocks × {} tokens",
                 "{} 个块 × {} 个 token",
                 crate::units::digits(s.kv_blocks),
-                s.settings.block_size
+                s.layout.block_size
             ),
         ),
     ]

@@ -94,28 +94,48 @@ fn rows(c: &ServeComputed) -> Vec<(Option<Component>, &'static str, String, u64)
                 "预算 − 权重 − 剖析峰值 − 非 torch − CUDA graphs：{} 个块，每块 {}（每层 {} 个 token，{}）",
                 digits(s.kv_blocks),
                 exact(l.block_bytes()),
-                st.block_size,
+                l.block_size,
                 st.kv_cache_dtype
             ),
             b.kv_cache,
         ),
-        (
-            None,
-            t.tokens_of_kv,
-            text!(
-                lang,
-                "{} blocks × {} = {} tokens; one {}-token request needs {} blocks: {:.2} at once",
-                "{} 个块 × {} = {} 个 token；一个 {} token 的请求需要 {} 个块：可同时容纳 {:.2} 个",
-                digits(s.kv_blocks),
-                st.block_size,
-                digits(s.kv_tokens),
-                digits(st.max_model_len),
-                digits(per_request),
-                s.max_concurrency
-            ),
-            s.kv_bytes_per_token,
-        ),
+        (None, t.tokens_of_kv, tokens_text(c, per_request), s.kv_bytes_per_token),
     ]
+}
+
+/// How the blocks make the tokens vLLM logs and the requests that fit (a hybrid model's state
+/// groups take one block per request each).
+fn tokens_text(c: &ServeComputed, per_request: u64) -> String {
+    let (s, lang) = (&c.serve, crate::gui::lang::current());
+    let (l, st) = (&s.layout, &s.settings);
+    if l.state_layers > 0 {
+        let (_, full, sliding, state) = l.groups();
+        text!(
+            lang,
+            "{} blocks of {} tokens shared by {} layer groups, {} of them recurrent state (one block each per request): vLLM counts {} tokens; one {}-token request needs {} blocks: {:.2} at once",
+            "{} 个块（每块 {} 个 token），由 {} 个层组共享，其中 {} 组是循环状态（每个请求各占一块）：vLLM 计为 {} 个 token；一个 {} token 的请求需要 {} 个块：可同时容纳 {:.2} 个",
+            digits(s.kv_blocks),
+            l.block_size,
+            full + sliding + state,
+            state,
+            digits(s.kv_tokens),
+            digits(st.max_model_len),
+            digits(per_request),
+            s.max_concurrency
+        )
+    } else {
+        text!(
+            lang,
+            "{} blocks × {} = {} tokens; one {}-token request needs {} blocks: {:.2} at once",
+            "{} 个块 × {} = {} 个 token；一个 {} token 的请求需要 {} 个块：可同时容纳 {:.2} 个",
+            digits(s.kv_blocks),
+            l.block_size,
+            digits(s.kv_tokens),
+            digits(st.max_model_len),
+            digits(per_request),
+            s.max_concurrency
+        )
+    }
 }
 
 /// Draws the table.
