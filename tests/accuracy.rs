@@ -79,7 +79,7 @@ const GROUPS: [(char, &str); 15] = [
     ('P', "Phi-1, Phi-1.5, Phi-2"),
     (
         'S',
-        "state-space mixers, transformers' PyTorch path: Mamba2 (tiny and Codestral's widths), Bamba (tiny and 9B's), Granite-4.0-H, Nemotron-H, Falcon-H1, Mamba, Jamba and Qwen3-Next (tiny), one-block Mamba2 at 2048 tokens; their inference (cached states exact, peaks not asserted)",
+        "state-space mixers, transformers' PyTorch path: Mamba2 (tiny and Codestral's widths), Bamba (tiny and 9B's), Granite-4.0-H, Nemotron-H, Falcon-H1, Mamba, Jamba and Qwen3-Next (tiny), Zamba2 (tiny with two shared blocks and adapters, and 2.7B's widths), one-block Mamba2 at 2048 tokens; their inference (cached states exact, peaks not asserted)",
     ),
     ('T', "torchtune's losses and optimizer in backward (Llama)"),
 ];

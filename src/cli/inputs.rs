@@ -169,14 +169,19 @@ fn precision(a: &EstimateArgs, dtype: Option<&str>, notes: &mut Vec<String>) -> 
 /// Notes on what the flags mean for this model: attention kernels, the KV cache after prefill,
 /// what inference runs, a quantized checkpoint under full fine-tuning.
 fn run_notes(a: &EstimateArgs, sc: &Scenario, notes: &mut Vec<String>) {
-    if a.attention == AttentionImpl::Sdpa
-        && let Some(t) = sc.model.transformer()
-        && vramscope::families::ops(t).eager_only
-    {
-        notes.push(
-            "transformers 5 has no SDPA path for this family (soft-capping / attention sinks): eager attention is estimated (--attention flash for a FlashAttention kernel)"
-                .into(),
-        );
+    if let Some(t) = sc.model.transformer() {
+        let k = vramscope::families::ops(t);
+        if k.named_scores && a.attention != AttentionImpl::Eager {
+            notes.push(
+                "this family's attention is its own eager code (BLOOM's ALiBi), whatever --attention asks: eager attention is estimated"
+                    .into(),
+            );
+        } else if a.attention == AttentionImpl::Sdpa && k.eager_only {
+            notes.push(
+                "transformers 5 has no SDPA path for this family (soft-capping / attention sinks): eager attention is estimated (--attention flash for a FlashAttention kernel)"
+                    .into(),
+            );
+        }
     }
     if a.mode == Mode::Infer
         && sc.new_tokens == 0

@@ -122,6 +122,9 @@ pub struct OpKinds {
     pub inference: InferKind,
     /// The eager causal mask is one storage every checkpointed block receives (GPT-2).
     pub checkpoint_shares_mask: bool,
+    /// A copy of the embeddings' output every checkpointed layer receives (Zamba2's
+    /// `original_hidden_states`, one storage for all).
+    pub checkpoint_shares_embeddings: bool,
     /// A fused q/k/v projection takes one LoRA adapter for any of q, k, v (GPT-2's `c_attn`).
     pub qkv_one_adapter: bool,
     /// Where inference keeps its cache.
@@ -151,6 +154,7 @@ impl OpKinds {
         loss: LossKind::CausalLm,
         inference: InferKind::Decoder,
         checkpoint_shares_mask: false,
+        checkpoint_shares_embeddings: false,
         qkv_one_adapter: false,
         kv: KvLayout::PerKvHead,
         final_norm: NormKind::Rms,

@@ -57,6 +57,7 @@ mod starcoder2;
 #[cfg(test)]
 mod toy;
 mod vit;
+mod zamba2;
 
 pub(crate) use blocks::{
     LLAMA, Placement, QkNorm, Style, attention, dense_mlp, mixer_block, mlp, sequential_block,
@@ -247,6 +248,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &opt::Opt,
     &gpt_neox::GptNeox,
     &bloom::Bloom,
+    &zamba2::Zamba2,
     &falcon::Falcon,
     &starcoder2::Starcoder2,
     &granite::Granite,

@@ -79,6 +79,7 @@ pub(super) fn read(r: &Reader<'_>, h: u64, k: &Keys) -> Result<Ssm, ConfigError>
         proj_bias,
         gated_norm: true,
         residual_fp32: false,
+        beside_attention: false,
     })
 }
 
@@ -129,6 +130,8 @@ mod tests {
             ("mamba", 159_308_544),
             ("jamba", 51_570_323_328),
             ("qwen3_next", 79_674_391_296),
+            ("zamba2", 2_481_848_336),
+            ("bloom", 16_156_544),
         ] {
             let m = model(&format!(r#"{{"model_type":"{mt}"}}"#));
             assert_eq!(m.n_params(), n, "{mt}");
@@ -148,6 +151,17 @@ mod tests {
         let t = m.transformer().unwrap_or_else(|| panic!("a transformer"));
         assert_eq!(t.layers_with(layer::SSM, 4), 3);
         assert_eq!(t.attention_layers_among(4), 1);
+        // Zamba2: a Mamba2 mixer in every layer, the hybrid ones attend too (one KV, every state)
+        let m = model(
+            r#"{"model_type":"zamba2","num_hidden_layers":4,"layers_block_type":["mamba","hybrid","mamba","hybrid"]}"#,
+        );
+        let t = m.transformer().unwrap_or_else(|| panic!("a transformer"));
+        assert_eq!((t.attention_layers_among(4), t.ssm_layers_among(4)), (2, 4));
+        // transformers derives the hybrid layers from the 54-name list, not `hybrid_layer_ids`
+        assert!(
+            crate::model::hf_config::parse("z.json", r#"{"model_type":"zamba2","num_hidden_layers":8}"#)
+                .is_err()
+        );
     }
 
     /// The fused kernels keep `in_proj`'s output, the scan's output and the norm's rstd; the

@@ -135,6 +135,21 @@ pub struct Ssm {
     /// Mamba2's default, Nemotron-H's option).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub residual_fp32: bool,
+    /// The mixer runs in every layer, those with attention too (Zamba2's hybrid layers).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub beside_attention: bool,
+}
+
+/// Zamba2's shared transformer blocks: how many distinct ones the hybrid layers take in turn,
+/// and the low-rank adapters each hybrid layer adds to them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Zamba {
+    /// Distinct shared blocks (`num_mem_blocks`).
+    pub shared_blocks: u64,
+    /// The adapters' rank (`adapter_rank`).
+    pub adapter_rank: u64,
+    /// q, k and v have adapters too (`use_shared_attention_adapter`); gate_up always has one.
+    pub attention_adapters: bool,
 }
 
 impl Ssm {

@@ -14,7 +14,7 @@ pub mod preset;
 pub mod quant;
 pub mod safetensors;
 
-pub use block_parts::{Delta, Mamba, Mla, Moe, Router, Ssm};
+pub use block_parts::{Delta, Mamba, Mla, Moe, Router, Ssm, Zamba};
 use serde::{Deserialize, Serialize};
 
 /// Which family's code the walk follows: a handle to one entry of the family registry
@@ -161,6 +161,9 @@ pub struct TransformerSpec {
     /// The Mamba2 mixer of the layers flagged [`layer::SSM`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssm: Option<Ssm>,
+    /// Zamba2's shared transformer blocks (the layers without [`layer::SSM`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zamba: Option<Zamba>,
     /// The gated DeltaNet mixer of the layers flagged [`layer::SSM`] in a model without a Mamba2
     /// mixer (Qwen3-Next's `linear_attention` layers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -487,6 +490,7 @@ impl TransformerSpec {
     /// runs it beside attention in every block).
     pub fn ssm_layers_among(&self, layers: u64) -> u64 {
         match self.layers_with(layer::SSM, layers) {
+            _ if self.ssm.is_some_and(|s| s.beside_attention) => layers.min(self.num_layers),
             0 if self.ssm.is_some() || self.delta.is_some() => layers.min(self.num_layers),
             n => n,
         }

@@ -320,7 +320,7 @@ pub fn serve(
         notes.push(format!("{}: a generic decoder (not validated for this architecture)", model.name));
     }
     if layout.state_layers > 0 {
-        notes.push(state_note(&layout, t.num_layers.div_ceil(cfg.pp.max(1)), cfg.block_size));
+        notes.push(state_note(t, &layout, t.num_layers.div_ceil(cfg.pp.max(1)), cfg.block_size));
     }
     if t.unmodelled.is_some() {
         // a state-space layer keeps a constant state per request, not a per-token KV cache
@@ -496,20 +496,32 @@ impl Serve {
 }
 
 /// What vLLM's hybrid allocator does with the recurrent layers' state, as its start-up log says it.
-fn state_note(l: &kv::Layout, layers: u64, asked_block: u64) -> String {
+fn state_note(t: &crate::model::TransformerSpec, l: &kv::Layout, layers: u64, asked_block: u64) -> String {
+    let kind = if t.delta.is_some() {
+        "gated DeltaNet"
+    } else if t.ssm.is_some() {
+        "Mamba2"
+    } else if t.mamba.is_some() {
+        "Mamba"
+    } else {
+        "short-convolution"
+    };
     let mut n = format!(
-        "{} of {layers} layers are recurrent mixers (short convolutions, Mamba, Mamba2, gated DeltaNet): each keeps a fixed state of {:.1} KiB per request on a rank (vLLM's layout: the convolution's last taps and the scan's state, in the model's dtype) in a page of its own, one page per request and state group (prefix caching off: vLLM's default for hybrid models up to 0.25; from 0.26 it is on and holds 2 or more, not modelled)",
+        "{} of {layers} layers are {kind} mixers: each keeps a fixed state of {:.1} KiB per request on a rank (the convolution's last taps and the scan's state, in the model's dtype), which vLLM keeps in pages of its own, one per request in each state group (prefix caching off, vLLM's default for hybrid models up to 0.25; from 0.26 it is on and a request holds 2 or more: not modelled)",
         l.state_layers,
         l.state_bytes as f64 / 1024.0,
     );
     if l.full_layers + l.sliding_layers > 0 {
         if l.block_size > asked_block {
             n += &format!(
-                "; vLLM raises the attention block size to {} tokens so that a K/V page holds a state",
+                "; the attention block is raised to {} tokens so that a K/V page holds a state",
                 l.block_size
             );
         }
         n += &format!(" (\"Padding mamba page size by {:.2}%\")", l.state_padding_percent());
+        if l.tokens_per_group {
+            n += "; the KV tokens are vLLM's logged count (the blocks of one layer group × the block), not what the attention layers can hold: read the concurrency";
+        }
     }
     n
 }

@@ -61,12 +61,21 @@ pub fn answer(s: &Serve, gpu_name: &str) -> String {
         o += &format!("  {k:<26} {:>12}\n", gib(v));
     }
     o += &format!("  profiling peak at: {}\n", s.activation_peak_at);
-    o += &format!(
-        "  KV cache: {} blocks of {} tokens ({} per token)\n",
-        count(s.kv_blocks),
-        s.layout.block_size,
-        per_token(s.kv_bytes_per_token)
-    );
+    let l = &s.layout;
+    o += &if l.state_layers > 0 && l.full_layers + l.sliding_layers == 0 {
+        format!(
+            "  state cache: {} blocks, one per request ({:.1} KiB per layer)\n",
+            count(s.kv_blocks),
+            l.page_bytes as f64 / 1024.0
+        )
+    } else {
+        format!(
+            "  KV cache: {} blocks of {} tokens ({} per token)\n",
+            count(s.kv_blocks),
+            l.block_size,
+            per_token(s.kv_bytes_per_token)
+        )
+    };
     o += &if s.fits {
         format!("  starts: yes; the longest request that fits: {} tokens\n", count(s.max_model_len_that_fits))
     } else if s.max_model_len_that_fits > 0 {

@@ -206,6 +206,10 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
             ctx.batch * ctx.seq * ctx.seq * ctx.residual_elem
         } else {
             0
+        } + if kinds.checkpoint_shares_embeddings {
+            ctx.rank_tokens * m.hidden_size * ctx.residual_elem
+        } else {
+            0
         },
         freed_before_attention_backward: blocks.freed_last,
         top: top.top,

@@ -491,6 +491,16 @@ FAMILY_SPECS = {
                    n_layer=4, n_head=8)),
     "bloom-560m-8l": (CONFIG_MAPPING["bloom"], dict(architectures=["BloomForCausalLM"], vocab_size=250880,
                       hidden_size=1024, n_layer=8, n_head=16)),
+    # Zamba2: Mamba2 blocks, a shared transformer block (two copies taken in turn, adapters per
+    # hybrid layer) at hybrid_layer_ids; and the class's widths (Zamba2-2.7B) in 8 blocks
+    "zamba2_tiny": (CONFIG_MAPPING["zamba2"], dict(architectures=["Zamba2ForCausalLM"], vocab_size=1000, hidden_size=256,
+                    intermediate_size=512, num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=8,
+                    n_mamba_heads=8, mamba_headdim=64, mamba_d_state=32, mamba_ngroups=1, chunk_size=64,
+                    num_mem_blocks=2, adapter_rank=16, use_shared_attention_adapter=True,
+                    layers_block_type=["mamba", "hybrid"] * 3, max_position_embeddings=2048)),
+    "zamba2-2.7b-8l": (CONFIG_MAPPING["zamba2"], dict(architectures=["Zamba2ForCausalLM"], num_hidden_layers=8,
+                       layers_block_type=["mamba"] * 3 + ["hybrid"] + ["mamba"] * 2 + ["hybrid", "mamba"],
+                       max_position_embeddings=4096)),
     "cohere_tiny": (CONFIG_MAPPING["cohere"], dict(architectures=["CohereForCausalLM"], vocab_size=1000, hidden_size=256,
                     intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                     max_position_embeddings=2048)),
@@ -822,6 +832,12 @@ def cases_S():
     out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
             C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
             C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    t = "zamba2_tiny"
+    out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+            C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+            C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+            C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be),
+            C("zamba2-2.7b-8l-bf16-sdpa-b1s2048", "zamba2-2.7b-8l", 1, 2048, "bfloat16", "sdpa", backend=be)]
     for t in ["m2x_a", "m2x_b", "m2x_c"]:
         out += [C(t + "-bf16-b1s2048", t, 1, 2048, "bfloat16", "eager", backend=be),
                 C(t + "-bf16-b2s1024", t, 2, 1024, "bfloat16", "eager", backend=be),
