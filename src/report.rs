@@ -303,6 +303,12 @@ pub fn validation_line(sc: &Scenario) -> String {
             "layer table from a safetensors header alone: parameters, gradients and optimizer states exact, activations NOT modelled (no config.json)".into()
         }
         None => "layer table (parameters and activations as given)".into(),
+        // a multimodal wrapper whose text model has a family (Llama 4): the text part follows it
+        Some(t) if t.unvalidated_type.is_some() && t.family != crate::families::generic() => format!(
+            "UNVALIDATED architecture (model_type \"{}\"): the text model follows the {} family's rules, the rest (images) is not modelled; parameters follow the config",
+            t.unvalidated_type.as_deref().unwrap_or_default(),
+            family_key(sc)
+        ),
         Some(t) if t.unvalidated_type.is_some() => format!(
             "UNVALIDATED architecture (model_type \"{}\"): estimated as the generic Llama-style decoder; parameters follow the config (the weights' header where one was read), activations are an approximation",
             t.unvalidated_type.as_deref().unwrap_or_default()

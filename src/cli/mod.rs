@@ -554,6 +554,9 @@ pub fn default_args() -> EstimateArgs {
 /// `presets`.
 pub fn list_presets() -> String {
     let mut s = String::new();
+    // the display names' column as wide as the longest
+    let width = preset::preset_names().iter().filter_map(|n| preset::builtin(n)).map(|m| m.name.len()).max();
+    let width = width.unwrap_or(28).max(28);
     for name in preset::preset_names() {
         if let Some(m) = preset::builtin(name) {
             let family = match m.transformer() {
@@ -564,7 +567,7 @@ pub fn list_presets() -> String {
                 None => "layer table".into(),
             };
             s += &format!(
-                "{name:<20} {:<28} {:>10} params  {family:<12} {}\n",
+                "{name:<20} {:<width$} {:>10} params  {family:<12} {}\n",
                 m.name,
                 report::human_count(m.n_params()),
                 preset::hub_id(name)

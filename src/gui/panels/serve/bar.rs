@@ -165,7 +165,13 @@ pub fn ui(ui: &mut egui::Ui, c: &ServeComputed, height: f32) {
         painter.text(
             pos2(lx, y_of(stacked as f64)),
             Align2::LEFT_CENTER,
-            format!("{} {} over", t.does_not_start, gib(over)),
+            crate::text!(
+                crate::gui::lang::current(),
+                "{} {} over",
+                "{}：超出 {}",
+                t.does_not_start,
+                gib(over)
+            ),
             FontId::proportional(14.0),
             palette::verdict(false),
         );
