@@ -140,6 +140,11 @@ fn the_json_contract_and_the_one_line_answer() {
         assert!(v[k].is_u64(), "{k}");
     }
     assert!(v["max_concurrency"].is_f64() && v["fits"] == true && v["notes"].is_array());
+    // the choices as their flags spell them
+    assert_eq!(
+        (v["settings"]["vllm_version"].as_str(), v["settings"]["sampler"].as_str()),
+        (Some("0.17"), Some("triton"))
+    );
     let b = &v["bytes"];
     let sum = ["weights", "activation_peak", "non_torch", "cudagraph", "kv_cache"]
         .iter()

@@ -107,10 +107,29 @@ pub struct ServeSettings {
     pub non_torch_mib: Option<u64>,
     /// The CUDA-visible total given, MiB.
     pub cuda_total_mib: Option<u64>,
-    /// The profiling sampler's path.
+    /// The profiling sampler's path (`--sampler`'s spelling).
+    #[serde(serialize_with = "token")]
     pub sampler: SamplerPath,
-    /// The vLLM release class modelled.
+    /// The vLLM release class modelled (`--vllm-version`'s spelling: "0.17").
+    #[serde(serialize_with = "token")]
     pub vllm_version: VllmRelease,
+}
+
+/// A choice as its flag spells it.
+fn token<S: serde::Serializer, T: Copy + Into<&'static str>>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str((*v).into())
+}
+
+impl From<SamplerPath> for &'static str {
+    fn from(v: SamplerPath) -> Self {
+        v.name()
+    }
+}
+
+impl From<VllmRelease> for &'static str {
+    fn from(v: VllmRelease) -> Self {
+        v.name()
+    }
 }
 
 impl ServeSettings {
@@ -318,6 +337,12 @@ pub fn serve(
     }
     if t.unvalidated_type.is_some() {
         notes.push(format!("{}: a generic decoder (not validated for this architecture)", model.name));
+    }
+    if cap.max_concurrency > max_num_seqs as f64 {
+        notes.push(format!(
+            "the KV cache holds {:.1} requests of max_model_len, as vLLM's \"Maximum concurrency\" line counts it; the scheduler runs at most --max-num-seqs {max_num_seqs} at once",
+            cap.max_concurrency
+        ));
     }
     if layout.state_layers > 0 {
         notes.push(state_note(t, &layout, t.num_layers.div_ceil(cfg.pp.max(1)), cfg.block_size));
