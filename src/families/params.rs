@@ -235,6 +235,19 @@ pub(crate) fn classic_head_params(p: &mut Params, m: &TransformerSpec, pooler: b
     }
 }
 
+/// `l` vision encoder layers of width `h` and MLP width `i` (SigLIP's, Llama 4's): two LayerNorms
+/// (weight and bias), q/k/v/o with biases, fc1 and fc2 with biases; frozen.
+fn biased_encoder_layers(p: &mut Params, h: u64, i: u64, l: u64) {
+    let (k, s) = (ParamKind::Frozen, Scope::Input);
+    p.push(h, 1, 4 * l, k, s, false);
+    p.push(h, h, 4 * l, k, s, false);
+    p.push(h, 1, 4 * l, k, s, false);
+    p.push(i, h, l, k, s, false);
+    p.push(i, 1, l, k, s, false);
+    p.push(h, i, l, k, s, false);
+    p.push(h, 1, l, k, s, false);
+}
+
 /// A vision tower's and projector's parameters.
 fn vision_params(p: &mut Params, v: &VisionTower) {
     use crate::model::VisionKind;
@@ -247,14 +260,7 @@ fn vision_params(p: &mut Params, v: &VisionTower) {
             p.push(h, v.num_channels * v.patch_size * v.patch_size, 1, k, s, false); // patch conv
             p.push(h, 1, 1, k, s, false);
             p.push(patches, h, 1, k, s, false); // position embedding
-            // per layer: 2 LayerNorms (w, b), q/k/v/o with bias, fc1/fc2 with bias
-            p.push(h, 1, 4 * l, k, s, false);
-            p.push(h, h, 4 * l, k, s, false);
-            p.push(h, 1, 4 * l, k, s, false);
-            p.push(i, h, l, k, s, false);
-            p.push(i, 1, l, k, s, false);
-            p.push(h, i, l, k, s, false);
-            p.push(h, 1, l, k, s, false);
+            biased_encoder_layers(p, h, i, l);
             p.push(h, 1, 2, k, s, false); // post_layernorm
         }
         VisionKind::Pixtral => {
@@ -269,14 +275,7 @@ fn vision_params(p: &mut Params, v: &VisionTower) {
             p.push(h, v.num_channels * v.patch_size * v.patch_size, 1, k, s, false); // unfolded patch Linear
             p.push(patches + 1, h, 1, k, s, false); // class token's and patches' positions
             p.push(h, 1, 5, k, s, false); // class token, layernorm_pre and _post
-            // per layer: 2 LayerNorms (w, b), q/k/v/o with bias, fc1/fc2 with bias
-            p.push(h, 1, 4 * l, k, s, false);
-            p.push(h, h, 4 * l, k, s, false);
-            p.push(h, 1, 4 * l, k, s, false);
-            p.push(i, h, l, k, s, false);
-            p.push(i, 1, l, k, s, false);
-            p.push(h, i, l, k, s, false);
-            p.push(h, 1, l, k, s, false);
+            biased_encoder_layers(p, h, i, l);
         }
     }
     p.push(v.projector_params, 1, 1, k, s, false);
