@@ -24,8 +24,6 @@ pub struct Layout {
     pub state_layers: u64,
     /// Bytes of one such layer's state per request on a rank, before vLLM pads it to a page.
     pub state_bytes: u64,
-    /// Blocks a request's state takes in each state group (1: prefix caching off).
-    pub state_blocks: u64,
     /// vLLM before 0.21 logs "GPU KV cache size" as the blocks of one group times the block
     /// size (`num_blocks // groups × block_size`) for a hybrid model.
     pub tokens_per_group: bool,
@@ -67,7 +65,6 @@ impl Layout {
             has_sliding: sliding > 0,
             state_layers: 0,
             state_bytes: 0,
-            state_blocks: 1,
             tokens_per_group: false,
         }
     }
@@ -145,7 +142,8 @@ impl Layout {
         let bs = self.block_size.max(1);
         let full_blocks = len.div_ceil(bs);
         let sliding_blocks = (self.window.saturating_sub(1) + batched).min(len).div_ceil(bs) + 1;
-        full * full_blocks + sliding * sliding_blocks + state * self.state_blocks
+        // a request's state: one block in each state group (prefix caching off)
+        full * full_blocks + sliding * sliding_blocks + state
     }
 }
 
