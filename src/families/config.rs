@@ -193,6 +193,7 @@ fn shape(d: &dyn FamilyDef, r: &Reader<'_>, family: crate::model::Family) -> Res
                 "max_seq_len",
                 "seq_length",
                 "max_sequence_length",
+                "model_max_length",
             ])?
             .unwrap_or(0),
         rope: rope(r)?,

@@ -105,7 +105,8 @@ impl FamilyDef for Deepseek {
     }
 }
 
-fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+/// A pre-norm block of MLA and the MLP (dense or experts).
+pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
     let ctx = g.ctx;
     let (ts, h) = (ctx.rank_tokens, m.hidden_size);
     let n = ts * h;
@@ -117,7 +118,8 @@ fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor
     g.add(x2, f, n, Cat::Residual)
 }
 
-fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+/// Multi-head latent attention; without rotary on `NO_ROPE` layers.
+pub(super) fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
     use LinearRole as R;
     let Some(a) = m.mla else { return attention(g, m, flags, x, &LLAMA) };
     let ctx = g.ctx;
@@ -142,10 +144,17 @@ fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
         Cat::AttentionIo,
         "kv_b_proj",
     );
+    let c = ctx.compute_elem;
+    if flags & layer::NO_ROPE != 0 {
+        // no rotary (Kimi-Linear's MLA): q is a view of its projection, k a new storage filled
+        // from kv_b's key part and the shared latent key part
+        let key = g.tensor(t * heads * qk * c, c, g.rg(kv) || g.rg(ckv), Cat::AttentionIo);
+        let o = g.attention(q, key, kv, attn_of(ctx, m, flags));
+        return g.linear(o, t, heads * a.v_head_dim, h, R::O, Cat::AttentionIo, "o_proj");
+    }
     // rotary on q's and the shared key's rotary parts, then q and k concatenated (new storages)
     let q_rot = g.rope(q, t * heads * a.qk_rope_head_dim, a.qk_rope_head_dim, Shared::Rope);
     let k_rot = g.rope(ckv, t * a.qk_rope_head_dim, a.qk_rope_head_dim, Shared::Rope);
-    let c = ctx.compute_elem;
     let rg_q = g.rg(q_rot) || g.rg(q);
     let rg_k = g.rg(k_rot) || g.rg(kv);
     let query = g.tensor(t * heads * qk * c, c, rg_q, Cat::AttentionIo);

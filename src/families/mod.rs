@@ -30,6 +30,7 @@ mod gpt_oss;
 mod granite;
 mod granitemoehybrid;
 mod jamba;
+mod kimi_linear;
 mod kinds;
 mod lfm2;
 mod litgpt;
@@ -233,6 +234,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &mamba::MambaFamily,
     &jamba::Jamba,
     &qwen3_next::Qwen3Next,
+    &kimi_linear::KimiLinear,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

@@ -45,6 +45,7 @@ impl FamilyDef for Qwen3Next {
             k_dim: r.positive("linear_key_head_dim")?,
             v_dim: r.positive("linear_value_head_dim")?,
             conv_kernel: r.positive("linear_conv_kernel_dim")?,
+            kda: false,
         };
         if !delta.v_heads.is_multiple_of(delta.k_heads) {
             let msg = format!("{} value heads must be a multiple of the key heads", delta.v_heads);

@@ -211,6 +211,11 @@ pub struct Delta {
     pub v_dim: u64,
     /// Taps of the causal convolution (`linear_conv_kernel_dim`).
     pub conv_kernel: u64,
+    /// Kimi Delta Attention (Kimi-Linear's `linear_attention` layers): separate q/k/v
+    /// projections, a decay per channel (`(b, s, heads, k_dim)`, from a low-rank `f_a → f_b`)
+    /// instead of one per head, a low-rank output gate, and as many key as value heads.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kda: bool,
 }
 
 impl Delta {

@@ -182,7 +182,7 @@ fn kind_name(k: ParamKind) -> String {
         ParamKind::Linear(r) => format!("linear {}", r.name()),
         ParamKind::Experts(r) => format!("experts {}", r.name()),
         ParamKind::Router | ParamKind::RouterFp32 => "router".into(),
-        ParamKind::Vector => "vector".into(),
+        ParamKind::Vector | ParamKind::VectorFp32 => "vector".into(),
         ParamKind::Frozen | ParamKind::FrozenFp32 => "frozen".into(),
     }
 }

@@ -406,6 +406,9 @@ pub enum ParamKind {
     RouterFp32,
     /// Bias vectors and norm weights.
     Vector,
+    /// A trained vector kept in fp32 whatever the model dtype (`_keep_in_fp32_modules_strict`:
+    /// Kimi-Linear's `dt_bias`).
+    VectorFp32,
     /// Parameters a text-only step leaves without gradients (a multimodal model's vision tower
     /// and projector): stored, never trained.
     Frozen,
@@ -422,7 +425,7 @@ impl ParamKind {
 
     /// Kept in fp32 whatever the model's dtype.
     pub fn fp32_kept(self) -> bool {
-        matches!(self, Self::RouterFp32 | Self::FrozenFp32)
+        matches!(self, Self::RouterFp32 | Self::VectorFp32 | Self::FrozenFp32)
     }
 }
 

@@ -522,7 +522,9 @@ impl Serve {
 
 /// What vLLM's hybrid allocator does with the recurrent layers' state, as its start-up log says it.
 fn state_note(t: &crate::model::TransformerSpec, l: &kv::Layout, layers: u64, asked_block: u64) -> String {
-    let kind = if t.delta.is_some() {
+    let kind = if t.delta.is_some_and(|d| d.kda) {
+        "Kimi Delta Attention"
+    } else if t.delta.is_some() {
         "gated DeltaNet"
     } else if t.ssm.is_some() {
         "Mamba2"

@@ -363,6 +363,9 @@ pub fn mixer_infer_working_set(ctx: &crate::engine::inputs::Ctx, m: &crate::mode
         if torch { base + 3 * t * x.inner * x.state * 4 + t * x.inner * 4 } else { base + t * x.inner * 4 }
     });
     let delta = m.delta.map_or(0, |x| {
+        if x.kda {
+            return super::kda::kda_infer_working_set(ctx, &x);
+        }
         let base = t * (2 * x.key_width() + 2 * x.value_width()) * c + t * x.conv_dim() * c;
         if torch { base + delta_torch_bytes(b, s, c, &x) } else { base + 2 * t * x.value_width() * 4 }
     });

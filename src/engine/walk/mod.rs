@@ -10,7 +10,7 @@ use super::inputs::saved::{Cat, Saved};
 use super::inputs::{AttentionImpl, Ctx, Kernel};
 use super::ops::{
     BlockFacts, Dequant, Graph, HeadTransients, InferPeaks, OpRecord, Shared, attention_backward_transient,
-    mamba_backward_transient, ssm_backward_transient,
+    kda_backward_transient, mamba_backward_transient, ssm_backward_transient,
 };
 use crate::families;
 use crate::model::{TransformerSpec, layer};
@@ -186,6 +186,10 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         Some(s) if m.layers_with(layer::MAMBA, m.num_layers) > 0 => {
             ssm.max(mamba_backward_transient(ctx, &s))
         }
+        _ => ssm,
+    };
+    let ssm = match m.delta {
+        Some(d) if d.kda && m.ssm_layers_among(m.num_layers) > 0 => ssm.max(kda_backward_transient(ctx, &d)),
         _ => ssm,
     };
     let (mlp_t, attn_t) = dequant
