@@ -57,7 +57,7 @@ struct Line {
 
 /// The groups of the reference rows, in the docs' order: file letter and what it holds
 /// (`tests/data/truth/README.md`).
-const GROUPS: [(char, &str); 15] = [
+const GROUPS: [(char, &str); 16] = [
     ('A', "tiny cases and GPT-2 124M (the shared ground truth)"),
     ('B', "real-size GPT-2, BERT-large, Llama-2-7B, Llama-3-8B, Mistral-7B, Mixtral-8x7B"),
     ('C', "Qwen2.5-7B, GPT-2 XL, BERT-base, Llama-2-13B, fp32 SDPA, odd shapes"),
@@ -66,6 +66,10 @@ const GROUPS: [(char, &str); 15] = [
     ('F', "tiny configs of 17 more families"),
     ('G', "real-size configs of those families"),
     ('H', "real-size cases chosen and measured after the model was written"),
+    (
+        'K',
+        "Kimi-Linear (KDA with NoPE MLA and sigmoid-routed experts) and LongCat-Flash (two MLAs and a shortcut MoE with identity experts per layer): tiny, and the class widths in 8 / 4 layers",
+    ),
     ('L', "Llama 4 text: chunked attention, NoPE layers, every-expert MoE (tiny, and Scout's widths)"),
     (
         'M',
@@ -162,6 +166,7 @@ fn rows() -> Vec<Row> {
         "reference_F.json",
         "reference_G.json",
         "reference_H.json",
+        "reference_K.json",
         "reference_L.json",
         "reference_M.json",
         "reference_N.json",

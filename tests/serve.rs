@@ -374,3 +374,21 @@ fn a_hybrid_serves_with_its_state_paged() {
     let d: serde_json::Value = serde_json::from_slice(&dense.stdout).unwrap();
     assert_eq!((d["kv_block_size"].as_u64(), d["state_bytes_per_layer"].as_u64()), (Some(16), Some(0)));
 }
+
+#[test]
+fn kimi_linear_pages_its_kda_state_as_vllm_sizes_it() {
+    // the config class's defaults: Kimi-Linear-48B-A3B's widths
+    let path = std::env::temp_dir().join(format!("vramscope-kimi-linear-{}.json", std::process::id()));
+    std::fs::write(&path, r#"{"model_type":"kimi_linear","architectures":["KimiLinearForCausalLM"]}"#).unwrap();
+    let p = path.to_string_lossy().to_string();
+    let out = cli(&["serve", "--model", &p, "--gpu", "h100-80gb", "--tp", "4", "--max-model-len", "32768", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // vLLM's `kda_state_shape`: q, k and v's conv taps (3 × 4096 / 4 channels × 3 taps) and a
+    // (128, 128) state per head (32 / 4 heads), in bf16
+    assert_eq!(v["state_bytes_per_layer"], (3 * 4096 / 4 * 3 + 32 / 4 * 128 * 128) * 2);
+    // one token of the MLA latent is (512 + 64) × 2 B: 16 × ceil(state / (16 × 1152)) tokens
+    assert_eq!(v["kv_block_size"], 256);
+    assert!(v["notes"].to_string().contains("Kimi Delta Attention"), "{}", v["notes"]);
+    std::fs::remove_file(&path).ok();
+}

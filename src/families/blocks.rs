@@ -225,10 +225,12 @@ pub(crate) fn mlp(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor, 
             inter: m.intermediate_size,
             routing,
             router_fp32: k.router_fp32,
+            router_weight_cast: k.router_weight_cast,
             weights_fp32: k.routing_fp32,
             clamped_swiglu: k.clamped_swiglu,
             gated: k.gated,
             act: k.act,
+            zero_experts: moe.zero_experts,
         };
         let mut out = g.moe(x, h, op);
         if moe.shared_intermediate_size > 0 {

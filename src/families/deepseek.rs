@@ -164,35 +164,41 @@ pub(super) fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) 
 }
 
 fn params(p: &mut Params, m: &TransformerSpec) {
-    use LinearRole as R;
     let (h, l) = (m.hidden_size, m.num_layers);
-    let heads = m.num_heads;
     p.ends(m, false);
-    if let Some(a) = m.mla {
-        let qk = a.qk_head_dim();
-        if a.q_lora_rank > 0 {
-            p.linear(a.q_lora_rank, h, l, R::Q, m.qkv_bias);
-            p.norms(a.q_lora_rank, 1, l, false);
-            p.linear(heads * qk, a.q_lora_rank, l, R::Q, false);
-        } else {
-            p.linear(heads * qk, h, l, R::Q, false);
-        }
-        p.linear(a.kv_lora_rank + a.qk_rope_head_dim, h, l, R::K, m.qkv_bias);
-        p.norms(a.kv_lora_rank, 1, l, false);
-        p.linear(heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, l, R::V, false);
-        p.linear(h, heads * a.v_head_dim, l, R::O, m.o_bias);
-        if a.index_heads > 0 {
-            // V3.2's indexer: wq_b from the q latent, wk, a LayerNorm on its key, weights_proj
-            let (ih, id) = (a.index_heads, a.index_head_dim);
-            p.push(ih * id, a.q_lora_rank.max(1), l, ParamKind::Vector, Scope::Block, false);
-            p.push(id, h, l, ParamKind::Vector, Scope::Block, false);
-            p.norms(id, 1, l, true);
-            p.push(ih, h, l, ParamKind::Vector, Scope::Block, false);
-        }
+    mla_params(p, m, l);
+    if let Some(a) = m.mla
+        && a.index_heads > 0
+    {
+        // V3.2's indexer: wq_b from the q latent, wk, a LayerNorm on its key, weights_proj
+        let (ih, id) = (a.index_heads, a.index_head_dim);
+        p.push(ih * id, a.q_lora_rank.max(1), l, ParamKind::Vector, Scope::Block, false);
+        p.push(id, h, l, ParamKind::Vector, Scope::Block, false);
+        p.norms(id, 1, l, true);
+        p.push(ih, h, l, ParamKind::Vector, Scope::Block, false);
     }
     let (dense, sparse) = dense_and_sparse_layers(m);
     moe_params_fp32_router(p, m, sparse);
     let di = dense_width(m);
     mlp_params(p, h, di, dense, true, false, false);
     p.norms(h, 2, l, false);
+}
+
+/// `layers` multi-head latent attentions: q directly or through its low-rank latent and norm,
+/// the joint k/v latent with the shared rotary key part, its norm, kv_b and o_proj.
+pub(super) fn mla_params(p: &mut Params, m: &TransformerSpec, layers: u64) {
+    use LinearRole as R;
+    let Some(a) = m.mla else { return };
+    let (h, heads, qk) = (m.hidden_size, m.num_heads, a.qk_head_dim());
+    if a.q_lora_rank > 0 {
+        p.linear(a.q_lora_rank, h, layers, R::Q, m.qkv_bias);
+        p.norms(a.q_lora_rank, 1, layers, false);
+        p.linear(heads * qk, a.q_lora_rank, layers, R::Q, false);
+    } else {
+        p.linear(heads * qk, h, layers, R::Q, false);
+    }
+    p.linear(a.kv_lora_rank + a.qk_rope_head_dim, h, layers, R::K, m.qkv_bias);
+    p.norms(a.kv_lora_rank, 1, layers, false);
+    p.linear(heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, layers, R::V, false);
+    p.linear(h, heads * a.v_head_dim, layers, R::O, m.o_bias);
 }

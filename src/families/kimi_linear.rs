@@ -72,20 +72,7 @@ impl FamilyDef for KimiLinear {
         let linear = m.layers_with(layer::SSM, l);
         let attn = l - linear;
         p.ends(m, false);
-        if let Some(a) = m.mla {
-            let (heads, qk) = (m.num_heads, a.qk_head_dim());
-            if a.q_lora_rank > 0 {
-                p.linear(a.q_lora_rank, h, attn, R::Q, m.qkv_bias);
-                p.norms(a.q_lora_rank, 1, attn, false);
-                p.linear(heads * qk, a.q_lora_rank, attn, R::Q, false);
-            } else {
-                p.linear(heads * qk, h, attn, R::Q, false);
-            }
-            p.linear(a.kv_lora_rank + a.qk_rope_head_dim, h, attn, R::K, m.qkv_bias);
-            p.norms(a.kv_lora_rank, 1, attn, false);
-            p.linear(heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, attn, R::V, false);
-            p.linear(h, heads * a.v_head_dim, attn, R::O, m.o_bias);
-        }
+        deepseek::mla_params(p, m, attn);
         if let Some(d) = &m.delta {
             let (w, hd) = (d.value_width(), d.k_dim);
             p.linear(d.key_width(), h, linear, R::Q, false);

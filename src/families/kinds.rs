@@ -109,6 +109,9 @@ pub struct OpKinds {
     pub half_residual: bool,
     /// The MoE router works on an fp32 copy of the tokens (DeepSeek).
     pub router_fp32: bool,
+    /// The router's weight is stored in the model's dtype and `w.float()` makes an fp32 copy,
+    /// kept by the product (LongCat-Flash's `classifier`, not kept in fp32 under bf16).
+    pub router_weight_cast: bool,
     /// The routing weights reach the experts in fp32 (sigmoid scores not cast back: MiniMax-M2,
     /// GLM-4.5), so each routed row's weighted output is an fp32 tensor.
     pub routing_fp32: bool,
@@ -148,6 +151,7 @@ impl OpKinds {
         eager_only: false,
         half_residual: false,
         router_fp32: false,
+        router_weight_cast: false,
         routing_fp32: false,
         clamped_swiglu: false,
         moe_all_experts: false,

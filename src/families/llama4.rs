@@ -133,6 +133,8 @@ fn feed_forward(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) ->
         clamped_swiglu: false,
         gated: true,
         act: Act::Silu,
+        zero_experts: 0,
+        router_weight_cast: false,
     };
     let routed = g.moe_all_experts(x, h, op);
     let shared = dense_mlp(g, x, t, ts, h, moe.shared_intermediate_size, &STYLE);

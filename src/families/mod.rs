@@ -36,6 +36,7 @@ mod lfm2;
 mod litgpt;
 mod llama;
 mod llama4;
+mod longcat_flash;
 mod mamba;
 mod mamba2;
 mod megatron;
@@ -235,6 +236,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &jamba::Jamba,
     &qwen3_next::Qwen3Next,
     &kimi_linear::KimiLinear,
+    &longcat_flash::LongcatFlash,
     &phi::Phi,
     &olmo2::Olmo2,
     &olmoe::Olmoe,

@@ -132,6 +132,8 @@ mod tests {
             ("qwen3_next", 79_674_391_296),
             ("zamba2", 2_481_848_336),
             ("bloom", 16_156_544),
+            ("kimi_linear", 49_133_074_464),
+            ("longcat_flash", 560_664_958_976),
         ] {
             let m = model(&format!(r#"{{"model_type":"{mt}"}}"#));
             assert_eq!(m.n_params(), n, "{mt}");

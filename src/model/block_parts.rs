@@ -35,6 +35,13 @@ pub struct Moe {
     /// (Nemotron-H's `moe_latent_size`; 0: none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub latent: u64,
+    /// Identity ("zero-computation") experts the router scores beside the routed ones
+    /// (LongCat-Flash's `zero_expert_num`): a token sent there keeps itself, times its weight.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub zero_experts: u64,
+    /// The router Linear has a bias (LongCat-Flash's `router_bias`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub router_bias: bool,
 }
 
 impl Moe {
@@ -50,6 +57,8 @@ impl Moe {
             topk_group: 0,
             input_jitter: false,
             latent: 0,
+            zero_experts: 0,
+            router_bias: false,
         }
     }
 }

@@ -168,6 +168,10 @@ pub struct TransformerSpec {
     /// mixer (Qwen3-Next's `linear_attention` layers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta: Option<Delta>,
+    /// Attention sublayers in each attending block, each with its own KV cache (LongCat-Flash's
+    /// decoder layers hold two MLAs); 0 reads as 1.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attn_per_block: u64,
     /// The Mamba (1) mixer of the layers flagged [`layer::MAMBA`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mamba: Option<Mamba>,
@@ -505,16 +509,18 @@ impl TransformerSpec {
         self.layer_flags.iter().take(layers).filter(|f| **f & bit != 0).count() as u64
     }
 
-    /// Layers that attend (neither a short convolution, a Mamba2 mixer nor an MLP alone) among
-    /// the first `layers`: those with a KV cache.
+    /// Attention layers (each with a KV cache) in the first `layers` blocks: the blocks that
+    /// attend (neither a short convolution, a recurrent mixer nor an MLP alone), times the
+    /// attention sublayers of each ([`Self::attn_per_block`]).
     pub fn attention_layers_among(&self, layers: u64) -> u64 {
         let n = layers.min(self.num_layers);
         if self.layer_flags.is_empty() {
-            return n;
+            return n * self.attn_per_block.max(1);
         }
         let take = usize::try_from(n).unwrap_or(usize::MAX);
         let none = layer::CONV | layer::SSM | layer::NO_MIXER | layer::MAMBA;
-        self.layer_flags.iter().take(take).filter(|f| **f & none == 0).count() as u64
+        let per = self.attn_per_block.max(1);
+        per * self.layer_flags.iter().take(take).filter(|f| **f & none == 0).count() as u64
     }
 
     /// Layers with a short convolution instead of attention (LFM2's `conv` layers).

@@ -54,12 +54,12 @@ impl Layout {
         };
         let sliding = (0..layers).filter(|&i| sliding_of(i)).count() as u64;
         // short-convolution (LFM2) and Mamba2 layers hold no K/V: a fixed state per request
-        // instead; Nemotron-H's MLP-only blocks hold nothing
-        let conv = layers.saturating_sub(t.attention_layers_among(layers));
+        // instead; Nemotron-H's MLP-only blocks hold nothing; LongCat-Flash's hold two
+        let attending = t.attention_layers_among(layers);
         Self {
             page_bytes: block_size * per_token_layer * dtype_bytes,
             block_size,
-            full_layers: layers - sliding - conv.min(layers - sliding),
+            full_layers: attending.saturating_sub(sliding),
             sliding_layers: sliding,
             window: t.sliding_window.unwrap_or(0),
             has_sliding: sliding > 0,

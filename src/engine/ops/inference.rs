@@ -163,7 +163,10 @@ fn mlp_phase(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> u64 {
                 let weighting = tk * h * c + 2 * tk * h * w;
                 let si = moe.shared_intermediate_size;
                 let beside = if si > 0 { t * h * c } else { 0 };
-                let routed = tk * h * c + widths.max(weighting) + beside;
+                // LongCat-Flash's identity experts: the tokens times their weights (fp32 when the
+                // weights are), made before the routed experts run and added after
+                let identity = if moe.zero_experts > 0 { t * h * w } else { 0 };
+                let routed = tk * h * c + widths.max(weighting) + beside + identity;
                 let shared = if si > 0 { beside + 3 * t * si * c } else { 0 };
                 router.max(routed).max(shared)
             }

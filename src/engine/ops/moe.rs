@@ -45,6 +45,8 @@ pub struct MoeOp {
     pub routing: Routing,
     /// The router works on an fp32 copy of the tokens (`F.linear(x.float(), w.float())`).
     pub router_fp32: bool,
+    /// ... and on an fp32 copy of its weight, stored in the model's dtype (LongCat-Flash).
+    pub router_weight_cast: bool,
     /// The routing weights reach the experts in fp32 (else cast to the stream's dtype).
     pub weights_fp32: bool,
     /// gpt-oss's clamped SwiGLU in the experts.
@@ -54,6 +56,10 @@ pub struct MoeOp {
     pub gated: bool,
     /// The experts' activation (read when they are not gated).
     pub act: Act,
+    /// Identity experts scored beside the routed ones (LongCat-Flash): the router scores
+    /// `experts + zero_experts`, and a token routed to one is re-routed to a real expert with
+    /// weight 0 while it keeps itself times the weight.
+    pub zero_experts: u64,
 }
 
 impl Graph<'_> {
@@ -63,8 +69,19 @@ impl Graph<'_> {
     /// weights, and per routed row the grouped gate_up output, the activation, the product and
     /// the down output.
     pub fn moe(&mut self, x: Tensor, width: u64, op: MoeOp) -> Tensor {
-        let MoeOp { experts, top_k, inter, routing, router_fp32, weights_fp32, clamped_swiglu, gated, act } =
-            op;
+        let MoeOp {
+            experts,
+            top_k,
+            inter,
+            routing,
+            router_fp32,
+            router_weight_cast,
+            weights_fp32,
+            clamped_swiglu,
+            gated,
+            act,
+            zero_experts,
+        } = op;
         let before = self.kept.total();
         let ctx = self.ctx;
         let (t, c) = (ctx.tokens, ctx.compute_elem);
@@ -81,6 +98,10 @@ impl Graph<'_> {
             }
         }
         let active = self.rg(x) || ctx.full;
+        // `w.float()` copies a weight stored narrower than fp32 (not under autocast's fp32 masters)
+        if active && router_fp32 && router_weight_cast && !ctx.amp && c < 4 {
+            self.keep_new((experts + zero_experts) * width * 4, Cat::Mlp);
+        }
         if active {
             // before PyTorch 1.11 the router's softmax keeps its input too: the top-k values
             // (gpt-oss), else the logits (`softmax(logits, dtype=float32)`: fp16 logits as they
@@ -110,7 +131,15 @@ impl Graph<'_> {
                     ),
                     Routing::TopkFirst { .. } | Routing::SparseMixer { .. } => (0, 0),
                 };
-                self.keep_new(t * experts * (4 + input) + tk * 8 + norm + grouped, Cat::Mlp);
+                let scored = experts + zero_experts;
+                self.keep_new(t * scored * (4 + input) + tk * 8 + norm + grouped, Cat::Mlp);
+            }
+            if zero_experts > 0 {
+                // the identity experts: the two bool masks `masked_fill` keeps (to the identity
+                // weights and away from them), the identity weights' sum (fp32), kept with the
+                // tokens by `x * weights`
+                self.keep_new(2 * tk + t * 4, Cat::Mlp);
+                self.keep(x);
             }
             self.keep_new(3 * tk * 8 + experts * 4, Cat::Mlp);
             // the gathered tokens and their weights (the product with the down output keeps both)

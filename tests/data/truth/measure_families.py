@@ -535,6 +535,27 @@ FAMILY_SPECS.update({
                                  max_position_embeddings=2048, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "llama4-scout-8l": (CONFIG_MAPPING["llama4_text"], dict(architectures=["Llama4ForCausalLM"], num_hidden_layers=8)),
 })
+FAMILY_SPECS.update({
+    # Kimi-Linear: KDA (per-channel-decay gated delta rule) blocks, NoPE MLA at full_attention,
+    # DeepSeek-style MoE after a first dense layer; and the class widths (Kimi-Linear-48B-A3B) in 8 blocks
+    "kimi_linear_tiny": (CONFIG_MAPPING["kimi_linear"], dict(architectures=["KimiLinearForCausalLM"], vocab_size=1000,
+                         hidden_size=256, intermediate_size=512, moe_intermediate_size=64, num_hidden_layers=4,
+                         num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=64, qk_rope_head_dim=16,
+                         qk_nope_head_dim=32, v_head_dim=32, num_local_experts=4, num_experts_per_tok=2,
+                         linear_head_dim=32, linear_num_heads=4, linear_conv_kernel_dim=4,
+                         layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"],
+                         max_position_embeddings=2048, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "kimi_linear-8l": (CONFIG_MAPPING["kimi_linear"], dict(architectures=["KimiLinearForCausalLM"], num_hidden_layers=8,
+                       layer_types=["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3 + ["full_attention"])),
+    # LongCat-Flash: two MLA + two dense MLP sublayers per layer, a shortcut MoE with zero experts;
+    # the class widths in 4 layers (8 sublayers)
+    "longcat_flash_tiny": (CONFIG_MAPPING["longcat_flash"], dict(architectures=["LongcatFlashForCausalLM"], vocab_size=1000,
+                           hidden_size=256, num_layers=2, num_attention_heads=4, ffn_hidden_size=512, q_lora_rank=64,
+                           kv_lora_rank=32, qk_nope_head_dim=32, qk_rope_head_dim=16, head_dim=16, v_head_dim=32,
+                           moe_topk=2, n_routed_experts=4, zero_expert_num=2, expert_ffn_hidden_size=64,
+                           max_position_embeddings=2048, pad_token_id=0)),
+    "longcat_flash-4l": (CONFIG_MAPPING["longcat_flash"], dict(architectures=["LongcatFlashForCausalLM"], num_layers=4)),
+})
 CONFIG_SPECS.update(FAMILY_SPECS)
 
 
@@ -874,6 +895,23 @@ def cases_S():
     return out
 
 
+def cases_K():
+    """Kimi-Linear and LongCat-Flash (#39), transformers' PyTorch paths (cuda-emu-fake)."""
+    be = "cuda-emu-fake"
+    out = []
+    for t in ["kimi_linear_tiny", "longcat_flash_tiny"]:
+        out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+                C(t + "-bf16-sdpa-b2s200", t, 2, 200, "bfloat16", "sdpa", backend=be),
+                C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+                C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+                C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out += [C("kimi_linear-8l-bf16-sdpa-b1s2048", "kimi_linear-8l", 1, 2048, "bfloat16", "sdpa", backend=be),
+            C("kimi_linear-8l-bf16-sdpa-b1s2048-infer", "kimi_linear-8l", 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be),
+            C("longcat_flash-4l-bf16-sdpa-b1s1024", "longcat_flash-4l", 1, 1024, "bfloat16", "sdpa", backend=be),
+            C("longcat_flash-4l-bf16-sdpa-b1s1024-infer", "longcat_flash-4l", 1, 1024, "bfloat16", "sdpa", mode="infer", backend=be)]
+    return out
+
+
 def cases_M():
     """2025 MoE decoders (#39), measured after their family files were written (cuda-emu-fake):
     per family train bf16 sdpa b2 s256, train fp32 eager b2 s128, inference bf16 sdpa b2 s256,
@@ -1116,7 +1154,7 @@ class SavedRecorder:
             by_phase[r["phase"]] += r["nbytes"]
             by_module[r["module"]] += r["nbytes"]
             by_op[r["op"]] += r["nbytes"]
-        top = sorted(recs, key=lambda r: -r["nbytes"])[:8]
+        top = sorted(recs, key=lambda r: -r["nbytes"])[:int(os.environ.get("VRAM_TOP", "8"))]
         return dict(
             activation_saved_bytes=tot,
             activation_by_dtype=dict(by_dtype),
@@ -1474,7 +1512,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "S", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "S", "K", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -1494,6 +1532,7 @@ def main():
     cases += cases_L() if args.group == "L" else []
     cases += cases_O() if args.group == "O" else []
     cases += cases_S() if args.group == "S" else []
+    cases += cases_K() if args.group == "K" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     rows = []
