@@ -167,12 +167,14 @@ pub fn family_key(sc: &Scenario) -> String {
 }
 
 /// `model_type`s that map onto a validated family's rules but were not measured themselves.
-const UNMEASURED_TYPES: &[&str] = &["qwen2_moe", "granitemoeshared", "deepseek_v32"];
+const UNMEASURED_TYPES: &[&str] = &["qwen2_moe", "granitemoeshared"];
 
 /// Does the model have recurrent mixers whose inference working set is not measured (Mamba,
-/// Mamba2, gated DeltaNet; LFM2's short convolutions are measured)?
+/// Mamba2, gated DeltaNet; LFM2's short convolutions and Kimi's KDA are measured)?
 fn stateful(t: &crate::model::TransformerSpec) -> bool {
-    t.ssm_layers_among(t.num_layers) > 0 || t.layers_with(crate::model::layer::MAMBA, t.num_layers) > 0
+    let kda = t.delta.is_some_and(|d| d.kda);
+    (t.ssm_layers_among(t.num_layers) > 0 && !kda)
+        || t.layers_with(crate::model::layer::MAMBA, t.num_layers) > 0
 }
 
 /// Has this architecture's activation model been checked against measured PyTorch runs?
@@ -217,12 +219,6 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
         .filter(|m| UNMEASURED_TYPES.contains(m))
     {
         out.push(format!("model_type \"{m}\" follows its family's rules but has not been measured itself"));
-        if m == "deepseek_v32" {
-            out.push(
-                "not modelled: the sparse-attention indexer's activations (its parameters are counted)"
-                    .into(),
-            );
-        }
     }
     if let Some(u) = sc.model.transformer().and_then(|t| t.unmodelled.as_ref()) {
         out.push(u.clone());

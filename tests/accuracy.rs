@@ -68,7 +68,7 @@ const GROUPS: [(char, &str); 16] = [
     ('H', "real-size cases chosen and measured after the model was written"),
     (
         'K',
-        "Kimi-Linear (KDA with NoPE MLA and sigmoid-routed experts) and LongCat-Flash (two MLAs and a shortcut MoE with identity experts per layer): tiny, and the class widths in 8 / 4 layers",
+        "Kimi-Linear (KDA with NoPE MLA and sigmoid-routed experts), LongCat-Flash (two MLAs and a shortcut MoE with identity experts per layer) and DeepSeek-V3.2 (MLA with the sparse-attention indexer): tiny, and the class widths in 8 / 4 layers",
     ),
     ('L', "Llama 4 text: chunked attention, NoPE layers, every-expert MoE (tiny, and Scout's widths)"),
     (

@@ -379,9 +379,21 @@ fn a_hybrid_serves_with_its_state_paged() {
 fn kimi_linear_pages_its_kda_state_as_vllm_sizes_it() {
     // the config class's defaults: Kimi-Linear-48B-A3B's widths
     let path = std::env::temp_dir().join(format!("vramscope-kimi-linear-{}.json", std::process::id()));
-    std::fs::write(&path, r#"{"model_type":"kimi_linear","architectures":["KimiLinearForCausalLM"]}"#).unwrap();
+    std::fs::write(&path, r#"{"model_type":"kimi_linear","architectures":["KimiLinearForCausalLM"]}"#)
+        .unwrap();
     let p = path.to_string_lossy().to_string();
-    let out = cli(&["serve", "--model", &p, "--gpu", "h100-80gb", "--tp", "4", "--max-model-len", "32768", "--json"]);
+    let out = cli(&[
+        "serve",
+        "--model",
+        &p,
+        "--gpu",
+        "h100-80gb",
+        "--tp",
+        "4",
+        "--max-model-len",
+        "32768",
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // vLLM's `kda_state_shape`: q, k and v's conv taps (3 × 4096 / 4 channels × 3 taps) and a

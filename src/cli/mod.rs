@@ -230,9 +230,10 @@ pub struct EstimateArgs {
     /// pre-2.0 default is a separate flag (--keep-grads).
     #[arg(long, value_name = "X.Y")]
     pub torch: Option<vramscope::estimate::Torch>,
-    /// Which code runs a state-space model's Mamba2 mixers in training: `kernels` (mamba_ssm and
-    /// causal_conv1d installed, on a GPU: transformers' default there) or `torch` (transformers'
-    /// PyTorch path, which keeps the chunked scan's fp32 tensors: several times more).
+    /// Which code runs a recurrent model's mixers (Mamba2, Mamba, gated DeltaNet, Kimi Delta
+    /// Attention): `kernels` (mamba_ssm, causal_conv1d or flash-linear-attention installed, on a
+    /// GPU: transformers' default there) or `torch` (transformers' PyTorch path, which keeps the
+    /// chunked scan's fp32 tensors: several times more).
     #[arg(long, value_name = "IMPL", value_parser = choice::<vramscope::estimate::MixerImpl>())]
     pub mixer_impl: Option<vramscope::estimate::MixerImpl>,
     /// The bitsandbytes version (e.g. 0.41): before 0.43, 4-bit weights are quantized from fp16,

@@ -159,7 +159,11 @@ pub(super) fn mla(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) 
     let rg_k = g.rg(k_rot) || g.rg(kv);
     let query = g.tensor(t * heads * qk * c, c, rg_q, Cat::AttentionIo);
     let key = g.tensor(t * heads * qk * c, c, rg_k, Cat::AttentionIo);
-    let o = g.attention(query, key, kv, attn_of(ctx, m, flags));
+    let mut at = attn_of(ctx, m, flags);
+    // DeepSeek-V3.2's indexer (no grad) picks the keys each query attends: eager and SDPA get
+    // the pick as an additive `(b, 1, s, s)` mask of the layer's own, which SDPA keeps
+    at.masked |= a.index_heads > 0;
+    let o = g.attention(query, key, kv, at);
     g.linear(o, t, heads * a.v_head_dim, h, R::O, Cat::AttentionIo, "o_proj")
 }
 
@@ -170,12 +174,14 @@ fn params(p: &mut Params, m: &TransformerSpec) {
     if let Some(a) = m.mla
         && a.index_heads > 0
     {
-        // V3.2's indexer: wq_b from the q latent, wk, a LayerNorm on its key, weights_proj
+        // V3.2's indexer: wq_b from the q latent, wk, a LayerNorm on its key (weight and bias),
+        // weights_proj; it runs under `no_grad`, so they never get a gradient nor AdamW states
         let (ih, id) = (a.index_heads, a.index_head_dim);
-        p.push(ih * id, a.q_lora_rank.max(1), l, ParamKind::Vector, Scope::Block, false);
-        p.push(id, h, l, ParamKind::Vector, Scope::Block, false);
-        p.norms(id, 1, l, true);
-        p.push(ih, h, l, ParamKind::Vector, Scope::Block, false);
+        let frozen = ParamKind::Frozen;
+        p.push(ih * id, a.q_lora_rank.max(1), l, frozen, Scope::Block, false);
+        p.push(id, h, l, frozen, Scope::Block, false);
+        p.push(2 * id, 1, l, frozen, Scope::Block, false);
+        p.push(ih, h, l, frozen, Scope::Block, false);
     }
     let (dense, sparse) = dense_and_sparse_layers(m);
     moe_params_fp32_router(p, m, sparse);

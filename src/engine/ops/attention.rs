@@ -245,3 +245,15 @@ pub fn attention_backward_transient(
         _ => (2 * m.q_width() + 2 * m.kv_width()) * t * c + ctx.batch * m.num_heads * ctx.seq * 4,
     }
 }
+
+/// What DeepSeek-V3.2's sparse-attention indexer allocates at once in a block's forward (it runs
+/// under `no_grad`, in training and inference alike): q and k cast to fp32, k broadcast to every
+/// query (`matmul` of `(b, s, heads, d)` by `(b, 1, d, s)` copies k per query, `(b, s, d, s)` in
+/// fp32) and the `(b, s, heads, s)` fp32 scores; measured on a tiny DeepSeek-V3.2 (transformers
+/// 5.25's bf16 reference path, not the fp8 kernel of the original code).
+pub fn indexer_transient(ctx: &super::super::inputs::Ctx, m: &crate::model::TransformerSpec) -> u64 {
+    let Some(a) = m.mla.filter(|a| a.index_heads > 0) else { return 0 };
+    let (b, s, t) = (ctx.batch, ctx.seq, ctx.tokens);
+    let (heads, d) = (a.index_heads, a.index_head_dim);
+    b * s * s * (d + heads) * 4 + t * heads * d * 4 + t * d * 4
+}

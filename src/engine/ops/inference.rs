@@ -130,7 +130,7 @@ fn attention_phase(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> u64 {
         Some(a) => t * m.num_heads * (a.qk_nope_head_dim + a.v_head_dim) * c + 2 * t * qw * c,
         None => 0,
     };
-    t * h * r + t * qw * c + core + latent
+    t * h * r + t * qw * c + core + latent + super::indexer_transient(ctx, m)
 }
 
 /// The MLP phase: its input twice (residual and normed), then the experts' or the MLP's widths.

@@ -26,7 +26,7 @@ pub use moe::{MoeOp, Renorm, Routing};
 mod norms;
 mod pieces;
 pub use activations::{Act, MlpBackward};
-pub use attention::{Attn, Softmax, attention_backward_transient, kernel};
+pub use attention::{Attn, Softmax, attention_backward_transient, indexer_transient, kernel};
 pub use inference::{InferKind, InferPeaks};
 pub use kda::kda_backward_transient;
 pub use linear::Dequant;

@@ -223,6 +223,7 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         attention_backward_transient: attn_t,
         loss_backward_transient: head.loss_backward,
         head_forward_transient: head.forward,
+        block_forward_transient: crate::engine::ops::indexer_transient(ctx, m),
         head_chunk_sum_transient: head.chunk_sum,
         head_chunk_kept: head.chunk_kept,
         head_pieces: head.pieces,

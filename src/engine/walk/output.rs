@@ -106,6 +106,9 @@ pub struct ActivationModel {
     pub loss_backward_transient: u64,
     /// Logits (and their fp32 upcast) alive while the loss runs forward.
     pub head_forward_transient: u64,
+    /// What a block allocates at once in its forward beside what it keeps (DeepSeek-V3.2's
+    /// sparse-attention indexer); 0 for the others.
+    pub block_forward_transient: u64,
     /// A head run once per chunk of the sequence (torchtune's chunked output, litgpt's
     /// `lm_head_chunk_size`) with a trained weight: the temporaries alive when the second chunk's
     /// weight gradient is summed into the first (the autograd engine's input buffer of the weight:

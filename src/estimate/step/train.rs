@@ -154,6 +154,15 @@ impl<'p, 'a> Train<'p, 'a> {
                 b
             };
             block_fwd.push(saves);
+            let fwd_t = p.am.block_forward_transient;
+            if fwd_t > 0 && (self.detail || j + 1 == layers) {
+                // the block's no-grad working set (DeepSeek-V3.2's indexer, after q, k and v)
+                // beside what the blocks before it keep and what it kept up to its attention
+                let own = saves.saturating_sub(p.am.freed_before_attention_backward);
+                let a = p.top_input + scaled(cum + own, stage.in_flight).min(p.blocks_total);
+                let what = "sparse-attention indexer (no grad)";
+                sink.push(ev(FWD, Some(j), what, Pass::Step, false, self.with(a + cache, grads, fwd_t)));
+            }
             cum += saves;
             // the forward only adds: its block events stay below the last one (the estimator's
             // walk skips them)
@@ -475,7 +484,7 @@ impl Train<'_, '_> {
         let p = self.p;
         let am = &p.am;
         let from = if self.segments { j + 1 - self.seg_len.min(j + 1) } else { j };
-        let rec = (from..=j).map(|i| stored_saves(p, i)).sum();
+        let rec: u64 = (from..=j).map(|i| stored_saves(p, i)).sum();
         if Some(j) == b.earlier_at
             && let Some((freed, recomputed)) = p.recompute.earlier
         {
@@ -484,6 +493,14 @@ impl Train<'_, '_> {
             let g = grads.min(self.base.gradients + start.head_grads);
             let temp = am.mlp_backward_transient.max(am.attention_backward_transient);
             sink.push(ev(BWD, None, what, Pass::Step, true, self.with(a, g, temp)));
+        }
+        // the recomputed forward's no-grad working set (DeepSeek-V3.2's indexer) comes after
+        // the block's saves up to its attention
+        let fwd_t = am.block_forward_transient;
+        if fwd_t > 0 {
+            let what = "recompute: sparse-attention indexer (no grad)";
+            let before = acts + rec - am.freed_before_attention_backward.min(rec);
+            sink.push(ev(BWD, Some(j), what, Pass::Step, false, self.with(before, grads, fwd_t)));
         }
         sink.push(ev(BWD, Some(j), "recompute", Pass::Step, false, self.with(acts + rec, grads, 0)));
         rec

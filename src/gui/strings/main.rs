@@ -101,8 +101,8 @@ strings! {
             Torch::Current.label(),
         ] / ["PyTorch 1.10 及更早", "PyTorch 1.11 - 1.13", "PyTorch 2.0 - 2.1", "PyTorch 2.2 及更新"],
         mixer_impl: "State-space mixers" / "状态空间混合器",
-        mixer_impl_tip: "Which code runs the Mamba2 mixers in training. With mamba_ssm and causal_conv1d installed on a GPU, transformers calls their fused kernel: it keeps in_proj's output, the scan's output and one fp32 statistic per group, and recomputes the rest in backward. Without them (or on a CPU) transformers runs its own PyTorch ops, whose chunked scan keeps several fp32 tensors per chunk: several times more."
-            / "训练时由哪段代码运行 Mamba2 混合器。在 GPU 上安装了 mamba_ssm 与 causal_conv1d 时，transformers 调用它们的融合内核：只保留 in_proj 的输出、扫描的输出和每组一个 fp32 统计量，其余在反向时重算。未安装（或在 CPU 上）时，transformers 运行自己的 PyTorch 算子，其分块扫描每块保留多个 fp32 张量，显存要多数倍。",
+        mixer_impl_tip: "Which code runs the recurrent mixers (Mamba2, Mamba, gated DeltaNet, Kimi Delta Attention). With mamba_ssm, causal_conv1d or flash-linear-attention installed on a GPU, transformers calls their fused kernels: they keep the projections' outputs and a few statistics, and recompute the rest in backward. Without them (or on a CPU) transformers runs its own PyTorch ops, whose chunked scans keep several fp32 tensors per chunk: several times more."
+            / "由哪段代码运行循环混合器（Mamba2、Mamba、门控 DeltaNet、Kimi Delta Attention）。在 GPU 上安装了 mamba_ssm、causal_conv1d 或 flash-linear-attention 时，transformers 调用它们的融合内核：只保留投影的输出和少量统计量，其余在反向时重算。未安装（或在 CPU 上）时，transformers 运行自己的 PyTorch 算子，其分块扫描每块保留多个 fp32 张量，显存要多数倍。",
         mixer_kernels: "fused kernels (mamba_ssm)" / "融合内核（mamba_ssm）",
         mixer_torch: "PyTorch ops (no mamba_ssm)" / "PyTorch 算子（无 mamba_ssm）",
         opt_in_bwd: "optimizer in backward" / "反向中执行优化器",

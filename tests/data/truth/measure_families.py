@@ -555,6 +555,15 @@ FAMILY_SPECS.update({
                            moe_topk=2, n_routed_experts=4, zero_expert_num=2, expert_ffn_hidden_size=64,
                            max_position_embeddings=2048, pad_token_id=0)),
     "longcat_flash-4l": (CONFIG_MAPPING["longcat_flash"], dict(architectures=["LongcatFlashForCausalLM"], num_layers=4)),
+    # DeepSeek-V3.2: MLA with the DSA indexer (a no-grad top-k of index scores turned into a mask)
+    "deepseek_v32_tiny": (CONFIG_MAPPING["deepseek_v32"], dict(architectures=["DeepseekV32ForCausalLM"], vocab_size=1000,
+                          hidden_size=256, intermediate_size=512, moe_intermediate_size=64, num_hidden_layers=4,
+                          num_attention_heads=4, num_key_value_heads=4, q_lora_rank=64, kv_lora_rank=32, qk_nope_head_dim=32,
+                          qk_rope_head_dim=16, v_head_dim=32, n_routed_experts=4, num_experts_per_tok=2,
+                          n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1, index_n_heads=4,
+                          index_head_dim=32, index_topk=64, max_position_embeddings=2048,
+                          pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "deepseek_v32-4l": (CONFIG_MAPPING["deepseek_v32"], dict(architectures=["DeepseekV32ForCausalLM"], num_hidden_layers=4)),
 })
 CONFIG_SPECS.update(FAMILY_SPECS)
 
@@ -905,6 +914,13 @@ def cases_K():
                 C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
                 C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
                 C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be)]
+    t = "deepseek_v32_tiny"
+    out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+            C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+            C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+            C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out += [C("deepseek_v32-4l-bf16-sdpa-b1s1024", "deepseek_v32-4l", 1, 1024, "bfloat16", "sdpa", backend=be),
+            C("deepseek_v32-4l-bf16-sdpa-b1s1024-infer", "deepseek_v32-4l", 1, 1024, "bfloat16", "sdpa", mode="infer", backend=be)]
     out += [C("kimi_linear-8l-bf16-sdpa-b1s2048", "kimi_linear-8l", 1, 2048, "bfloat16", "sdpa", backend=be),
             C("kimi_linear-8l-bf16-sdpa-b1s2048-infer", "kimi_linear-8l", 1, 2048, "bfloat16", "sdpa", mode="infer", backend=be),
             C("longcat_flash-4l-bf16-sdpa-b1s1024", "longcat_flash-4l", 1, 1024, "bfloat16", "sdpa", backend=be),
