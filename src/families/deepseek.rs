@@ -65,19 +65,8 @@ impl FamilyDef for Deepseek {
 
     fn config(&self, r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Result<(), ConfigError> {
         let v3 = model_type != "deepseek_v2";
-        let (l, a) = (d.spec.num_layers, d.spec.num_heads);
-        let mla = Mla {
-            q_lora_rank: r.u64_or("q_lora_rank", 0)?,
-            kv_lora_rank: r.positive("kv_lora_rank")?,
-            qk_nope_head_dim: r.u64_or("qk_nope_head_dim", 0)?,
-            qk_rope_head_dim: r.u64_or("qk_rope_head_dim", 0)?,
-            v_head_dim: r.positive("v_head_dim")?,
-            index_heads: if model_type == "deepseek_v32" { r.u64_or("index_n_heads", 64)? } else { 0 },
-            index_head_dim: if model_type == "deepseek_v32" { r.u64_or("index_head_dim", 128)? } else { 0 },
-        };
-        d.spec.head_dim = mla.qk_head_dim();
-        d.spec.num_kv_heads = a;
-        d.spec.mla = Some(mla);
+        let l = d.spec.num_layers;
+        read_mla(r, d, model_type == "deepseek_v32")?;
         let experts = r.positive("n_routed_experts")?;
         let top_k = r.positive("num_experts_per_tok")?;
         check_top_k(r, top_k, experts)?;
@@ -103,6 +92,24 @@ impl FamilyDef for Deepseek {
         // the router: `F.linear(x.float(), w.float())`, its top-k weights left in fp32
         OpKinds { router_fp32: true, routing_fp32: true, ..LLAMA.kinds() }
     }
+}
+
+/// Reads multi-head latent attention's widths into `d` (every query head its own K/V head),
+/// with V3.2's indexer when `indexer`.
+pub(super) fn read_mla(r: &Reader<'_>, d: &mut Draft, indexer: bool) -> Result<(), ConfigError> {
+    let mla = Mla {
+        q_lora_rank: r.u64_or("q_lora_rank", 0)?,
+        kv_lora_rank: r.positive("kv_lora_rank")?,
+        qk_nope_head_dim: r.u64_or("qk_nope_head_dim", 0)?,
+        qk_rope_head_dim: r.u64_or("qk_rope_head_dim", 0)?,
+        v_head_dim: r.positive("v_head_dim")?,
+        index_heads: if indexer { r.u64_or("index_n_heads", 64)? } else { 0 },
+        index_head_dim: if indexer { r.u64_or("index_head_dim", 128)? } else { 0 },
+    };
+    d.spec.head_dim = mla.qk_head_dim();
+    d.spec.num_kv_heads = d.spec.num_heads;
+    d.spec.mla = Some(mla);
+    Ok(())
 }
 
 /// A pre-norm block of MLA and the MLP (dense or experts).

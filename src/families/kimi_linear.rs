@@ -5,7 +5,6 @@
 
 use super::deepseek;
 use super::prelude::*;
-use crate::model::Mla;
 use serde_json::Value;
 
 /// Kimi-Linear.
@@ -44,18 +43,7 @@ impl FamilyDef for KimiLinear {
         d.more = linear.iter().map(|&x| if x { layer::SSM } else { 0 }).collect();
         // no rotary anywhere: the MLA layers are NoPE
         d.no_rope = vec![true; l as usize];
-        let mla = Mla {
-            q_lora_rank: r.u64_or("q_lora_rank", 0)?,
-            kv_lora_rank: r.positive("kv_lora_rank")?,
-            qk_nope_head_dim: r.u64_or("qk_nope_head_dim", 0)?,
-            qk_rope_head_dim: r.u64_or("qk_rope_head_dim", 0)?,
-            v_head_dim: r.positive("v_head_dim")?,
-            index_heads: 0,
-            index_head_dim: 0,
-        };
-        d.spec.head_dim = mla.qk_head_dim();
-        d.spec.num_kv_heads = d.spec.num_heads;
-        d.spec.mla = Some(mla);
+        deepseek::read_mla(r, d, false)?;
         read_moe(r, d)?;
         if let Some(moe) = &mut d.spec.moe {
             // `KimiLinearTopkRouter`: sigmoid scores, grouped top-k, whatever the file says

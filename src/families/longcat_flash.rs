@@ -6,7 +6,6 @@
 
 use super::deepseek;
 use super::prelude::*;
-use crate::model::Mla;
 
 /// LongCat-Flash.
 pub(super) struct LongcatFlash;
@@ -48,18 +47,7 @@ impl FamilyDef for LongcatFlash {
     }
 
     fn config(&self, r: &Reader<'_>, _: &str, d: &mut Draft) -> Result<(), ConfigError> {
-        let mla = Mla {
-            q_lora_rank: r.u64_or("q_lora_rank", 0)?,
-            kv_lora_rank: r.positive("kv_lora_rank")?,
-            qk_nope_head_dim: r.u64_or("qk_nope_head_dim", 0)?,
-            qk_rope_head_dim: r.u64_or("qk_rope_head_dim", 0)?,
-            v_head_dim: r.positive("v_head_dim")?,
-            index_heads: 0,
-            index_head_dim: 0,
-        };
-        d.spec.head_dim = mla.qk_head_dim();
-        d.spec.num_kv_heads = d.spec.num_heads;
-        d.spec.mla = Some(mla);
+        deepseek::read_mla(r, d, false)?;
         d.spec.attn_per_block = 2;
         read_moe(r, d)?;
         let Some(moe) = &mut d.spec.moe else {
