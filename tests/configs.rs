@@ -183,11 +183,13 @@ fn presets_match_their_published_parameter_counts() {
         ("ernie-4.5-21b-a3b", 21.8),
         ("seed-oss-36b", 36.0),
         ("apertus-8b", 8.0),
+        ("longcat-flash-chat", 560.0),
         ("mamba2-2.7b", 2.7),
         ("falcon-h1-7b", 7.6),
     ];
     // published as a round figure: the card's "8B" and "1T" (rounded to the name's digit)
-    let round = [("nemotron-h-8b", 8.0, 0.02), ("kimi-k2", 1000.0, 0.03)];
+    let round =
+        [("nemotron-h-8b", 8.0, 0.02), ("kimi-k2", 1000.0, 0.03), ("kimi-linear-48b-a3b", 48.0, 0.03)];
     for (name, billions, tol) in
         published.into_iter().map(|(n, b)| (n, b, 0.01)).chain(round).map(|(n, b, t)| {
             let tol = if n == "qwen3-0.6b" { t + 0.004 / 0.6 } else { t };

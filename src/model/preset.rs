@@ -102,6 +102,16 @@ pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
     ("minimax-m2", "MiniMaxAI/MiniMax-M2", include_str!("../../presets/hf/minimax-m2.json")),
     ("nemotron-h-8b", "nvidia/Nemotron-H-8B-Base-8K", include_str!("../../presets/hf/nemotron-h-8b.json")),
     ("olmo-2-7b", "allenai/OLMo-2-1124-7B", include_str!("../../presets/hf/olmo-2-7b.json")),
+    (
+        "kimi-linear-48b-a3b",
+        "moonshotai/Kimi-Linear-48B-A3B-Instruct",
+        include_str!("../../presets/hf/kimi-linear-48b-a3b.json"),
+    ),
+    (
+        "longcat-flash-chat",
+        "meituan-longcat/LongCat-Flash-Chat",
+        include_str!("../../presets/hf/longcat-flash-chat.json"),
+    ),
     ("olmoe-1b-7b", "allenai/OLMoE-1B-7B-0924", include_str!("../../presets/hf/olmoe-1b-7b.json")),
     ("phi-1.5", "microsoft/phi-1_5", include_str!("../../presets/hf/phi-1.5.json")),
     ("phi-2", "microsoft/phi-2", include_str!("../../presets/hf/phi-2.json")),
