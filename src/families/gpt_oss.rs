@@ -29,7 +29,7 @@ impl FamilyDef for GptOss {
         p.ends(m, false);
         p.qkvo(m, true, true);
         p.push(m.num_heads, 1, l, ParamKind::Vector, Scope::Block, true); // sinks
-        moe_params(p, m, l, true, true);
+        moe_params(p, m, l, true);
         p.norms(h, 2, l, false);
     }
 
@@ -52,7 +52,8 @@ impl FamilyDef for GptOss {
         let experts = r.positive("num_local_experts")?;
         let top_k = r.positive_any(&["num_experts_per_tok", "experts_per_token"])?;
         check_top_k(r, top_k, experts)?;
-        d.spec.moe = Some(Moe { router: Router::TopkSoftmax, ..Moe::routed(experts, top_k) });
+        d.spec.moe =
+            Some(Moe { router: Router::TopkSoftmax, router_bias: true, ..Moe::routed(experts, top_k) });
         d.spec.qkv_bias = r.bool_or("attention_bias", true)?;
         d.spec.o_bias = d.spec.qkv_bias;
         let n = d.spec.num_layers as usize;

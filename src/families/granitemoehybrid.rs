@@ -66,7 +66,7 @@ impl FamilyDef for GraniteMoeHybrid {
             ssm_params(p, s, h, mamba);
         }
         match m.moe {
-            Some(_) => moe_params(p, m, l, false, false),
+            Some(_) => moe_params(p, m, l, false),
             None => mlp_params(p, h, m.intermediate_size, l, true, true, false),
         }
         p.norms(h, 2, l, false);

@@ -70,7 +70,7 @@ impl FamilyDef for Jamba {
         }
         let (dense, sparse) = dense_and_sparse_layers(m);
         mlp_params(p, h, dense_width(m), dense, true, false, false);
-        moe_params(p, m, sparse, false, false);
+        moe_params(p, m, sparse, false);
         p.norms(h, 2, l, false);
     }
 

@@ -128,11 +128,8 @@ fn kda(r: &Reader<'_>) -> Result<Delta, ConfigError> {
 /// Which layers mix with KDA: `layer_types`, else the Hub file's 1-based `kda_layers` /
 /// `full_attn_layers`, else the class's pattern (full attention at every fourth layer from 4).
 fn linear_layers(r: &Reader<'_>, l: u64) -> Result<Vec<bool>, ConfigError> {
-    if let Some(a) = r.get("layer_types").and_then(Value::as_array) {
-        if a.len() as u64 != l {
-            return Err(r.invalid("layer_types", format!("{} entries for {l} layers", a.len())));
-        }
-        return Ok(a.iter().map(|t| t.as_str() != Some("full_attention")).collect());
+    if let Some(listed) = super::ssm::listed_mixer_layers(r, l)? {
+        return Ok(listed);
     }
     let full = r.get("linear_attn_config").and_then(|v| v.get("full_attn_layers")).and_then(Value::as_array);
     if let Some(full) = full {

@@ -115,7 +115,7 @@ pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
     p.qkvo(m, m.qkv_bias, m.o_bias);
     let (dense, sparse) = dense_and_sparse_layers(m);
     // routed experts are fused 3-D tensors in transformers 5 (Mixtral included)
-    moe_params(p, m, sparse, false, false);
+    moe_params(p, m, sparse, false);
     let di = dense_width(m);
     mlp_params(p, h, di, dense, true, false, m.mlp_bias);
     p.norms(h, 2, l, false);

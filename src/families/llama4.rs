@@ -31,7 +31,7 @@ impl FamilyDef for Llama4 {
         p.ends(m, false);
         p.qkvo(m, m.qkv_bias, m.o_bias);
         let (dense, sparse) = dense_and_sparse_layers(m);
-        moe_params(p, m, sparse, false, false);
+        moe_params(p, m, sparse, false);
         mlp_params(p, h, dense_width(m), dense, true, false, false);
         p.norms(h, 2, l, false);
     }

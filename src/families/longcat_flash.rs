@@ -65,15 +65,9 @@ impl FamilyDef for LongcatFlash {
         let (h, l) = (m.hidden_size, m.num_layers);
         p.ends(m, false);
         deepseek::mla_params(p, m, 2 * l);
-        if let Some(moe) = m.moe {
-            moe_params(p, m, l, moe.router_bias, false);
-            // the router's rows for the identity experts (the `classifier` covers both); kept in
-            // fp32 only under fp16 or quantisation (`_keep_in_fp32_modules`, not `_strict`)
-            p.push(moe.zero_experts, h, l, ParamKind::Router, Scope::Block, false);
-            if moe.router_bias {
-                p.push(moe.zero_experts, 1, l, ParamKind::Vector, Scope::Block, false);
-            }
-        }
+        // the router (`classifier`, the identity experts' rows with the routed ones) stays in the
+        // model's dtype: `_keep_in_fp32_modules` applies under fp16 or quantisation only
+        moe_params(p, m, l, false);
         mlp_params(p, h, dense_width(m), 2 * l, true, false, false);
         p.norms(h, 4, l, false);
     }

@@ -29,7 +29,7 @@ impl FamilyDef for Olmoe {
         p.norms(m.q_width(), 1, l, false);
         p.norms(m.kv_width(), 1, l, false);
         let (dense, sparse) = dense_and_sparse_layers(m);
-        moe_params(p, m, sparse, false, false);
+        moe_params(p, m, sparse, false);
         mlp_params(p, h, dense_width(m), dense, true, false, false);
         p.norms(h, 2, l, false);
     }

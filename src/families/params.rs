@@ -95,13 +95,15 @@ pub fn mlp_params(p: &mut Params, h: u64, i: u64, layers: u64, gated: bool, fuse
 }
 
 /// Routed experts (transformers 5 keeps them as fused 3-D tensors: `gate_up_proj` (E, 2I, h) and
-/// `down_proj` (E, h, I)), the router, and shared experts.
-pub fn moe_params(p: &mut Params, m: &TransformerSpec, layers: u64, router_bias: bool, expert_bias: bool) {
+/// `down_proj` (E, h, I)), the router (a row for each routed and each identity expert, and its
+/// bias when it has one), and shared experts.
+pub fn moe_params(p: &mut Params, m: &TransformerSpec, layers: u64, expert_bias: bool) {
     let Some(moe) = m.moe else { return };
     let (h, i, e) = (m.hidden_size, m.intermediate_size, moe.experts);
-    p.push(e, h, layers, ParamKind::Router, Scope::Block, false);
-    if router_bias {
-        p.push(e, 1, layers, ParamKind::Vector, Scope::Block, false);
+    let scored = e + moe.zero_experts;
+    p.push(scored, h, layers, ParamKind::Router, Scope::Block, false);
+    if moe.router_bias {
+        p.push(scored, 1, layers, ParamKind::Vector, Scope::Block, false);
     }
     p.push(e * 2 * i, h, layers, ParamKind::Experts(LinearRole::Gate), Scope::Block, true);
     p.push(e * h, i, layers, ParamKind::Experts(LinearRole::Down), Scope::Block, true);
@@ -121,7 +123,7 @@ pub fn moe_params(p: &mut Params, m: &TransformerSpec, layers: u64, router_bias:
 /// `_keep_in_fp32_modules_strict`: DeepSeek, GLM-4.5, ERNIE-4.5).
 pub fn moe_params_fp32_router(p: &mut Params, m: &TransformerSpec, layers: u64) {
     let first = p.0.len();
-    moe_params(p, m, layers, false, false);
+    moe_params(p, m, layers, false);
     for g in &mut p.0[first..] {
         if g.kind == ParamKind::Router {
             g.kind = ParamKind::RouterFp32;

@@ -31,7 +31,7 @@ impl FamilyDef for Phimoe {
             p.push(m.vocab_size, 1, 1, ParamKind::Vector, Scope::Output, true); // lm_head.bias
         }
         p.qkvo(m, m.qkv_bias, m.o_bias);
-        moe_params(p, m, l, false, false);
+        moe_params(p, m, l, false);
         p.norms(h, 2, l, true);
     }
 

@@ -26,7 +26,7 @@ impl FamilyDef for Qwen3 {
         p.qkvo(m, m.qkv_bias, m.o_bias);
         p.norms(m.head_dim, 2, l, false); // q_norm, k_norm
         let (dense, sparse) = dense_and_sparse_layers(m);
-        moe_params(p, m, sparse, false, false);
+        moe_params(p, m, sparse, false);
         let di = dense_width(m);
         mlp_params(p, h, di, dense, true, false, false);
         p.norms(h, 2, l, false);

@@ -53,13 +53,8 @@ impl FamilyDef for Qwen3Next {
         }
         d.spec.delta = Some(delta);
         let every = r.u64_or("full_attention_interval", 4)?.max(1);
-        let linear: Vec<bool> = match r.get("layer_types").and_then(|v| v.as_array()) {
-            Some(a) if a.len() as u64 == l => {
-                a.iter().map(|t| t.as_str() == Some("linear_attention")).collect()
-            }
-            Some(a) => {
-                return Err(r.invalid("layer_types", format!("{} entries for {l} layers", a.len())));
-            }
+        let linear = match super::ssm::listed_mixer_layers(r, l)? {
+            Some(listed) => listed,
             None => (0..l).map(|i| (i + 1) % every != 0).collect(),
         };
         d.more = linear.iter().map(|&x| if x { layer::SSM } else { 0 }).collect();
@@ -89,7 +84,7 @@ impl FamilyDef for Qwen3Next {
         }
         let (dense, sparse) = dense_and_sparse_layers(m);
         mlp_params(p, h, dense_width(m), dense, true, false, false);
-        moe_params(p, m, sparse, false, false);
+        moe_params(p, m, sparse, false);
         p.norms(h, 2, l, false);
     }
 

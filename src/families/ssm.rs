@@ -88,6 +88,19 @@ pub(super) fn read(r: &Reader<'_>, h: u64, k: &Keys) -> Result<Ssm, ConfigError>
 /// (attention there), else every layer. `None` from a list means "not a mixer" (Nemotron-H's
 /// MLP and MoE blocks), decided by the caller.
 pub(super) fn mamba_layers(r: &Reader<'_>, layers: u64) -> Result<Vec<bool>, ConfigError> {
+    if let Some(listed) = listed_mixer_layers(r, layers)? {
+        return Ok(listed);
+    }
+    if let Some(idx) = r.u64_list("attn_layer_indices")? {
+        return Ok((0..layers).map(|i| !idx.contains(&i)).collect());
+    }
+    Ok(vec![true; layers as usize])
+}
+
+/// The recurrent layers a `layer_types` / `layers_block_type` list names (`mamba`, `mamba2`,
+/// `linear_attention`); `None` when the file has no list, an error when its length is not the
+/// layers'.
+pub(super) fn listed_mixer_layers(r: &Reader<'_>, layers: u64) -> Result<Option<Vec<bool>>, ConfigError> {
     for key in ["layer_types", "layers_block_type"] {
         let Some(v) = r.get(key) else { continue };
         let names: Vec<&str> =
@@ -97,12 +110,11 @@ pub(super) fn mamba_layers(r: &Reader<'_>, layers: u64) -> Result<Vec<bool>, Con
                 r.invalid(key, format!("{} names for {layers} layers (num_hidden_layers)", names.len()))
             );
         }
-        return Ok(names.iter().map(|t| matches!(*t, "mamba" | "linear_attention" | "mamba2")).collect());
+        return Ok(Some(
+            names.iter().map(|t| matches!(*t, "mamba" | "linear_attention" | "mamba2")).collect(),
+        ));
     }
-    if let Some(idx) = r.u64_list("attn_layer_indices")? {
-        return Ok((0..layers).map(|i| !idx.contains(&i)).collect());
-    }
-    Ok(vec![true; layers as usize])
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ pub struct Moe {
     /// (LongCat-Flash's `zero_expert_num`): a token sent there keeps itself, times its weight.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub zero_experts: u64,
-    /// The router Linear has a bias (LongCat-Flash's `router_bias`).
+    /// The router Linear has a bias (gpt-oss; LongCat-Flash's `router_bias`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub router_bias: bool,
 }

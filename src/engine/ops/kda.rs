@@ -136,9 +136,10 @@ pub fn kda_infer_working_set(ctx: &crate::engine::inputs::Ctx, d: &Delta) -> u64
 /// path: three gradients the size of the pairwise decays `(b, h, n, 64, 64, dk)` in fp32 (the
 /// decays' accumulated gradient, the full-size zeros each chunk's `decay_mask[:, :, i]`
 /// scatters into, and a product's gradient) less the one chunk's q·k product already released:
-/// measured on Kimi-Linear's tiny rows (bf16 and fp32, 2 and 4 chunks, checkpointed). Kernels (`chunk_kda_bwd`, not measured): the recomputed
-/// `w`, `u`, `qg`, `kg` and `v_new`, the per-chunk states and their gradients, dq/dk/dv/dg in
-/// fp32 and the two `(t, h, 64)` score gradients.
+/// measured on Kimi-Linear's tiny rows (bf16 and fp32, 2 and 4 chunks, checkpointed). Kernels
+/// (`chunk_kda_bwd`, not measured): the recomputed `w`, `u`, `qg`, `kg` and `v_new`, the
+/// per-chunk states and their gradients, dq/dk/dv/dg in fp32 and the two `(t, h, 64)` score
+/// gradients.
 pub fn kda_backward_transient(ctx: &crate::engine::inputs::Ctx, d: &Delta) -> u64 {
     let (b, t, c) = (ctx.batch, ctx.tokens, ctx.compute_elem);
     let (bh, dk, n) = (b * d.v_heads, d.k_dim, ctx.seq.div_ceil(Q));
