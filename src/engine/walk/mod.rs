@@ -54,7 +54,10 @@ fn kinds(m: &TransformerSpec) -> ([u8; 4], usize) {
     let mut out = [families::default_flags(m), 0, 0, 0];
     let mut n = 0;
     for &f in m.layer_flags.iter().take(m.num_layers as usize) {
-        if !out[..n].contains(&f) && n < 4 {
+        if n == 4 {
+            break;
+        }
+        if !out[..n].contains(&f) {
             out[n] = f;
             n += 1;
         }

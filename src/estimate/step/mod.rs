@@ -326,6 +326,32 @@ fn stored_saves(p: &Parts, j: u64) -> u64 {
     }
 }
 
+/// [`stored_saves`] of the stage's blocks, in order (the first 65,536: past them, [`stored_saves`]
+/// is asked block by block).
+fn stored_all(p: &Parts) -> Vec<u64> {
+    let n = p.layers.min(1 << 16);
+    let am = &p.am;
+    let mut out: Vec<u64> = match p.spec {
+        // blocks of several kinds: each block's kind looked up in the kinds' totals
+        Some(t) if am.mix.n > 1 => {
+            let selective = p.sc.checkpointing == Checkpointing::Selective;
+            let other = if selective { am.selective_layer.total() } else { am.full_layer.total() };
+            let flags = &t.layer_flags[..t.layer_flags.len().min(n as usize)];
+            let mut v: Vec<u64> =
+                flags.iter().map(|&f| am.mix.total_of(f, selective).unwrap_or(other)).collect();
+            v.extend((flags.len() as u64..n).map(|j| stored_saves(p, j)));
+            v
+        }
+        // blocks alike: every block keeps what block 1 keeps
+        Some(_) => vec![stored_saves(p, 1); n as usize],
+        None => (0..n).map(|j| stored_saves(p, j)).collect(),
+    };
+    if let Some(first) = out.first_mut() {
+        *first = stored_saves(p, 0);
+    }
+    out
+}
+
 fn scaled(bytes: u64, in_flight: f64) -> u64 {
     if in_flight > 1.0 { (bytes as f64 * in_flight).round() as u64 } else { bytes }
 }
