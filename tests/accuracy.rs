@@ -57,7 +57,7 @@ struct Line {
 
 /// The groups of the reference rows, in the docs' order: file letter and what it holds
 /// (`tests/data/truth/README.md`).
-const GROUPS: [(char, &str); 16] = [
+const GROUPS: [(char, &str); 17] = [
     ('A', "tiny cases and GPT-2 124M (the shared ground truth)"),
     ('B', "real-size GPT-2, BERT-large, Llama-2-7B, Llama-3-8B, Mistral-7B, Mixtral-8x7B"),
     ('C', "Qwen2.5-7B, GPT-2 XL, BERT-base, Llama-2-13B, fp32 SDPA, odd shapes"),
@@ -81,6 +81,10 @@ const GROUPS: [(char, &str); 16] = [
     ),
     ('O', "GPT-BigCode (multi-query attention in GPT-2's layout), OPT (pre- and post-norm)"),
     ('P', "Phi-1, Phi-1.5, Phi-2"),
+    (
+        'R',
+        "encoders: RoBERTa and XLM-R masked LM (tiny, roberta-base, xlm-roberta-large) and a RoBERTa classifier, trained, checkpointed and in inference",
+    ),
     (
         'S',
         "state-space mixers, transformers' PyTorch path: Mamba2 (tiny and Codestral's widths), Bamba (tiny and 9B's), Granite-4.0-H, Nemotron-H, Falcon-H1, Mamba, Jamba and Qwen3-Next (tiny), Zamba2 (tiny with two shared blocks and adapters, and 2.7B's widths), one-block Mamba2 at 2048 tokens; their inference (cached states exact, peaks not asserted)",
@@ -172,6 +176,7 @@ fn rows() -> Vec<Row> {
         "reference_N.json",
         "reference_O.json",
         "reference_P.json",
+        "reference_R.json",
         "reference_S.json",
         "reference_T.json",
     ] {

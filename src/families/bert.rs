@@ -81,7 +81,7 @@ impl FamilyDef for Bert {
 /// Word, position and token-type embeddings with their LayerNorm; per block q, k, v, o, the
 /// attention output's LayerNorm, the intermediate and output dense layers and the output
 /// LayerNorm, every Linear biased.
-fn params(p: &mut Params, m: &TransformerSpec) {
+pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
     use LinearRole as R;
     use ParamKind as K;
     use Scope::{Block as B, Input as In};
@@ -104,7 +104,7 @@ fn params(p: &mut Params, m: &TransformerSpec) {
     p.push(h, 1, 2 * l, K::Vector, B, false); // output.LayerNorm
 }
 
-fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
+pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
     let ctx = g.ctx;
     let (t, ts, h) = (ctx.tokens, ctx.rank_tokens, m.hidden_size);
     let (n, q, i) = (ts * h, m.q_width(), m.intermediate_size);
@@ -139,7 +139,7 @@ fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
 }
 
 /// The MLM head (transform + decoder + cross-entropy) or the pooled classifier.
-fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
+pub(super) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
     let ctx = g.ctx;
     let (t, ts, h, c) = (ctx.tokens, ctx.rank_tokens, m.hidden_size, ctx.compute_elem);
     let before = g.kept.total();
@@ -179,7 +179,7 @@ fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
 }
 
 /// BERT's own keys.
-fn read(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
+pub(super) fn read(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
     let h = r.positive("hidden_size")?;
     let a = r.positive("num_attention_heads")?;
     super::config::check_divides(r, "num_attention_heads", h, a)?;

@@ -52,6 +52,7 @@ mod phi3;
 mod phimoe;
 mod qwen3;
 mod qwen3_next;
+mod roberta;
 mod seed_oss;
 mod smollm3;
 mod ssm;
@@ -219,6 +220,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &llama::Llama,
     &gpt2::Gpt2,
     &bert::Bert,
+    &roberta::Roberta,
     &qwen3::Qwen3,
     &gemma::Gemma,
     &gemma::Gemma2,

@@ -172,6 +172,10 @@ pub struct TransformerSpec {
     /// decoder layers hold two MLAs); 0 reads as 1.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub attn_per_block: u64,
+    /// Learned positions the model never reaches: RoBERTa counts positions from its padding id
+    /// (`padding_idx + 1` of `max_position_embeddings` are unused, so 514 allow 512 tokens).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub position_offset: u64,
     /// The Mamba (1) mixer of the layers flagged [`layer::MAMBA`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mamba: Option<Mamba>,
@@ -548,7 +552,13 @@ impl TransformerSpec {
     /// The longest context the model declares: the config's, else its learned positions; 0 when
     /// unknown.
     pub fn max_context(&self) -> u64 {
-        self.context_length.max(self.max_position_embeddings)
+        self.context_length.max(self.usable_positions())
+    }
+
+    /// The positions a sequence can use: `max_position_embeddings` less the ones RoBERTa never
+    /// reaches ([`Self::position_offset`]); 0 when the config declares none.
+    pub fn usable_positions(&self) -> u64 {
+        self.max_position_embeddings.saturating_sub(self.position_offset)
     }
 
     /// Width of the query projection output (`a * d`).

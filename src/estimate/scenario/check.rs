@@ -77,12 +77,16 @@ impl Scenario {
         }
         if let Some(t) = self.model.transformer()
             && t.max_position_embeddings > 0
-            && self.seq > t.max_position_embeddings
+            && self.seq + t.position_offset > t.max_position_embeddings
         {
-            return bad(format!(
-                "sequence length {} exceeds the model's {} learned positions",
-                self.seq, t.max_position_embeddings
-            ));
+            let usable = t.max_position_embeddings.saturating_sub(t.position_offset);
+            return bad(match t.position_offset {
+                0 => format!("sequence length {} exceeds the model's {usable} learned positions", self.seq),
+                k => format!(
+                    "sequence length {} exceeds the model's {usable} usable positions ({} learned; they start at {k}, after the padding id)",
+                    self.seq, t.max_position_embeddings
+                ),
+            });
         }
         Ok(())
     }

@@ -69,9 +69,9 @@ impl VramApp {
         };
         if let Ok(m) = s.model_spec()
             && let Some(t) = m.transformer()
-            && t.max_position_embeddings > 0
+            && t.usable_positions() > 0
         {
-            s.seq = s.seq.min(t.max_position_embeddings);
+            s.seq = s.seq.min(t.usable_positions());
         }
         self.edit(ctx, s, "model");
     }

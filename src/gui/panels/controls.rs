@@ -105,9 +105,9 @@ fn model_section(
         *knob = "model";
         if let Ok(m) = s.model_spec()
             && let Some(tr) = m.transformer()
-            && tr.max_position_embeddings > 0
+            && tr.usable_positions() > 0
         {
-            s.seq = s.seq.min(tr.max_position_embeddings);
+            s.seq = s.seq.min(tr.usable_positions());
         }
     }
     if let ModelChoice::Generic(b) = &mut s.model {
@@ -307,8 +307,7 @@ fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
         .model_spec()
         .ok()
         .and_then(|m| {
-            m.transformer()
-                .map(|t| if t.max_position_embeddings > 0 { t.max_position_embeddings } else { 131072 })
+            m.transformer().map(|t| if t.usable_positions() > 0 { t.usable_positions() } else { 131072 })
         })
         .unwrap_or(4096);
     s.seq = s.seq.clamp(1, max_seq);

@@ -44,7 +44,8 @@ import torch.distributed._tools.mem_tracker as _mt_mod
 from torch.distributed._tools.mem_tracker import MemTracker
 
 from transformers import AutoConfig, CONFIG_MAPPING  # CONFIG_MAPPING["qwen3"] etc.: any family's config class
-from transformers import (AutoModelForCausalLM, ViTForImageClassification, BertConfig, BertForMaskedLM,
+from transformers import (AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSequenceClassification,
+                          ViTForImageClassification, BertConfig, BertForMaskedLM,
                           GPT2Config, LlamaConfig, MistralConfig, MixtralConfig)
 
 warnings.filterwarnings("ignore")
@@ -538,6 +539,22 @@ FAMILY_SPECS.update({
 FAMILY_SPECS.update({
     # Kimi-Linear: KDA (per-channel-decay gated delta rule) blocks, NoPE MLA at full_attention,
     # DeepSeek-style MoE after a first dense layer; and the class widths (Kimi-Linear-48B-A3B) in 8 blocks
+    "roberta_tiny": (CONFIG_MAPPING["roberta"], dict(architectures=["RobertaForMaskedLM"], vocab_size=1000, hidden_size=256,
+                     num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024, max_position_embeddings=514,
+                     type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2)),
+    "roberta_tiny_cls": (CONFIG_MAPPING["roberta"], dict(architectures=["RobertaForSequenceClassification"], vocab_size=1000,
+                         hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
+                         max_position_embeddings=514, type_vocab_size=1, pad_token_id=1, num_labels=3)),
+    "xlm_roberta_tiny": (CONFIG_MAPPING["xlm-roberta"], dict(architectures=["XLMRobertaForMaskedLM"], vocab_size=1200,
+                         hidden_size=192, num_hidden_layers=3, num_attention_heads=3, intermediate_size=768,
+                         max_position_embeddings=514, type_vocab_size=1, pad_token_id=1)),
+    "roberta-base": (CONFIG_MAPPING["roberta"], dict(architectures=["RobertaForMaskedLM"], vocab_size=50265,
+                     max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-05, pad_token_id=1,
+                     bos_token_id=0, eos_token_id=2)),
+    "xlm-roberta-large": (CONFIG_MAPPING["xlm-roberta"], dict(architectures=["XLMRobertaForMaskedLM"], vocab_size=250002,
+                          hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+                          max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-05, pad_token_id=1,
+                          bos_token_id=0, eos_token_id=2)),
     "kimi_linear_tiny": (CONFIG_MAPPING["kimi_linear"], dict(architectures=["KimiLinearForCausalLM"], vocab_size=1000,
                          hidden_size=256, intermediate_size=512, moe_intermediate_size=64, num_hidden_layers=4,
                          num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=64, qk_rope_head_dim=16,
@@ -928,6 +945,24 @@ def cases_K():
     return out
 
 
+def cases_R():
+    """Encoders (#40): RoBERTa and XLM-R masked LM, a RoBERTa classifier (cuda-emu-fake)."""
+    be = "cuda-emu-fake"
+    out = []
+    for t in ["roberta_tiny", "xlm_roberta_tiny", "roberta_tiny_cls"]:
+        out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+                C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+                C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+                C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out += [C("roberta-base-bf16-sdpa-b8s512", "roberta-base", 8, 512, "bfloat16", "sdpa", backend=be),
+            C("roberta-base-fp32-sdpa-b4s256", "roberta-base", 4, 256, "float32", "sdpa", backend=be),
+            C("roberta-base-bf16-sdpa-b8s512-infer", "roberta-base", 8, 512, "bfloat16", "sdpa", mode="infer", backend=be),
+            C("xlm-roberta-large-bf16-sdpa-b4s512", "xlm-roberta-large", 4, 512, "bfloat16", "sdpa", backend=be),
+            C("xlm-roberta-large-bf16-sdpa-b4s512-ckpt", "xlm-roberta-large", 4, 512, "bfloat16", "sdpa", ckpt=True, backend=be),
+            C("xlm-roberta-large-bf16-sdpa-b4s512-infer", "xlm-roberta-large", 4, 512, "bfloat16", "sdpa", mode="infer", backend=be)]
+    return out
+
+
 def cases_M():
     """2025 MoE decoders (#39), measured after their family files were written (cuda-emu-fake):
     per family train bf16 sdpa b2 s256, train fp32 eager b2 s128, inference bf16 sdpa b2 s256,
@@ -1266,6 +1301,13 @@ def no_trunc_normal_init():
         tinit._no_grad_trunc_normal_ = orig
 
 
+ENCODERS = ("bert", "roberta", "xlm-roberta")
+
+
+def is_classifier(cfg):
+    return any(a.endswith("ForSequenceClassification") for a in (getattr(cfg, "architectures", None) or []))
+
+
 def build(case, cfg):
     if case["backend"] != "cpu-real":
         with no_trunc_normal_init():
@@ -1279,6 +1321,10 @@ def _build(case, cfg):
         model = BertForMaskedLM._from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
     elif cfg.model_type == "vit":
         model = ViTForImageClassification._from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
+    elif cfg.model_type in ENCODERS and is_classifier(cfg):
+        model = AutoModelForSequenceClassification.from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
+    elif cfg.model_type in ENCODERS:
+        model = AutoModelForMaskedLM.from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
     else:
         model = AutoModelForCausalLM.from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
     keep32 = set(getattr(model, "_keep_in_fp32_modules", None) or []) | set(getattr(model, "_keep_in_fp32_modules_strict", None) or [])
@@ -1338,7 +1384,7 @@ def run_case(case):
             ids = torch.randn(b, cfg.num_channels, s, s, dtype=getattr(torch, case["dtype"]))
         else:
             ids = torch.randint(0, vocab, (b, s))
-        is_clm = cfg.model_type not in ("bert", "vit")
+        is_clm = cfg.model_type not in ("vit",) + ENCODERS
         if case["mode"] == "infer":
             model.eval()
             # nothing trains: torch's ModTracker hooks a kernel-layer module whose inputs include
@@ -1351,6 +1397,9 @@ def run_case(case):
                 with mt:
                     if is_vit:
                         o = model(pixel_values=ids)
+                        out["kv_cache_bytes"] = None
+                    elif not is_clm:
+                        o = model(input_ids=ids)
                         out["kv_cache_bytes"] = None
                     else:
                         o = model(input_ids=ids, use_cache=True)
@@ -1370,6 +1419,9 @@ def run_case(case):
             if is_vit:
                 labels = torch.randint(0, cfg.num_labels, (b,))
                 kw = dict(pixel_values=ids, labels=labels)
+            elif is_classifier(cfg):
+                labels = torch.randint(0, cfg.num_labels, (b,))
+                kw = dict(input_ids=ids, labels=labels)
             else:
                 labels = ids.clone()
                 kw = dict(input_ids=ids, labels=labels)
@@ -1477,7 +1529,7 @@ def checks(rows, cfgs):
             ok(r["optimizer_state_bytes"] == 2 * trained, f"{name}: AdamW states == 2*trained param bytes")
             ok(r["optimizer_step_tensor_bytes"] == 4 * ntens,
                f"{name}: step tensors == 4 B * {ntens} param tensors")
-        if r["mode"] == "infer" and cfg.model_type not in ("bert", "vit"):
+        if r["mode"] == "infer" and cfg.model_type not in ("vit",) + ENCODERS:
             t = cfg.get_text_config()
             if any(x != "full_attention" for x in (getattr(t, "layer_types", None) or [])) or not hasattr(t, "num_key_value_heads"):
                 # recurrent layers hold a state, not K/V: no closed form checked here
@@ -1528,7 +1580,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "S", "K", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "S", "K", "R", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -1549,6 +1601,7 @@ def main():
     cases += cases_O() if args.group == "O" else []
     cases += cases_S() if args.group == "S" else []
     cases += cases_K() if args.group == "K" else []
+    cases += cases_R() if args.group == "R" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     rows = []
