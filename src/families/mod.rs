@@ -41,6 +41,7 @@ mod mamba;
 mod mamba2;
 mod megatron;
 mod minimax_m2;
+mod modernbert;
 pub(crate) mod moe;
 mod nemotron_h;
 mod olmo2;
@@ -165,6 +166,12 @@ pub trait FamilyDef: Sync {
         true
     }
 
+    /// Has its inference working set been checked against measured runs (its training has,
+    /// where [`Self::validated`])?
+    fn inference_validated(&self) -> bool {
+        true
+    }
+
     /// The decoder-layer class (FSDP auto-wrap policies); `model_type` is the config's own (else
     /// the model's name, lower case).
     fn block_class(&self, m: &TransformerSpec, model_type: &str) -> &'static str;
@@ -204,6 +211,13 @@ pub trait FamilyDef: Sync {
         Some(&PeftModules::LLAMA)
     }
 
+    /// Its first block is built unlike the others (ModernBERT's has no attention norm): the walk
+    /// walks it on its own, with [`Graph::first_block`] set.
+    fn first_block_differs(&self, m: &TransformerSpec) -> bool {
+        let _ = m;
+        false
+    }
+
     /// Its input is an image (pixels), not tokens.
     fn takes_pixels(&self) -> bool {
         false
@@ -221,6 +235,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &gpt2::Gpt2,
     &bert::Bert,
     &roberta::Roberta,
+    &modernbert::ModernBert,
     &qwen3::Qwen3,
     &gemma::Gemma,
     &gemma::Gemma2,
@@ -402,6 +417,11 @@ pub(crate) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
     def(m.family).head(g, m, x)
 }
 
+/// Is the model's first block built unlike the others ([`FamilyDef::first_block_differs`])?
+pub(crate) fn first_block_differs(m: &TransformerSpec) -> bool {
+    def(m.family).first_block_differs(m)
+}
+
 // ---- facts of a model --------------------------------------------------------------------------
 
 /// The op kinds of a model's family.
@@ -412,6 +432,11 @@ pub fn ops(m: &TransformerSpec) -> OpKinds {
 /// Whether the family's activation rules have been checked against measured PyTorch runs.
 pub fn validated(f: Family) -> bool {
     def(f).validated()
+}
+
+/// Whether the family's inference working set has been checked against measured runs.
+pub fn inference_validated(f: Family) -> bool {
+    def(f).inference_validated()
 }
 
 /// HF decoder-layer class name (FSDP auto-wrap policies), by family and model name.

@@ -136,6 +136,9 @@ pub struct Graph<'c> {
     trace: Option<Vec<OpRecord>>,
     /// The storages the running op kept so far (traced walks only).
     noted: ([u64; OP_TENSORS], usize),
+    /// The walk is of the model's first block, which some families build differently
+    /// ([`crate::families::first_block_differs`]: ModernBERT's has no attention norm).
+    pub first_block: bool,
 }
 
 impl<'c> Graph<'c> {
@@ -152,6 +155,7 @@ impl<'c> Graph<'c> {
             eager_tail: 0,
             trace: None,
             noted: ([0; OP_TENSORS], 0),
+            first_block: false,
         }
     }
 

@@ -24,9 +24,21 @@ struct BlockWalk {
 }
 
 fn walk_block(ctx: &Ctx, m: &TransformerSpec, flags: u8, input_rg: bool, selective: bool) -> BlockWalk {
+    walk_block_at(ctx, m, flags, (input_rg, selective), false)
+}
+
+/// [`walk_block`], of the model's first block when `first`.
+fn walk_block_at(
+    ctx: &Ctx,
+    m: &TransformerSpec,
+    flags: u8,
+    (input_rg, selective): (bool, bool),
+    first: bool,
+) -> BlockWalk {
     let ctx = &ctx.for_block();
     let mut g = Graph::new(ctx);
     g.selective = selective;
+    g.first_block = first;
     let x = g.tensor(
         ctx.rank_tokens * m.hidden_size * ctx.residual_elem,
         ctx.residual_elem,
@@ -92,13 +104,15 @@ fn walk_blocks(ctx: &Ctx, m: &TransformerSpec) -> Blocks {
     let last_flags = layer_flags(m, m.num_layers.saturating_sub(1));
     let first_flags = layer_flags(m, 0);
     let mut first = None;
+    // a family whose first block is built differently walks it on its own
+    let own_first = families::first_block_differs(m);
     for (i, &kf) in kind_flags.iter().enumerate().take(n_kinds) {
         let full = walk_block(ctx, m, kf, true, false);
         mix.full[i] = full.kept;
         if ctx.selective {
             mix.selective[i] = walk_block(ctx, m, kind_flags[i], true, true).kept;
         }
-        if ctx.full && kind_flags[i] == first_flags {
+        if ctx.full && kind_flags[i] == first_flags && !own_first {
             first = Some(full.kept);
         }
         // tables shared across kinds (Gemma 3's two rotary bases) add up; one table counts once
@@ -111,7 +125,8 @@ fn walk_blocks(ctx: &Ctx, m: &TransformerSpec) -> Blocks {
             freed_last = full.freed_before_attention;
         }
     }
-    let first_layer = first.unwrap_or_else(|| walk_block(ctx, m, first_flags, ctx.full, false).kept);
+    let first_layer =
+        first.unwrap_or_else(|| walk_block_at(ctx, m, first_flags, (ctx.full, false), own_first).kept);
     Blocks {
         full_layer: mix.of(last_flags, mix.full[0], false),
         selective_layer: mix.of(last_flags, mix.selective[0], true),

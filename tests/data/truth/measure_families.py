@@ -555,6 +555,11 @@ FAMILY_SPECS.update({
                           hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
                           max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-05, pad_token_id=1,
                           bos_token_id=0, eos_token_id=2)),
+    "modernbert_tiny": (CONFIG_MAPPING["modernbert"], dict(architectures=["ModernBertForMaskedLM"], vocab_size=1000,
+                        hidden_size=256, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4,
+                        local_attention=64, max_position_embeddings=1024, pad_token_id=0, bos_token_id=1,
+                        eos_token_id=2, cls_token_id=1, sep_token_id=2)),
+    "modernbert-base": (CONFIG_MAPPING["modernbert"], dict(architectures=["ModernBertForMaskedLM"])),
     "kimi_linear_tiny": (CONFIG_MAPPING["kimi_linear"], dict(architectures=["KimiLinearForCausalLM"], vocab_size=1000,
                          hidden_size=256, intermediate_size=512, moe_intermediate_size=64, num_hidden_layers=4,
                          num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=64, qk_rope_head_dim=16,
@@ -960,6 +965,14 @@ def cases_R():
             C("xlm-roberta-large-bf16-sdpa-b4s512", "xlm-roberta-large", 4, 512, "bfloat16", "sdpa", backend=be),
             C("xlm-roberta-large-bf16-sdpa-b4s512-ckpt", "xlm-roberta-large", 4, 512, "bfloat16", "sdpa", ckpt=True, backend=be),
             C("xlm-roberta-large-bf16-sdpa-b4s512-infer", "xlm-roberta-large", 4, 512, "bfloat16", "sdpa", mode="infer", backend=be)]
+    t = "modernbert_tiny"
+    out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+            C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be),
+            C(t + "-bf16-sdpa-b2s48", t, 2, 48, "bfloat16", "sdpa", backend=be),
+            C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
+            C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out += [C("modernbert-base-bf16-sdpa-b4s1024", "modernbert-base", 4, 1024, "bfloat16", "sdpa", backend=be),
+            C("modernbert-base-bf16-sdpa-b4s1024-infer", "modernbert-base", 4, 1024, "bfloat16", "sdpa", mode="infer", backend=be)]
     return out
 
 
@@ -1301,7 +1314,7 @@ def no_trunc_normal_init():
         tinit._no_grad_trunc_normal_ = orig
 
 
-ENCODERS = ("bert", "roberta", "xlm-roberta")
+ENCODERS = ("bert", "roberta", "xlm-roberta", "modernbert")
 
 
 def is_classifier(cfg):
