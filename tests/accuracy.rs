@@ -83,7 +83,7 @@ const GROUPS: [(char, &str); 17] = [
     ('P', "Phi-1, Phi-1.5, Phi-2"),
     (
         'R',
-        "encoders: RoBERTa and XLM-R masked LM (tiny, roberta-base, xlm-roberta-large) and a RoBERTa classifier, trained, checkpointed and in inference; ModernBERT (tiny, base; its inference flagged, peaks printed)",
+        "encoders: RoBERTa and XLM-R masked LM (tiny, roberta-base, xlm-roberta-large) and a RoBERTa classifier, trained, checkpointed and in inference; ModernBERT masked LM (tiny, base; its inference flagged, peaks printed) and classifier",
     ),
     (
         'S',

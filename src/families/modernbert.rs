@@ -77,13 +77,22 @@ impl FamilyDef for ModernBert {
         p.linear(2 * i, h, l, R::Up, false);
         p.linear(h, i, l, R::Down, false);
         p.push(h, 1, 1, K::Vector, Scope::Output, false); // final_norm
-        if m.head == Head::MaskedLm {
-            p.push(h, h, 1, K::Linear(R::Dense), Scope::Output, false); // head.dense
-            p.push(h, 1, 1, K::Vector, Scope::Output, false); // head.norm
-            if !m.tie_word_embeddings {
-                p.push(v, h, 1, K::Head, Scope::Output, true);
+        if m.head == Head::Base {
+            return;
+        }
+        p.push(h, h, 1, K::Linear(R::Dense), Scope::Output, false); // head.dense
+        p.push(h, 1, 1, K::Vector, Scope::Output, false); // head.norm
+        match m.head {
+            Head::SequenceClassification { num_labels } => {
+                p.push(num_labels, h, 1, K::Head, Scope::Output, false); // classifier
+                p.push(num_labels, 1, 1, K::Vector, Scope::Output, false);
             }
-            p.push(v, 1, 1, K::Vector, Scope::Output, true); // decoder bias
+            _ => {
+                if !m.tie_word_embeddings {
+                    p.push(v, h, 1, K::Head, Scope::Output, true);
+                }
+                p.push(v, 1, 1, K::Vector, Scope::Output, true); // decoder bias
+            }
         }
     }
 
@@ -120,8 +129,13 @@ impl FamilyDef for ModernBert {
         let (ts, h) = (ctx.rank_tokens, m.hidden_size);
         let before = g.kept.total();
         let n = g.norm(x, ts, h, NormKind::Layer, "final_norm");
-        if m.head != Head::MaskedLm {
-            return g.kept.total() - before;
+        match m.head {
+            Head::Base => return g.kept.total() - before,
+            Head::SequenceClassification { num_labels } => {
+                classifier(g, m, n, num_labels);
+                return g.kept.total() - before;
+            }
+            _ => {}
         }
         let d = g.linear(n, ts, h, h, LinearRole::Dense, Cat::HeadLoss, "head.dense");
         let a = g.act(d, ctx.tokens * h, Act::Gelu);
@@ -146,6 +160,23 @@ impl FamilyDef for ModernBert {
     }
 }
 
+/// `ModernBertForSequenceClassification` with `classifier_pooling: "cls"`: the first token's
+/// view keeps the final norm's whole output alive (head.dense saves it), then the head (dense,
+/// GELU, LayerNorm) and the classifier on `(b, h)`, and the cross-entropy over `n` classes.
+fn classifier(g: &mut Graph<'_>, m: &TransformerSpec, n: Tensor, classes: u64) {
+    let ctx = g.ctx;
+    let (b, h, c) = (ctx.batch, m.hidden_size, ctx.compute_elem);
+    g.keep(n);
+    // dense's output (GELU keeps it), GELU's (the LayerNorm keeps it, with its two fp32 stats),
+    // the LayerNorm's (the classifier keeps it)
+    g.keep_new(3 * b * h * c + 2 * b * 4, Cat::HeadLoss);
+    if ctx.amp {
+        g.keep_new(b * classes * 4 + b * classes * c + 4 + b * 8, Cat::HeadLoss);
+    } else {
+        g.keep_new(b * classes * c + c + b * 8, Cat::HeadLoss);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// `ModernBertForMaskedLM` from the config class's defaults (the harness's `modernbert-base`,
@@ -164,5 +195,15 @@ mod tests {
             arch: crate::model::Architecture::Transformer(Box::new(spec)),
         };
         assert_eq!(m.n_params(), 149_655_232);
+        // the harness's tiny classifier: the head (dense, norm) and a biased 3-class classifier
+        let text = r#"{"model_type":"modernbert","architectures":["ModernBertForSequenceClassification"],
+            "vocab_size":1000,"hidden_size":256,"intermediate_size":384,"num_hidden_layers":4,
+            "num_attention_heads":4,"num_labels":3}"#;
+        let spec = crate::model::hf_config::parse("config.json", text).expect("config").spec;
+        let m = crate::model::ModelSpec {
+            name: "m".into(),
+            arch: crate::model::Architecture::Transformer(Box::new(spec)),
+        };
+        assert_eq!(m.n_params(), 2_553_091);
     }
 }

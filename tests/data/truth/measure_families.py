@@ -559,6 +559,10 @@ FAMILY_SPECS.update({
                         hidden_size=256, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4,
                         local_attention=64, max_position_embeddings=1024, pad_token_id=0, bos_token_id=1,
                         eos_token_id=2, cls_token_id=1, sep_token_id=2)),
+    "modernbert_tiny_cls": (CONFIG_MAPPING["modernbert"], dict(architectures=["ModernBertForSequenceClassification"],
+                            vocab_size=1000, hidden_size=256, intermediate_size=384, num_hidden_layers=4,
+                            num_attention_heads=4, local_attention=64, max_position_embeddings=1024, pad_token_id=0,
+                            bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2, num_labels=3)),
     "modernbert-base": (CONFIG_MAPPING["modernbert"], dict(architectures=["ModernBertForMaskedLM"])),
     "kimi_linear_tiny": (CONFIG_MAPPING["kimi_linear"], dict(architectures=["KimiLinearForCausalLM"], vocab_size=1000,
                          hidden_size=256, intermediate_size=512, moe_intermediate_size=64, num_hidden_layers=4,
@@ -971,6 +975,9 @@ def cases_R():
             C(t + "-bf16-sdpa-b2s48", t, 2, 48, "bfloat16", "sdpa", backend=be),
             C(t + "-bf16-sdpa-b2s256-ckpt", t, 2, 256, "bfloat16", "sdpa", ckpt=True, backend=be),
             C(t + "-bf16-sdpa-b2s256-infer", t, 2, 256, "bfloat16", "sdpa", mode="infer", backend=be)]
+    t = "modernbert_tiny_cls"
+    out += [C(t + "-bf16-sdpa-b2s256", t, 2, 256, "bfloat16", "sdpa", backend=be),
+            C(t + "-fp32-eager-b2s128", t, 2, 128, "float32", "eager", backend=be)]
     out += [C("modernbert-base-bf16-sdpa-b4s1024", "modernbert-base", 4, 1024, "bfloat16", "sdpa", backend=be),
             C("modernbert-base-bf16-sdpa-b4s1024-infer", "modernbert-base", 4, 1024, "bfloat16", "sdpa", mode="infer", backend=be)]
     return out
