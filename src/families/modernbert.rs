@@ -53,10 +53,19 @@ impl FamilyDef for ModernBert {
         };
         // `sliding_window` is `local_attention // 2` tokens on either side
         d.window = Some(r.u64_or("local_attention", 128)? / 2);
-        d.spec.head = match d.spec.head {
-            Head::CausalLm => Head::MaskedLm,
-            h => h,
-        };
+        // the head is read after this hook: the classifier's options count when `architectures`
+        // names it
+        let classifies = r.get("architectures").and_then(|v| v.as_array()).is_some_and(|a| {
+            a.iter().any(|x| x.as_str().is_some_and(|s| s.ends_with("ForSequenceClassification")))
+        });
+        if classifies && r.str("classifier_pooling") == Some("mean") {
+            d.spec.unmodelled = Some(
+                "classifier_pooling \"mean\": the classifier is costed as on the first token (cls), the mean pooling's tensors are not modelled".into(),
+            );
+        }
+        if classifies && r.bool_or("classifier_bias", false)? {
+            d.spec.unmodelled = Some("classifier_bias: the head's dense bias is not counted".into());
+        }
         Ok(())
     }
 
@@ -205,5 +214,17 @@ mod tests {
             arch: crate::model::Architecture::Transformer(Box::new(spec)),
         };
         assert_eq!(m.n_params(), 2_553_091);
+    }
+
+    /// A classifier the rules do not walk says so (the estimate is then flagged).
+    #[test]
+    fn mean_pooling_is_flagged() {
+        let text = r#"{"model_type":"modernbert","architectures":["ModernBertForSequenceClassification"],
+            "classifier_pooling":"mean"}"#;
+        let spec = crate::model::hf_config::parse("config.json", text).expect("config").spec;
+        assert!(spec.unmodelled.as_deref().is_some_and(|u| u.contains("mean")));
+        let text = r#"{"model_type":"modernbert","architectures":["ModernBertForMaskedLM"],"classifier_pooling":"mean"}"#;
+        let spec = crate::model::hf_config::parse("config.json", text).expect("config").spec;
+        assert!(spec.unmodelled.is_none());
     }
 }
