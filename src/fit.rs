@@ -76,13 +76,25 @@ pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
 
 /// The longest sequence that [`fits`] `capacity_bytes` at the scenario's micro-batch, up to the
 /// model's context length (`max_position_embeddings`; 1,048,576 where the config has none), or
-/// `None` when not even one token does. Found as [`max_batch`] finds the batch.
+/// `None` when not even one token does. Found as [`max_batch`] finds the batch. A vision model's
+/// is the largest square image side, in whole patches.
 pub fn max_seq(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
-    largest(sc, capacity_bytes, Knob::Seq, seq_limit(sc))
+    let x = largest(sc, capacity_bytes, Knob::Seq, seq_limit(sc))?;
+    match sc.model.transformer().and_then(|t| t.patches) {
+        Some(p) => Some(x / p.patch * p.patch).filter(|&side| side > 0),
+        None => Some(x),
+    }
 }
 
-/// The longest sequence [`max_seq`] searches: the model's context length.
+/// The largest image side (pixels) the sequence knob of a vision model reaches.
+pub const MAX_IMAGE_KNOB: u64 = 4096;
+
+/// The longest sequence [`max_seq`] searches: the model's context length; a vision model's
+/// largest image side ([`MAX_IMAGE_KNOB`]).
 pub fn seq_limit(sc: &Scenario) -> u64 {
+    if sc.model.transformer().is_some_and(|t| t.patches.is_some()) {
+        return MAX_IMAGE_KNOB;
+    }
     sc.model
         .transformer()
         .map(|t| t.max_position_embeddings)
@@ -244,7 +256,13 @@ impl Knob {
     pub fn apply(self, sc: &mut Scenario, v: u64) {
         match self {
             Self::Batch => sc.batch = v,
-            Self::Seq => sc.seq = v,
+            // a vision model's sequence is its image's tokens: the knob is the image side
+            Self::Seq => match sc.model.transformer().and_then(|t| t.patches) {
+                Some(p) => {
+                    let _ = sc.set_image(crate::model::pixels::ImageSize::square(v.max(p.patch)));
+                }
+                None => sc.seq = v,
+            },
             Self::Segments => sc.checkpointing = Checkpointing::Segments(v),
             Self::Gpus => sc.parallel.dp = v,
         }
@@ -271,6 +289,15 @@ impl Knob {
         };
         match self {
             Self::Batch => log_spaced(1, 4096, steps),
+            Self::Seq if let Some(p) = sc.model.transformer().and_then(|t| t.patches) => {
+                // image sides, whole patches
+                let mut v: Vec<u64> = log_spaced(p.patch, MAX_IMAGE_KNOB.max(p.patch), steps)
+                    .into_iter()
+                    .map(|x| (x / p.patch).max(1) * p.patch)
+                    .collect();
+                v.dedup();
+                v
+            }
             Self::Seq => {
                 let max = sc
                     .model

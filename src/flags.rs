@@ -59,7 +59,13 @@ fn scenario_flags(v: &mut Vec<Flag>, sc: &Scenario) {
     let train = sc.mode == Mode::Train;
     put("--mode", sc.mode.name().into());
     put("--batch", sc.batch.to_string());
-    put("--seq", sc.seq.to_string());
+    match sc.image {
+        // a vision model's sequence is its image's tokens
+        Some(i) if sc.model.transformer().is_some_and(|t| t.patches.is_some()) => {
+            put("--image-size", format!("{}x{}", i.height, i.width));
+        }
+        _ => put("--seq", sc.seq.to_string()),
+    }
     if sc.new_tokens > 0 {
         put("--new-tokens", sc.new_tokens.to_string());
     }

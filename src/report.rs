@@ -58,6 +58,7 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "mode": sc.mode,
             "batch": sc.batch,
             "seq": sc.seq,
+            "image": image_json(sc),
             "precision": sc.precision.name(),
             "optimizer": sc.optimizer.name(),
             "attention": sc.attention,
@@ -142,6 +143,23 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         obj.insert("seq_limit".into(), json!(crate::fit::seq_limit(sc)));
     }
     v
+}
+
+/// A vision model's image: its size, its tokens and how they are made (`null` for text).
+fn image_json(sc: &Scenario) -> Value {
+    let (Some(p), Some(i)) = (sc.model.transformer().and_then(|t| t.patches), sc.image_size()) else {
+        return Value::Null;
+    };
+    json!({
+        "height": i.height,
+        "width": i.width,
+        "patch": p.patch,
+        "patches": p.patches(i),
+        "prefix_tokens": p.prefix,
+        "tokens": p.tokens(i),
+        "positions_interpolated": p.interpolates(i),
+        "describe": p.describe(i),
+    })
 }
 
 fn g(bytes: u64) -> String {
@@ -448,30 +466,38 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     s
 }
 
+/// "seq 2048", "prompt 512", or a vision model's "384×384 image (577 tokens)".
+fn shape_text(sc: &Scenario) -> String {
+    match sc.image_size() {
+        Some(i) => format!("{i} image ({} tokens)", sc.seq),
+        None if sc.new_tokens > 0 => format!("prompt {}", sc.seq),
+        None => format!("seq {}", sc.seq),
+    }
+}
+
 /// The table's head: the scenario in a line, its validation, generate's terms, the stack, the
 /// checkpoint's weights and the settings.
 fn text_header(s: &mut String, sc: &Scenario, e: &Estimate) {
     let what = sc.mode_label();
     *s += &match sc.mode {
         Mode::Train => format!(
-            "{} — {} params ({}), {what}, batch {} x seq {}, {}, {}, attention {}, checkpoint {}\n",
+            "{} — {} params ({}), {what}, batch {} x {}, {}, {}, attention {}, checkpoint {}\n",
             sc.model.name,
             human_count(e.n_params),
             trainable_text(e),
             sc.batch,
-            sc.seq,
+            shape_text(sc),
             sc.precision,
             sc.optimizer.name(),
             sc.attention.name(),
             sc.checkpointing,
         ),
         Mode::Infer => format!(
-            "{} — {} params, {what}, batch {} x {} {}, {}, attention {}\n",
+            "{} — {} params, {what}, batch {} x {}, {}, attention {}\n",
             sc.model.name,
             human_count(e.n_params),
             sc.batch,
-            if sc.new_tokens > 0 { "prompt" } else { "seq" },
-            sc.seq,
+            shape_text(sc),
             sc.precision,
             sc.attention.name(),
         ),
@@ -632,6 +658,13 @@ fn text_fit(s: &mut String, sc: &Scenario, e: &Estimate, f: &FitInfo) {
         None => *s += "  even micro-batch 1 does not fit\n",
     }
     let (batch, limit) = (sc.batch, crate::fit::seq_limit(sc));
+    if sc.image_size().is_some() {
+        match f.max_seq {
+            Some(n) => *s += &format!("  largest square image that fits at micro-batch {batch}: {n}×{n}\n"),
+            None => *s += &format!("  not even the smallest image fits at micro-batch {batch}\n"),
+        }
+        return;
+    }
     match f.max_seq {
         Some(n) if n >= limit => {
             *s += &format!(

@@ -11,6 +11,8 @@ mod catalog;
 mod diagnose;
 #[path = "cli/plan.rs"]
 mod plan;
+#[path = "cli/vision.rs"]
+mod vision;
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vramscope")).args(args).output().expect("binary runs")
@@ -261,14 +263,23 @@ fn every_hub_config_estimates_with_exact_parameters() {
             // multimodal wrapper is measured as text only
             let unmeasured = dir == "qwen2-moe";
             let wrapper = dir.starts_with("llama-4-");
+            // SiglipModel: the vision tower walked, the text tower counted only
+            let two_towers = dir == "siglip-so400m";
             assert_eq!(
                 v["model"]["validated"],
-                !generic && !unmeasured && !wrapper,
+                !generic && !unmeasured && !wrapper && !two_towers,
                 "{path}: {}",
                 v["model"]
             );
             if wrapper {
                 assert!(v["notes"].to_string().contains("wraps a llama4_text"), "{path}: {}", v["notes"]);
+            }
+            if two_towers {
+                assert!(
+                    v["notes"].to_string().contains("only the vision tower is walked"),
+                    "{path}: {}",
+                    v["notes"]
+                );
             }
             if unmeasured {
                 assert!(v["notes"].to_string().contains("not been measured"), "{path}: {}", v["notes"]);

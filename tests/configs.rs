@@ -186,6 +186,10 @@ fn presets_match_their_published_parameter_counts() {
         ("longcat-flash-chat", 560.0),
         ("mamba2-2.7b", 2.7),
         ("falcon-h1-7b", 7.6),
+        // vision backbones (#40): ViT-B/16's 86.6 M (with its 1000-class head), DINOv2-L's 304 M
+        ("vit-base-patch16-224", 0.0866),
+        ("dinov2-large", 0.304),
+        ("siglip-so400m", 0.878),
     ];
     // published as a round figure: the card's "8B" and "1T" (rounded to the name's digit)
     let round =

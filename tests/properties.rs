@@ -50,6 +50,11 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
                 Some(t) if t.max_position_embeddings > 0 => seq.min(t.max_position_embeddings),
                 _ => seq,
             };
+            if let Some(p) = sc.model.transformer().and_then(|t| t.patches) {
+                // a vision model's sequence is its image's tokens: the number drawn is the side
+                let side = vramscope::model::pixels::ImageSize::square(seq.clamp(p.patch, 1024));
+                sc.set_image(side).expect("an image the model takes");
+            }
             sc.precision = precision;
             sc.optimizer = optimizer;
             sc.attention = attention;

@@ -87,11 +87,24 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     if let Some(s) = a.seq {
         sc.seq = s;
     }
+    if let Some(image) = a.image_size {
+        sc.set_image(image).map_err(|e| anyhow::anyhow!("--image-size {image}: {e}"))?;
+        if a.seq.is_some_and(|s| s != sc.seq) {
+            bail!(
+                "--seq and --image-size disagree: a {image} image is {} tokens for {}; drop --seq",
+                sc.seq,
+                sc.model.name
+            );
+        }
+    }
+    let mut notes = loaded.notes;
+    if let (Some(p), Some(image)) = (sc.model.transformer().and_then(|t| t.patches), sc.image_size()) {
+        notes.push(format!("image {}", p.describe(image)));
+    }
     sc.new_tokens = a.new_tokens.unwrap_or(0);
     if a.new_tokens == Some(0) {
         bail!("--new-tokens must be at least 1");
     }
-    let mut notes = loaded.notes;
     sc.precision = precision(a, loaded.dtype.as_deref(), &mut notes);
     run_notes(a, &sc, &mut notes);
     sc.optimizer = a.optimizer;

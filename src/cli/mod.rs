@@ -147,7 +147,7 @@ pub struct EstimateArgs {
     /// A saved scenario (`vramscope export --format ron`, or File > Save in the app) instead of
     /// --model and the scenario flags; --gpu overrides the file's GPU.
     #[arg(long, value_name = "FILE.ron", conflicts_with_all = [
-        "model", "mode", "batch", "seq", "new_tokens", "precision", "optimizer", "attention", "checkpoint", "lora",
+        "model", "mode", "batch", "seq", "image_size", "new_tokens", "precision", "optimizer", "attention", "checkpoint", "lora",
         "lora_dropout", "base_quant", "kv_dtype", "context_mib", "workspace_mib", "reserve_frac",
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
         "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
@@ -165,6 +165,10 @@ pub struct EstimateArgs {
     /// --new-tokens.
     #[arg(long, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub seq: Option<u64>,
+    /// A vision model's input image, `N` or `HxW` pixels (default: the config's `image_size`):
+    /// its tokens are the patches plus the class token, and set the sequence.
+    #[arg(long, value_name = "HxW")]
+    pub image_size: Option<vramscope::model::pixels::ImageSize>,
     /// Inference as HF `generate`: the prompt's forward keeps only the last token's logits, then
     /// N new tokens grow the KV cache (`max_new_tokens`). Without it, inference is one scoring
     /// forward over --seq tokens with the full logits.
@@ -506,6 +510,7 @@ pub fn default_args() -> EstimateArgs {
         mode: Mode::Train,
         batch: 1,
         seq: Some(2048),
+        image_size: None,
         new_tokens: None,
         precision: Some(Precision::Bf16),
         optimizer: Optimizer::Adamw,

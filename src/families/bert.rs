@@ -150,18 +150,7 @@ pub(super) fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
             let a = g.act(d, t * h, Act::Gelu);
             let n = g.norm(a, ts, h, NormKind::Layer, "transform.LayerNorm");
             let _ = g.linear(n, ts, h, v, LinearRole::Dense, Cat::HeadLoss, "decoder");
-            if ctx.amp {
-                // cross_entropy autocasts the logits to fp32; the log-softmax output stays half
-                g.keep_new(t * v * 4 + t * v * c + 4 + t * 8, Cat::HeadLoss);
-            } else {
-                // no upcast: log_softmax in the compute dtype, total_weight likewise
-                g.keep_new(t * v * c + c + t * 8, Cat::HeadLoss);
-            }
-            if ctx.torch.softmax_keeps_input() {
-                // before PyTorch 1.11 log_softmax keeps its input too: the logits (fp32 under
-                // autocast, which casts them for cross_entropy)
-                g.keep_new(t * v * if ctx.amp { 4 } else { c }, Cat::HeadLoss);
-            }
+            g.cross_entropy(t, v);
         }
         _ => {
             let n = classes(m);

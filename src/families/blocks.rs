@@ -168,9 +168,11 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Te
             k = g.norm(k, t, kw, st.norm, "k_norm");
         }
     }
-    if flags & layer::NO_ROPE == 0 && st.rope_rebuilt {
+    // learned or no positions (ViT, SigLIP, Nemotron-H's attention): no rotary tables
+    let rotary = flags & layer::NO_ROPE == 0 && kinds.rope != super::Rope::None;
+    if rotary && st.rope_rebuilt {
         (q, k) = g.rope_rebuilt(q, k, (t * qw, t * kw), rope_cols(&kinds, m), st.rope_fp32);
-    } else if flags & layer::NO_ROPE == 0 {
+    } else if rotary {
         // gpt-oss rotates the two halves with (s, d/2) cos/sin tables
         let rot = rope_cols(&kinds, m);
         let table =

@@ -275,3 +275,43 @@ pub(crate) fn qwen_sliding(r: &Reader<'_>, d: &mut Draft) -> Result<(), ConfigEr
     }
     Ok(())
 }
+
+/// A patch-embedding model's grid: `patch_size` and `image_size` (a number, or `[h, w]` as
+/// DINOv2 and ViT allow), `num_channels` (3 when absent), and the model's `prefix` tokens.
+pub(crate) fn patches(
+    r: &Reader<'_>,
+    prefix: u64,
+    interpolation: crate::model::pixels::PositionInterpolation,
+) -> Result<crate::model::pixels::Patches, ConfigError> {
+    use crate::model::pixels::{ImageSize, MAX_IMAGE_SIDE};
+    let pair = |key: &str| -> Result<(u64, u64), ConfigError> {
+        let (a, b) = match r.get(key) {
+            Some(v) if v.is_array() => match r.u64_list(key)?.as_deref() {
+                Some(&[a, b]) => (a, b),
+                _ => return Err(r.invalid(key, "expected a number or [height, width]")),
+            },
+            _ => (r.positive(key)?, r.positive(key)?),
+        };
+        if !(1..=MAX_IMAGE_SIDE).contains(&a) || !(1..=MAX_IMAGE_SIDE).contains(&b) {
+            return Err(r.invalid(key, format!("expected 1..={MAX_IMAGE_SIDE} pixels")));
+        }
+        Ok((a, b))
+    };
+    let (ph, pw) = pair("patch_size")?;
+    if ph != pw {
+        return Err(r.invalid("patch_size", format!("non-square patches ({ph}×{pw}) are not modelled")));
+    }
+    let (h, w) = pair("image_size")?;
+    let image = ImageSize { height: h, width: w };
+    if h < ph || w < ph {
+        return Err(r.invalid("image_size", format!("{image} is smaller than one {ph}-pixel patch")));
+    }
+    Ok(crate::model::pixels::Patches {
+        patch: ph,
+        image,
+        prefix,
+        channels: r.u64_or("num_channels", 3)?.max(1),
+        interpolation,
+        mask_token: false,
+    })
+}

@@ -16,6 +16,7 @@ mod bloom;
 mod cohere;
 mod config;
 mod deepseek;
+mod dinov2;
 mod ernie4_5;
 mod exaone4;
 mod falcon;
@@ -55,6 +56,7 @@ mod qwen3;
 mod qwen3_next;
 mod roberta;
 mod seed_oss;
+pub(crate) mod siglip;
 mod smollm3;
 mod ssm;
 mod starcoder2;
@@ -89,6 +91,7 @@ mod prelude {
         Act, Graph, InferKind, LossKind, MlpBackward, MoeOp, NormKind, Routing, Shared, Softmax, Tensor,
     };
     pub(super) use crate::model::config::{ConfigError, Reader};
+    pub(super) use crate::model::pixels::{Patches, PositionInterpolation};
     pub(super) use crate::model::{
         Delta, Head, LinearRole, Mamba, Moe, ParamKind, Router, Scope, TransformerSpec, layer,
     };
@@ -277,6 +280,9 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &deepseek::Deepseek,
     &gpt_oss::GptOss,
     &vit::Vit,
+    &dinov2::Dinov2,
+    &dinov2::Dinov2Swiglu,
+    &siglip::Siglip,
     &generic::Generic,
     &megatron::Megatron,
     #[cfg(test)]

@@ -179,11 +179,7 @@ fn classifier(g: &mut Graph<'_>, m: &TransformerSpec, n: Tensor, classes: u64) {
     // dense's output (GELU keeps it), GELU's (the LayerNorm keeps it, with its two fp32 stats),
     // the LayerNorm's (the classifier keeps it)
     g.keep_new(3 * b * h * c + 2 * b * 4, Cat::HeadLoss);
-    if ctx.amp {
-        g.keep_new(b * classes * 4 + b * classes * c + 4 + b * 8, Cat::HeadLoss);
-    } else {
-        g.keep_new(b * classes * c + c + b * 8, Cat::HeadLoss);
-    }
+    g.cross_entropy(b, classes);
 }
 
 #[cfg(test)]

@@ -118,16 +118,7 @@ fn classifier(g: &mut Graph<'_>, m: &TransformerSpec, n: u64) -> u64 {
         // the two dropouts' masks
         g.keep_new(2 * b * h, Cat::HeadLoss);
     }
-    // the cross-entropy as BERT's masked-LM loss keeps it: the log-softmax (and under autocast
-    // the logits' fp32 copy), `total_weight` and the labels
-    if ctx.amp {
-        g.keep_new(b * n * 4 + b * n * c + 4 + b * 8, Cat::HeadLoss);
-    } else {
-        g.keep_new(b * n * c + c + b * 8, Cat::HeadLoss);
-    }
-    if ctx.torch.softmax_keeps_input() {
-        g.keep_new(b * n * if ctx.amp { 4 } else { c }, Cat::HeadLoss);
-    }
+    g.cross_entropy(b, n);
     g.kept.total() - before
 }
 

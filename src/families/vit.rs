@@ -6,6 +6,20 @@ use super::prelude::*;
 
 const STYLE: Style = Style { norm: NormKind::Layer, act: Act::Gelu, gated: false, ..LLAMA };
 
+/// ViT's and DINOv2's module names for PEFT: transformers 5's (`q_proj`, `fc1`, DINOv2's
+/// `gate_proj`) and the older BERT-like ones (`attention.attention.query`, `intermediate.dense`).
+pub(super) const PEFT: PeftModules = PeftModules {
+    qkv: None,
+    q: r"(?:q_proj|attention\.attention\.query)",
+    k: r"(?:k_proj|attention\.attention\.key)",
+    v: r"(?:v_proj|attention\.attention\.value)",
+    o: r"(?:o_proj|attention\.output\.dense)",
+    gate_up: None,
+    gate: "gate_proj",
+    up: r"(?:fc1|up_proj|intermediate\.dense)",
+    down: r"(?:fc2|down_proj|layer\.\d+\.output\.dense)",
+};
+
 /// ViT.
 pub(super) struct Vit;
 
@@ -43,7 +57,7 @@ impl FamilyDef for Vit {
     }
 
     fn peft_modules(&self) -> Option<&'static PeftModules> {
-        Some(&super::bert::PEFT)
+        Some(&PEFT)
     }
 
     fn takes_pixels(&self) -> bool {
@@ -66,16 +80,12 @@ impl FamilyDef for Vit {
     }
 }
 
-/// Patch conv (keeps the pixels, in the model dtype, when it trains), class token concatenated,
-/// positions added, dropout.
-fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
+/// Patch conv, class token concatenated, positions added (interpolated to another grid: an
+/// upsample whose backward keeps nothing, and an add), dropout.
+pub(super) fn embed(g: &mut Graph<'_>, m: &TransformerSpec) -> Tensor {
     let ctx = g.ctx;
-    let patch = m.rope_dim.max(1);
-    if ctx.full {
-        let pixels = ctx.batch * 3 * m.max_position_embeddings.saturating_sub(1) * patch * patch;
-        g.keep_new(pixels * ctx.compute_elem, Cat::Embeddings);
-    }
     let n = ctx.tokens * m.hidden_size;
+    g.patch_conv(ctx.batch * ctx.pixels, n);
     let e = g.tensor(n * ctx.residual_elem, ctx.residual_elem, ctx.full, Cat::Embeddings);
     g.dropout(e, n, m.hidden_dropout)
 }
@@ -90,10 +100,8 @@ fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
         g.keep(n);
     }
     let classes = classes(m);
-    g.keep_new(ctx.batch * classes * ctx.compute_elem + ctx.compute_elem + ctx.batch * 8, Cat::HeadLoss);
-    if ctx.torch.softmax_keeps_input() && classes > 0 {
-        // before PyTorch 1.11 log_softmax keeps its input (the logits) too
-        g.keep_new(ctx.batch * classes * ctx.compute_elem, Cat::HeadLoss);
+    if classes > 0 {
+        g.cross_entropy(ctx.batch, classes);
     }
     g.kept.total() - before
 }
@@ -101,8 +109,7 @@ fn head(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> u64 {
 fn params(p: &mut Params, m: &TransformerSpec) {
     use LinearRole as R;
     let (h, l) = (m.hidden_size, m.num_layers);
-    let patch = m.rope_dim.max(1); // ViT stores its patch size here (no rotary)
-    let channels = 3;
+    let (patch, channels) = m.patches.map_or((m.rope_dim.max(1), 3), |p| (p.patch, p.channels));
     let k = ParamKind::Vector;
     p.push(h, channels * patch * patch, 1, ParamKind::Embedding, Scope::Input, false);
     p.push(h, 1, 2, k, Scope::Input, false); // conv bias, cls token
@@ -125,9 +132,8 @@ fn read(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
     let h = r.positive("hidden_size")?;
     let a = r.positive("num_attention_heads")?;
     super::config::check_divides(r, "num_attention_heads", h, a)?;
-    let patch = r.positive("patch_size")?;
-    let image = r.positive("image_size")?;
-    let side = image / patch;
+    let patches = super::config::patches(r, 1, PositionInterpolation::OnRequest)?;
+    let grid = patches.patches(patches.image);
     Ok(TransformerSpec {
         family: super::by_id("vit").unwrap_or_default(),
         head: Head::Base,
@@ -138,8 +144,8 @@ fn read(r: &Reader<'_>) -> Result<TransformerSpec, ConfigError> {
         head_dim: h / a,
         intermediate_size: r.positive("intermediate_size")?,
         vocab_size: 0,
-        max_position_embeddings: side * side + 1,
-        rope_dim: patch,
+        max_position_embeddings: grid + 1,
+        patches: Some(patches),
         tie_word_embeddings: false,
         qkv_bias: r.bool_or("qkv_bias", true)?,
         o_bias: true,

@@ -83,7 +83,7 @@ const GUI_CURVE_STEPS: u32 = 25;
 fn curve_key(settings: &Settings, knob: Knob) -> Settings {
     match knob {
         Knob::Batch => Settings { batch: 0, ..settings.clone() },
-        Knob::Seq => Settings { seq: 0, ..settings.clone() },
+        Knob::Seq => Settings { seq: 0, image: None, ..settings.clone() },
         Knob::Segments => {
             Settings { checkpointing: crate::estimate::Checkpointing::None, ..settings.clone() }
         }
@@ -100,7 +100,8 @@ fn knob_index(knob: Knob) -> usize {
 fn current_value(scenario: &Scenario, knob: Knob) -> Option<u64> {
     match knob {
         Knob::Batch => Some(scenario.batch),
-        Knob::Seq => Some(scenario.seq),
+        // a vision model's sequence knob is its image side
+        Knob::Seq => Some(scenario.image_size().map_or(scenario.seq, |i| i.height.max(i.width))),
         Knob::Gpus => Some(scenario.parallel.dp),
         Knob::Segments => match scenario.checkpointing {
             crate::estimate::Checkpointing::Segments(n) => Some(n),
@@ -148,7 +149,7 @@ impl Computed {
         let explanations = explain_in(&scenario, &estimate, super::lang::current());
         let batch_free = BatchFree::of(settings, &scenario, cap, prev.map(|p| &p.batch_free));
         let max_batch = batch_free.max_batch;
-        let seq_key = Settings { seq: 0, ..settings.clone() };
+        let seq_key = Settings { seq: 0, image: None, ..settings.clone() };
         let seq_free = match prev.map(|p| &p.seq_free) {
             Some((k, m, p)) if *k == seq_key => (seq_key, *m, *p),
             _ => {

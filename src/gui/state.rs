@@ -41,6 +41,10 @@ pub struct Settings {
     pub mode: Mode,
     pub batch: u64,
     pub seq: u64,
+    /// A vision model's input image (`None`: the config's `image_size`); its tokens are the
+    /// sequence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::model::pixels::ImageSize>,
     /// Inference: HF `generate`'s new tokens after a `seq`-token prompt (0: one scoring forward).
     pub new_tokens: u64,
     pub precision: Precision,
@@ -132,6 +136,7 @@ impl Default for Settings {
             mode: Mode::Train,
             batch: 1,
             seq: 2048,
+            image: None,
             new_tokens: 0,
             precision: Precision::Bf16,
             optimizer: Optimizer::Adamw,
@@ -212,6 +217,7 @@ impl Settings {
             mode: sc.mode,
             batch: sc.batch,
             seq: sc.seq,
+            image: sc.image,
             new_tokens: sc.new_tokens,
             precision: sc.precision,
             optimizer: sc.optimizer,
@@ -279,6 +285,10 @@ impl Settings {
         sc.mode = self.mode;
         sc.batch = self.batch;
         sc.seq = self.seq;
+        if let Some(image) = self.image.or_else(|| sc.image_size()) {
+            // a vision model: its sequence is the image's tokens; a text model ignores it
+            let _ = sc.set_image(image);
+        }
         sc.new_tokens = if self.mode == Mode::Infer { self.new_tokens } else { 0 };
         sc.precision = self.precision;
         sc.optimizer = self.optimizer;

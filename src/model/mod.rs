@@ -10,6 +10,7 @@ pub mod config;
 pub mod generation;
 pub mod header_check;
 pub mod hf_config;
+pub mod pixels;
 pub mod preset;
 pub mod quant;
 pub mod safetensors;
@@ -139,6 +140,10 @@ pub struct TransformerSpec {
     /// A final LayerNorm before the head (OPT with pre-norm blocks).
     #[serde(default, skip_serializing_if = "is_false")]
     pub post_norm_final: bool,
+    /// A multi-head attention pooling head after the final norm (SigLIP's `vision_use_head`: a
+    /// learned probe attending over the tokens, a LayerNorm and an MLP).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub attention_pool: bool,
     /// The token embeddings' width when it differs from the hidden size (OPT's
     /// `word_embed_proj_dim`, with `project_in`/`project_out`); 0 otherwise.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -190,6 +195,9 @@ pub struct TransformerSpec {
     /// default `hidden_act`), not one fused GELU kernel.
     #[serde(default, skip_serializing_if = "is_false")]
     pub gelu_new: bool,
+    /// A vision model's patch grid (ViT, DINOv2): its tokens come from the image size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patches: Option<pixels::Patches>,
     /// A vision tower in front of the language model (multimodal checkpoints): parameters counted.
     #[serde(default)]
     pub vision: Option<VisionTower>,

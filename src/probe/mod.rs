@@ -205,6 +205,11 @@ fn run_spec(sc: &Scenario, opts: &Options) -> Result<Value, ProbeError> {
         "mode": sc.mode.name(),
         "batch": sc.batch,
         "seq": sc.seq,
+        "image": sc.image_size().map(|i| [i.height, i.width]),
+        // ViT refuses another image size unless the forward is asked to interpolate
+        "interpolate_pos_encoding": t.patches.zip(sc.image_size()).is_some_and(|(p, i)| {
+            p.interpolates(i) && p.interpolation == crate::model::pixels::PositionInterpolation::OnRequest
+        }),
         "new_tokens": sc.new_tokens,
         "vocab_size": t.vocab_size,
         "auto_class": auto,

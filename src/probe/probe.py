@@ -218,8 +218,10 @@ def inputs(torch, cfg, run, device, dtype):
     b, s = run["batch"], run["seq"]
     train = run["mode"] == "train"
     if run["input"] == "pixels":
-        c, hw = cfg.num_channels, cfg.image_size
-        kw = dict(pixel_values=torch.randn(b, c, hw, hw, generator=g).to(device, dtype))
+        c, (h, w) = cfg.num_channels, run["image"]
+        kw = dict(pixel_values=torch.randn(b, c, h, w, generator=g).to(device, dtype))
+        if run.get("interpolate_pos_encoding"):
+            kw["interpolate_pos_encoding"] = True
         if train:
             kw["labels"] = torch.randint(0, cfg.num_labels, (b,), generator=g).to(device)
         return kw

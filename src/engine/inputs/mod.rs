@@ -27,6 +27,8 @@ pub struct Ctx {
     pub batch: u64,
     /// Tokens per sequence.
     pub seq: u64,
+    /// Input values of one sample's image (`channels · h · w`); 0 for text.
+    pub pixels: u64,
     /// Tokens in the micro-batch, `batch · seq`.
     pub tokens: u64,
     /// Tokens of residual-stream tensors on this rank: `tokens / tp` under sequence parallelism.

@@ -383,3 +383,25 @@ impl Graph<'_> {
         self.kept.total() - before
     }
 }
+
+impl Graph<'_> {
+    /// `F.cross_entropy(logits (rows, n), labels)`, run as `nll_loss(log_softmax(logits))` on
+    /// the logits of a classifier or an MLM head: keeps the log-softmax output in the compute
+    /// dtype, `total_weight` and the int64 labels; under autocast (which runs `cross_entropy` in
+    /// fp32) also the logits' fp32 copy and an fp32 `total_weight`. Before PyTorch 1.11
+    /// log_softmax keeps its input as well.
+    pub fn cross_entropy(&mut self, rows: u64, n: u64) {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        let c = ctx.compute_elem;
+        if ctx.amp {
+            self.keep_new(rows * n * 4 + rows * n * c + 4 + rows * 8, Cat::HeadLoss);
+        } else {
+            self.keep_new(rows * n * c + c + rows * 8, Cat::HeadLoss);
+        }
+        if ctx.torch.softmax_keeps_input() {
+            self.keep_new(rows * n * if ctx.amp { 4 } else { c }, Cat::HeadLoss);
+        }
+        self.record("cross_entropy", before);
+    }
+}

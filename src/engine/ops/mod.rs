@@ -16,6 +16,7 @@ use crate::model::LinearRole;
 
 mod activations;
 mod attention;
+mod conv;
 mod inference;
 mod kda;
 mod linear;

@@ -55,6 +55,12 @@ impl Ctx {
         Self {
             batch: sc.batch,
             seq: sc.seq,
+            pixels: sc
+                .model
+                .transformer()
+                .and_then(|t| t.patches)
+                .zip(sc.image_size())
+                .map_or(0, |(p, i)| p.pixels(i)),
             tokens: sc.batch * sc.seq,
             rank_tokens: if sc.parallel.sp && sc.parallel.tp > 1 {
                 (sc.batch * sc.seq).div_ceil(sc.parallel.tp)

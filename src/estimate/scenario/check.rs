@@ -8,6 +8,7 @@ impl Scenario {
     /// positions), bf16, AdamW, SDPA, no checkpointing.
     pub fn new(model: ModelSpec) -> Self {
         let seq = match model.transformer() {
+            Some(t) if let Some(p) = t.patches => p.tokens(p.image),
             Some(t) if t.max_position_embeddings > 0 => t.max_position_embeddings.min(512),
             _ => 512,
         };
@@ -16,6 +17,7 @@ impl Scenario {
             mode: Mode::Train,
             batch: 1,
             seq,
+            image: None,
             new_tokens: 0,
             precision: Precision::Bf16,
             optimizer: Optimizer::Adamw,
@@ -75,6 +77,15 @@ impl Scenario {
                 self.seq, self.new_tokens, t.max_position_embeddings
             ));
         }
+        if let Some(p) = self.model.transformer().and_then(|t| t.patches) {
+            return self.check_image(p);
+        }
+        if self.image.is_some() {
+            return bad(format!(
+                "{} reads text, not images: an image size applies to a vision model",
+                self.model.name
+            ));
+        }
         if let Some(t) = self.model.transformer()
             && t.max_position_embeddings > 0
             && self.seq + t.position_offset > t.max_position_embeddings
@@ -88,6 +99,42 @@ impl Scenario {
                 ),
             });
         }
+        Ok(())
+    }
+
+    /// A vision model's image: one it takes, and the sequence its tokens.
+    fn check_image(&self, p: crate::model::pixels::Patches) -> Result<(), ScenarioError> {
+        let image = self.image.unwrap_or(p.image);
+        p.check(image).map_err(ScenarioError::Invalid)?;
+        if self.seq != p.tokens(image) {
+            return Err(ScenarioError::Invalid(format!(
+                "{} takes images: sequence length {} is not the {} tokens of a {image} image (set the image size, not the sequence)",
+                self.model.name,
+                self.seq,
+                p.tokens(image)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The input image of a vision model: the one set, else the config's; `None` for text.
+    pub fn image_size(&self) -> Option<crate::model::pixels::ImageSize> {
+        let p = self.model.transformer()?.patches?;
+        Some(self.image.unwrap_or(p.image))
+    }
+
+    /// Feeds a vision model `image`: the sequence becomes its tokens. A text model is left as
+    /// it is (and says so).
+    pub fn set_image(&mut self, image: crate::model::pixels::ImageSize) -> Result<(), ScenarioError> {
+        let Some(p) = self.model.transformer().and_then(|t| t.patches) else {
+            return Err(ScenarioError::Invalid(format!(
+                "{} reads text, not images: an image size applies to a vision model (ViT, DINOv2)",
+                self.model.name
+            )));
+        };
+        p.check(image).map_err(ScenarioError::Invalid)?;
+        self.image = Some(image);
+        self.seq = p.tokens(image);
         Ok(())
     }
 

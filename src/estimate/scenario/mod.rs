@@ -314,8 +314,12 @@ pub struct Scenario {
     pub mode: Mode,
     /// Micro-batch size per GPU.
     pub batch: u64,
-    /// Sequence length (prompt length for inference).
+    /// Sequence length (prompt length for inference). A vision model's is its image's tokens
+    /// ([`Self::image`]).
     pub seq: u64,
+    /// The input image of a vision model (ViT, DINOv2); `None` = the config's `image_size`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::model::pixels::ImageSize>,
     /// Inference only: tokens HF `generate` adds after the prompt (`max_new_tokens`); 0 = one
     /// scoring forward over `seq` tokens that keeps the full logits.
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -152,7 +152,8 @@ impl Central<'_> {
         let row_bottom = ui.cursor().top();
         ui.separator();
         let train = c.scenario.mode == crate::estimate::Mode::Train;
-        self.intents.extend(panels::tabs::ui(ui, self.state.view.tab, train));
+        let image = c.scenario.image_size().is_some();
+        self.intents.extend(panels::tabs::ui(ui, self.state.view.tab, train, image));
         let selected = self.selected_event.filter(|(r, _)| *r == self.derived.recomputations).map(|(_, i)| i);
         // a saved Segments tab shows the batch curve while the mode is inference
         let tab = match self.state.view.tab {

@@ -303,6 +303,10 @@ fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
     }
     let r = rail.union(typed);
     mark(r.changed(), "batch", knob);
+    if let Some(p) = s.model_spec().ok().and_then(|m| m.transformer().and_then(|t| t.patches)) {
+        image(ui, s, p, knob);
+        return;
+    }
     let max_seq = s
         .model_spec()
         .ok()
@@ -331,6 +335,33 @@ fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
             mark(r.changed(), "new tokens", knob);
         }
     }
+}
+
+/// A vision model's image side (square; a non-square image from a file or the command line keeps
+/// its shape until the slider moves), its tokens under it.
+fn image(ui: &mut egui::Ui, s: &mut Settings, p: crate::model::pixels::Patches, knob: &mut &'static str) {
+    use crate::model::pixels::ImageSize;
+    let t = tr();
+    let current = s.image.unwrap_or(p.image);
+    let mut side = current.height.max(current.width);
+    let r = ui
+        .add(
+            egui::Slider::new(&mut side, p.patch..=4096.max(p.patch))
+                .logarithmic(true)
+                .step_by(p.patch as f64)
+                .suffix(" px")
+                .text(t.image_size),
+        )
+        .on_hover_text(t.image_size_tip);
+    if r.changed() {
+        s.image = Some(ImageSize::square(side));
+        *knob = "image size";
+    }
+    let image = s.image.unwrap_or(p.image);
+    ui.small(
+        t.image_tokens.replace("{image}", &image.to_string()).replace("{n}", &p.tokens(image).to_string()),
+    )
+    .on_hover_text(p.describe(image));
 }
 
 /// The micro-batch the rail steps to from `old` when it asks for `new`: the power of two nearest

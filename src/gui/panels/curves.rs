@@ -18,6 +18,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
     let t = tr();
     let (knob, label, log_x) = match tab {
         Tab::Batch => (Knob::Batch, t.axis_batch, true),
+        Tab::Seq if c.scenario.image_size().is_some() => (Knob::Seq, t.axis_image, true),
         Tab::Seq => (Knob::Seq, t.axis_seq, true),
         Tab::Segments => (Knob::Segments, t.axis_segments, false),
         Tab::Gpus | Tab::Compare | Tab::Live | Tab::Options | Tab::Timeline | Tab::Concurrency => {
@@ -28,7 +29,12 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
     let cap = c.capacity();
     let to_x = move |v: u64| if log_x { (v as f64).log2() } else { v as f64 };
     let from_x = move |x: f64| if log_x { x.exp2() } else { x };
-    let current = current_of(knob, settings);
+    // a vision model's sequence knob is its image side
+    let image = c.scenario.image_size();
+    let current = match (knob, image) {
+        (Knob::Seq, Some(i)) => i.height.max(i.width),
+        _ => current_of(knob, settings),
+    };
     // the point worth calling out: the largest batch / sequence that fits, the fewest GPUs that
     // fit, the segment count with the lowest peak
     let marked = match knob {
@@ -138,7 +144,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec
     if let Some(text) = caption {
         ui.add(egui::Label::new(egui::RichText::new(text).weak()).wrap());
     }
-    clicked_x.and_then(|x| edit_at(knob, curve, settings, from_x(x))).into_iter().collect()
+    clicked_x.and_then(|x| edit_at(knob, curve, settings, from_x(x), image.is_some())).into_iter().collect()
 }
 
 /// The knob's value in `settings` (0: a scenario not checkpointed in segments).
@@ -288,13 +294,23 @@ fn segment_lines(
 }
 
 /// The edit a click at knob value `want` asks for: the curve's nearest value set.
-fn edit_at(knob: Knob, curve: &[crate::fit::SweepPoint], settings: &Settings, want: f64) -> Option<Intent> {
+fn edit_at(
+    knob: Knob,
+    curve: &[crate::fit::SweepPoint],
+    settings: &Settings,
+    want: f64,
+    image: bool,
+) -> Option<Intent> {
     let p = curve.iter().min_by(|a, b| (a.x as f64 - want).abs().total_cmp(&(b.x as f64 - want).abs()))?;
     let mut s = settings.clone();
     let name = match knob {
         Knob::Batch => {
             s.batch = p.x;
             "batch"
+        }
+        Knob::Seq if image => {
+            s.image = Some(crate::model::pixels::ImageSize::square(p.x));
+            "image size"
         }
         Knob::Seq => {
             s.seq = p.x;

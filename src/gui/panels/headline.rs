@@ -33,6 +33,16 @@ pub fn max_batch_text(c: &Computed) -> String {
 /// "longest sequence that fits at micro-batch B: N" (the model's context length at most).
 pub fn max_seq_text(c: &Computed) -> String {
     let t = tr();
+    if c.scenario.image_size().is_some() {
+        // a vision model's sequence knob is its image side
+        return match c.max_seq {
+            Some(n) => t
+                .max_image_tpl
+                .replace("{b}", &c.scenario.batch.to_string())
+                .replace("{n}", &crate::units::digits(n)),
+            None => t.max_image_none.to_owned(),
+        };
+    }
     match c.max_seq {
         Some(n) => t
             .max_seq_tpl
@@ -63,7 +73,10 @@ pub fn caption(c: &Computed, settings: &Settings) -> String {
     let mut parts = vec![settings.model_name()];
     // the method from the core's one phrase for it (QLoRA named by its base, not the recipe)
     parts.push(sc.method_in(l));
-    parts.push(format!("b{} × {}", sc.batch, sc.seq));
+    parts.push(match sc.image_size() {
+        Some(i) => format!("b{} × {i} px", sc.batch),
+        None => format!("b{} × {}", sc.batch, sc.seq),
+    });
     if sc.mode == Mode::Train {
         parts.push(match sc.checkpointing {
             Checkpointing::None => l.pick("no checkpointing", "不做梯度检查点").to_owned(),

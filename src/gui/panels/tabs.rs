@@ -6,14 +6,15 @@ use crate::gui::strings::tr;
 use eframe::egui;
 
 /// Draws the tabs; checkpoint segments only for training (an inference pass keeps nothing for
-/// backward). They wrap onto a second row when the window is narrow.
-pub fn ui(ui: &mut egui::Ui, current: Tab, train: bool) -> Vec<Intent> {
+/// backward). A vision model's sequence tab sweeps its image size. They wrap onto a second row
+/// when the window is narrow.
+pub fn ui(ui: &mut egui::Ui, current: Tab, train: bool, image: bool) -> Vec<Intent> {
     let t = tr();
     let mut out = Vec::new();
     ui.horizontal_wrapped(|ui| {
         for (tab, label) in [
             (Tab::Batch, t.tab_batch),
-            (Tab::Seq, t.tab_seq),
+            (Tab::Seq, if image { t.tab_image } else { t.tab_seq }),
             (Tab::Segments, t.tab_segments),
             (Tab::Timeline, t.tab_timeline),
             (Tab::Gpus, t.tab_gpus),

@@ -120,6 +120,10 @@ strings! {
         seq: "Sequence length" / "序列长度",
         seq_tip: "Tokens per sequence. Activations grow linearly (quadratically for eager attention's scores)."
             / "每条序列的 token 数。激活值随其线性增长（eager 注意力的分数矩阵按平方增长）。",
+        image_size: "Image size" / "图像尺寸",
+        image_size_tip: "The input image's side in pixels (--image-size). The model cuts it into patches: each patch is one token, plus the class token, so activations grow with the image's area; positions are interpolated from the config's grid."
+            / "输入图像的边长（像素，--image-size）。模型把图像切成图块：每个图块是一个 token，另加一个类别 token，所以激活值随图像面积增长；位置编码从配置的网格插值得到。",
+        image_tokens: "{image}: {n} tokens per image" / "{image}：每张图像 {n} 个 token",
         generate: "Generate (HF generate)" / "生成（HF generate）",
         generate_tip: "Off: one scoring forward over the sequence that keeps every position's logits. On: model.generate — the prompt's forward keeps only the last token's logits, then each new token appends its keys and values to the DynamicCache (--new-tokens)."
             / "关闭：对整条序列做一次打分前向，保留每个位置的 logits。开启：model.generate——prompt 的前向只保留最后一个 token 的 logits，之后每个新 token 把自己的键和值追加到 DynamicCache 中（--new-tokens）。",
@@ -201,6 +205,8 @@ strings! {
         /// `{n}`: the longest sequence that fits at the micro-batch `{b}`.
         max_seq_tpl: "longest sequence that fits at micro-batch {b}: {n}" / "微批次 {b} 下可容纳的最长序列：{n}",
         max_seq_none: "not even a 1-token sequence fits" / "连长度为 1 的序列也放不下",
+        max_image_tpl: "largest square image that fits at micro-batch {b}: {n}×{n} px" / "微批次 {b} 下可容纳的最大方形图像：{n}×{n} 像素",
+        max_image_none: "not even the smallest image fits" / "连最小的图像也放不下",
         /// After the largest micro-batch when the current, larger one fits: `{next}` is the batch
         /// after the largest, which the allocator replay cannot place.
         max_batch_above_tpl: "(with every smaller one; micro-batch {next} finds no free block in the allocator replay, this one does)"
@@ -217,10 +223,12 @@ strings! {
             / "{gpu} CUDA 可见 {gib} 在坐标轴之上（坐标按柱高缩放）",
         tab_batch: "vs micro-batch" / "随微批次",
         tab_seq: "vs sequence" / "随序列长度",
+        tab_image: "vs image size" / "随图像尺寸",
         tab_segments: "vs checkpoint segments" / "随检查点段数",
         tab_gpus: "vs GPUs" / "随 GPU 数",
         axis_batch: "micro-batch" / "微批次",
         axis_seq: "sequence length" / "序列长度",
+        axis_image: "image side (px)" / "图像边长（像素）",
         axis_segments: "checkpoint segments" / "检查点段数",
         axis_gpus: "GPUs" / "GPU 数",
         tab_compare: "Compare" / "对比",

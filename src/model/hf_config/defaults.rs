@@ -9,10 +9,6 @@ pub(super) fn class_defaults(model_type: &str) -> &'static str {
         return d;
     }
     match model_type {
-        "siglip_vision_model" => {
-            r#"{"hidden_size":768,"intermediate_size":3072,"num_hidden_layers":12,"num_channels":3,
-            "image_size":224,"patch_size":16,"vision_use_head":true}"#
-        }
         "llama4_vision_model" => {
             r#"{"hidden_size":768,"intermediate_size":5632,"num_hidden_layers":34,"num_channels":3,
             "image_size":448,"patch_size":14,"projector_input_dim":4096,"projector_output_dim":4096,
@@ -24,6 +20,10 @@ pub(super) fn class_defaults(model_type: &str) -> &'static str {
         }
         "mistral3" => {
             r#"{"tie_word_embeddings":true,"multimodal_projector_bias":false,"spatial_merge_size":2}"#
+        }
+        "siglip_text_model" => {
+            r#"{"vocab_size":32000,"hidden_size":768,"intermediate_size":3072,"num_hidden_layers":12,
+            "max_position_embeddings":64}"#
         }
         "t5" => r#"{"tie_word_embeddings":true}"#,
         "whisper" => r#"{"tie_word_embeddings":true}"#,

@@ -70,22 +70,9 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
             return Err(top.invalid("architectures", format!("expected a list of names, found {other}")));
         }
     };
-    // the language model: a nested text_config, or the top level
-    let (tobj, ttype, prefix) = match obj.get("text_config") {
-        Some(Value::Object(t)) => {
-            let tt = match t.get("model_type").and_then(Value::as_str) {
-                Some(s) => s.to_owned(),
-                None => match model_type.as_str() {
-                    "gemma3" => "gemma3_text".to_owned(),
-                    "mistral3" => "mistral".to_owned(),
-                    other => other.to_owned(),
-                },
-            };
-            (t, tt, "text_config.")
-        }
-        Some(Value::Null) | None => (obj, model_type.clone(), ""),
-        Some(other) => return Err(top.invalid("text_config", format!("expected an object, found {other}"))),
-    };
+    static EMPTY: std::sync::LazyLock<serde_json::Map<String, Value>> =
+        std::sync::LazyLock::new(Default::default);
+    let (tobj, ttype, prefix) = modelled_part(obj, &model_type, &top, &EMPTY)?;
     let mut r = Reader::new(path, tobj, &ttype, prefix, class_defaults(&ttype));
     let mut notes = Vec::new();
     let dtype = ["torch_dtype", "dtype"]
@@ -100,6 +87,7 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
     let mut spec = crate::families::read_config(family, &source)?;
     // vision tower of multimodal checkpoints
     match (model_type.as_str(), obj.get("vision_config")) {
+        ("siglip", _) => siglip_text_tower(path, obj, &top, arch.as_deref(), &mut spec, &mut notes)?,
         ("gemma3", v) => spec.vision = Some(vision(path, v, VisionKind::Siglip, &top, spec.hidden_size)?),
         ("mistral3", v) => spec.vision = Some(vision(path, v, VisionKind::Pixtral, &top, spec.hidden_size)?),
         ("llama4", v) => spec.vision = Some(vision(path, v, VisionKind::Llama4, &top, spec.hidden_size)?),
@@ -156,6 +144,68 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
     }
     let facts = facts(&top, &r, arch.is_some(), dtype.is_some());
     Ok(Parsed { spec, notes, dtype, facts })
+}
+
+/// The object holding the model that is walked, its `model_type` and its key prefix: a nested
+/// `text_config` (the language model of a multimodal file), SigLIP's `vision_config`, or the
+/// top level.
+fn modelled_part<'a>(
+    obj: &'a serde_json::Map<String, Value>,
+    model_type: &str,
+    top: &Reader<'_>,
+    empty: &'a serde_json::Map<String, Value>,
+) -> Result<(&'a serde_json::Map<String, Value>, String, &'static str), ConfigError> {
+    Ok(match obj.get("text_config") {
+        _ if model_type == "siglip" => match obj.get("vision_config") {
+            Some(Value::Object(v)) => (v, "siglip_vision_model".to_owned(), "vision_config."),
+            Some(Value::Null) | None => (empty, "siglip_vision_model".to_owned(), "vision_config."),
+            Some(other) => {
+                return Err(top.invalid("vision_config", format!("expected an object, found {other}")));
+            }
+        },
+        Some(Value::Object(t)) => {
+            let tt = match t.get("model_type").and_then(Value::as_str) {
+                Some(s) => s.to_owned(),
+                None => match model_type {
+                    "gemma3" => "gemma3_text".to_owned(),
+                    "mistral3" => "mistral".to_owned(),
+                    other => other.to_owned(),
+                },
+            };
+            (t, tt, "text_config.")
+        }
+        Some(Value::Null) | None => (obj, model_type.to_owned(), ""),
+        Some(other) => return Err(top.invalid("text_config", format!("expected an object, found {other}"))),
+    })
+}
+
+/// A `siglip` file estimated as its vision model: under `SiglipModel` (or no `architectures`)
+/// the text tower's parameters are counted too, its activations are not.
+fn siglip_text_tower(
+    path: &str,
+    obj: &serde_json::Map<String, Value>,
+    top: &Reader<'_>,
+    arch: Option<&str>,
+    spec: &mut TransformerSpec,
+    notes: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    if arch.is_some_and(|a| a != "SiglipModel") {
+        return Ok(());
+    }
+    let empty = serde_json::Map::new();
+    let tobj = match obj.get("text_config") {
+        Some(Value::Object(t)) => t,
+        Some(Value::Null) | None => &empty,
+        Some(other) => return Err(top.invalid("text_config", format!("expected an object, found {other}"))),
+    };
+    let t = Reader::new(path, tobj, "siglip_text_model", "text_config.", class_defaults("siglip_text_model"));
+    spec.extra_params = crate::families::siglip::text_tower_params(&t)?;
+    spec.unvalidated_type = Some("siglip (SiglipModel)".into());
+    notes.push(format!(
+        "SiglipModel: the text tower's parameters (with logit_scale and logit_bias: {}) are counted, but only the vision tower is walked (its activations as SiglipVisionModel's); an image classifier is architectures [\"SiglipForImageClassification\"]",
+        spec.extra_params
+    ));
+    Ok(())
 }
 
 /// Where each key read came from: `model_type`, `architectures` and `torch_dtype` from the file

@@ -44,7 +44,7 @@ import torch.distributed._tools.mem_tracker as _mt_mod
 from torch.distributed._tools.mem_tracker import MemTracker
 
 from transformers import AutoConfig, CONFIG_MAPPING  # CONFIG_MAPPING["qwen3"] etc.: any family's config class
-from transformers import (AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSequenceClassification,
+from transformers import (AutoModelForCausalLM, AutoModelForImageClassification, AutoModelForMaskedLM, AutoModelForSequenceClassification,
                           ViTForImageClassification, BertConfig, BertForMaskedLM,
                           GPT2Config, LlamaConfig, MistralConfig, MixtralConfig)
 
@@ -193,6 +193,23 @@ FAMILY_SPECS = {
                                       "truncate": False, "original_max_position_embeddings": 4096, "rope_theta": 150000.0})),
     "vit_tiny": (CONFIG_MAPPING["vit"], dict(architectures=["ViTForImageClassification"], hidden_size=256, num_hidden_layers=4,
                  num_attention_heads=8, intermediate_size=1024, image_size=64, patch_size=16, num_labels=10)),
+    "dinov2_tiny": (CONFIG_MAPPING["dinov2"], dict(architectures=["Dinov2ForImageClassification"], hidden_size=256,
+                    num_hidden_layers=4, num_attention_heads=8, mlp_ratio=4, image_size=56, patch_size=14,
+                    num_labels=10, layerscale_value=1e-5)),
+    "dinov2_tiny_swiglu": (CONFIG_MAPPING["dinov2"], dict(architectures=["Dinov2ForImageClassification"], hidden_size=256,
+                           num_hidden_layers=4, num_attention_heads=8, mlp_ratio=4, image_size=56, patch_size=14,
+                           num_labels=10, layerscale_value=1e-5, use_swiglu_ffn=True)),
+    "dinov2-large": (CONFIG_MAPPING["dinov2"], dict(architectures=["Dinov2ForImageClassification"], hidden_size=1024,
+                     num_hidden_layers=24, num_attention_heads=16, mlp_ratio=4, image_size=518, patch_size=14,
+                     num_labels=1000, layerscale_value=1.0, layer_norm_eps=1e-6, qkv_bias=True)),
+    "siglip_tiny": (CONFIG_MAPPING["siglip"], dict(architectures=["SiglipForImageClassification"], num_labels=10,
+                    vision_config=dict(hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
+                                       num_attention_heads=8, image_size=64, patch_size=16),
+                    text_config=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                     num_attention_heads=2, vocab_size=1000))),
+    "siglip-so400m": (CONFIG_MAPPING["siglip"], dict(architectures=["SiglipForImageClassification"], num_labels=1000,
+                      vision_config=dict(hidden_size=1152, intermediate_size=4304, num_hidden_layers=27,
+                                         num_attention_heads=16, image_size=384, patch_size=14))),
     # ---------------- real size (group G), from the published config.json values ----------------
     "qwen3-0.6b": (CONFIG_MAPPING["qwen3"], dict(architectures=["Qwen3ForCausalLM"], vocab_size=151936, hidden_size=1024,
                    intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
@@ -983,6 +1000,33 @@ def cases_R():
     return out
 
 
+def cases_I():
+    """Vision backbones by image size (#40): ViT at its own and an interpolated size, DINOv2
+    (layer scale, cls + mean-patch classifier, SwiGLU variant) at two sizes (cuda-emu-fake)."""
+    be = "cuda-emu-fake"
+    out = []
+    for t, sizes in [("vit_tiny", (64, 96)), ("dinov2_tiny", (56, 98)), ("dinov2_tiny_swiglu", (56, 84))]:
+        for i in sizes:
+            out += [C(f"{t}-bf16-sdpa-b2i{i}", t, 2, i, "bfloat16", "sdpa", backend=be),
+                    C(f"{t}-fp32-eager-b2i{i}", t, 2, i, "float32", "eager", backend=be),
+                    C(f"{t}-bf16-sdpa-b2i{i}-infer", t, 2, i, "bfloat16", "sdpa", mode="infer", backend=be)]
+        out.append(C(f"{t}-bf16-sdpa-b2i{sizes[1]}-ckpt", t, 2, sizes[1], "bfloat16", "sdpa", ckpt=True, backend=be))
+    t = "siglip_tiny"
+    for i in (64, 96):
+        out += [C(f"{t}-bf16-sdpa-b2i{i}", t, 2, i, "bfloat16", "sdpa", backend=be),
+                C(f"{t}-fp32-eager-b2i{i}", t, 2, i, "float32", "eager", backend=be),
+                C(f"{t}-bf16-sdpa-b2i{i}-infer", t, 2, i, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out.append(C(f"{t}-bf16-sdpa-b2i96-ckpt", t, 2, 96, "bfloat16", "sdpa", ckpt=True, backend=be))
+    out += [C("siglip-so400m-bf16-sdpa-b8i384", "siglip-so400m", 8, 384, "bfloat16", "sdpa", backend=be),
+            C("siglip-so400m-bf16-sdpa-b8i384-infer", "siglip-so400m", 8, 384, "bfloat16", "sdpa", mode="infer", backend=be),
+            C("siglip-so400m-bf16-sdpa-b4i512", "siglip-so400m", 4, 512, "bfloat16", "sdpa", backend=be)]
+    out += [C("vit-base-patch16-224-bf16-sdpa-b8i384", "vit-base-patch16-224", 8, 384, "bfloat16", "sdpa", backend=be),
+            C("dinov2-large-bf16-sdpa-b16i224", "dinov2-large", 16, 224, "bfloat16", "sdpa", backend=be),
+            C("dinov2-large-bf16-sdpa-b4i448", "dinov2-large", 4, 448, "bfloat16", "sdpa", backend=be),
+            C("dinov2-large-bf16-sdpa-b16i224-infer", "dinov2-large", 16, 224, "bfloat16", "sdpa", mode="infer", backend=be)]
+    return out
+
+
 def cases_M():
     """2025 MoE decoders (#39), measured after their family files were written (cuda-emu-fake):
     per family train bf16 sdpa b2 s256, train fp32 eager b2 s128, inference bf16 sdpa b2 s256,
@@ -1322,6 +1366,7 @@ def no_trunc_normal_init():
 
 
 ENCODERS = ("bert", "roberta", "xlm-roberta", "modernbert")
+VISION = ("vit", "dinov2", "siglip")
 
 
 def is_classifier(cfg):
@@ -1341,6 +1386,8 @@ def _build(case, cfg):
         model = BertForMaskedLM._from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
     elif cfg.model_type == "vit":
         model = ViTForImageClassification._from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
+    elif cfg.model_type in VISION:
+        model = AutoModelForImageClassification.from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
     elif cfg.model_type in ENCODERS and is_classifier(cfg):
         model = AutoModelForSequenceClassification.from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
     elif cfg.model_type in ENCODERS:
@@ -1372,17 +1419,23 @@ def run_case(case):
     fake = backend != "cpu-real"
     b, s = case["batch"], case["seq"]
     tcfg = cfg.get_text_config()
-    is_vit = cfg.model_type == "vit"
+    is_vit = cfg.model_type in VISION
     vocab = None if is_vit else tcfg.vocab_size
     L = tcfg.num_hidden_layers
     out = dict(case=case["case"], config_file=f"configs/{case['config']}.json", batch=b, seq=s,
                dtype=case["dtype"], attn=case["attn"], mode=case["mode"], grad_ckpt=case["grad_ckpt"],
                backend=backend)
-    if is_vit:  # "seq" is the image side; tokens = (image/patch)^2 + 1 (CLS)
+    vis = getattr(cfg, "vision_config", None) or cfg  # SigLIP's numbers sit in its vision_config
+    if is_vit:  # "seq" is the image side; tokens = (image/patch)^2 (+ 1 CLS but SigLIP's)
         out["image_size"] = s
-        out["patch_size"] = cfg.patch_size
+        out["patch_size"] = vis.patch_size
         out["num_labels"] = cfg.num_labels
-        out["vit_tokens"] = (s // cfg.patch_size) ** 2 + 1
+        out["vit_tokens"] = (s // vis.patch_size) ** 2 + (0 if cfg.model_type == "siglip" else 1)
+    # ViT refuses another size unless asked to interpolate its positions (DINOv2 always does)
+    interp = (dict(interpolate_pos_encoding=True)
+              if cfg.model_type in ("vit", "siglip") and s != vis.image_size else {})
+    if interp:
+        out["interpolate_pos_encoding"] = True
     torch.manual_seed(0)
     SDPA_LOG.clear()
     fmode = FakeTensorMode() if fake else contextlib.nullcontext()
@@ -1401,10 +1454,10 @@ def run_case(case):
         out["n_param_tensors"] = len(params)
         out["buffer_bytes"] = uniq_storage_bytes(list(model.buffers()))
         if is_vit:
-            ids = torch.randn(b, cfg.num_channels, s, s, dtype=getattr(torch, case["dtype"]))
+            ids = torch.randn(b, vis.num_channels, s, s, dtype=getattr(torch, case["dtype"]))
         else:
             ids = torch.randint(0, vocab, (b, s))
-        is_clm = cfg.model_type not in ("vit",) + ENCODERS
+        is_clm = cfg.model_type not in VISION + ENCODERS
         if case["mode"] == "infer":
             model.eval()
             # nothing trains: torch's ModTracker hooks a kernel-layer module whose inputs include
@@ -1416,7 +1469,7 @@ def run_case(case):
                 mt.track_external(model, ids)
                 with mt:
                     if is_vit:
-                        o = model(pixel_values=ids)
+                        o = model(pixel_values=ids, **interp)
                         out["kv_cache_bytes"] = None
                     elif not is_clm:
                         o = model(input_ids=ids)
@@ -1438,7 +1491,7 @@ def run_case(case):
                 model.gradient_checkpointing_enable()
             if is_vit:
                 labels = torch.randint(0, cfg.num_labels, (b,))
-                kw = dict(pixel_values=ids, labels=labels)
+                kw = dict(pixel_values=ids, labels=labels, **interp)
             elif is_classifier(cfg):
                 labels = torch.randint(0, cfg.num_labels, (b,))
                 kw = dict(input_ids=ids, labels=labels)
@@ -1459,6 +1512,11 @@ def run_case(case):
                 rec_sum = rec.summary(L)
                 rec.close()
                 out.update(rec_sum)
+                if cfg.model_type == "siglip":
+                    # SiglipForImageClassification reads the tokens' mean; the pooling head still runs,
+                    # but nothing reads its output, so what it saved is freed when the forward returns
+                    out["activation_freed_in_forward_bytes"] = sum(
+                        v for k, v in rec_sum["activation_by_module"].items() if k.startswith("vision_model.head"))
                 out["logits_bytes_returned"] = res.logits.untyped_storage().nbytes()
                 del res
                 loss.backward()
@@ -1549,7 +1607,7 @@ def checks(rows, cfgs):
             ok(r["optimizer_state_bytes"] == 2 * trained, f"{name}: AdamW states == 2*trained param bytes")
             ok(r["optimizer_step_tensor_bytes"] == 4 * ntens,
                f"{name}: step tensors == 4 B * {ntens} param tensors")
-        if r["mode"] == "infer" and cfg.model_type not in ("vit",) + ENCODERS:
+        if r["mode"] == "infer" and cfg.model_type not in VISION + ENCODERS:
             t = cfg.get_text_config()
             if any(x != "full_attention" for x in (getattr(t, "layer_types", None) or [])) or not hasattr(t, "num_key_value_heads"):
                 # recurrent layers hold a state, not K/V: no closed form checked here
@@ -1600,7 +1658,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "S", "K", "R", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "S", "K", "R", "I", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -1622,6 +1680,7 @@ def main():
     cases += cases_S() if args.group == "S" else []
     cases += cases_K() if args.group == "K" else []
     cases += cases_R() if args.group == "R" else []
+    cases += cases_I() if args.group == "I" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     rows = []

@@ -1,0 +1,71 @@
+//! Vision models take an image size (`--image-size`), not a sequence: the tokens, the error
+//! messages, the largest image that fits and the flags that reproduce a scenario.
+
+use super::{assert_usage_error, json, run};
+
+#[test]
+fn an_image_size_sets_the_tokens_and_says_how() {
+    let j = json(&[
+        "estimate",
+        "--model",
+        "vit-base-patch16-224",
+        "--image-size",
+        "384",
+        "--batch",
+        "8",
+        "--json",
+    ]);
+    assert_eq!(j["scenario"]["seq"], 577);
+    let image = &j["scenario"]["image"];
+    assert_eq!((image["height"].as_u64(), image["width"].as_u64()), (Some(384), Some(384)));
+    assert_eq!(image["patches"], 576);
+    assert_eq!(image["tokens"], 577);
+    assert_eq!(image["positions_interpolated"], true);
+    assert!(image["describe"].as_str().unwrap().contains("interpolate_pos_encoding=True"), "{image}");
+    assert_eq!(j["model"]["n_params"], 86_567_656);
+    assert_eq!(j["model"]["validated"], true);
+    // the config's own size needs no interpolation; a text model has no image
+    let own = json(&["estimate", "--model", "vit-base-patch16-224", "--json"]);
+    assert_eq!(own["scenario"]["seq"], 197);
+    assert_eq!(own["scenario"]["image"]["positions_interpolated"], false);
+    assert!(json(&["estimate", "--model", "gpt2", "--json"])["scenario"]["image"].is_null());
+    // a non-square image: DINOv2 interpolates on every forward (16 × 32 patches + the class token)
+    let tall = json(&["estimate", "--model", "dinov2-large", "--image-size", "224x448", "--json"]);
+    assert_eq!(tall["scenario"]["seq"], 16 * 32 + 1);
+    // the activations grow with the image's area
+    let small = json(&["estimate", "--model", "dinov2-large", "--image-size", "224", "--json"]);
+    let act = |j: &serde_json::Value| j["bytes"]["activations"].as_u64().unwrap();
+    assert!(act(&tall) > act(&small) * 19 / 10, "{} vs {}", act(&tall), act(&small));
+}
+
+#[test]
+fn the_text_names_the_image_and_the_largest_that_fits() {
+    let out =
+        run(&["estimate", "--model", "dinov2-large", "--image-size", "448", "--batch", "8", "--gpu", "l4"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("batch 8 x 448×448 image (1025 tokens)"), "{text}");
+    assert!(text.contains("largest square image that fits at micro-batch 8:"), "{text}");
+    assert!(text.contains("positions interpolated from the 37×37 grid"), "{text}");
+}
+
+#[test]
+fn images_and_sequences_do_not_mix() {
+    assert_usage_error(&["estimate", "--model", "gpt2", "--image-size", "224"], "reads text, not images");
+    assert_usage_error(
+        &["estimate", "--model", "vit-base-patch16-224", "--seq", "300"],
+        "197 tokens of a 224×224",
+    );
+    assert_usage_error(
+        &["estimate", "--model", "vit-base-patch16-224", "--image-size", "384", "--seq", "197"],
+        "disagree",
+    );
+    assert_usage_error(
+        &["estimate", "--model", "vit-base-patch16-224", "--image-size", "8"],
+        "smaller than one 16×16",
+    );
+    assert_usage_error(
+        &["estimate", "--model", "vit-base-patch16-224", "--image-size", "2x"],
+        "not an image size",
+    );
+}
