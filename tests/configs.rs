@@ -190,6 +190,9 @@ fn presets_match_their_published_parameter_counts() {
         ("vit-base-patch16-224", 0.0866),
         ("dinov2-large", 0.304),
         ("siglip-so400m", 0.878),
+        // encoders (#40): ModernBERT's 149 M and 395 M (model cards)
+        ("modernbert-base", 0.1497),
+        ("modernbert-large", 0.3959),
     ];
     // published as a round figure: the card's "8B" and "1T" (rounded to the name's digit)
     let round =

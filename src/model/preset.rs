@@ -101,6 +101,12 @@ pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
     ),
     ("mamba2-2.7b", "state-spaces/mamba2-2.7b", include_str!("../../presets/hf/mamba2-2.7b.json")),
     ("minimax-m2", "MiniMaxAI/MiniMax-M2", include_str!("../../presets/hf/minimax-m2.json")),
+    ("modernbert-base", "answerdotai/ModernBERT-base", include_str!("../../presets/hf/modernbert-base.json")),
+    (
+        "modernbert-large",
+        "answerdotai/ModernBERT-large",
+        include_str!("../../presets/hf/modernbert-large.json"),
+    ),
     ("nemotron-h-8b", "nvidia/Nemotron-H-8B-Base-8K", include_str!("../../presets/hf/nemotron-h-8b.json")),
     ("olmo-2-7b", "allenai/OLMo-2-1124-7B", include_str!("../../presets/hf/olmo-2-7b.json")),
     (
