@@ -290,11 +290,13 @@ impl Knob {
         match self {
             Self::Batch => log_spaced(1, 4096, steps),
             Self::Seq if let Some(p) = sc.model.transformer().and_then(|t| t.patches) => {
-                // image sides, whole patches
+                // image sides, whole patches, the scenario's own among them
                 let mut v: Vec<u64> = log_spaced(p.patch, MAX_IMAGE_KNOB.max(p.patch), steps)
                     .into_iter()
                     .map(|x| (x / p.patch).max(1) * p.patch)
                     .collect();
+                v.extend(sc.image_size().map(|i| i.height.max(i.width)));
+                v.sort_unstable();
                 v.dedup();
                 v
             }

@@ -139,8 +139,19 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         );
         obj.insert("fits".into(), json!(f.fits));
         obj.insert("max_batch".into(), json!(f.max_batch));
-        obj.insert("max_seq".into(), json!(f.max_seq));
-        obj.insert("seq_limit".into(), json!(crate::fit::seq_limit(sc)));
+        match sc.model.transformer().and_then(|t| t.patches) {
+            // a vision model's knob is its image side: the tokens of that square image, and the side
+            Some(p) => {
+                let tokens = |side: u64| p.tokens(crate::model::pixels::ImageSize::square(side));
+                obj.insert("max_seq".into(), json!(f.max_seq.map(tokens)));
+                obj.insert("max_image_side".into(), json!(f.max_seq));
+                obj.insert("seq_limit".into(), json!(tokens(crate::fit::seq_limit(sc))));
+            }
+            None => {
+                obj.insert("max_seq".into(), json!(f.max_seq));
+                obj.insert("seq_limit".into(), json!(crate::fit::seq_limit(sc)));
+            }
+        }
     }
     v
 }
@@ -324,6 +335,12 @@ pub fn validation_line(sc: &Scenario) -> String {
             "layer table from a safetensors header alone: parameters, gradients and optimizer states exact, activations NOT modelled (no config.json)".into()
         }
         None => "layer table (parameters and activations as given)".into(),
+        // SigLIP's two towers: the image side walked, the text tower counted
+        Some(t) if t.unvalidated_type.is_some() && t.patches.is_some() => format!(
+            "UNVALIDATED architecture (model_type \"{}\"): the vision tower follows the {} family's rules, the text tower's parameters are counted but its activations are not modelled",
+            t.unvalidated_type.as_deref().unwrap_or_default(),
+            family_key(sc)
+        ),
         // a multimodal wrapper whose text model has a family (Llama 4): the text part follows it
         Some(t) if t.unvalidated_type.is_some() && t.family != crate::families::generic() => format!(
             "UNVALIDATED architecture (model_type \"{}\"): the text model follows the {} family's rules, the rest (images) is not modelled; parameters follow the config",
@@ -467,7 +484,7 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
 }
 
 /// "seq 2048", "prompt 512", or a vision model's "384×384 image (577 tokens)".
-fn shape_text(sc: &Scenario) -> String {
+pub fn shape_text(sc: &Scenario) -> String {
     match sc.image_size() {
         Some(i) => format!("{i} image ({} tokens)", sc.seq),
         None if sc.new_tokens > 0 => format!("prompt {}", sc.seq),

@@ -166,7 +166,7 @@ pub struct EstimateArgs {
     #[arg(long, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub seq: Option<u64>,
     /// A vision model's input image, `N` or `HxW` pixels (default: the config's `image_size`):
-    /// its tokens are the patches plus the class token, and set the sequence.
+    /// its tokens (the patches, and the class token where the model has one) set the sequence.
     #[arg(long, value_name = "HxW")]
     pub image_size: Option<vramscope::model::pixels::ImageSize>,
     /// Inference as HF `generate`: the prompt's forward keeps only the last token's logits, then

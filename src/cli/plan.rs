@@ -362,13 +362,13 @@ fn search(
         return Ok(serde_json::to_string_pretty(&v)? + "\n");
     }
     let mut s = format!(
-        "{} on {} x {} ({:.1} GiB), global batch {global}{} x seq {}: {} feasible layouts (searched in {ms:.0} ms)\n",
+        "{} on {} x {} ({:.1} GiB), global batch {global}{} x {}: {} feasible layouts (searched in {ms:.0} ms)\n",
         sc.model.name,
         gpus,
         gpu.name,
         gpu.memory_mib as f64 / 1024.0,
         if default_global { " (one micro-batch per GPU; --global-batch sets it)" } else { "" },
-        sc.seq,
+        vramscope::report::shape_text(sc),
         plans.len()
     );
     s += "  every row: micro-batch x accumulation (pipeline: micro-batches per step) x dp = the global batch; GiB/GPU is `vramscope estimate` of its most loaded rank\n\n";

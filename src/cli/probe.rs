@@ -134,7 +134,11 @@ fn echo_args(a: &EstimateArgs, sc: &vramscope::Scenario) -> Vec<String> {
     push("--model", a.model.clone().unwrap_or_default());
     push("--mode", sc.mode.name().into());
     push("--batch", sc.batch.to_string());
-    push("--seq", sc.seq.to_string());
+    match sc.image {
+        // a vision model's sequence is its image's tokens
+        Some(i) if sc.image_size().is_some() => push("--image-size", format!("{}x{}", i.height, i.width)),
+        _ => push("--seq", sc.seq.to_string()),
+    }
     if sc.new_tokens > 0 {
         push("--new-tokens", sc.new_tokens.to_string());
     }

@@ -44,7 +44,7 @@ pub fn report_json(f: &ScenarioFile, e: &Estimate) -> Value {
                     .iter()
                     .map(|p| json!({"x": p.x, "peak_bytes": p.peak, "total_bytes": p.total, "fits": p.fits}))
                     .collect();
-                (knob_name(k).to_owned(), Value::Array(pts))
+                (knob_name(k, &f.scenario).to_owned(), Value::Array(pts))
             })
             .collect();
         o.insert("what_if".into(), Value::Object(curves));
@@ -53,9 +53,11 @@ pub fn report_json(f: &ScenarioFile, e: &Estimate) -> Value {
     v
 }
 
-fn knob_name(k: Knob) -> &'static str {
+/// The knob's key in the JSON and the CSV: a vision model's sequence knob is its image side.
+fn knob_name(k: Knob, sc: &Scenario) -> &'static str {
     match k {
         Knob::Batch => "batch",
+        Knob::Seq if sc.image_size().is_some() => "image_side",
         Knob::Seq => "seq",
         Knob::Segments => "segments",
         Knob::Gpus => "gpus",
@@ -73,6 +75,12 @@ fn table_values(k: Knob, sc: &Scenario) -> Vec<u64> {
     };
     match k {
         Knob::Batch => with(vec![1, 2, 4, 8, 16, 32, 64], sc.batch),
+        // a vision model's sequence knob is its image side (pixels, whole patches)
+        Knob::Seq if let Some(i) = sc.image_size() => {
+            let p = sc.model.transformer().and_then(|t| t.patches).map_or(1, |p| p.patch);
+            let v = [224u64, 336, 384, 448, 512, 768, 1024].into_iter().map(|x| (x / p).max(1) * p).collect();
+            with(v, i.height.max(i.width))
+        }
         Knob::Seq => {
             // the context the config declares (a Hub config's `max_position_embeddings` is read
             // as its context length), at least the scenario's own
@@ -216,7 +224,16 @@ fn md_inputs(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
         ),
         (lang.pick("mode", "模式"), sc.mode_label_in(lang)),
         (lang.pick("method", "方法"), sc.method_in(lang)),
-        (lang.pick("micro-batch x sequence", "微批次 x 序列长度"), format!("{} x {}", sc.batch, sc.seq)),
+        match sc.image_size() {
+            Some(i) => (
+                lang.pick("micro-batch x image", "微批次 x 图像"),
+                format!("{} x {i} ({} tokens)", sc.batch, sc.seq),
+            ),
+            None => (
+                lang.pick("micro-batch x sequence", "微批次 x 序列长度"),
+                format!("{} x {}", sc.batch, sc.seq),
+            ),
+        },
         (
             lang.pick("global batch / accumulation", "全局批次 / 梯度累积"),
             format!("{} / {}", f.global_batch(), f.grad_accum()),
@@ -359,7 +376,11 @@ fn md_what_if(s: &mut String, sc: &Scenario, cap: Option<u64>, lang: Lang) {
         let _ = writeln!(
             s,
             "| {} | {}{fits_head} |\n|---:|---:|---:{fits_rule}|",
-            knob_label(k, lang),
+            match k {
+                // a vision model's sequence knob is its square image's side
+                Knob::Seq if sc.image_size().is_some() => lang.pick("image side (px)", "图像边长（像素）"),
+                _ => knob_label(k, lang),
+            },
             lang.pick("peak allocated | total", "已分配峰值 | 总量")
         );
         for pt in pts {
@@ -439,7 +460,7 @@ pub fn curves_csv(f: &ScenarioFile) -> String {
     for k in Knob::ALL {
         for p in fit::sweep(&f.scenario, k, k.values(&f.scenario), cap) {
             let fits = cap.map_or(String::new(), |_| p.fits.to_string());
-            let _ = writeln!(s, "{},{},{},{},{fits}", knob_name(k), p.x, p.peak, p.total);
+            let _ = writeln!(s, "{},{},{},{},{fits}", knob_name(k, &f.scenario), p.x, p.peak, p.total);
         }
     }
     s

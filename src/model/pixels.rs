@@ -82,13 +82,20 @@ impl Patches {
             1 => " + 1 class token".to_owned(),
             n => format!(" + {n} class/register tokens"),
         };
+        let n = self.patches(image);
         let mut s = format!(
-            "{image}: {} patches ({}×{} of {p} px){prefix} = {} tokens per image",
-            self.patches(image),
+            "{image}: {n} patch{} ({}×{} of {p} px){prefix} = {} tokens per image",
+            if n == 1 { "" } else { "es" },
             image.height / p,
             image.width / p,
             self.tokens(image)
         );
+        let (dh, dw) = (image.height % p, image.width % p);
+        if dh > 0 || dw > 0 {
+            s.push_str(&format!(
+                " (the stride-{p} convolution drops the last {dh} rows and {dw} columns of pixels)"
+            ));
+        }
         if self.interpolates(image) {
             s.push_str(&format!(
                 "; positions interpolated from the {}×{} grid of {}",
@@ -180,5 +187,10 @@ mod tests {
         assert!(VIT.check(ImageSize::square(8)).is_err());
         assert!(VIT.describe(ImageSize::square(384)).contains("interpolate_pos_encoding=True"));
         assert!(!VIT.describe(ImageSize::square(224)).contains("interpolated"));
+        assert!(
+            VIT.describe(ImageSize { height: 230, width: 224 })
+                .contains("drops the last 6 rows and 0 columns")
+        );
+        assert!(VIT.describe(ImageSize::square(16)).contains(": 1 patch (1×1"));
     }
 }

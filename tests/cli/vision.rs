@@ -69,3 +69,31 @@ fn images_and_sequences_do_not_mix() {
         "not an image size",
     );
 }
+
+/// Every command a report or a probe names for a vision model carries its image, and the JSON
+/// keys say what the sequence knob is: the image side.
+#[test]
+fn reports_and_probes_reproduce_the_image() {
+    let dir = std::env::temp_dir().join(format!("vramscope-vision-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let md = dir.join("r.md");
+    let common = ["--model", "dinov2-large", "--image-size", "448", "--batch", "32", "--gpu", "rtx-4090"];
+    let out =
+        run(&[&["export"][..], &common, &["--format", "md", "-o", md.to_str().unwrap(), "--force"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains("| micro-batch x image | 32 x 448×448 (1025 tokens) |"), "{text}");
+    assert!(text.contains("| image side (px) |"), "{text}");
+    assert!(!text.contains("--seq"), "{text}");
+    let j = json(&[&["estimate"][..], &common, &["--json"]].concat());
+    let side = j["max_image_side"].as_u64().unwrap();
+    assert_eq!(side % 14, 0);
+    assert_eq!(j["max_seq"].as_u64(), Some((side / 14) * (side / 14) + 1), "tokens of the largest image");
+    let script = dir.join("p.py");
+    let out = run(&[&["probe"][..], &common, &["-o", script.to_str().unwrap(), "--force"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let py = std::fs::read_to_string(&script).unwrap();
+    assert!(py.contains("--image-size 448x448") && !py.contains("--seq 1025"), "the probe's command line");
+    std::fs::remove_dir_all(&dir).ok();
+    assert_usage_error(&["estimate", "--model", "resnet-50", "--image-size", "384"], "layer table");
+}

@@ -81,10 +81,7 @@ impl Scenario {
             return self.check_image(p);
         }
         if self.image.is_some() {
-            return bad(format!(
-                "{} reads text, not images: an image size applies to a vision model",
-                self.model.name
-            ));
+            return bad(no_image_input(&self.model));
         }
         if let Some(t) = self.model.transformer()
             && t.max_position_embeddings > 0
@@ -127,10 +124,7 @@ impl Scenario {
     /// it is (and says so).
     pub fn set_image(&mut self, image: crate::model::pixels::ImageSize) -> Result<(), ScenarioError> {
         let Some(p) = self.model.transformer().and_then(|t| t.patches) else {
-            return Err(ScenarioError::Invalid(format!(
-                "{} reads text, not images: an image size applies to a vision model (ViT, DINOv2)",
-                self.model.name
-            )));
+            return Err(ScenarioError::Invalid(no_image_input(&self.model)));
         };
         p.check(image).map_err(ScenarioError::Invalid)?;
         self.image = Some(image);
@@ -317,5 +311,19 @@ impl Scenario {
             );
         }
         Ok(())
+    }
+}
+
+/// Why a model takes no image size: a text model, or a layer table with a fixed input.
+fn no_image_input(m: &ModelSpec) -> String {
+    match m.transformer() {
+        Some(_) => format!(
+            "{} reads text, not images: an image size applies to a patch-embedding vision model (ViT, DINOv2, SigLIP)",
+            m.name
+        ),
+        None => format!(
+            "{} is a layer table whose activations are given for one input size: an image size applies to a patch-embedding vision model (ViT, DINOv2, SigLIP)",
+            m.name
+        ),
     }
 }
