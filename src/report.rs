@@ -139,21 +139,27 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         );
         obj.insert("fits".into(), json!(f.fits));
         obj.insert("max_batch".into(), json!(f.max_batch));
-        match sc.model.transformer().and_then(|t| t.patches) {
-            // a vision model's knob is its image side: the tokens of that square image, and the side
-            Some(p) => {
-                let tokens = |side: u64| p.tokens(crate::model::pixels::ImageSize::square(side));
-                obj.insert("max_seq".into(), json!(f.max_seq.map(tokens)));
-                obj.insert("max_image_side".into(), json!(f.max_seq));
-                obj.insert("seq_limit".into(), json!(tokens(crate::fit::seq_limit(sc))));
-            }
-            None => {
-                obj.insert("max_seq".into(), json!(f.max_seq));
-                obj.insert("seq_limit".into(), json!(crate::fit::seq_limit(sc)));
-            }
-        }
+        insert_max_seq(obj, sc, f);
     }
     v
+}
+
+/// The longest sequence that fits and the limit searched; a vision model's knob is its image
+/// side: the tokens of that square image, and the side (`max_image_side`).
+fn insert_max_seq(obj: &mut serde_json::Map<String, Value>, sc: &Scenario, f: &FitInfo) {
+    match sc.model.transformer().and_then(|t| t.patches) {
+        // a vision model's knob is its image side: the tokens of that square image, and the side
+        Some(p) => {
+            let tokens = |side: u64| p.tokens(crate::model::pixels::ImageSize::square(side));
+            obj.insert("max_seq".into(), json!(f.max_seq.map(tokens)));
+            obj.insert("max_image_side".into(), json!(f.max_seq));
+            obj.insert("seq_limit".into(), json!(tokens(crate::fit::seq_limit(sc))));
+        }
+        None => {
+            obj.insert("max_seq".into(), json!(f.max_seq));
+            obj.insert("seq_limit".into(), json!(crate::fit::seq_limit(sc)));
+        }
+    }
 }
 
 /// A vision model's image: its size, its tokens and how they are made (`null` for text).
