@@ -95,12 +95,15 @@ pub fn seq_limit(sc: &Scenario) -> u64 {
     if sc.model.transformer().is_some_and(|t| t.patches.is_some()) {
         return MAX_IMAGE_KNOB;
     }
+    // a vision-language model's knob is its text, beside the images' tokens
     sc.model
         .transformer()
         .map(|t| t.max_position_embeddings)
         .filter(|&m| m > 0)
         .unwrap_or(1 << 20)
         .min(1 << 24)
+        .saturating_sub(sc.image_tokens())
+        .max(1)
 }
 
 /// The largest value of `knob` up to `max` at which the scenario [`fits`] and at every value below
@@ -261,7 +264,8 @@ impl Knob {
                 Some(p) => {
                     let _ = sc.set_image(crate::model::pixels::ImageSize::square(v.max(p.patch)));
                 }
-                None => sc.seq = v,
+                // a vision-language model's: its text, beside the images' tokens
+                None => sc.seq = v + sc.image_tokens(),
             },
             Self::Segments => sc.checkpointing = Checkpointing::Segments(v),
             Self::Gpus => sc.parallel.dp = v,
@@ -305,7 +309,9 @@ impl Knob {
                     .model
                     .transformer()
                     .map(|t| if t.max_position_embeddings > 0 { t.max_position_embeddings } else { 131072 })
-                    .unwrap_or(4096);
+                    .unwrap_or(4096)
+                    .saturating_sub(sc.image_tokens())
+                    .max(1);
                 log_spaced(16.min(max), max, steps)
             }
             Self::Segments => (1..=sc.model.transformer().map_or(1, |t| t.num_layers)).collect(),

@@ -64,6 +64,12 @@ fn scenario_flags(v: &mut Vec<Flag>, sc: &Scenario) {
         Some(i) if sc.model.transformer().is_some_and(|t| t.patches.is_some()) => {
             put("--image-size", format!("{}x{}", i.height, i.width));
         }
+        // a vision-language model's --seq is its text; the images' tokens are added
+        _ if let Some(im) = sc.vlm_images() => {
+            put("--seq", sc.text_tokens().to_string());
+            put("--images", im.count.to_string());
+            put("--image-size", format!("{}x{}", im.size.height, im.size.width));
+        }
         _ => put("--seq", sc.seq.to_string()),
     }
     if sc.new_tokens > 0 {

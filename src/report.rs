@@ -59,6 +59,7 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "batch": sc.batch,
             "seq": sc.seq,
             "image": image_json(sc),
+            "images": images_json(sc),
             "precision": sc.precision.name(),
             "optimizer": sc.optimizer.name(),
             "attention": sc.attention,
@@ -179,6 +180,27 @@ fn image_json(sc: &Scenario) -> Value {
     })
 }
 
+/// A vision-language model's images: how many a sample, their size, the tokens each makes and
+/// how, the text tokens beside them (`null` without images).
+fn images_json(sc: &Scenario) -> Value {
+    let Some(v) = sc.vlm_images() else {
+        return Value::Null;
+    };
+    let r = v.rule.resized(v.size);
+    json!({
+        "count": v.count,
+        "height": v.size.height,
+        "width": v.size.width,
+        "resized_height": r.height,
+        "resized_width": r.width,
+        "tokens_per_image": v.per_image(),
+        "image_tokens": v.tokens(),
+        "text_tokens": sc.text_tokens(),
+        "pixel_values_bytes": sc.pixel_values_bytes(),
+        "describe": v.describe(),
+    })
+}
+
 fn g(bytes: u64) -> String {
     if bytes as f64 >= GIB / 10.0 {
         format!("{:>9.2} GiB", bytes as f64 / GIB)
@@ -230,6 +252,9 @@ pub fn validated(sc: &Scenario) -> bool {
         // working set is not (LFM2's short convolution is: its inference rows agree)
         return false;
     }
+    if vlm_checkpointed(sc) {
+        return false;
+    }
     sc.model.transformer().is_none_or(|t| {
         crate::families::validated(t.family)
             && t.unvalidated_type.is_none()
@@ -237,6 +262,21 @@ pub fn validated(sc: &Scenario) -> bool {
             && t.unmodelled.is_none()
             && !t.hf_model_type.as_deref().is_some_and(|m| UNMEASURED_TYPES.contains(&m))
     })
+}
+
+/// A vision-language step with images under checkpointing: transformers'
+/// `enable_input_require_grads` hooks the frozen tower's patch embedding too (Qwen2.5-VL's,
+/// LLaVA's CLIP; not Qwen3-VL's, which has none), so the tower builds a graph and keeps
+/// activations: measured, not modelled.
+fn vlm_checkpointed(sc: &Scenario) -> bool {
+    sc.mode == crate::estimate::Mode::Train
+        && sc.checkpointing != crate::estimate::Checkpointing::None
+        && sc.vlm_images().is_some()
+        && sc
+            .model
+            .transformer()
+            .and_then(|t| t.vision)
+            .is_some_and(|v| v.kind != crate::model::VisionKind::Qwen3Vl)
 }
 
 /// A layer table none of whose layers keeps or outputs anything (a safetensors header read
@@ -325,11 +365,15 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
     if train && sc.precision.is_amp() && sc.model.transformer().is_some_and(|t| t.moe.is_some()) {
         out.push("not validated against measurement: MoE layers under autocast".into());
     }
-    if let Some(v) = sc.model.transformer().and_then(|t| t.vision)
-        && train
-    {
-        let _ = v;
-        out.push("the vision tower and projector are counted but get no gradient in a text-only step (images are not modelled)".into());
+    if sc.model.transformer().is_some_and(|t| t.vision.is_some()) && train {
+        out.push(match (sc.vlm_images(), sc.image_rule()) {
+            (Some(_), _) => format!(
+                "the vision tower and projector are frozen: counted, no gradient, nothing kept for backward; not in the estimate: the batch's pixel values ({:.1} MiB in fp32) and the tower's forward over them",
+                sc.pixel_values_bytes() as f64 / 1_048_576.0
+            ),
+            (None, Some(_)) => "a text-only step: the vision tower and projector are counted but get no gradient (--images N --image-size HxW adds images)".into(),
+            (None, None) => "the vision tower and projector are counted but get no gradient in a text-only step (this model's image tokens are not modelled)".into(),
+        });
     }
     out
 }
@@ -356,6 +400,10 @@ pub fn validation_line(sc: &Scenario) -> String {
         Some(t) if t.unvalidated_type.is_some() => format!(
             "UNVALIDATED architecture (model_type \"{}\"): estimated as the generic Llama-style decoder; parameters follow the config (the weights' header where one was read), activations are an approximation",
             t.unvalidated_type.as_deref().unwrap_or_default()
+        ),
+        Some(_) if vlm_checkpointed(sc) => format!(
+            "UNVALIDATED under checkpointing with images: transformers' enable_input_require_grads hooks the frozen vision tower's patch embedding, so the tower builds a graph and keeps activations (measured, not modelled); the {} family's decoder over text and image tokens is measured",
+            family_key(sc)
         ),
         Some(t) if !validated(sc) && sc.mode == crate::estimate::Mode::Infer && stateful(t) => format!(
             "UNVALIDATED in inference: the {} family's training is measured, its inference (the recurrent mixers' state and working set) is not",
@@ -491,6 +539,18 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
 
 /// "seq 2048", "prompt 512", or a vision model's "384×384 image (577 tokens)".
 pub fn shape_text(sc: &Scenario) -> String {
+    if let Some(v) = sc.vlm_images() {
+        let what = if sc.new_tokens > 0 { "prompt" } else { "seq" };
+        return format!(
+            "{what} {} ({} text + {} × {} image{} of {} tokens)",
+            sc.seq,
+            sc.text_tokens(),
+            v.count,
+            v.size,
+            if v.count == 1 { "" } else { "s" },
+            v.per_image()
+        );
+    }
     match sc.image_size() {
         Some(i) => format!("{i} image ({} tokens)", sc.seq),
         None if sc.new_tokens > 0 => format!("prompt {}", sc.seq),
@@ -685,6 +745,17 @@ fn text_fit(s: &mut String, sc: &Scenario, e: &Estimate, f: &FitInfo) {
         match f.max_seq {
             Some(n) => *s += &format!("  largest square image that fits at micro-batch {batch}: {n}×{n}\n"),
             None => *s += &format!("  not even the smallest image fits at micro-batch {batch}\n"),
+        }
+        return;
+    }
+    if let Some(v) = sc.vlm_images() {
+        let with = format!("beside {} image tokens at micro-batch {batch}", v.tokens());
+        match f.max_seq {
+            Some(n) if n >= limit => {
+                *s += &format!("  most text tokens that fit {with}: {n} (the model's context length)\n")
+            }
+            Some(n) => *s += &format!("  most text tokens that fit {with}: {n}\n"),
+            None => *s += &format!("  not even 1 text token fits {with}\n"),
         }
         return;
     }

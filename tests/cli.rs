@@ -13,6 +13,8 @@ mod diagnose;
 mod plan;
 #[path = "cli/vision.rs"]
 mod vision;
+#[path = "cli/vlm.rs"]
+mod vlm;
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vramscope")).args(args).output().expect("binary runs")

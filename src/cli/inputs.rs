@@ -78,6 +78,31 @@ fn calibrate_overhead(a: &EstimateArgs, i: &mut Inputs) -> Result<()> {
     Ok(())
 }
 
+/// A vision-language model's `--images` and `--image-size`: `--seq` is the text, the images'
+/// tokens are added.
+fn vlm_images(a: &EstimateArgs, sc: &mut Scenario) -> Result<()> {
+    let count = match (a.images, a.image_size) {
+        (None, None) => return Ok(()),
+        (Some(n), Some(_)) => n,
+        (None, Some(_)) => 1,
+        (Some(n), None) => match sc.image_rule() {
+            Some(vramscope::model::image_tokens::ImageTokens::Fixed { .. }) => n,
+            _ => bail!(
+                "--images needs --image-size HxW: {} sizes its image tokens by the image",
+                sc.model.name
+            ),
+        },
+    };
+    let size = match (a.image_size, sc.image_rule()) {
+        (Some(s), _) => s,
+        (None, Some(vramscope::model::image_tokens::ImageTokens::Fixed { side, .. })) => {
+            vramscope::model::pixels::ImageSize::square(side)
+        }
+        (None, _) => vramscope::model::pixels::ImageSize::square(1),
+    };
+    sc.set_images(count, size).map_err(|e| anyhow::anyhow!("--images {count} --image-size {size}: {e}"))
+}
+
 /// Builds and checks the scenario from the flags and an already loaded model.
 pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     let provenance = (loaded.facts, loaded.header);
@@ -87,7 +112,15 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     if let Some(s) = a.seq {
         sc.seq = s;
     }
-    if let Some(image) = a.image_size {
+    if sc.image_rule().is_some() {
+        vlm_images(a, &mut sc)?;
+    } else if a.images.is_some() {
+        bail!(
+            "--images applies to a vision-language model whose image tokens are modelled (Qwen2.5-VL, Qwen3-VL, LLaVA); {} {}",
+            sc.model.name,
+            if sc.image_size().is_some() { "takes one image a sample (--image-size)" } else { "has none" }
+        );
+    } else if let Some(image) = a.image_size {
         sc.set_image(image).map_err(|e| anyhow::anyhow!("--image-size {image}: {e}"))?;
         if a.seq.is_some_and(|s| s != sc.seq) {
             bail!(
@@ -100,6 +133,15 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     let mut notes = loaded.notes;
     if let (Some(p), Some(image)) = (sc.model.transformer().and_then(|t| t.patches), sc.image_size()) {
         notes.push(format!("image {}", p.describe(image)));
+    }
+    if let Some(v) = sc.vlm_images() {
+        notes.push(format!(
+            "{} text + {} image tokens = sequence {}: {}; the vision tower and projector are frozen (their parameters counted, no gradient)",
+            sc.text_tokens(),
+            v.tokens(),
+            sc.seq,
+            v.describe()
+        ));
     }
     sc.new_tokens = a.new_tokens.unwrap_or(0);
     if a.new_tokens == Some(0) {

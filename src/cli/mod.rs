@@ -147,7 +147,7 @@ pub struct EstimateArgs {
     /// A saved scenario (`vramscope export --format ron`, or File > Save in the app) instead of
     /// --model and the scenario flags; --gpu overrides the file's GPU.
     #[arg(long, value_name = "FILE.ron", conflicts_with_all = [
-        "model", "mode", "batch", "seq", "image_size", "new_tokens", "precision", "optimizer", "attention", "checkpoint", "lora",
+        "model", "mode", "batch", "seq", "image_size", "images", "new_tokens", "precision", "optimizer", "attention", "checkpoint", "lora",
         "lora_dropout", "base_quant", "kv_dtype", "context_mib", "workspace_mib", "reserve_frac",
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
         "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
@@ -162,13 +162,19 @@ pub struct EstimateArgs {
     #[arg(long, default_value_t = 1, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub batch: u64,
     /// Sequence length (default: 512, or the model's positions if fewer); the prompt with
-    /// --new-tokens.
+    /// --new-tokens. A vision-language model's text tokens: its image tokens are added.
     #[arg(long, value_parser = bounds::int(1, bounds::MAX_TOKENS))]
     pub seq: Option<u64>,
     /// A vision model's input image, `N` or `HxW` pixels (default: the config's `image_size`):
     /// its tokens (the patches, and the class token where the model has one) set the sequence.
+    /// A vision-language model's images (with --images; alone, one image a sample): their tokens,
+    /// as its processor makes them, are added to the text's.
     #[arg(long, value_name = "HxW")]
     pub image_size: Option<vramscope::model::pixels::ImageSize>,
+    /// Images per sample of a vision-language model (Qwen2.5-VL, Qwen3-VL, LLaVA), of
+    /// --image-size; the vision tower and projector are frozen.
+    #[arg(long, value_name = "N", value_parser = bounds::int(1, vramscope::model::image_tokens::MAX_IMAGES))]
+    pub images: Option<u64>,
     /// Inference as HF `generate`: the prompt's forward keeps only the last token's logits, then
     /// N new tokens grow the KV cache (`max_new_tokens`). Without it, inference is one scoring
     /// forward over --seq tokens with the full logits.
@@ -511,6 +517,7 @@ pub fn default_args() -> EstimateArgs {
         batch: 1,
         seq: Some(2048),
         image_size: None,
+        images: None,
         new_tokens: None,
         precision: Some(Precision::Bf16),
         optimizer: Optimizer::Adamw,

@@ -28,6 +28,8 @@ pub(crate) struct Style {
     pub rope_fp32: bool,
     /// Sliding-window layers rotate with a table of their own base (Gemma 3).
     pub local_rope: bool,
+    /// Position ids per sequence (multimodal rotary): `(b, s, rot)` cos/sin tables.
+    pub rope_per_sequence: bool,
     /// The cos/sin tables are rebuilt in each attention call (GLM's and ERNIE's interleaved
     /// rotary; ERNIE's in fp32 with `rope_fp32`).
     pub rope_rebuilt: bool,
@@ -81,6 +83,7 @@ pub(crate) const LLAMA: Style = Style {
     rope_fp32: false,
     local_rope: false,
     rope_rebuilt: false,
+    rope_per_sequence: false,
     output_gate: false,
 };
 
@@ -180,6 +183,9 @@ pub(crate) fn attention(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Te
         if st.rope_fp32 {
             q = g.rope_fp32(q, t * qw, rot, table);
             k = g.rope_fp32(k, t * kw, rot, table);
+        } else if st.rope_per_sequence {
+            q = g.rope_per_sequence(q, t * qw, rot, table);
+            k = g.rope_per_sequence(k, t * kw, rot, table);
         } else {
             q = g.rope(q, t * qw, rot, table);
             k = g.rope(k, t * kw, rot, table);

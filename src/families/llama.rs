@@ -3,6 +3,9 @@
 
 use super::prelude::*;
 
+/// Qwen2.5-VL's language model: Qwen2's block with the multimodal rotary.
+const QWEN_VL: Style = Style { rope_per_sequence: true, ..LLAMA };
+
 /// Llama, Mistral, Qwen2, Mixtral and Qwen2-MoE.
 pub(super) struct Llama;
 
@@ -12,7 +15,7 @@ impl FamilyDef for Llama {
     }
 
     fn model_types(&self) -> &'static [&'static str] {
-        &["llama", "mistral", "qwen2", "mixtral", "qwen2_moe"]
+        &["llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "qwen2_5_vl", "qwen2_5_vl_text"]
     }
 
     fn block_class(&self, m: &TransformerSpec, model_type: &str) -> &'static str {
@@ -23,6 +26,8 @@ impl FamilyDef for Llama {
             "MistralDecoderLayer"
         } else if n.contains("qwen") && m.moe.is_some() {
             "Qwen2MoeDecoderLayer"
+        } else if n.starts_with("qwen2_5_vl") {
+            "Qwen2_5_VLDecoderLayer"
         } else if n == "granite" {
             "GraniteDecoderLayer"
         } else if n.contains("qwen") {
@@ -37,7 +42,8 @@ impl FamilyDef for Llama {
     }
 
     fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
-        sequential_block(g, m, flags, x, &LLAMA)
+        let mrope = m.vision.is_some_and(|v| v.per_sequence_rope());
+        sequential_block(g, m, flags, x, if mrope { &QWEN_VL } else { &LLAMA })
     }
 
     fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
@@ -60,6 +66,13 @@ impl FamilyDef for Llama {
                 "num_attention_heads":32,"tie_word_embeddings":false,"use_sliding_window":false,
                 "sliding_window":4096,"max_window_layers":28}"#,
             ),
+            // Qwen2_5_VLTextConfig's (a legacy file's top-level keys build it too)
+            "qwen2_5_vl" | "qwen2_5_vl_text" => Some(
+                r#"{"vocab_size":152064,"hidden_size":8192,"intermediate_size":29568,"num_hidden_layers":80,
+                "num_attention_heads":64,"num_key_value_heads":8,"tie_word_embeddings":false,
+                "use_sliding_window":false,"sliding_window":4096,"max_window_layers":80,
+                "max_position_embeddings":32768}"#,
+            ),
             "qwen2_moe" => Some(
                 r#"{"vocab_size":151936,"hidden_size":2048,"intermediate_size":5632,"num_hidden_layers":24,
                 "num_attention_heads":16,"num_key_value_heads":16,"tie_word_embeddings":false,
@@ -73,7 +86,7 @@ impl FamilyDef for Llama {
 
     fn config(&self, r: &Reader<'_>, model_type: &str, d: &mut Draft) -> Result<(), ConfigError> {
         match model_type {
-            "qwen2" => {
+            "qwen2" | "qwen2_5_vl" | "qwen2_5_vl_text" => {
                 (d.spec.qkv_bias, d.spec.o_bias) = (true, false);
                 qwen_sliding(r, d)?;
             }

@@ -279,6 +279,27 @@ fn vision_params(p: &mut Params, v: &VisionTower) {
             p.push(h, 1, 5, k, s, false); // class token, layernorm_pre and _post
             biased_encoder_layers(p, h, i, l);
         }
+        VisionKind::Qwen25Vl | VisionKind::Qwen3Vl => {
+            let qwen3 = v.kind == VisionKind::Qwen3Vl;
+            let kernel = v.num_channels * v.temporal_patch * v.patch_size * v.patch_size;
+            p.push(h, kernel, 1, k, s, false); // Conv3d (biased in Qwen3-VL)
+            p.push(h, 1, if qwen3 { 4 * l + 1 } else { 2 * l }, k, s, false); // norms (+ conv bias)
+            p.push(3 * h, h, l, k, s, false); // fused qkv and its bias
+            p.push(3 * h, 1, l, k, s, false);
+            p.push(h, h, l, k, s, false); // proj
+            p.push(h, 1, 2 * l, k, s, false); // proj's and the MLP output's bias
+            let up = if qwen3 { 1 } else { 2 }; // gate and up, or fc1
+            p.push(i, h, up * l, k, s, false);
+            p.push(i, 1, up * l, k, s, false);
+            p.push(h, i, l, k, s, false);
+        }
+        VisionKind::Clip => {
+            p.push(h, 1, 1, k, s, false); // class embedding
+            p.push(h, v.num_channels * v.patch_size * v.patch_size, 1, k, s, false); // patch conv, no bias
+            p.push(patches + 1, h, 1, k, s, false); // positions
+            p.push(h, 1, 4, k, s, false); // pre- and post-LayerNorm
+            biased_encoder_layers(p, h, i, l);
+        }
     }
     p.push(v.projector_params, 1, 1, k, s, false);
 }

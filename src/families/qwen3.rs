@@ -4,6 +4,9 @@ use super::prelude::*;
 
 const STYLE: Style = Style { qk_norm: QkNorm::PerHead, ..LLAMA };
 
+/// Qwen3-VL's language model: Qwen3's block with the multimodal rotary.
+const QWEN3_VL: Style = Style { rope_per_sequence: true, ..STYLE };
+
 /// Qwen3 and Qwen3-MoE.
 pub(super) struct Qwen3;
 
@@ -13,11 +16,17 @@ impl FamilyDef for Qwen3 {
     }
 
     fn model_types(&self) -> &'static [&'static str] {
-        &["qwen3", "qwen3_moe"]
+        &["qwen3", "qwen3_moe", "qwen3_vl_text"]
     }
 
     fn block_class(&self, m: &TransformerSpec, _: &str) -> &'static str {
-        if m.moe.is_some() { "Qwen3MoeDecoderLayer" } else { "Qwen3DecoderLayer" }
+        if m.moe.is_some() {
+            "Qwen3MoeDecoderLayer"
+        } else if m.vision.is_some() {
+            "Qwen3VLTextDecoderLayer"
+        } else {
+            "Qwen3DecoderLayer"
+        }
     }
 
     fn params(&self, p: &mut Params, m: &TransformerSpec) {
@@ -33,7 +42,8 @@ impl FamilyDef for Qwen3 {
     }
 
     fn block(&self, g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
-        sequential_block(g, m, flags, x, &STYLE)
+        let mrope = m.vision.is_some_and(|v| v.per_sequence_rope());
+        sequential_block(g, m, flags, x, if mrope { &QWEN3_VL } else { &STYLE })
     }
 
     fn class_defaults(&self, model_type: &str) -> Option<&'static str> {
@@ -42,6 +52,11 @@ impl FamilyDef for Qwen3 {
                 r#"{"vocab_size":151936,"hidden_size":4096,"intermediate_size":22016,"num_hidden_layers":32,
                 "num_attention_heads":32,"num_key_value_heads":32,"head_dim":128,"tie_word_embeddings":false,
                 "attention_bias":false,"use_sliding_window":false,"max_window_layers":28}"#,
+            ),
+            "qwen3_vl_text" => Some(
+                r#"{"vocab_size":151936,"hidden_size":4096,"intermediate_size":22016,"num_hidden_layers":32,
+                "num_attention_heads":32,"num_key_value_heads":32,"head_dim":128,"tie_word_embeddings":false,
+                "attention_bias":false,"max_position_embeddings":128000}"#,
             ),
             "qwen3_moe" => Some(
                 r#"{"vocab_size":151936,"hidden_size":2048,"intermediate_size":6144,"num_hidden_layers":24,

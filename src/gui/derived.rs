@@ -101,7 +101,7 @@ fn current_value(scenario: &Scenario, knob: Knob) -> Option<u64> {
     match knob {
         Knob::Batch => Some(scenario.batch),
         // a vision model's sequence knob is its image side
-        Knob::Seq => Some(scenario.image_size().map_or(scenario.seq, |i| i.height.max(i.width))),
+        Knob::Seq => Some(scenario.image_size().map_or(scenario.text_tokens(), |i| i.height.max(i.width))),
         Knob::Gpus => Some(scenario.parallel.dp),
         Knob::Segments => match scenario.checkpointing {
             crate::estimate::Checkpointing::Segments(n) => Some(n),

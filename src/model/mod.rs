@@ -10,13 +10,16 @@ pub mod config;
 pub mod generation;
 pub mod header_check;
 pub mod hf_config;
+pub mod image_tokens;
 pub mod pixels;
 pub mod preset;
 pub mod quant;
 pub mod safetensors;
+mod vision;
 
 pub use block_parts::{Delta, Mamba, Mla, Moe, Router, Ssm, Zamba};
 use serde::{Deserialize, Serialize};
+pub use vision::{VisionKind, VisionTower};
 
 /// Which family's code the walk follows: a handle to one entry of the family registry
 /// ([`crate::families`]), named in presets, scenario files and the JSON by its id (`"llama"`,
@@ -296,40 +299,6 @@ pub mod layer {
         .collect::<Vec<_>>()
         .join(", ")
     }
-}
-
-/// Which vision encoder a multimodal checkpoint carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VisionKind {
-    /// SigLIP (Gemma 3): learned positions, LayerNorm, biased projections, GELU MLP, post norm.
-    Siglip,
-    /// Pixtral (Mistral 3): RMSNorm, gated SiLU MLP, no biases, 2-D rotary.
-    Pixtral,
-    /// Llama 4's encoder: an unfolded patch Linear, a class token and learned positions,
-    /// LayerNorms, biased projections, a GELU MLP; a pixel-shuffle MLP adapter.
-    Llama4,
-}
-
-/// A vision tower and its projector into the language model (parameters only).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VisionTower {
-    /// Encoder kind.
-    pub kind: VisionKind,
-    /// Encoder width.
-    pub hidden_size: u64,
-    /// Encoder MLP width.
-    pub intermediate_size: u64,
-    /// Encoder blocks.
-    pub num_layers: u64,
-    /// Patch size in pixels.
-    pub patch_size: u64,
-    /// Image side in pixels.
-    pub image_size: u64,
-    /// Input channels.
-    pub num_channels: u64,
-    /// Projector parameters (the language-model side), counted as given.
-    pub projector_params: u64,
 }
 
 /// One row of a layer table (for non-transformer networks such as ResNet-50).

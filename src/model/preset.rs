@@ -101,6 +101,7 @@ pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
     ),
     ("mamba2-2.7b", "state-spaces/mamba2-2.7b", include_str!("../../presets/hf/mamba2-2.7b.json")),
     ("minimax-m2", "MiniMaxAI/MiniMax-M2", include_str!("../../presets/hf/minimax-m2.json")),
+    ("llava-1.5-7b", "llava-hf/llava-1.5-7b-hf", include_str!("../../presets/hf/llava-1.5-7b.json")),
     ("modernbert-base", "answerdotai/ModernBERT-base", include_str!("../../presets/hf/modernbert-base.json")),
     (
         "modernbert-large",
@@ -130,6 +131,8 @@ pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
         include_str!("../../presets/hf/vit-base-patch16-224.json"),
     ),
     ("qwen2-moe", "Qwen/Qwen1.5-MoE-A2.7B", include_str!("../../presets/hf/qwen2-moe.json")),
+    ("qwen2.5-vl-7b", "Qwen/Qwen2.5-VL-7B-Instruct", include_str!("../../presets/hf/qwen2.5-vl-7b.json")),
+    ("qwen3-vl-8b", "Qwen/Qwen3-VL-8B-Instruct", include_str!("../../presets/hf/qwen3-vl-8b.json")),
     ("qwen3-0.6b", "Qwen/Qwen3-0.6B", include_str!("../../presets/hf/qwen3-0.6b.json")),
     ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", include_str!("../../presets/hf/qwen3-30b-a3b.json")),
     ("qwen3-32b", "Qwen/Qwen3-32B", include_str!("../../presets/hf/qwen3-32b.json")),

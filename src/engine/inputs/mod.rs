@@ -29,6 +29,9 @@ pub struct Ctx {
     pub seq: u64,
     /// Input values of one sample's image (`channels · h · w`); 0 for text.
     pub pixels: u64,
+    /// The token embeddings get image features `masked_scatter`ed in (a vision-language batch):
+    /// its backward keeps the `(b, s, 1)` placeholder mask.
+    pub image_mask: bool,
     /// Tokens in the micro-batch, `batch · seq`.
     pub tokens: u64,
     /// Tokens of residual-stream tensors on this rank: `tokens / tp` under sequence parallelism.

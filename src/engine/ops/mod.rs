@@ -271,6 +271,10 @@ impl<'c> Graph<'c> {
         let trains = self.ctx.full;
         if trains {
             self.keep_new(self.ctx.tokens * 8, Cat::Embeddings);
+            if self.ctx.image_mask {
+                // `inputs_embeds.masked_scatter(image_mask, image_embeds)` keeps its bool mask
+                self.keep_new(self.ctx.tokens, Cat::Embeddings);
+            }
         }
         let out = self.tensor(
             self.ctx.tokens * width * self.ctx.residual_elem,
@@ -301,6 +305,20 @@ impl<'c> Graph<'c> {
     /// Rotary with cos/sin kept in fp32 whatever the stream dtype (OLMo 2).
     pub fn rope_fp32(&mut self, x: Tensor, elems: u64, rot: u64, table: Shared) -> Tensor {
         self.rope_tables_in(x, elems, rot, table, true)
+    }
+
+    /// Multimodal rotary (Qwen2.5-VL, Qwen3-VL): the position ids are `(3, b, s)`, one row of
+    /// positions a sequence, so the shared cos/sin tables are `(b, s, rot)`.
+    pub fn rope_per_sequence(&mut self, x: Tensor, elems: u64, rot: u64, table: Shared) -> Tensor {
+        let before = self.kept.total();
+        let ctx = self.ctx;
+        if self.rg(x) {
+            let e = if ctx.amp { 4 } else { ctx.compute_elem };
+            self.share(table, 2 * ctx.batch * ctx.seq * rot * e);
+        }
+        let out = self.tensor(elems * ctx.compute_elem, ctx.compute_elem, self.rg(x), Cat::AttentionIo);
+        self.record("rotary", before);
+        out
     }
 
     /// Llama 4's attention temperature on layers without rotary: `(q · scales).to(q.dtype)` with

@@ -61,6 +61,7 @@ impl Ctx {
                 .and_then(|t| t.patches)
                 .zip(sc.image_size())
                 .map_or(0, |(p, i)| p.pixels(i)),
+            image_mask: sc.vlm_images().is_some(),
             tokens: sc.batch * sc.seq,
             rank_tokens: if sc.parallel.sp && sc.parallel.tp > 1 {
                 (sc.batch * sc.seq).div_ceil(sc.parallel.tp)

@@ -18,6 +18,7 @@ impl Scenario {
             batch: 1,
             seq,
             image: None,
+            images: 0,
             new_tokens: 0,
             precision: Precision::Bf16,
             optimizer: Optimizer::Adamw,
@@ -80,7 +81,10 @@ impl Scenario {
         if let Some(p) = self.model.transformer().and_then(|t| t.patches) {
             return self.check_image(p);
         }
-        if self.image.is_some() {
+        if let Some(rule) = self.image_rule() {
+            return self.check_images(rule);
+        }
+        if self.image.is_some() || self.images > 0 {
             return bad(no_image_input(&self.model));
         }
         if let Some(t) = self.model.transformer()
@@ -315,10 +319,10 @@ impl Scenario {
 }
 
 /// Why a model takes no image size: a text model, or a layer table with a fixed input.
-fn no_image_input(m: &ModelSpec) -> String {
+pub(super) fn no_image_input(m: &ModelSpec) -> String {
     match m.transformer() {
         Some(_) => format!(
-            "{} reads text, not images: an image size applies to a patch-embedding vision model (ViT, DINOv2, SigLIP)",
+            "{} reads text, not images: an image size applies to a vision model (ViT, DINOv2, SigLIP) or a vision-language model whose image tokens are modelled (Qwen2.5-VL, Qwen3-VL, LLaVA)",
             m.name
         ),
         None => format!(

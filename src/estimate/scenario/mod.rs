@@ -11,7 +11,10 @@ use std::fmt;
 use std::str::FromStr;
 
 mod check;
+mod images;
 mod method;
+
+pub use images::VlmImages;
 
 crate::tokens::token_enum! {
     /// Training step or inference pass.
@@ -320,6 +323,10 @@ pub struct Scenario {
     /// The input image of a vision model (ViT, DINOv2); `None` = the config's `image_size`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<crate::model::pixels::ImageSize>,
+    /// Images per sample of a vision-language model (their size is [`Self::image`]); their
+    /// tokens are part of [`Self::seq`], which is text and image tokens together.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub images: u64,
     /// Inference only: tokens HF `generate` adds after the prompt (`max_new_tokens`); 0 = one
     /// scoring forward over `seq` tokens that keeps the full logits.
     #[serde(default, skip_serializing_if = "is_zero")]

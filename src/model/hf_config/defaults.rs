@@ -14,6 +14,28 @@ pub(super) fn class_defaults(model_type: &str) -> &'static str {
             "image_size":448,"patch_size":14,"projector_input_dim":4096,"projector_output_dim":4096,
             "vision_output_dim":7680}"#
         }
+        "qwen2_5_vl_vision" => {
+            r#"{"depth":32,"hidden_size":3584,"intermediate_size":3420,"num_heads":16,"in_channels":3,
+            "patch_size":14,"spatial_merge_size":2,"temporal_patch_size":2,"out_hidden_size":3584}"#
+        }
+        "qwen3_vl_vision" => {
+            r#"{"depth":27,"hidden_size":1152,"intermediate_size":4304,"num_heads":16,"in_channels":3,
+            "patch_size":16,"spatial_merge_size":2,"temporal_patch_size":2,"out_hidden_size":3584,
+            "num_position_embeddings":2304,"deepstack_visual_indexes":[8,16,24]}"#
+        }
+        "clip_vision_model" => {
+            r#"{"hidden_size":768,"intermediate_size":3072,"num_hidden_layers":12,"num_attention_heads":12,
+            "num_channels":3,"image_size":224,"patch_size":32}"#
+        }
+        // LlavaConfig's vision_config when the file has none
+        "llava_clip_vision" => {
+            r#"{"hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"num_attention_heads":16,
+            "num_channels":3,"image_size":336,"patch_size":14}"#
+        }
+        "llava" => {
+            r#"{"tie_word_embeddings":false,"multimodal_projector_bias":true,"vision_feature_layer":-2,
+            "vision_feature_select_strategy":"default"}"#
+        }
         "pixtral" => {
             r#"{"hidden_size":1024,"intermediate_size":4096,"num_hidden_layers":24,"num_channels":3,
             "image_size":1024,"patch_size":16}"#

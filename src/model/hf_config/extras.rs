@@ -2,6 +2,7 @@
 //! `quantization_config`.
 
 use super::*;
+use crate::model::image_tokens::ImageTokens;
 
 /// The vision tower of a multimodal checkpoint (`vision_config`, class defaults for missing keys).
 pub(super) fn vision(
@@ -21,8 +22,18 @@ pub(super) fn vision(
         VisionKind::Siglip => "siglip_vision_model",
         VisionKind::Pixtral => "pixtral",
         VisionKind::Llama4 => "llama4_vision_model",
+        VisionKind::Qwen25Vl => "qwen2_5_vl_vision",
+        VisionKind::Qwen3Vl => "qwen3_vl_vision",
+        // LlavaConfig builds a 336-pixel CLIP-L/14 when the file has no vision_config
+        VisionKind::Clip if v.is_none_or(Value::is_null) => "llava_clip_vision",
+        VisionKind::Clip => "clip_vision_model",
     };
     let r = Reader::new(path, obj, vt, "vision_config.", super::class_defaults(vt));
+    match kind {
+        VisionKind::Qwen25Vl | VisionKind::Qwen3Vl => return qwen_vision(&r, kind),
+        VisionKind::Clip => return clip_vision(&r, top, text_h),
+        _ => {}
+    }
     let (h, i) = (r.positive("hidden_size")?, r.positive("intermediate_size")?);
     let projector_params = match kind {
         VisionKind::Siglip => {
@@ -39,8 +50,8 @@ pub(super) fn vision(
             let bias = top.bool_or("multimodal_projector_bias", false)?;
             h + h * h * m * m + text_h * h + text_h * text_h + if bias { 2 * text_h } else { 0 }
         }
-        VisionKind::Llama4 => {
-            // the pixel-shuffle adapter's two Linears, then the projector into the text width
+        _ => {
+            // Llama 4: the pixel-shuffle adapter's two Linears, then the projector into the text width
             let (pin, pout) = (r.positive("projector_input_dim")?, r.positive("projector_output_dim")?);
             i * pin + pout * pout + r.positive("vision_output_dim")? * text_h
         }
@@ -54,6 +65,74 @@ pub(super) fn vision(
         image_size: r.positive("image_size")?,
         num_channels: r.positive("num_channels")?,
         projector_params,
+        temporal_patch: 1,
+        image_tokens: None,
+    })
+}
+
+/// Qwen2.5-VL's and Qwen3-VL's `vision_config`: the tower, its mergers, and the processor's
+/// dynamic resolution (the published checkpoints' `preprocessor_config.json` bounds).
+fn qwen_vision(r: &Reader<'_>, kind: VisionKind) -> Result<VisionTower, ConfigError> {
+    let (h, i) = (r.positive("hidden_size")?, r.positive("intermediate_size")?);
+    let merge = r.positive("spatial_merge_size")?;
+    let out = r.positive("out_hidden_size")?;
+    let wide = h * merge * merge;
+    // ln_q / norm over h, then Linear(wide, wide) and Linear(wide, out), both biased
+    let merger = |norm: u64| norm + wide * wide + wide + out * wide + out;
+    let patch = r.positive("patch_size")?;
+    let (projector_params, (min_pixels, max_pixels)) = if kind == VisionKind::Qwen25Vl {
+        // Qwen/Qwen2.5-VL-*-Instruct preprocessor_config.json: min_pixels 3136, max_pixels 12845056
+        (merger(h), (3136, 12_845_056))
+    } else {
+        // the LayerNorm merger, then one post-shuffle-normed merger per deepstack layer; the learned
+        // positions (num_position_embeddings × h) are counted here too
+        let deepstack = r.u64_list("deepstack_visual_indexes")?.map_or(0, |d| d.len() as u64);
+        let positions = r.positive("num_position_embeddings")? * h;
+        // Qwen/Qwen3-VL-*-Instruct preprocessor_config.json: size.shortest_edge 65536, longest_edge 16777216
+        (merger(2 * h) + deepstack * merger(2 * wide) + positions, (65_536, 16_777_216))
+    };
+    Ok(VisionTower {
+        kind,
+        hidden_size: h,
+        intermediate_size: i,
+        num_layers: r.positive("depth")?,
+        patch_size: patch,
+        image_size: 0,
+        num_channels: r.positive_any(&["in_channels", "in_chans"])?,
+        projector_params,
+        temporal_patch: r.positive("temporal_patch_size")?,
+        image_tokens: Some(ImageTokens::Resized { patch, merge, min_pixels, max_pixels }),
+    })
+}
+
+/// LLaVA's CLIP tower and projector (`multi_modal_projector`: Linear(vh · layers read, th),
+/// GELU, Linear(th, th)); every image is one `image_size` crop.
+fn clip_vision(r: &Reader<'_>, top: &Reader<'_>, text_h: u64) -> Result<VisionTower, ConfigError> {
+    let h = r.positive("hidden_size")?;
+    let (image, patch) = (r.positive("image_size")?, r.positive("patch_size")?);
+    // a list of feature layers is concatenated
+    let layers_read = match top.get("vision_feature_layer") {
+        Some(Value::Array(a)) => a.len().max(1) as u64,
+        _ => 1,
+    };
+    let bias = top.bool_or("multimodal_projector_bias", true)?;
+    let projector_params = h * layers_read * text_h + text_h * text_h + if bias { 2 * text_h } else { 0 };
+    let grid = (image / patch).pow(2);
+    let tokens = match top.str("vision_feature_select_strategy") {
+        Some("full") => grid + 1,
+        _ => grid, // "default": the class token's feature dropped
+    };
+    Ok(VisionTower {
+        kind: VisionKind::Clip,
+        hidden_size: h,
+        intermediate_size: r.positive("intermediate_size")?,
+        num_layers: r.positive("num_hidden_layers")?,
+        patch_size: patch,
+        image_size: image,
+        num_channels: r.positive("num_channels")?,
+        projector_params,
+        temporal_patch: 1,
+        image_tokens: Some(ImageTokens::Fixed { side: image, tokens }),
     })
 }
 

@@ -91,6 +91,11 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
         ("gemma3", v) => spec.vision = Some(vision(path, v, VisionKind::Siglip, &top, spec.hidden_size)?),
         ("mistral3", v) => spec.vision = Some(vision(path, v, VisionKind::Pixtral, &top, spec.hidden_size)?),
         ("llama4", v) => spec.vision = Some(vision(path, v, VisionKind::Llama4, &top, spec.hidden_size)?),
+        ("qwen2_5_vl", v) => {
+            spec.vision = Some(vision(path, v, VisionKind::Qwen25Vl, &top, spec.hidden_size)?)
+        }
+        ("qwen3_vl", v) => spec.vision = Some(vision(path, v, VisionKind::Qwen3Vl, &top, spec.hidden_size)?),
+        ("llava", v) => spec.vision = Some(vision(path, v, VisionKind::Clip, &top, spec.hidden_size)?),
         (_, Some(Value::Object(_))) => {
             notes.push(format!("{path}: the vision tower (vision_config) is not counted"));
         }
@@ -121,7 +126,7 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
     }
     // a multimodal wrapper of a known text model but an unknown vision side: not validated
     if prefix == "text_config."
-        && !matches!(model_type.as_str(), "gemma3" | "mistral3")
+        && !matches!(model_type.as_str(), "gemma3" | "mistral3" | "qwen2_5_vl" | "qwen3_vl" | "llava")
         && spec.unvalidated_type.is_none()
     {
         spec.unvalidated_type = Some(model_type.clone());
@@ -169,10 +174,18 @@ fn modelled_part<'a>(
                 None => match model_type {
                     "gemma3" => "gemma3_text".to_owned(),
                     "mistral3" => "mistral".to_owned(),
+                    "llava" => "llama".to_owned(),
+                    "qwen2_5_vl" => "qwen2_5_vl_text".to_owned(),
+                    "qwen3_vl" => "qwen3_vl_text".to_owned(),
                     other => other.to_owned(),
                 },
             };
             (t, tt, "text_config.")
+        }
+        // LlavaConfig and Qwen3VLConfig build their class-default text model
+        Some(Value::Null) | None if model_type == "llava" => (empty, "llama".to_owned(), "text_config."),
+        Some(Value::Null) | None if model_type == "qwen3_vl" => {
+            (empty, "qwen3_vl_text".to_owned(), "text_config.")
         }
         Some(Value::Null) | None => (obj, model_type.to_owned(), ""),
         Some(other) => return Err(top.invalid("text_config", format!("expected an object, found {other}"))),

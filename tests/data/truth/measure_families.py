@@ -17,10 +17,11 @@ Fake CUDA tensors themselves cannot be used without a GPU: the forward runs, but
 autograd's backward raises "hasPrimaryContext expects a valid device index" and SDPA
 backend selection on fake CUDA tensors falls back to the math kernel.
 
-Usage:  python measure.py [--group A|B|F|G|H|P|all] [--only SUBSTR] [--out reference.json]
+Usage:  python measure.py [--group A|B|F|G|H|P|Q|all] [--only SUBSTR] [--out reference.json]
 """
 import argparse
 import types
+import weakref
 import collections
 import contextlib
 import gc
@@ -608,6 +609,51 @@ FAMILY_SPECS.update({
                           pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "deepseek_v32-4l": (CONFIG_MAPPING["deepseek_v32"], dict(architectures=["DeepseekV32ForCausalLM"], num_hidden_layers=4)),
 })
+# ---- vision-language models (group Q, issue #40): AutoModelForImageTextToText ----
+_QVL_TEXT = dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
+                 num_key_value_heads=4, max_position_embeddings=4096, bos_token_id=1, eos_token_id=2)
+FAMILY_SPECS.update({
+    # Qwen2.5-VL: window attention in the vision tower (window 112 px = 4x4 merged tokens), block 1 full
+    "qwen2_5_vl_tiny": (CONFIG_MAPPING["qwen2_5_vl"], dict(
+        architectures=["Qwen2_5_VLForConditionalGeneration"],
+        text_config=dict(model_type="qwen2_5_vl_text", **_QVL_TEXT,
+                         rope_parameters={"rope_type": "default", "mrope_section": [4, 6, 6], "rope_theta": 1000000.0}),
+        vision_config=dict(model_type="qwen2_5_vl", depth=4, hidden_size=128, intermediate_size=256, num_heads=4,
+                           out_hidden_size=256, patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
+                           window_size=112, fullatt_block_indexes=[1], tokens_per_second=2),
+        vision_start_token_id=995, vision_end_token_id=996, image_token_id=997, video_token_id=998)),
+    # Qwen3-VL: learned position grid (16x16) interpolated, deepstack features of blocks 0 and 1 added to
+    # the first two decoder layers' outputs
+    "qwen3_vl_tiny": (CONFIG_MAPPING["qwen3_vl"], dict(
+        architectures=["Qwen3VLForConditionalGeneration"],
+        text_config=dict(model_type="qwen3_vl_text", head_dim=32, **_QVL_TEXT,
+                         rope_parameters={"rope_type": "default", "mrope_section": [6, 5, 5], "mrope_interleaved": True,
+                                          "rope_theta": 5000000.0}),
+        vision_config=dict(model_type="qwen3_vl", depth=3, hidden_size=128, intermediate_size=256, num_heads=4,
+                           out_hidden_size=256, patch_size=16, spatial_merge_size=2, temporal_patch_size=2,
+                           num_position_embeddings=256, deepstack_visual_indexes=[0, 1]),
+        vision_start_token_id=995, vision_end_token_id=996, image_token_id=997, video_token_id=998)),
+    # LLaVA: CLIP tower 112 px / 14 = 64 patch tokens (CLS dropped), features of the second-to-last layer
+    "llava_tiny": (CONFIG_MAPPING["llava"], dict(
+        architectures=["LlavaForConditionalGeneration"],
+        text_config=dict(model_type="llama", **_QVL_TEXT, pad_token_id=0),
+        vision_config=dict(model_type="clip_vision_model", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
+                           num_attention_heads=4, image_size=112, patch_size=14, projection_dim=128),
+        image_token_index=999, image_seq_length=64, vision_feature_layer=-2, vision_feature_select_strategy="default")),
+    # Qwen2.5-VL-7B's widths (tests/data/hub/qwen2.5-vl-7b/config.json) in 4 text layers and 4 vision blocks
+    # (the last of the 4 attends over the whole image, as blocks 7/15/23/31 of 32 do)
+    "qwen2.5-vl-7b-4l": (CONFIG_MAPPING["qwen2_5_vl"], dict(
+        architectures=["Qwen2_5_VLForConditionalGeneration"],
+        text_config=dict(model_type="qwen2_5_vl_text", vocab_size=152064, hidden_size=3584, intermediate_size=18944,
+                         num_hidden_layers=4, num_attention_heads=28, num_key_value_heads=4, max_position_embeddings=128000,
+                         rms_norm_eps=1e-06, sliding_window=32768, use_sliding_window=False, max_window_layers=28,
+                         bos_token_id=151643, eos_token_id=151645,
+                         rope_parameters={"rope_type": "default", "mrope_section": [16, 24, 24], "rope_theta": 1000000.0}),
+        vision_config=dict(model_type="qwen2_5_vl", depth=4, hidden_size=1280, intermediate_size=3420, num_heads=16,
+                           out_hidden_size=3584, patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
+                           window_size=112, fullatt_block_indexes=[3], tokens_per_second=2),
+        vision_start_token_id=151652, vision_end_token_id=151653, image_token_id=151655, video_token_id=151656)),
+})
 CONFIG_SPECS.update(FAMILY_SPECS)
 
 
@@ -626,9 +672,12 @@ torch.Tensor.register_hook = _only_if_grad(torch.Tensor.register_hook)
 torch.Tensor.register_post_accumulate_grad_hook = _only_if_grad(torch.Tensor.register_post_accumulate_grad_hook)
 
 
-def write_configs():
+def write_configs(names=None):
+    """Write configs/<name>.json for `names` (all when None); main writes only those its cases use."""
     os.makedirs(CONFIG_DIR, exist_ok=True)
     for name, (cls, kw) in CONFIG_SPECS.items():
+        if names is not None and name not in names:
+            continue
         txt = cls(**kw).to_json_string()
         path = os.path.join(CONFIG_DIR, name + ".json")
         old = open(path).read() if os.path.exists(path) else None
@@ -1052,6 +1101,36 @@ def cases_M():
     return out
 
 
+def VC(name, cfg, b, images, image_hw, text_tokens, dtype, attn, mode="train", ckpt=False, backend="cuda-emu-fake"):
+    """A vision-language case: `images` per sample of `image_hw` (h, w) pixels, `text_tokens` per sample
+    (the image start/end markers counted as text); the decoder's `seq` follows from the config."""
+    c = C(name, cfg, b, None, dtype, attn, mode=mode, ckpt=ckpt, backend=backend, validate_fake=False)
+    c.update(vlm=True, images=images, image_hw=list(image_hw), text_tokens=text_tokens)
+    return c
+
+
+def cases_Q():
+    """Vision-language models (#40), AutoModelForImageTextToText: tiny Qwen2.5-VL (window attention in
+    the tower, mrope), Qwen3-VL (deepstack features added to the first decoder layers) and LLaVA (CLIP
+    tower, a 2-layer projector), fed what their processors make (pixel patches with image_grid_thw and
+    mm_token_type_ids / full images, image placeholder tokens in input_ids). Training freezes the vision
+    tower and the projector (AdamW over the language model, embeddings and lm_head only). Per model:
+    bf16 SDPA b2 with 2 images and 128 text tokens, fp32 eager b1 with 1 image, inference, checkpointing;
+    then Qwen2.5-VL-7B's widths in 4 text layers / 4 vision blocks, b1 with 2 images of 448x448.
+    Backend cuda-emu-fake with the index bookkeeping on real CPU tensors (see `vlm_index_ops`)."""
+    be = "cuda-emu-fake"
+    out = []
+    for t, hw in [("qwen2_5_vl_tiny", (224, 224)), ("qwen3_vl_tiny", (224, 224)), ("llava_tiny", (112, 112))]:
+        out += [VC(f"{t}-bf16-sdpa-b2-2img-t128", t, 2, 2, hw, 128, "bfloat16", "sdpa", backend=be),
+                VC(f"{t}-fp32-eager-b1-1img-t128", t, 1, 1, hw, 128, "float32", "eager", backend=be),
+                VC(f"{t}-bf16-sdpa-b2-2img-t128-infer", t, 2, 2, hw, 128, "bfloat16", "sdpa", mode="infer", backend=be),
+                VC(f"{t}-bf16-sdpa-b2-2img-t128-ckpt", t, 2, 2, hw, 128, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    t = "qwen2.5-vl-7b-4l"
+    out += [VC(f"{t}-bf16-sdpa-b1-2img448-t256", t, 1, 2, (448, 448), 256, "bfloat16", "sdpa", backend=be),
+            VC(f"{t}-bf16-sdpa-b1-2img448-t256-infer", t, 1, 2, (448, 448), 256, "bfloat16", "sdpa", mode="infer",
+               backend=be)]
+    return out
+
 # --------------------------------------------------------------------------------------
 # CUDA dispatch emulation for fake CPU tensors
 # --------------------------------------------------------------------------------------
@@ -1414,6 +1493,8 @@ def mem_snapshot_peak(mt):
 
 
 def run_case(case):
+    if case.get("vlm"):
+        return run_case_vlm(case)
     cfg = load_config(case["config"])
     backend = case["backend"]
     fake = backend != "cpu-real"
@@ -1562,6 +1643,318 @@ def run_case(case):
 
 
 # --------------------------------------------------------------------------------------
+# Vision-language models (group Q)
+# --------------------------------------------------------------------------------------
+VLM_TYPES = ("qwen2_5_vl", "qwen3_vl", "llava")
+
+
+class RealIndexOps(TorchDispatchMode):
+    """Under FakeTensorMode, lets the VLMs' index bookkeeping run on real CPU tensors.
+
+    The Qwen-VL vision towers and the placeholder logic read values: cu_seqlens / window lengths
+    (`.tolist()` to split q/k/v per image or window), per-image token counts from image_grid_thw,
+    `torch.unique_consecutive` of the window boundaries, the placeholder-count check, and boolean-mask
+    indexing (Qwen3-VL's deepstack `hidden_states[visual_pos_masks, :]`, masked_scatter's backward).
+    Fake tensors refuse all of these. So input_ids, mm_token_type_ids and image_grid_thw are real
+    (small integer) tensors; an op whose tensor inputs are all real runs for real (fake mode unset);
+    a real bool mask indexing a fake tensor is expanded to its nonzero() long indices, as ATen does
+    itself before the index kernel (autograd, above this mode, still saves the bool mask it was given).
+    Everything else (weights, activations, pixel_values) stays fake: no byte count changes, and the
+    real tensors are seen by MemTracker like any other (they are tiny)."""
+
+    BOOL_INDEX_OPS = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+        import torch.utils._pytree as pytree
+        kwargs = kwargs or {}
+        aten = torch.ops.aten
+        ts = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+        if ts and not any(isinstance(t, FakeTensor) for t in ts):
+            with unset_fake_temporarily():
+                return func(*args, **kwargs)
+
+        def real_mask(i):
+            return isinstance(i, torch.Tensor) and not isinstance(i, FakeTensor) and i.dtype in (torch.bool, torch.uint8)
+
+        if func in (aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default,
+                    aten._unsafe_index_put.default):
+            idx = args[1]
+            if any(real_mask(i) for i in idx):
+                new = []
+                with unset_fake_temporarily():
+                    for i in idx:
+                        new += list(i.nonzero(as_tuple=True)) if real_mask(i) else [i]
+                args = (args[0], new) + tuple(args[2:])
+                VLM_LOG[f"bool-index->nonzero {func.overloadpacket.__name__}"] += 1
+        elif func is aten.masked_select.default and real_mask(args[1]):
+            x, m = args[0], args[1]
+            shape = torch.broadcast_shapes(x.shape, m.shape)
+            with unset_fake_temporarily():
+                idx = m.expand(shape).nonzero(as_tuple=True)
+            VLM_LOG["masked_select->index"] += 1
+            return aten.index.Tensor(x.expand(shape), list(idx))
+        return func(*args, **kwargs)
+
+
+VLM_LOG = collections.Counter()
+
+
+@contextlib.contextmanager
+def vlm_real_index_helpers():
+    """Two groups of the Qwen-VL models' functions compute index tensors from values by Python loops
+    (`tolist`, `item`, `torch.tensor(...)`, `unique_consecutive`, boolean indexing of aranges) and run here
+    on real tensors, their inputs being real:
+      * transformers.vision_utils' `get_vision_*` helpers (window index and window boundaries,
+        cu_seqlens, rotary position ids, Qwen3-VL's position-grid interpolation taps and weights), which
+        take only image_grid_thw and config scalars: transformers made them standalone so that they can
+        be precomputed before graph capture;
+      * `compute_3d_position_ids` -> `get_rope_index`: the (3, b, seq) mrope positions from input_ids,
+        mm_token_type_ids and image_grid_thw.
+    Their results are small real int/fp32 tensors that the fake model reads."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as q25
+    from transformers.models.qwen3_vl import modeling_qwen3_vl as q3
+
+    def real(f):
+        def g(*a, **k):
+            with unset_fake_temporarily():
+                return f(*a, **k)
+        return g
+    saved = []
+    for cls in (q25.Qwen2_5_VLModel, q3.Qwen3VLModel):
+        saved.append((cls, "compute_3d_position_ids", cls.compute_3d_position_ids))
+        cls.compute_3d_position_ids = real(cls.compute_3d_position_ids)
+    for mod in (q25, q3):
+        for name in [n for n in vars(mod) if n.startswith("get_vision_") and callable(getattr(mod, n))]:
+            saved.append((mod, name, getattr(mod, name)))
+            setattr(mod, name, real(getattr(mod, name)))
+    try:
+        yield
+    finally:
+        for obj, name, orig in reversed(saved):
+            setattr(obj, name, orig)
+
+
+def vlm_inputs(cfg, case):
+    """Real-looking processor outputs, built as real tensors (pixel_values separately, as fake).
+    Returns dict(kw=model kwargs without pixel_values, pixel_shape, info=row fields)."""
+    b, n_img, (h, w), n_text = case["batch"], case["images"], case["image_hw"], case["text_tokens"]
+    g = torch.Generator().manual_seed(0)
+    mt = cfg.model_type
+    vis = cfg.vision_config
+    kw = {}
+    if mt in ("qwen2_5_vl", "qwen3_vl"):
+        p, m, tp = vis.patch_size, vis.spatial_merge_size, vis.temporal_patch_size
+        assert h % (p * m) == 0 and w % (p * m) == 0, (h, w, p * m)
+        gh, gw = h // p, w // p
+        per_img = gh * gw // (m * m)
+        img_tok, vs, ve = cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id
+        specials = {img_tok, vs, ve, cfg.video_token_id}
+        n_markers = 2 * n_img
+        pixel_shape = (b * n_img * gh * gw, vis.in_channels * tp * p * p)
+        kw["image_grid_thw"] = torch.tensor([[1, gh, gw]] * (b * n_img), dtype=torch.long)
+    else:  # llava
+        img_tok = cfg.image_token_index
+        specials = {img_tok}
+        per_img = (vis.image_size // vis.patch_size) ** 2 + (0 if cfg.vision_feature_select_strategy == "default" else 1)
+        assert (h, w) == (vis.image_size, vis.image_size), "LLaVA's CLIP tower takes its own size"
+        n_markers = 0
+        vs = ve = None
+        pixel_shape = (b * n_img, vis.num_channels, h, w)
+    vocab = cfg.get_text_config().vocab_size
+    n_plain = n_text - n_markers
+    assert n_plain >= 8
+
+    def text(n):
+        t = torch.randint(3, vocab, (n,), generator=g)
+        for sp in specials:  # never a special id by chance
+            t[t == sp] = 3
+        return t
+
+    rows, types_ = [], []
+    for _ in range(b):
+        seq, ty = [text(4)], [torch.zeros(4, dtype=torch.long)]
+        for _ in range(n_img):
+            if vs is not None:
+                seq.append(torch.tensor([vs])); ty.append(torch.zeros(1, dtype=torch.long))
+            seq.append(torch.full((per_img,), img_tok)); ty.append(torch.ones(per_img, dtype=torch.long))
+            if ve is not None:
+                seq.append(torch.tensor([ve])); ty.append(torch.zeros(1, dtype=torch.long))
+        seq.append(text(n_plain - 4)); ty.append(torch.zeros(n_plain - 4, dtype=torch.long))
+        rows.append(torch.cat(seq)); types_.append(torch.cat(ty))
+    ids = torch.stack(rows)
+    kw["input_ids"] = ids
+    if mt in ("qwen2_5_vl", "qwen3_vl"):
+        kw["mm_token_type_ids"] = torch.stack(types_).to(torch.int32)
+    labels = ids.clone()
+    labels[ids == img_tok] = -100
+    info = dict(images=n_img, image_size=[h, w], image_tokens_per_image=per_img, text_tokens=n_text,
+                image_tokens=n_img * per_img, seq=ids.shape[1], vision_frozen=True, vlm=True,
+                pixel_values_shape=list(pixel_shape))
+    return kw, labels, pixel_shape, info
+
+
+def vlm_frozen_modules(model):
+    mm = model.model
+    if hasattr(mm, "visual"):  # Qwen: the tower holds the merger (and Qwen3-VL's deepstack mergers)
+        return {"model.visual": mm.visual}
+    return {"model.vision_tower": mm.vision_tower, "model.multi_modal_projector": mm.multi_modal_projector}
+
+
+def run_case_vlm(case):
+    from transformers import AutoModelForImageTextToText
+    cfg = load_config(case["config"])
+    backend = case["backend"]
+    fake = backend != "cpu-real"
+    dtype = getattr(torch, case["dtype"])
+    b = case["batch"]
+    tcfg = cfg.get_text_config()
+    L = tcfg.num_hidden_layers
+    torch.manual_seed(0)
+    kw_real, labels, pixel_shape, info = vlm_inputs(cfg, case)
+    out = dict(case=case["case"], config_file=f"configs/{case['config']}.json", batch=b, seq=info["seq"],
+               dtype=case["dtype"], attn=case["attn"], mode=case["mode"], grad_ckpt=case["grad_ckpt"],
+               backend=backend)
+    out.update(info)
+    out["text_tokens"] = info["seq"] - info["image_tokens"]
+    if fake:
+        out["vlm_index_ops"] = ("real CPU tensors: input_ids, mm_token_type_ids, image_grid_thw and what is computed "
+                                "from them alone (cu_seqlens, window index, mrope position ids, placeholder masks); "
+                                "a real bool mask indexing a fake tensor expanded to nonzero() indices")
+    SDPA_LOG.clear()
+    VLM_LOG.clear()
+    fmode = FakeTensorMode(allow_non_fake_inputs=True) if fake else contextlib.nullcontext()
+    emu = cuda_dispatch_emulation() if backend == "cuda-emu-fake" else contextlib.nullcontext()
+    notrace = hf_not_tracing_under_fake() if fake else contextlib.nullcontext()
+    realidx = RealIndexOps() if fake else contextlib.nullcontext()
+    realpos = vlm_real_index_helpers() if fake else contextlib.nullcontext()
+    t0 = time.time()
+    with fmode, emu, notrace, realpos, realidx:
+        ctx = no_trunc_normal_init() if fake else contextlib.nullcontext()
+        with ctx:
+            model = AutoModelForImageTextToText.from_config(cfg, attn_implementation=case["attn"], dtype=dtype)
+        params = list(model.parameters())
+        out["model_class"] = type(model).__name__
+        out["n_params"] = sum(p.numel() for p in params)
+        out["param_bytes"] = uniq_storage_bytes(params)
+        _pbd = collections.Counter()
+        for p in params:
+            _pbd[str(p.dtype).replace("torch.", "")] += p.numel() * p.element_size()
+        out["param_bytes_by_dtype"] = dict(_pbd)
+        out["n_param_tensors"] = len(params)
+        out["buffer_bytes"] = uniq_storage_bytes(list(model.buffers()))
+        frozen = vlm_frozen_modules(model)
+        out["frozen_modules"] = {k: sum(p.numel() for p in m.parameters()) for k, m in frozen.items()}
+        lm = model.model.language_model
+        out["n_params_language_model"] = sum(p.numel() for p in lm.parameters())
+        out["n_params_lm_head"] = sum(p.numel() for p in model.lm_head.parameters())
+        pixel_values = torch.randn(*pixel_shape, dtype=torch.float32)  # the processors' fp32 pixels
+        kw = dict(kw_real, pixel_values=pixel_values)
+        ids = kw["input_ids"]
+        if case["mode"] == "infer":
+            model.eval()
+            for p_ in model.parameters():
+                p_.requires_grad_(False)
+            with torch.no_grad():
+                mt = MemTracker()
+                mt.track_external(model, *kw.values())
+                with mt:
+                    o = model(**kw, use_cache=True)
+                    out["kv_cache_bytes"] = kv_cache_bytes(o.past_key_values)
+                    out["kv_cache_logical_bytes"] = kv_cache_logical_bytes(o.past_key_values)
+                    out["kv_cache_layer_shapes"] = kv_cache_shapes(o.past_key_values)
+                    out["logits_bytes_returned"] = o.logits.untyped_storage().nbytes()
+                out["peak_bytes"], out["peak_breakdown"] = mem_snapshot_peak(mt)
+                out["peak_note"] = "forward only, no_grad, full logits kept"
+                del o
+            for k in ("grad_bytes", "optimizer_state_bytes", "optimizer_step_tensor_bytes",
+                      "activation_saved_bytes", "activation_by_dtype"):
+                out[k] = None
+        else:
+            model.train()
+            for m in frozen.values():
+                m.requires_grad_(False)
+            trainable = [p for p in params if p.requires_grad]
+            out["n_params_trainable"] = sum(p.numel() for p in trainable)
+            out["n_params_frozen"] = out["n_params"] - out["n_params_trainable"]
+            if case["grad_ckpt"]:
+                model.gradient_checkpointing_enable()
+            kw.update(labels=labels, use_cache=False)
+            opt = torch.optim.AdamW(trainable, lr=1e-4, foreach=True if backend == "cuda-emu-fake" else None)
+            rec = SavedRecorder(model, [ids, labels, pixel_values])
+            # which packed tensors are still held once the forward has returned: a non-reentrant
+            # checkpoint packs its inputs (NoopSaveInputs) even where nothing in the region needs a
+            # gradient (a frozen tower), and that record dies with the region when nothing else holds it
+            packed_refs = collections.defaultdict(list)
+            _orig_pack = rec.pack
+
+            def _pack(t, _orig=_orig_pack):
+                packed_refs[t.untyped_storage()._cdata].append(weakref.ref(t))
+                return _orig(t)
+            rec.pack = _pack
+            mt1 = MemTracker()
+            mt1.track_external(model, opt, ids, labels, pixel_values)
+            with mt1:
+                with rec.active():
+                    res = model(**kw)
+                loss = res.loss
+                out["logits_bytes_returned"] = res.logits.untyped_storage().nbytes()
+                del res
+                gc.collect()
+                # held by the graph of the loss once the model's outputs are dropped (as before backward)
+                held = collections.Counter()
+                for k, r_ in rec.records.items():
+                    if any(w() is not None for w in packed_refs.get(k, ())):
+                        held[r_["module"]] += r_["nbytes"]
+                rec_sum = rec.summary(L)
+                rec.close()
+                out.update(rec_sum)
+                out["activation_held_after_forward_bytes"] = sum(held.values())
+                out["activation_not_held_by_module"] = {
+                    m_: v - held.get(m_, 0) for m_, v in rec_sum["activation_by_module"].items() if held.get(m_, 0) != v}
+                del packed_refs
+                loss.backward()
+                del loss
+                out["grad_bytes"] = uniq_storage_bytes([p.grad for p in params])
+                nog = [p for p in params if p.grad is None]
+                out["params_without_grad"] = sum(p.numel() for p in nog)
+                out["params_without_grad_bytes"] = uniq_storage_bytes(nog)
+                opt.step()
+                st = opt.state
+                out["optimizer_state_bytes"] = uniq_storage_bytes(
+                    [st[p][k] for p in params if p in st for k in ("exp_avg", "exp_avg_sq")])
+                out["optimizer_step_tensor_bytes"] = uniq_storage_bytes([st[p]["step"] for p in params if p in st])
+                out["n_param_tensors_with_state"] = sum(1 for p in params if p in st)
+                opt.zero_grad(set_to_none=True)
+            out["peak_bytes_first_step"], _ = mem_snapshot_peak(mt1)
+            del mt1
+            mt2 = MemTracker()
+            mt2.track_external(model, opt, ids, labels, pixel_values)
+            with mt2:
+                res = model(**kw)
+                loss = res.loss
+                del res
+                loss.backward()
+                del loss
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            out["peak_bytes"], out["peak_breakdown"] = mem_snapshot_peak(mt2)
+            out["peak_note"] = ("MemTracker peak over a 2nd full step (fwd+bwd+AdamW.step+zero_grad), "
+                                "optimizer states pre-existing; model outputs freed before backward; "
+                                "vision tower and projector frozen")
+            out["kv_cache_bytes"] = None
+            del mt2, opt
+        out["sdpa_kernels"] = dict(SDPA_LOG) if backend == "cuda-emu-fake" else None
+        out["vlm_shim_log"] = dict(VLM_LOG)
+        del model, params
+    out["seconds"] = round(time.time() - t0, 2)
+    out["torch_version"] = torch.__version__
+    out["transformers_version"] = transformers.__version__
+    gc.collect()
+    return out
+
+# --------------------------------------------------------------------------------------
 # Sanity checks
 # --------------------------------------------------------------------------------------
 PUBLISHED_FAMILY = {"qwen3-0.6b": 596049920, "qwen3-30b-a3b": 30532122624, "gemma-2b": 2506172416,
@@ -1658,7 +2051,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "S", "K", "R", "I", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "Q", "S", "K", "R", "I", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -1668,7 +2061,6 @@ def main():
                     help="seconds; a case running longer is abandoned and recorded as an error (0: no limit)")
     args = ap.parse_args()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
-    write_configs()
     cases = (cases_A() if args.group in ("A", "all") else []) + (cases_B() if args.group in ("B", "all") else [])
     cases += (cases_F() if args.group == "F" else []) + (cases_G() if args.group == "G" else [])
     cases += cases_H() if args.group == "H" else []
@@ -1681,8 +2073,10 @@ def main():
     cases += cases_K() if args.group == "K" else []
     cases += cases_R() if args.group == "R" else []
     cases += cases_I() if args.group == "I" else []
+    cases += cases_Q() if args.group == "Q" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
+    write_configs({c["config"] for c in cases})
     rows = []
     for c in cases:
         print(f"=== {c['case']} [{c['backend']}]", flush=True)
@@ -1714,7 +2108,7 @@ def main():
             print(f"    n_params={r['n_params']:,} act={act / MiB if act is not None else float('nan'):.2f} MiB "
                   f"kv={r.get('kv_cache_bytes')} peak={r.get('peak_bytes', 0) / MiB:.1f} MiB "
                   f"({r['seconds']}s) sdpa={r.get('sdpa_kernels')}", flush=True)
-    cfgs = {n: load_config(n) for n in CONFIG_SPECS}
+    cfgs = {n: load_config(n) for n in {os.path.basename(r["config_file"])[:-5] for r in rows}}
     lines = checks(rows, cfgs)
     print("\n".join(lines))
     details = _write(args, rows, lines)

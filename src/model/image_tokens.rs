@@ -1,0 +1,161 @@
+//! How a vision-language model's processor turns one image into tokens of the language model's
+//! sequence ([`ImageTokens`]): Qwen-VL's dynamic resolution (`smart_resize`, then one token per
+//! `merge × merge` patches) or a fixed count (LLaVA's 576 of a 336-pixel CLIP crop).
+
+use super::pixels::ImageSize;
+use serde::{Deserialize, Serialize};
+
+/// The most images a sample may carry.
+pub const MAX_IMAGES: u64 = 256;
+
+/// A processor's rule from an image to its tokens in the decoder's sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ImageTokens {
+    /// Qwen2-VL, Qwen2.5-VL, Qwen3-VL: the image is resized to multiples of `patch · merge`
+    /// pixels with its area kept within `[min_pixels, max_pixels]` (transformers'
+    /// `smart_resize`), cut into `patch`-pixel patches, and every `merge × merge` patches become
+    /// one token.
+    Resized {
+        /// Patch side in pixels.
+        patch: u64,
+        /// Patches merged into one token along each side.
+        merge: u64,
+        /// The processor's smallest area (`min_pixels` / `size.shortest_edge`).
+        min_pixels: u64,
+        /// The processor's largest area (`max_pixels` / `size.longest_edge`).
+        max_pixels: u64,
+    },
+    /// Every image is resized (and cropped) to one `side × side` input: a fixed token count
+    /// (LLaVA-1.5: CLIP's 336-pixel crop, 24 × 24 patch features, the class token dropped).
+    Fixed {
+        /// The processor's input side in pixels.
+        side: u64,
+        /// Tokens per image.
+        tokens: u64,
+    },
+}
+
+impl ImageTokens {
+    /// The size the processor resizes `image` to.
+    pub fn resized(&self, image: ImageSize) -> ImageSize {
+        match *self {
+            Self::Resized { patch, merge, min_pixels, max_pixels, .. } => {
+                smart_resize(image, patch * merge, min_pixels, max_pixels)
+            }
+            Self::Fixed { side, .. } => ImageSize::square(side),
+        }
+    }
+
+    /// Tokens of one image in the decoder's sequence.
+    pub fn tokens(&self, image: ImageSize) -> u64 {
+        match *self {
+            Self::Resized { patch, merge, .. } => {
+                let r = self.resized(image);
+                let f = patch * merge;
+                (r.height / f) * (r.width / f)
+            }
+            Self::Fixed { tokens, .. } => tokens,
+        }
+    }
+
+    /// Patches the vision tower encodes for one image (before merging).
+    pub fn patches(&self, image: ImageSize) -> u64 {
+        match *self {
+            Self::Resized { merge, .. } => self.tokens(image) * merge * merge,
+            Self::Fixed { tokens, .. } => tokens,
+        }
+    }
+
+    /// Why the processor refuses `image`, if it does.
+    pub fn check(&self, image: ImageSize) -> Result<(), String> {
+        let (long, short) = (image.height.max(image.width), image.height.min(image.width).max(1));
+        if matches!(self, Self::Resized { .. }) && long > 200 * short {
+            return Err(format!("image {image}: the processor refuses an aspect ratio over 200"));
+        }
+        Ok(())
+    }
+
+    /// "1024×1024 resized to 1036×1036 (multiples of 28 px, 3136..=12845056 pixels), 74×74
+    /// patches of 14 px, 2×2 merged: 1369 tokens per image".
+    pub fn describe(&self, image: ImageSize) -> String {
+        match *self {
+            Self::Resized { patch, merge, min_pixels, max_pixels } => {
+                let r = self.resized(image);
+                let resized = if r == image { "kept at".to_owned() } else { format!("resized to {r}") };
+                format!(
+                    "{image} {resized} (multiples of {f} px, {min_pixels}..={max_pixels} pixels), {}×{} patches of {patch} px, {merge}×{merge} merged: {} tokens per image",
+                    r.height / patch,
+                    r.width / patch,
+                    self.tokens(image),
+                    f = patch * merge,
+                )
+            }
+            Self::Fixed { side, tokens } => {
+                format!(
+                    "every image is resized to {side}×{side}: {tokens} tokens per image, whatever its size"
+                )
+            }
+        }
+    }
+}
+
+/// Python's `round` on `n / d` (halves to even), for positive integers.
+fn round_half_even(n: u64, d: u64) -> u64 {
+    let (q, r) = (n / d, n % d);
+    match (2 * r).cmp(&d) {
+        std::cmp::Ordering::Greater => q + 1,
+        std::cmp::Ordering::Equal => q + (q & 1),
+        std::cmp::Ordering::Less => q,
+    }
+}
+
+/// transformers' `smart_resize` (`qwen2_vl/image_processing_qwen2_vl.py`): both sides rounded
+/// to multiples of `factor`, then scaled down (floor) into `max_pixels` or up (ceil) to
+/// `min_pixels`, keeping the aspect ratio.
+pub fn smart_resize(image: ImageSize, factor: u64, min_pixels: u64, max_pixels: u64) -> ImageSize {
+    let f = factor.max(1);
+    let (h, w) = (image.height, image.width);
+    let (mut hb, mut wb) = (round_half_even(h, f) * f, round_half_even(w, f) * f);
+    let (hf, wf, ff) = (h as f64, w as f64, f as f64);
+    if hb * wb > max_pixels {
+        let beta = (hf * wf / max_pixels as f64).sqrt();
+        hb = f.max((hf / beta / ff).floor() as u64 * f);
+        wb = f.max((wf / beta / ff).floor() as u64 * f);
+    } else if hb * wb < min_pixels {
+        let beta = (min_pixels as f64 / (hf * wf)).sqrt();
+        hb = (hf * beta / ff).ceil() as u64 * f;
+        wb = (wf * beta / ff).ceil() as u64 * f;
+    }
+    ImageSize { height: hb, width: wb }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QWEN25: ImageTokens =
+        ImageTokens::Resized { patch: 14, merge: 2, min_pixels: 3136, max_pixels: 12_845_056 };
+
+    /// Values from transformers 5.25's `smart_resize` (Python).
+    #[test]
+    fn smart_resize_matches_transformers() {
+        let sq = ImageSize::square;
+        assert_eq!(smart_resize(sq(1024), 28, 3136, 12_845_056), sq(1036));
+        // 1022 / 28 = 36.5: Python rounds the half to even (36)
+        assert_eq!(smart_resize(sq(1022), 28, 3136, 12_845_056), sq(1008));
+        assert_eq!(smart_resize(sq(1024), 28, 3136, 1_003_520), sq(980));
+        assert_eq!(smart_resize(sq(20), 28, 3136, 12_845_056), sq(56));
+        assert_eq!(
+            smart_resize(ImageSize { height: 480, width: 640 }, 28, 3136, 12_845_056),
+            ImageSize { height: 476, width: 644 }
+        );
+        assert_eq!(smart_resize(sq(8000), 32, 65_536, 16_777_216), sq(4096));
+        assert_eq!(QWEN25.tokens(sq(1024)), 1369);
+        assert_eq!(QWEN25.patches(sq(1024)), 5476);
+        assert!(QWEN25.describe(sq(1024)).contains("resized to 1036×1036"));
+        assert!(QWEN25.check(ImageSize { height: 10, width: 2100 }).is_err());
+        let llava = ImageTokens::Fixed { side: 336, tokens: 576 };
+        assert_eq!(llava.tokens(sq(1024)), 576);
+    }
+}

@@ -1,0 +1,129 @@
+//! Vision-language models take images per sample (`--images N --image-size HxW`) beside the
+//! text (`--seq`): the image tokens as the processor makes them, the frozen tower, the flags that
+//! reproduce the scenario and the refusals.
+
+use super::{assert_usage_error, json, run};
+
+#[test]
+fn qwen25_vl_lora_with_four_large_images_is_one_command() {
+    let args = [
+        "estimate",
+        "--model",
+        "qwen2.5-vl-7b",
+        "--lora",
+        "16:all",
+        "--images",
+        "4",
+        "--image-size",
+        "1024",
+        "--seq",
+        "2048",
+        "--json",
+    ];
+    let j = json(&args);
+    // smart_resize: 1024 → 1036 (37 × 28 px), 74 × 74 patches, 2 × 2 merged
+    let im = &j["scenario"]["images"];
+    assert_eq!(im["count"], 4);
+    assert_eq!((im["resized_height"].as_u64(), im["resized_width"].as_u64()), (Some(1036), Some(1036)));
+    assert_eq!(im["tokens_per_image"], 1369);
+    assert_eq!(im["image_tokens"], 5476);
+    assert_eq!(im["text_tokens"], 2048);
+    assert_eq!(j["scenario"]["seq"], 2048 + 5476);
+    assert_eq!(j["model"]["n_params"], 8_292_166_656_u64);
+    assert_eq!(j["model"]["validated"], true);
+    // more images, more activations: the decoder runs over text and image tokens
+    let one = json(&[
+        "estimate",
+        "--model",
+        "qwen2.5-vl-7b",
+        "--lora",
+        "16:all",
+        "--images",
+        "1",
+        "--image-size",
+        "1024",
+        "--seq",
+        "2048",
+        "--json",
+    ]);
+    let act = |j: &serde_json::Value| j["bytes"]["activations"].as_u64().unwrap();
+    assert!(act(&j) > act(&one) * 2, "{} vs {}", act(&j), act(&one));
+    // the text names the tokens and the frozen tower
+    let out = run(&args[..args.len() - 1]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("seq 7524 (2048 text + 4 × 1024×1024 images of 1369 tokens)"), "{text}");
+    assert!(text.contains("vision tower and projector are frozen"), "{text}");
+}
+
+#[test]
+fn fixed_size_towers_and_the_fit_count_text_beside_the_images() {
+    // LLaVA-1.5: every image is one 336-pixel crop, 576 tokens
+    let j = json(&["estimate", "--model", "llava-1.5-7b", "--images", "2", "--seq", "512", "--json"]);
+    assert_eq!(j["scenario"]["images"]["tokens_per_image"], 576);
+    assert_eq!(j["scenario"]["seq"], 512 + 2 * 576);
+    assert_eq!(j["model"]["n_params"], 7_063_427_072_u64);
+    let out = run(&[
+        "estimate",
+        "--model",
+        "qwen3-vl-8b",
+        "--images",
+        "2",
+        "--image-size",
+        "800x600",
+        "--seq",
+        "1024",
+        "--lora",
+        "16:all",
+        "--gpu",
+        "h100-80gb",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("most text tokens that fit beside"), "{text}");
+}
+
+#[test]
+fn images_need_a_model_that_takes_them_and_a_size() {
+    assert_usage_error(
+        &["estimate", "--model", "gpt2", "--images", "2"],
+        "--images applies to a vision-language model",
+    );
+    assert_usage_error(&["estimate", "--model", "dinov2-large", "--images", "2"], "takes one image a sample");
+    assert_usage_error(
+        &["estimate", "--model", "qwen2.5-vl-7b", "--images", "2"],
+        "--images needs --image-size",
+    );
+    assert_usage_error(
+        &["estimate", "--model", "qwen2.5-vl-7b", "--images", "2", "--image-size", "10x4000"],
+        "aspect ratio over 200",
+    );
+}
+
+#[test]
+fn advice_reproduces_the_images() {
+    let j = json(&[
+        "estimate",
+        "--model",
+        "qwen2.5-vl-7b",
+        "--lora",
+        "16:all",
+        "--images",
+        "3",
+        "--image-size",
+        "448x640",
+        "--seq",
+        "700",
+        "--json",
+    ]);
+    let mut sc =
+        vramscope::estimate::Scenario::new(vramscope::model::preset::builtin("qwen2.5-vl-7b").unwrap());
+    sc.seq = 700;
+    sc.set_images(3, vramscope::model::pixels::ImageSize { height: 448, width: 640 }).unwrap();
+    let gpu = vramscope::gpu::find("h100-80gb").unwrap();
+    let line = vramscope::flags::line(&vramscope::flags::flags(&sc, &gpu));
+    assert!(line.contains("--seq 700 --images 3 --image-size 448x640"), "{line}");
+    // the line gives the same scenario back
+    assert_eq!(j["scenario"]["seq"], sc.seq);
+    assert_eq!(j["scenario"]["images"]["text_tokens"], 700);
+}
