@@ -71,7 +71,7 @@ struct Line {
 
 /// The groups of the reference rows, in the docs' order: file letter and what it holds
 /// (`tests/data/truth/README.md`).
-const GROUPS: [(char, &str); 18] = [
+const GROUPS: [(char, &str); 19] = [
     ('A', "tiny cases and GPT-2 124M (the shared ground truth)"),
     ('B', "real-size GPT-2, BERT-large, Llama-2-7B, Llama-3-8B, Mistral-7B, Mixtral-8x7B"),
     ('C', "Qwen2.5-7B, GPT-2 XL, BERT-base, Llama-2-13B, fp32 SDPA, odd shapes"),
@@ -87,6 +87,10 @@ const GROUPS: [(char, &str); 18] = [
     (
         'K',
         "Kimi-Linear (KDA with NoPE MLA and sigmoid-routed experts), LongCat-Flash (two MLAs and a shortcut MoE with identity experts per layer) and DeepSeek-V3.2 (MLA with the sparse-attention indexer): tiny, and the class widths in 8 / 4 layers",
+    ),
+    (
+        'Q',
+        "vision-language models with images, the tower and projector frozen: Qwen2.5-VL, Qwen3-VL (deepstack) and LLaVA, tiny (two 224-pixel images a sample; trained bf16 and fp32, checkpointed, inference) and Qwen2.5-VL-7B's widths in 4 layers with two 448-pixel images; the tiny peaks hold the unmodelled pixel values (printed), checkpointed Qwen2.5-VL and LLaVA flagged",
     ),
     ('L', "Llama 4 text: chunked attention, NoPE layers, every-expert MoE (tiny, and Scout's widths)"),
     (
