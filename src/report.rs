@@ -430,12 +430,17 @@ pub fn validation_line(sc: &Scenario) -> String {
 }
 
 /// The model type the GUI flags as unvalidated, if any.
-pub fn unvalidated_kind(sc: &Scenario) -> Option<String> {
+pub fn unvalidated_kind(sc: &Scenario, lang: crate::i18n::Lang) -> Option<String> {
     let t = sc.model.transformer()?;
     if validated(sc) {
         return None;
     }
-    Some(t.unvalidated_type.clone().or_else(|| t.hf_model_type.clone()).unwrap_or_default())
+    let kind = t.unvalidated_type.clone().or_else(|| t.hf_model_type.clone()).unwrap_or_default();
+    if vlm_checkpointed(sc) {
+        let why = lang.pick("the frozen vision tower under checkpointing", "梯度检查点下冻结的视觉塔");
+        return Some(format!("{kind}: {why}"));
+    }
+    Some(kind)
 }
 
 /// The scenario's settings the first line does not name: LoRA and its base, the KV-cache dtype,

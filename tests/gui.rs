@@ -490,3 +490,39 @@ fn a_model_folder_of_an_unknown_architecture_is_flagged_unvalidated() {
     h.run();
     assert!(h.query_by_label_contains("UNVALIDATED").is_none());
 }
+
+/// A vision-language model's controls: images per sample and their size beside the text, the
+/// scenario they build (text + image tokens), and a saved scenario opening on the same controls.
+#[test]
+fn a_vision_language_model_takes_images_beside_its_text() {
+    use vramscope::model::pixels::ImageSize;
+    let s = Settings {
+        model: ModelChoice::Preset("qwen2.5-vl-7b".into()),
+        seq: 2048,
+        images: 4,
+        image: Some(ImageSize::square(1024)),
+        lora_enabled: true,
+        ..Default::default()
+    };
+    let sc = s.to_scenario().unwrap();
+    assert_eq!((sc.seq, sc.text_tokens(), sc.image_tokens()), (2048 + 5476, 2048, 5476));
+    // no images: the text alone; LLaVA's images take their fixed size
+    assert_eq!(Settings { images: 0, ..s.clone() }.to_scenario().unwrap().seq, 2048);
+    let llava = Settings {
+        model: ModelChoice::Preset("llava-1.5-7b".into()),
+        seq: 512,
+        images: 2,
+        ..Default::default()
+    };
+    assert_eq!(llava.to_scenario().unwrap().seq, 512 + 2 * 576);
+    // a saved scenario opens with the text on the sequence slider and the images beside it
+    let file = vramscope::export::ScenarioFile {
+        schema: vramscope::export::SCENARIO_SCHEMA,
+        gpu: None,
+        global_batch: None,
+        scenario: sc,
+    };
+    let (back, dropped) = Settings::from_scenario_file(&file, "s.ron", "h100-80gb");
+    assert!(dropped.is_empty(), "{dropped:?}");
+    assert_eq!((back.seq, back.images, back.image), (2048, 4, Some(ImageSize::square(1024))));
+}

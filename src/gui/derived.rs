@@ -83,7 +83,10 @@ const GUI_CURVE_STEPS: u32 = 25;
 fn curve_key(settings: &Settings, knob: Knob) -> Settings {
     match knob {
         Knob::Batch => Settings { batch: 0, ..settings.clone() },
-        Knob::Seq => Settings { seq: 0, image: None, ..settings.clone() },
+        // a vision backbone's image is the knob; a vision-language model's images stay
+        Knob::Seq => {
+            Settings { seq: 0, image: settings.image.filter(|_| settings.images > 0), ..settings.clone() }
+        }
         Knob::Segments => {
             Settings { checkpointing: crate::estimate::Checkpointing::None, ..settings.clone() }
         }
@@ -149,7 +152,8 @@ impl Computed {
         let explanations = explain_in(&scenario, &estimate, super::lang::current());
         let batch_free = BatchFree::of(settings, &scenario, cap, prev.map(|p| &p.batch_free));
         let max_batch = batch_free.max_batch;
-        let seq_key = Settings { seq: 0, image: None, ..settings.clone() };
+        let seq_key =
+            Settings { seq: 0, image: settings.image.filter(|_| settings.images > 0), ..settings.clone() };
         let seq_free = match prev.map(|p| &p.seq_free) {
             Some((k, m, p)) if *k == seq_key => (seq_key, *m, *p),
             _ => {

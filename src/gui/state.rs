@@ -45,6 +45,9 @@ pub struct Settings {
     /// sequence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<crate::model::pixels::ImageSize>,
+    /// A vision-language model's images per sample (of `image`'s size); `seq` is then its text.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub images: u64,
     /// Inference: HF `generate`'s new tokens after a `seq`-token prompt (0: one scoring forward).
     pub new_tokens: u64,
     pub precision: Precision,
@@ -137,6 +140,7 @@ impl Default for Settings {
             batch: 1,
             seq: 2048,
             image: None,
+            images: 0,
             new_tokens: 0,
             precision: Precision::Bf16,
             optimizer: Optimizer::Adamw,
@@ -216,8 +220,9 @@ impl Settings {
             model,
             mode: sc.mode,
             batch: sc.batch,
-            seq: sc.seq,
+            seq: sc.text_tokens(),
             image: sc.image,
+            images: sc.images,
             new_tokens: sc.new_tokens,
             precision: sc.precision,
             optimizer: sc.optimizer,
@@ -288,6 +293,13 @@ impl Settings {
         if let Some(image) = self.image.or_else(|| sc.image_size()) {
             // a vision model: its sequence is the image's tokens; a text model ignores it
             let _ = sc.set_image(image);
+        }
+        if let Some(rule) = sc.image_rule()
+            && self.images > 0
+        {
+            // a vision-language model: `seq` is the text, the images' tokens are added
+            sc.set_images(self.images, self.image.unwrap_or_else(|| vlm_default_image(rule)))
+                .map_err(|e| e.to_string())?;
         }
         sc.new_tokens = if self.mode == Mode::Infer { self.new_tokens } else { 0 };
         sc.precision = self.precision;
@@ -501,4 +513,22 @@ impl AppState {
     pub fn to_stored(&self) -> String {
         ron::to_string(self).unwrap_or_default()
     }
+}
+
+/// The image size a vision-language model's images get until one is chosen: a fixed-size
+/// tower's own, else 448×448.
+pub fn vlm_default_image(rule: crate::model::image_tokens::ImageTokens) -> crate::model::pixels::ImageSize {
+    match rule {
+        crate::model::image_tokens::ImageTokens::Fixed { side, .. } => {
+            crate::model::pixels::ImageSize::square(side)
+        }
+        crate::model::image_tokens::ImageTokens::Resized { .. } => {
+            crate::model::pixels::ImageSize::square(448)
+        }
+    }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

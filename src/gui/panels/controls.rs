@@ -303,22 +303,37 @@ fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
     }
     let r = rail.union(typed);
     mark(r.changed(), "batch", knob);
-    if let Some(p) = s.model_spec().ok().and_then(|m| m.transformer().and_then(|t| t.patches)) {
+    let spec = s.model_spec().ok();
+    if let Some(p) = spec.as_ref().and_then(|m| m.transformer().and_then(|t| t.patches)) {
         image(ui, s, p, knob);
         return;
     }
-    let max_seq = s
-        .model_spec()
-        .ok()
+    // a vision-language model: images beside the text, whose tokens take positions
+    let image_tokens = match spec.as_ref().and_then(|m| m.transformer()?.vision?.image_tokens) {
+        Some(rule) => vlm_images(ui, s, rule, knob),
+        None => 0,
+    };
+    let max_seq = spec
+        .as_ref()
         .and_then(|m| {
             m.transformer().map(|t| if t.usable_positions() > 0 { t.usable_positions() } else { 131072 })
         })
-        .unwrap_or(4096);
+        .unwrap_or(4096)
+        .saturating_sub(image_tokens)
+        .max(16);
     s.seq = s.seq.clamp(1, max_seq);
     let r = ui
         .add(egui::Slider::new(&mut s.seq, 16.min(max_seq)..=max_seq).logarithmic(true).text(t.seq))
         .on_hover_text(t.seq_tip);
     mark(r.changed(), "seq", knob);
+    if image_tokens > 0 {
+        let line = t
+            .vlm_tokens
+            .replace("{text}", &s.seq.to_string())
+            .replace("{images}", &image_tokens.to_string())
+            .replace("{seq}", &(s.seq + image_tokens).to_string());
+        ui.small(line);
+    }
     if !train {
         // HF generate: new tokens after the prompt (the cache grows by one token a step)
         let mut generate = s.new_tokens > 0;
@@ -362,6 +377,43 @@ fn image(ui: &mut egui::Ui, s: &mut Settings, p: crate::model::pixels::Patches, 
         t.image_tokens.replace("{image}", &image.to_string()).replace("{n}", &p.tokens(image).to_string()),
     )
     .on_hover_text(p.describe(image));
+}
+
+/// A vision-language model's images per sample and their size (a fixed-size tower: its own);
+/// returns the image tokens of one sample.
+fn vlm_images(
+    ui: &mut egui::Ui,
+    s: &mut Settings,
+    rule: crate::model::image_tokens::ImageTokens,
+    knob: &mut &'static str,
+) -> u64 {
+    use crate::model::image_tokens::ImageTokens;
+    use crate::model::pixels::ImageSize;
+    let t = tr();
+    let r = ui.add(egui::Slider::new(&mut s.images, 0..=16).text(t.images)).on_hover_text(t.images_tip);
+    mark(r.changed(), "images", knob);
+    if s.images == 0 {
+        return 0;
+    }
+    let image = s.image.unwrap_or_else(|| crate::gui::state::vlm_default_image(rule));
+    if let ImageTokens::Resized { patch, merge, .. } = rule {
+        // any size: the processor resizes it to multiples of patch · merge
+        let step = patch * merge;
+        let mut side = image.height.max(image.width);
+        let r = ui
+            .add(egui::Slider::new(&mut side, step..=4096).logarithmic(true).suffix(" px").text(t.image_size))
+            .on_hover_text(t.image_size_tip);
+        if r.changed() {
+            s.image = Some(ImageSize::square(side));
+            *knob = "image size";
+        }
+    }
+    let image = s.image.unwrap_or_else(|| crate::gui::state::vlm_default_image(rule));
+    ui.small(
+        t.image_tokens.replace("{image}", &image.to_string()).replace("{n}", &rule.tokens(image).to_string()),
+    )
+    .on_hover_text(rule.describe(image));
+    s.images * rule.tokens(image)
 }
 
 /// The micro-batch the rail steps to from `old` when it asks for `new`: the power of two nearest

@@ -43,6 +43,17 @@ pub fn max_seq_text(c: &Computed) -> String {
             None => t.max_image_none.to_owned(),
         };
     }
+    if let Some(v) = c.scenario.vlm_images() {
+        // a vision-language model's sequence knob is its text, beside the images
+        return match c.max_seq {
+            Some(n) => t
+                .max_text_tpl
+                .replace("{images}", &crate::units::digits(v.tokens()))
+                .replace("{b}", &c.scenario.batch.to_string())
+                .replace("{n}", &crate::units::digits(n)),
+            None => t.max_seq_none.to_owned(),
+        };
+    }
     match c.max_seq {
         Some(n) => t
             .max_seq_tpl
@@ -126,7 +137,7 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings, presentation: bo
         phrase(ui, RichText::new("·").size(26.0));
         phrase(ui, RichText::new(t.peak_at_tpl.replace("{what}", &peak_moment(c))).size(18.0));
     });
-    if let Some(kind) = crate::report::unvalidated_kind(&c.scenario) {
+    if let Some(kind) = crate::report::unvalidated_kind(&c.scenario, crate::gui::lang::current()) {
         ui.label(
             RichText::new(format!("{} ({kind})", t.unvalidated))
                 .size(16.0)

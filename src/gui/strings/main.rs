@@ -124,6 +124,10 @@ strings! {
         image_size_tip: "The input image's side in pixels (--image-size). The model cuts it into patches: each patch is one token, plus the class token, so activations grow with the image's area; positions are interpolated from the config's grid."
             / "输入图像的边长（像素，--image-size）。模型把图像切成图块：每个图块是一个 token，另加一个类别 token，所以激活值随图像面积增长；位置编码从配置的网格插值得到。",
         image_tokens: "{image}: {n} tokens per image" / "{image}：每张图像 {n} 个 token",
+        images: "Images per sample" / "每个样本的图像数",
+        images_tip: "Images each sample carries (--images). The processor turns each into tokens of the language model's sequence (Qwen-VL: resized to multiples of 28 or 32 pixels, 2×2 patches a token; LLaVA: 576 a picture); the vision tower and projector are frozen."
+            / "每个样本携带的图像数（--images）。处理器把每张图像变成语言模型序列中的 token（Qwen-VL：缩放到 28 或 32 像素的倍数，每 2×2 个图块一个 token；LLaVA：每张 576 个）；视觉塔和投影层冻结。",
+        vlm_tokens: "{text} text + {images} image tokens = {seq}" / "{text} 个文本 token + {images} 个图像 token = {seq}",
         generate: "Generate (HF generate)" / "生成（HF generate）",
         generate_tip: "Off: one scoring forward over the sequence that keeps every position's logits. On: model.generate — the prompt's forward keeps only the last token's logits, then each new token appends its keys and values to the DynamicCache (--new-tokens)."
             / "关闭：对整条序列做一次打分前向，保留每个位置的 logits。开启：model.generate——prompt 的前向只保留最后一个 token 的 logits，之后每个新 token 把自己的键和值追加到 DynamicCache 中（--new-tokens）。",
@@ -205,6 +209,7 @@ strings! {
         /// `{n}`: the longest sequence that fits at the micro-batch `{b}`.
         max_seq_tpl: "longest sequence that fits at micro-batch {b}: {n}" / "微批次 {b} 下可容纳的最长序列：{n}",
         max_seq_none: "not even a 1-token sequence fits" / "连长度为 1 的序列也放不下",
+        max_text_tpl: "most text tokens that fit beside {images} image tokens at micro-batch {b}: {n}" / "微批次 {b} 下，除 {images} 个图像 token 外最多可容纳的文本 token：{n}",
         max_image_tpl: "largest square image that fits at micro-batch {b}: {n}×{n} px" / "微批次 {b} 下可容纳的最大方形图像：{n}×{n} 像素",
         max_image_none: "not even the smallest image fits" / "连最小的图像也放不下",
         /// After the largest micro-batch when the current, larger one fits: `{next}` is the batch
