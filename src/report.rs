@@ -270,7 +270,10 @@ pub fn validated(sc: &Scenario) -> bool {
 /// activations: measured, not modelled.
 fn vlm_checkpointed(sc: &Scenario) -> bool {
     sc.mode == crate::estimate::Mode::Train
-        && sc.checkpointing != crate::estimate::Checkpointing::None
+        && !matches!(
+            sc.checkpointing,
+            crate::estimate::Checkpointing::None | crate::estimate::Checkpointing::Selective
+        )
         && sc.vlm_images().is_some()
         && sc
             .model
@@ -364,6 +367,12 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
     }
     if train && sc.precision.is_amp() && sc.model.transformer().is_some_and(|t| t.moe.is_some()) {
         out.push("not validated against measurement: MoE layers under autocast".into());
+    }
+    if sc.vlm_images().is_some() && !train {
+        out.push(format!(
+            "not in the estimate: the batch's pixel values ({:.1} MiB in fp32) and the vision tower's forward over them, which runs before the decoder (its working set can be the inference peak on small text)",
+            sc.pixel_values_bytes() as f64 / 1_048_576.0
+        ));
     }
     if sc.model.transformer().is_some_and(|t| t.vision.is_some()) && train {
         out.push(match (sc.vlm_images(), sc.image_rule()) {

@@ -118,7 +118,13 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         bail!(
             "--images applies to a vision-language model whose image tokens are modelled (Qwen2.5-VL, Qwen3-VL, LLaVA); {} {}",
             sc.model.name,
-            if sc.image_size().is_some() { "takes one image a sample (--image-size)" } else { "has none" }
+            if sc.image_size().is_some() {
+                "takes one image a sample (--image-size)"
+            } else if sc.model.transformer().is_some_and(|t| t.vision.is_some()) {
+                "has a vision tower whose image tokens are not modelled yet (it is counted, frozen)"
+            } else {
+                "reads text only"
+            }
         );
     } else if let Some(image) = a.image_size {
         sc.set_image(image).map_err(|e| anyhow::anyhow!("--image-size {image}: {e}"))?;

@@ -58,6 +58,8 @@ fn knob_name(k: Knob, sc: &Scenario) -> &'static str {
     match k {
         Knob::Batch => "batch",
         Knob::Seq if sc.image_size().is_some() => "image_side",
+        // a vision-language model's: its text, beside the images' tokens
+        Knob::Seq if sc.vlm_images().is_some() => "text_tokens",
         Knob::Seq => "seq",
         Knob::Segments => "segments",
         Knob::Gpus => "gpus",
@@ -88,10 +90,12 @@ fn table_values(k: Knob, sc: &Scenario) -> Vec<u64> {
                 .model
                 .transformer()
                 .map_or(4096, |t| t.context_length.max(t.max_position_embeddings).max(512))
-                .max(sc.seq);
+                .max(sc.seq)
+                .saturating_sub(sc.image_tokens());
             let v =
                 [512u64, 1024, 2048, 4096, 8192, 16384, 32768].into_iter().filter(|&s| s <= max).collect();
-            with(v, sc.seq)
+            // a vision-language model's knob is its text (the images' tokens are added)
+            with(v, sc.text_tokens())
         }
         Knob::Segments => {
             let l = sc.model.transformer().map_or(1, |t| t.num_layers);
@@ -379,6 +383,7 @@ fn md_what_if(s: &mut String, sc: &Scenario, cap: Option<u64>, lang: Lang) {
             match k {
                 // a vision model's sequence knob is its square image's side
                 Knob::Seq if sc.image_size().is_some() => lang.pick("image side (px)", "图像边长（像素）"),
+                Knob::Seq if sc.vlm_images().is_some() => lang.pick("text tokens", "文本 token 数"),
                 _ => knob_label(k, lang),
             },
             lang.pick("peak allocated | total", "已分配峰值 | 总量")

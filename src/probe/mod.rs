@@ -77,6 +77,11 @@ pub fn check(sc: &Scenario) -> Result<(), ProbeError> {
     if p.offload != crate::estimate::Offload::None {
         return Err(refuse("--offload needs DeepSpeed; the probe runs plain PyTorch"));
     }
+    if sc.vlm_images().is_some() {
+        return Err(refuse(
+            "the probe feeds token ids to the text model's class; a vision-language run's images (pixel values, grids) are not fed yet",
+        ));
+    }
     match sc.precision {
         Precision::Bf16Mixed | Precision::Fp16Mixed => {
             return Err(refuse(format!(
@@ -159,7 +164,8 @@ pub fn lora_target_regex(family: Family, targets: crate::estimate::Targets) -> R
     if names.is_empty() {
         return Err(refuse(format!("--lora targets {} name no module of this family", targets.names())));
     }
-    Ok(format!(r"(?!.*vision).*\.(?:{})", names.join("|")))
+    // not the vision tower's modules (`vision_tower.*`, Qwen-VL's `visual.*` with the same names)
+    Ok(format!(r"(?!.*visi(?:on|ual)).*\.(?:{})", names.join("|")))
 }
 
 /// The HF Auto class for the model, and the input kind.
@@ -298,11 +304,11 @@ mod tests {
         let l: Lora = "8:q,v".parse().unwrap();
         assert_eq!(
             lora_target_regex(crate::families::by_id("llama").unwrap(), l.targets).unwrap(),
-            r"(?!.*vision).*\.(?:q_proj|v_proj)"
+            r"(?!.*visi(?:on|ual)).*\.(?:q_proj|v_proj)"
         );
         assert_eq!(
             lora_target_regex(crate::families::by_id("gpt2").unwrap(), l.targets).unwrap(),
-            r"(?!.*vision).*\.(?:attn\.c_attn)"
+            r"(?!.*visi(?:on|ual)).*\.(?:attn\.c_attn)"
         );
         assert!(lora_target_regex(crate::families::by_id("deepseek").unwrap(), Targets::ALL).is_err());
     }

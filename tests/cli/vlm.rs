@@ -98,6 +98,47 @@ fn images_need_a_model_that_takes_them_and_a_size() {
         &["estimate", "--model", "qwen2.5-vl-7b", "--images", "2", "--image-size", "10x4000"],
         "aspect ratio over 200",
     );
+    // a tower whose image tokens are not modelled yet is said to be one, not text-only
+    assert_usage_error(
+        &["estimate", "--model", "gemma-3-4b", "--images", "1"],
+        "image tokens are not modelled yet",
+    );
+    // the probe and the framework exports do not feed images yet: refused, not a text-only run
+    let vlm = ["--model", "qwen2.5-vl-7b", "--images", "2", "--image-size", "448", "--lora", "16:all"];
+    assert_usage_error(
+        &[&["probe"][..], &vlm, &["-o", "/dev/null"]].concat(),
+        "images (pixel values, grids) are not fed yet",
+    );
+    assert_usage_error(
+        &[&["export"][..], &vlm, &["--format", "hf"]].concat(),
+        "does not write a vision-language run yet",
+    );
+}
+
+#[test]
+fn the_what_if_table_counts_text_tokens() {
+    let out = run(&[
+        "export",
+        "--model",
+        "qwen2.5-vl-7b",
+        "--images",
+        "2",
+        "--image-size",
+        "448",
+        "--lora",
+        "16:all",
+        "--seq",
+        "700",
+        "--format",
+        "md",
+        "--gpu",
+        "h100-80gb",
+    ]);
+    assert!(out.status.success());
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("| text tokens | peak allocated | total | fits |"), "{md}");
+    // the scenario's own text, not its text + image total, is a row
+    assert!(md.contains("| 700 |"), "{md}");
 }
 
 #[test]

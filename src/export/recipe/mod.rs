@@ -445,6 +445,18 @@ pub fn recipe(f: &ScenarioFile, format: Format) -> Result<Option<Recipe>, Export
         }
     }
     let sc = &job;
+    if sc.vlm_images().is_some()
+        && matches!(format, Format::Deepspeed | Format::Hf | Format::Fsdp | Format::Megatron)
+    {
+        // the settings and scripts load the text model's class and pack token ids
+        return Err(ExportError::Invalid {
+            path: "scenario".into(),
+            msg: format!(
+                "the {} export does not write a vision-language run yet (its processor, pixel values and frozen tower); the estimate's own numbers stand (vramscope estimate)",
+                format.name()
+            ),
+        });
+    }
     let mut says = Vec::new();
     let infer = sc.mode == Mode::Infer;
     let (framework, implied) = match format {

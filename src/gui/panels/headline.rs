@@ -51,7 +51,7 @@ pub fn max_seq_text(c: &Computed) -> String {
                 .replace("{images}", &crate::units::digits(v.tokens()))
                 .replace("{b}", &c.scenario.batch.to_string())
                 .replace("{n}", &crate::units::digits(n)),
-            None => t.max_seq_none.to_owned(),
+            None => t.max_text_none.to_owned(),
         };
     }
     match c.max_seq {

@@ -210,6 +210,7 @@ strings! {
         max_seq_tpl: "longest sequence that fits at micro-batch {b}: {n}" / "微批次 {b} 下可容纳的最长序列：{n}",
         max_seq_none: "not even a 1-token sequence fits" / "连长度为 1 的序列也放不下",
         max_text_tpl: "most text tokens that fit beside {images} image tokens at micro-batch {b}: {n}" / "微批次 {b} 下，除 {images} 个图像 token 外最多可容纳的文本 token：{n}",
+        max_text_none: "not even 1 text token fits beside the images" / "除图像外连 1 个文本 token 也放不下",
         max_image_tpl: "largest square image that fits at micro-batch {b}: {n}×{n} px" / "微批次 {b} 下可容纳的最大方形图像：{n}×{n} 像素",
         max_image_none: "not even the smallest image fits" / "连最小的图像也放不下",
         /// After the largest micro-batch when the current, larger one fits: `{next}` is the batch
