@@ -13,18 +13,26 @@ use crate::units::GIB;
 use eframe::egui;
 use egui_plot::{HLine, Line, LineStyle, Plot, PlotPoints, Points, VLine};
 
-/// Draws the curve of `tab`'s knob.
-pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec<Intent> {
+/// `tab`'s knob, its axis label and whether the axis is logarithmic.
+fn axis(c: &Computed, tab: Tab) -> (Knob, &'static str, bool) {
     let t = tr();
-    let (knob, label, log_x) = match tab {
+    match tab {
         Tab::Batch => (Knob::Batch, t.axis_batch, true),
         Tab::Seq if c.scenario.image_size().is_some() => (Knob::Seq, t.axis_image, true),
+        // a vision-language model's sequence knob is its text, beside the images' tokens
+        Tab::Seq if c.scenario.vlm_images().is_some() => (Knob::Seq, t.axis_text, true),
         Tab::Seq => (Knob::Seq, t.axis_seq, true),
         Tab::Segments => (Knob::Segments, t.axis_segments, false),
         Tab::Gpus | Tab::Compare | Tab::Live | Tab::Options | Tab::Timeline | Tab::Concurrency => {
             (Knob::Gpus, t.axis_gpus, true)
         }
-    };
+    }
+}
+
+/// Draws the curve of `tab`'s knob.
+pub fn ui(ui: &mut egui::Ui, c: &Computed, tab: Tab, settings: &Settings) -> Vec<Intent> {
+    let t = tr();
+    let (knob, label, log_x) = axis(c, tab);
     let curve = c.curve(knob);
     let cap = c.capacity();
     let to_x = move |v: u64| if log_x { (v as f64).log2() } else { v as f64 };

@@ -235,6 +235,7 @@ strings! {
         axis_batch: "micro-batch" / "微批次",
         axis_seq: "sequence length" / "序列长度",
         axis_image: "image side (px)" / "图像边长（像素）",
+        axis_text: "text tokens (beside the images)" / "文本 token 数（图像之外）",
         axis_segments: "checkpoint segments" / "检查点段数",
         axis_gpus: "GPUs" / "GPU 数",
         tab_compare: "Compare" / "对比",
