@@ -310,15 +310,7 @@ impl<'c> Graph<'c> {
     /// Multimodal rotary (Qwen2.5-VL, Qwen3-VL): the position ids are `(3, b, s)`, one row of
     /// positions a sequence, so the shared cos/sin tables are `(b, s, rot)`.
     pub fn rope_per_sequence(&mut self, x: Tensor, elems: u64, rot: u64, table: Shared) -> Tensor {
-        let before = self.kept.total();
-        let ctx = self.ctx;
-        if self.rg(x) {
-            let e = if ctx.amp { 4 } else { ctx.compute_elem };
-            self.share(table, 2 * ctx.batch * ctx.seq * rot * e);
-        }
-        let out = self.tensor(elems * ctx.compute_elem, ctx.compute_elem, self.rg(x), Cat::AttentionIo);
-        self.record("rotary", before);
-        out
+        self.rope_tables_in(x, elems, self.ctx.batch * rot, table, false)
     }
 
     /// Llama 4's attention temperature on layers without rotary: `(q · scales).to(q.dtype)` with
@@ -362,13 +354,14 @@ impl<'c> Graph<'c> {
         (q2, k2)
     }
 
-    fn rope_tables_in(&mut self, x: Tensor, elems: u64, rot: u64, table: Shared, fp32: bool) -> Tensor {
+    /// `cols`: the tables' elements a position (`rot`, or `b · rot` with per-sequence positions).
+    fn rope_tables_in(&mut self, x: Tensor, elems: u64, cols: u64, table: Shared, fp32: bool) -> Tensor {
         let before = self.kept.total();
         let ctx = self.ctx;
         if self.rg(x) {
             // (1, s, rot) cos and sin in the stream dtype (fp32 under autocast)
             let e = if ctx.amp || fp32 { 4 } else { ctx.compute_elem };
-            self.share(table, 2 * ctx.seq * rot * e);
+            self.share(table, 2 * ctx.seq * cols * e);
         }
         let out = self.tensor(elems * ctx.compute_elem, ctx.compute_elem, self.rg(x), Cat::AttentionIo);
         self.record("rotary", before);
