@@ -71,7 +71,7 @@ struct Line {
 
 /// The groups of the reference rows, in the docs' order: file letter and what it holds
 /// (`tests/data/truth/README.md`).
-const GROUPS: [(char, &str); 19] = [
+const GROUPS: [(char, &str); 20] = [
     ('A', "tiny cases and GPT-2 124M (the shared ground truth)"),
     ('B', "real-size GPT-2, BERT-large, Llama-2-7B, Llama-3-8B, Mistral-7B, Mixtral-8x7B"),
     ('C', "Qwen2.5-7B, GPT-2 XL, BERT-base, Llama-2-13B, fp32 SDPA, odd shapes"),
@@ -112,6 +112,10 @@ const GROUPS: [(char, &str); 19] = [
         "state-space mixers, transformers' PyTorch path: Mamba2 (tiny and Codestral's widths), Bamba (tiny and 9B's), Granite-4.0-H, Nemotron-H, Falcon-H1, Mamba, Jamba and Qwen3-Next (tiny), Zamba2 (tiny with two shared blocks and adapters, and 2.7B's widths), one-block Mamba2 at 2048 tokens; their inference (cached states exact, peaks not asserted)",
     ),
     ('T', "torchtune's losses and optimizer in backward (Llama)"),
+    (
+        'U',
+        "DeBERTa-v2/v3 (disentangled attention: content-to-position and position-to-content scores over bucketed relative positions): tiny v3-style masked LM and classifier, v2-style (the first layer's convolution), c2p-only with their own position projections; DeBERTa-v3-base masked LM and DeBERTa-v3-large classifier; trained, checkpointed and in inference",
+    ),
 ];
 
 /// `1234567` as `1,234,567`.
@@ -203,6 +207,7 @@ fn rows() -> Vec<Row> {
         "reference_T.json",
         "reference_I.json",
         "reference_Q.json",
+        "reference_U.json",
     ] {
         if !dir.join(f).exists() {
             continue;

@@ -193,6 +193,10 @@ fn presets_match_their_published_parameter_counts() {
         // encoders (#40): ModernBERT's 149 M and 395 M (model cards)
         ("modernbert-base", 0.1497),
         ("modernbert-large", 0.3959),
+        // DeBERTa-v3 (#40): the cards' backbone + embedding figures (86 M + 98 M, 304 M + 131 M)
+        // and the masked-LM head's transform
+        ("deberta-v3-base", 0.1846),
+        ("deberta-v3-large", 0.4352),
     ];
     // published as a round figure: the card's "8B" and "1T" (rounded to the name's digit)
     let round =

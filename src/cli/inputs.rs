@@ -232,9 +232,9 @@ fn precision(a: &EstimateArgs, dtype: Option<&str>, notes: &mut Vec<String>) -> 
 fn run_notes(a: &EstimateArgs, sc: &Scenario, notes: &mut Vec<String>) {
     if let Some(t) = sc.model.transformer() {
         let k = vramscope::families::ops(t);
-        if k.named_scores && a.attention != AttentionImpl::Eager {
+        if k.own_attention && a.attention != AttentionImpl::Eager {
             notes.push(
-                "this family's attention is its own eager code (BLOOM's ALiBi), whatever --attention asks: eager attention is estimated"
+                "this family's attention is its own eager code (BLOOM's ALiBi, DeBERTa's disentangled attention), whatever --attention asks: eager attention is estimated"
                     .into(),
             );
         } else if a.attention == AttentionImpl::Sdpa && k.eager_only {

@@ -79,6 +79,12 @@ impl FamilyDef for Bloom {
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
-        OpKinds { rope: Rope::None, eager_only: true, named_scores: true, ..STYLE.kinds() }
+        OpKinds {
+            rope: Rope::None,
+            eager_only: true,
+            own_attention: true,
+            named_scores: true,
+            ..STYLE.kinds()
+        }
     }
 }

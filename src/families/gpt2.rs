@@ -50,7 +50,7 @@ impl FamilyDef for Gpt2 {
             mlp_backward: MlpBackward::GeluNewFp32,
             softmax: Softmax::Native,
             inference: InferKind::Classic { positions: true, mlp_widths: 4, mlp_inputs: 3 },
-            checkpoint_shares_mask: true,
+            checkpoint_mask: CheckpointMask::Eager,
             qkv_one_adapter: true,
             final_norm: NormKind::Layer,
             ..OpKinds::DECODER

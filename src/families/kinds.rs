@@ -68,6 +68,17 @@ pub enum Rope {
     Cat,
 }
 
+/// A mask every checkpointed block receives (see [`OpKinds::checkpoint_mask`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointMask {
+    /// None, or one made inside each block.
+    None,
+    /// GPT-2's eager causal mask, in the stream's dtype (SDPA gets none).
+    Eager,
+    /// DeBERTa's product of the float attention mask with itself: fp32 whatever the dtype.
+    Fp32,
+}
+
 /// Where inference keeps its cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KvLayout {
@@ -101,6 +112,9 @@ pub struct OpKinds {
     pub sinks: bool,
     /// transformers has no SDPA path for it (soft-capping, sinks): eager runs where SDPA is asked.
     pub eager_only: bool,
+    /// The attention is the family's own eager code (BLOOM's ALiBi, DeBERTa's disentangled
+    /// attention), not transformers' attention interface: eager runs whatever is asked.
+    pub own_attention: bool,
     /// BLOOM's eager attention in inference: the raw scores stay named beside the masked ones,
     /// the fused q/k/v output beside q's copy, and the block returns its probabilities, which
     /// the model holds through the next block.
@@ -123,8 +137,9 @@ pub struct OpKinds {
     pub loss: LossKind,
     /// The forward working set of a block in inference.
     pub inference: InferKind,
-    /// The eager causal mask is one storage every checkpointed block receives (GPT-2).
-    pub checkpoint_shares_mask: bool,
+    /// A `(b, 1, s, s)` mask every checkpointed block receives as an argument: the checkpoint
+    /// keeps it (one storage for all).
+    pub checkpoint_mask: CheckpointMask,
     /// A copy of the embeddings' output every checkpointed layer receives (Zamba2's
     /// `original_hidden_states`, one storage for all).
     pub checkpoint_shares_embeddings: bool,
@@ -147,6 +162,7 @@ impl OpKinds {
         softmax: Softmax::Fp32,
         always_masked: false,
         sinks: false,
+        own_attention: false,
         named_scores: false,
         eager_only: false,
         half_residual: false,
@@ -157,7 +173,7 @@ impl OpKinds {
         moe_all_experts: false,
         loss: LossKind::CausalLm,
         inference: InferKind::Decoder,
-        checkpoint_shares_mask: false,
+        checkpoint_mask: CheckpointMask::None,
         checkpoint_shares_embeddings: false,
         qkv_one_adapter: false,
         kv: KvLayout::PerKvHead,

@@ -15,6 +15,7 @@ mod blocks;
 mod bloom;
 mod cohere;
 mod config;
+mod deberta_v2;
 mod deepseek;
 mod dinov2;
 mod ernie4_5;
@@ -70,7 +71,7 @@ pub(crate) use blocks::{
 };
 pub(crate) use config::compact_flags;
 pub use config::{ConfigSource, Draft};
-pub use kinds::{KvLayout, Litgpt, OpKinds, PeftModules, Rope};
+pub use kinds::{CheckpointMask, KvLayout, Litgpt, OpKinds, PeftModules, Rope};
 pub use params::Params;
 pub(crate) use params::{
     dense_and_sparse_layers, mlp_params, moe_params, moe_params_fp32_router, ssm_params, ssm_params_out_bias,
@@ -81,10 +82,10 @@ mod prelude {
     pub(super) use super::config::{ConfigSource, Draft, check_top_k, qwen_sliding, sliding_or_every};
     pub(super) use super::moe::read as read_moe;
     pub(super) use super::{
-        FamilyDef, KvLayout, LLAMA, Litgpt, OpKinds, Params, PeftModules, Placement, QkNorm, Rope, Style,
-        attention, attn_of, classes, dense_and_sparse_layers, dense_mlp, dense_width, mixer_block, mlp,
-        mlp_params, moe_params, moe_params_fp32_router, rope_dim, sequential_block, ssm_params,
-        ssm_params_out_bias,
+        CheckpointMask, FamilyDef, KvLayout, LLAMA, Litgpt, OpKinds, Params, PeftModules, Placement, QkNorm,
+        Rope, Style, attention, attn_of, classes, dense_and_sparse_layers, dense_mlp, dense_width,
+        mixer_block, mlp, mlp_params, moe_params, moe_params_fp32_router, rope_dim, sequential_block,
+        ssm_params, ssm_params_out_bias,
     };
     pub(super) use crate::engine::inputs::saved::Cat;
     pub(super) use crate::engine::ops::{
@@ -238,6 +239,7 @@ static REGISTRY: &[&dyn FamilyDef] = &[
     &gpt2::Gpt2,
     &bert::Bert,
     &roberta::Roberta,
+    &deberta_v2::DebertaV2,
     &modernbert::ModernBert,
     &qwen3::Qwen3,
     &gemma::Gemma,

@@ -243,3 +243,42 @@ impl Delta {
         2 * self.key_width() + self.value_width()
     }
 }
+
+/// DeBERTa-v2's disentangled attention (`relative_attention`): besides content-to-content scores,
+/// content-to-position (`c2p`) and position-to-content (`p2c`) scores against `2·span` relative
+/// position embeddings, gathered at each token pair's (log-bucketed) relative position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Disentangled {
+    /// Relative positions on either side (`position_buckets`, else `max_relative_positions`,
+    /// else `max_position_embeddings`): the position embeddings have `2·span` rows.
+    pub span: u64,
+    /// Content-to-position scores (`"c2p"` in `pos_att_type`).
+    pub c2p: bool,
+    /// Position-to-content scores (`"p2c"`).
+    pub p2c: bool,
+    /// The positions go through the content's query and key projections (`share_att_key`), not
+    /// their own `pos_query_proj` / `pos_key_proj`.
+    pub shared_keys: bool,
+    /// A LayerNorm on the relative embeddings (`norm_rel_ebd: "layer_norm"`).
+    pub norm: bool,
+    /// The kernel of the convolution beside the first layer (`conv_kernel_size`; 0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub conv_kernel: u64,
+    /// Its groups (`conv_groups`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub conv_groups: u64,
+    /// Its activation (`conv_act`) is tanh (the default), which keeps its output; else one that
+    /// keeps its input (GELU).
+    #[serde(default)]
+    pub conv_tanh: bool,
+    /// Absolute position embeddings added to the input (`position_biased_input`).
+    #[serde(default)]
+    pub absolute: bool,
+}
+
+impl Disentangled {
+    /// Rows of the relative position embeddings.
+    pub fn rows(&self) -> u64 {
+        2 * self.span
+    }
+}

@@ -17,7 +17,7 @@ pub mod quant;
 pub mod safetensors;
 mod vision;
 
-pub use block_parts::{Delta, Mamba, Mla, Moe, Router, Ssm, Zamba};
+pub use block_parts::{Delta, Disentangled, Mamba, Mla, Moe, Router, Ssm, Zamba};
 use serde::{Deserialize, Serialize};
 pub use vision::{VisionKind, VisionTower};
 
@@ -176,6 +176,9 @@ pub struct TransformerSpec {
     /// mixer (Qwen3-Next's `linear_attention` layers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta: Option<Delta>,
+    /// DeBERTa-v2's disentangled attention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disentangled: Option<Disentangled>,
     /// Attention sublayers in each attending block, each with its own KV cache (LongCat-Flash's
     /// decoder layers hold two MLAs); 0 reads as 1.
     #[serde(default, skip_serializing_if = "is_zero")]

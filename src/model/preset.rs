@@ -103,6 +103,12 @@ pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
     ("minimax-m2", "MiniMaxAI/MiniMax-M2", include_str!("../../presets/hf/minimax-m2.json")),
     ("llava-1.5-7b", "llava-hf/llava-1.5-7b-hf", include_str!("../../presets/hf/llava-1.5-7b.json")),
     ("modernbert-base", "answerdotai/ModernBERT-base", include_str!("../../presets/hf/modernbert-base.json")),
+    ("deberta-v3-base", "microsoft/deberta-v3-base", include_str!("../../presets/hf/deberta-v3-base.json")),
+    (
+        "deberta-v3-large",
+        "microsoft/deberta-v3-large",
+        include_str!("../../presets/hf/deberta-v3-large.json"),
+    ),
     (
         "modernbert-large",
         "answerdotai/ModernBERT-large",

@@ -13,6 +13,8 @@ pub enum Act {
     GeluNew,
     /// ReLU (OPT): keeps its output, not its input.
     Relu,
+    /// tanh: keeps its output (DeBERTa-v2's default `conv_act`).
+    Tanh,
     /// ReLU² (`square(relu(x))`, Arcee, Nemotron): relu keeps its output, which square reads
     /// (and keeps) too; the input is not kept.
     Relu2,
@@ -53,8 +55,8 @@ impl Graph<'_> {
         let e = self.elem(x);
         if self.rg(x) {
             match kind {
-                // relu's output is the op's own output: kept below
-                Act::Relu => {}
+                // relu's and tanh's output is the op's own output: kept below
+                Act::Relu | Act::Tanh => {}
                 Act::Relu2 => self.keep_new(elems * e, Cat::Mlp),
                 Act::Xielu => {
                     self.keep(x);
@@ -65,7 +67,7 @@ impl Graph<'_> {
             }
         }
         let out = self.tensor(elems * e, e, self.rg(x), Cat::Mlp);
-        if kind == Act::Relu && self.rg(x) {
+        if matches!(kind, Act::Relu | Act::Tanh) && self.rg(x) {
             self.keep(out);
         }
         self.record(
@@ -73,6 +75,7 @@ impl Graph<'_> {
                 Act::Silu => "act_fn (silu)",
                 Act::Gelu | Act::GeluNew => "act_fn (gelu)",
                 Act::Relu => "act_fn (relu)",
+                Act::Tanh => "act_fn (tanh)",
                 Act::Relu2 => "act_fn (relu²)",
                 Act::Xielu => "act_fn (xielu)",
             },

@@ -23,6 +23,11 @@ pub enum InferKind {
     },
     /// Megatron: the residual stream in the compute dtype, fused q/k/v, no autocast copies.
     HalfStream,
+    /// DeBERTa-v2: the encoder holds every layer's output (its model asks for all hidden
+    /// states), the float `(b, 1, s, s)` mask, the relative positions and their normalised
+    /// embeddings through the pass; a layer's disentangled attention holds q, k, v, the position
+    /// projections and their int64 indices, and up to five score-sized tensors at once.
+    Disentangled,
 }
 
 /// The inference peaks of a model.
@@ -64,6 +69,7 @@ impl InferPeaks {
                     head: ts * h * c + t * v * c,
                 }
             }
+            InferKind::Disentangled => disentangled(ctx, m, f),
             InferKind::Decoder => Self {
                 persistent: decoder_persistent(ctx, m, f),
                 layer: t * h * r
@@ -182,4 +188,35 @@ fn mlp_phase(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> u64 {
             None if f.act == Act::Xielu => 5 * t * w * c + t * w,
             None => (if f.gated { 3 } else { 2 }) * t * w * c,
         }
+}
+
+/// [`InferKind::Disentangled`]. With content-to-position and position-to-content scores, the
+/// position-to-content division holds the content scores, both gathered scores, their running
+/// sum and the quotient (five score-sized tensors); each `gather` holds its `(b·h, s, 2·span)`
+/// input beside the earlier ones, which is more when the sequence is shorter than the positions
+/// (`2n` score-sized tensors and the input, for n kinds of position scores). Without relative
+/// attention, the scores and their masked copy. The head: the last hidden state (still held by
+/// the model), the head's input and the logits.
+fn disentangled(ctx: &Ctx, m: &TransformerSpec, f: &BlockFacts) -> InferPeaks {
+    let (b, t, h, c, r, s) =
+        (ctx.batch, ctx.tokens, m.hidden_size, ctx.compute_elem, ctx.residual_elem, ctx.seq);
+    let (qw, heads) = (m.q_width(), m.num_heads);
+    let scores = b * heads * s * s * c;
+    let (kinds, rows, table) = match m.disentangled {
+        Some(d) => {
+            let e = if ctx.amp { 4 } else { c };
+            (u64::from(d.c2p) + u64::from(d.p2c), d.rows(), if d.norm { d.rows() * h * e } else { 0 })
+        }
+        None => (0, 0, 0),
+    };
+    let gathered = b * heads * s * rows * c;
+    let core =
+        if kinds == 0 { 2 * scores } else { ((3 + kinds) * scores).max(2 * kinds * scores + gathered) };
+    let positions = kinds * (b * rows * qw * c + s * s * 8);
+    let earlier = m.num_layers.saturating_sub(1) * t * h * r;
+    InferPeaks {
+        persistent: t * h * r + b * s * s * 4 + if kinds > 0 { s * s * 8 } else { 0 } + table,
+        layer: earlier + 3 * t * qw * c + core + positions,
+        head: 2 * t * h * r + t * f.classes * c,
+    }
 }

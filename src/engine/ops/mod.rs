@@ -17,6 +17,7 @@ use crate::model::LinearRole;
 mod activations;
 mod attention;
 mod conv;
+mod disentangled;
 mod inference;
 mod kda;
 mod linear;
@@ -28,6 +29,7 @@ mod norms;
 mod pieces;
 pub use activations::{Act, MlpBackward};
 pub use attention::{Attn, Softmax, attention_backward_transient, indexer_transient, kernel};
+pub use disentangled::RelAttn;
 pub use inference::{InferKind, InferPeaks};
 pub use kda::kda_backward_transient;
 pub use linear::Dequant;
@@ -49,6 +51,8 @@ struct Storage {
     rg: bool,
     saved: bool,
     cat: Option<Cat>,
+    /// A table every block reads (made once a forward): kept once for the model, not per block.
+    table: Option<Shared>,
 }
 
 const MAX_STORAGES: usize = 112;
@@ -60,6 +64,9 @@ pub enum Shared {
     Rope,
     /// Rotary cos/sin of local (sliding-window) layers with their own base (Gemma 3).
     RopeLocal,
+    /// DeBERTa-v2's relative position embeddings after their LayerNorm, made once a forward and
+    /// read by every layer's position projections.
+    RelPositions,
 }
 
 /// Storages one op record lists one by one; more are summed into the last.
@@ -179,7 +186,7 @@ impl<'c> Graph<'c> {
         // family's walk runs in the tests)
         debug_assert!(self.n < MAX_STORAGES - 1, "a block walk made more than {MAX_STORAGES} storages");
         let i = self.n.min(MAX_STORAGES - 1);
-        self.st[i] = Storage { bytes, elem: elem as u8, rg, saved: false, cat: Some(cat) };
+        self.st[i] = Storage { bytes, elem: elem as u8, rg, saved: false, cat: Some(cat), table: None };
         self.n = (self.n + 1).min(MAX_STORAGES - 1);
         Tensor(i as u16)
     }
@@ -198,9 +205,23 @@ impl<'c> Graph<'c> {
         u64::from(self.s(t).elem)
     }
 
+    /// A storage made once a forward that every block reads (`which`): what keeps it counts it
+    /// once for the model.
+    pub fn shared_tensor(&mut self, bytes: u64, elem: u64, rg: bool, which: Shared) -> Tensor {
+        let t = self.tensor(bytes, elem, rg, Cat::Embeddings);
+        self.st[t.0 as usize].table = Some(which);
+        t
+    }
+
     /// Keeps a storage for backward (counted once however many ops keep it).
     pub fn keep(&mut self, t: Tensor) {
         let s = &mut self.st[t.0 as usize];
+        if let Some(which) = s.table {
+            let b = s.bytes;
+            s.saved = true;
+            self.share(which, b);
+            return;
+        }
         if !s.saved {
             s.saved = true;
             if let Some(cat) = s.cat {

@@ -154,7 +154,7 @@ impl Graph<'_> {
                 // one `up` output: ReLU keeps its output (the down matmul's input too), ReLU² its
                 // output and the square, another activation its input and output
                 match act {
-                    Act::Relu => 1,
+                    Act::Relu | Act::Tanh => 1,
                     _ => 2,
                 }
             };

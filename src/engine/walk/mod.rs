@@ -222,12 +222,14 @@ pub(crate) fn activation_model(ctx: &Ctx, m: &TransformerSpec) -> ActivationMode
         layer_input_bytes: ctx.rank_tokens * m.hidden_size * residual_elem(ctx, m),
         first_input_bytes: ctx.rank_tokens * m.hidden_size * ctx.residual_elem,
         shared_layer_bytes: blocks.shared,
-        shared_checkpoint_bytes: if kinds.checkpoint_shares_mask && facts.kernel == Kernel::Eager {
+        shared_checkpoint_bytes: match kinds.checkpoint_mask {
             // GPT-2's eager path builds a (b, 1, s, s) causal mask passed to every block
             // positionally: checkpointed blocks keep it (one storage for all)
-            ctx.batch * ctx.seq * ctx.seq * ctx.residual_elem
-        } else {
-            0
+            families::CheckpointMask::Eager if facts.kernel == Kernel::Eager => {
+                ctx.batch * ctx.seq * ctx.seq * ctx.residual_elem
+            }
+            families::CheckpointMask::Fp32 => ctx.batch * ctx.seq * ctx.seq * 4,
+            _ => 0,
         } + if kinds.checkpoint_shares_embeddings {
             ctx.rank_tokens * m.hidden_size * ctx.residual_elem
         } else {

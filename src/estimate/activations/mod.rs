@@ -47,8 +47,9 @@ impl Ctx {
         let kinds = sc.model.transformer().map(crate::families::ops);
         let attention = match (sc.attention, kinds) {
             (AttentionImpl::Sdpa, Some(k)) if k.eager_only => AttentionImpl::Eager,
-            // BLOOM's attention is its own code, not transformers' attention interface
-            (_, Some(k)) if k.named_scores => AttentionImpl::Eager,
+            // BLOOM's and DeBERTa's attention is their own code, not transformers' attention
+            // interface
+            (_, Some(k)) if k.own_attention => AttentionImpl::Eager,
             (AttentionImpl::Sdpa, _) if !sc.stack.torch.has_sdpa() => AttentionImpl::Eager,
             (a, _) => a,
         };

@@ -582,6 +582,41 @@ FAMILY_SPECS.update({
                             num_attention_heads=4, local_attention=64, max_position_embeddings=1024, pad_token_id=0,
                             bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2, num_labels=3)),
     "modernbert-base": (CONFIG_MAPPING["modernbert"], dict(architectures=["ModernBertForMaskedLM"])),
+    # DeBERTa-v2/v3 (#40): disentangled attention (content-to-position and position-to-content through
+    # log-bucketed relative positions), v3's layout (shared keys, no absolute positions), v2's (a
+    # convolution beside the first layer), and separate position projections with c2p only
+    "deberta_v2_tiny": (CONFIG_MAPPING["deberta-v2"], dict(architectures=["DebertaV2ForMaskedLM"], vocab_size=1000,
+                        hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
+                        max_position_embeddings=512, relative_attention=True, position_buckets=32,
+                        norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type="p2c|c2p",
+                        position_biased_input=False, type_vocab_size=0, max_relative_positions=-1)),
+    "deberta_v2_tiny_cls": (CONFIG_MAPPING["deberta-v2"], dict(architectures=["DebertaV2ForSequenceClassification"],
+                            vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                            intermediate_size=1024, max_position_embeddings=512, relative_attention=True,
+                            position_buckets=32, norm_rel_ebd="layer_norm", share_att_key=True,
+                            pos_att_type="p2c|c2p", position_biased_input=False, type_vocab_size=0,
+                            num_labels=3, problem_type="single_label_classification")),
+    "deberta_v2_tiny_conv": (CONFIG_MAPPING["deberta-v2"], dict(architectures=["DebertaV2ForMaskedLM"], vocab_size=1000,
+                             hidden_size=256, num_hidden_layers=3, num_attention_heads=4, intermediate_size=1024,
+                             max_position_embeddings=512, relative_attention=True, position_buckets=32,
+                             norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type="p2c|c2p",
+                             position_biased_input=False, type_vocab_size=0, conv_kernel_size=3, conv_act="gelu")),
+    "deberta_v2_tiny_c2p": (CONFIG_MAPPING["deberta-v2"], dict(architectures=["DebertaV2ForMaskedLM"], vocab_size=1000,
+                            hidden_size=192, num_hidden_layers=3, num_attention_heads=3, intermediate_size=768,
+                            max_position_embeddings=128, relative_attention=True, share_att_key=False,
+                            pos_att_type="c2p", position_biased_input=True, type_vocab_size=2)),
+    "deberta-v3-base": (CONFIG_MAPPING["deberta-v2"], dict(architectures=["DebertaV2ForMaskedLM"], vocab_size=128100,
+                        hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
+                        max_position_embeddings=512, relative_attention=True, position_buckets=256,
+                        norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type="p2c|c2p", layer_norm_eps=1e-7,
+                        max_relative_positions=-1, position_biased_input=False, type_vocab_size=0)),
+    "deberta-v3-large-cls": (CONFIG_MAPPING["deberta-v2"], dict(architectures=["DebertaV2ForSequenceClassification"],
+                             vocab_size=128100, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                             intermediate_size=4096, max_position_embeddings=512, relative_attention=True,
+                             position_buckets=256, norm_rel_ebd="layer_norm", share_att_key=True,
+                             pos_att_type="p2c|c2p", layer_norm_eps=1e-7, max_relative_positions=-1,
+                             position_biased_input=False, type_vocab_size=0, num_labels=2,
+                             problem_type="single_label_classification")),
     "kimi_linear_tiny": (CONFIG_MAPPING["kimi_linear"], dict(architectures=["KimiLinearForCausalLM"], vocab_size=1000,
                          hidden_size=256, intermediate_size=512, moe_intermediate_size=64, num_hidden_layers=4,
                          num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=64, qk_rope_head_dim=16,
@@ -1109,6 +1144,26 @@ def VC(name, cfg, b, images, image_hw, text_tokens, dtype, attn, mode="train", c
     return c
 
 
+def cases_U():
+    """DeBERTa-v2/v3 (#40): masked LM and a classifier; DeBERTa runs its own attention (eager, whatever
+    `attn_implementation` says). Tiny v3-style, v2-style (the first layer's convolution), c2p-only with
+    separate position projections; DeBERTa-v3-base and -large at their class widths (cuda-emu-fake)."""
+    be = "cuda-emu-fake"
+    out = []
+    for t in ["deberta_v2_tiny", "deberta_v2_tiny_cls", "deberta_v2_tiny_conv", "deberta_v2_tiny_c2p"]:
+        s = 96 if t == "deberta_v2_tiny_c2p" else 256
+        out += [C(f"{t}-bf16-b2s{s}", t, 2, s, "bfloat16", "eager", backend=be),
+                C(t + "-fp32-b2s100", t, 2, 100, "float32", "eager", backend=be),
+                C(f"{t}-bf16-b2s{s}-ckpt", t, 2, s, "bfloat16", "eager", ckpt=True, backend=be),
+                C(f"{t}-bf16-b2s{s}-infer", t, 2, s, "bfloat16", "eager", mode="infer", backend=be)]
+    out += [C("deberta-v3-base-bf16-b8s512", "deberta-v3-base", 8, 512, "bfloat16", "eager", backend=be),
+            C("deberta-v3-base-fp32-b4s256", "deberta-v3-base", 4, 256, "float32", "eager", backend=be),
+            C("deberta-v3-base-bf16-b8s512-infer", "deberta-v3-base", 8, 512, "bfloat16", "eager", mode="infer", backend=be),
+            C("deberta-v3-large-cls-bf16-b4s512", "deberta-v3-large-cls", 4, 512, "bfloat16", "eager", backend=be),
+            C("deberta-v3-large-cls-bf16-b4s512-ckpt", "deberta-v3-large-cls", 4, 512, "bfloat16", "eager", ckpt=True, backend=be)]
+    return out
+
+
 def cases_Q():
     """Vision-language models (#40), AutoModelForImageTextToText: tiny Qwen2.5-VL (window attention in
     the tower, mrope), Qwen3-VL (deepstack features added to the first decoder layers) and LLaVA (CLIP
@@ -1444,7 +1499,7 @@ def no_trunc_normal_init():
         tinit._no_grad_trunc_normal_ = orig
 
 
-ENCODERS = ("bert", "roberta", "xlm-roberta", "modernbert")
+ENCODERS = ("bert", "roberta", "xlm-roberta", "modernbert", "deberta-v2")
 VISION = ("vit", "dinov2", "siglip")
 
 
@@ -2051,7 +2106,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "Q", "S", "K", "R", "I", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "Q", "S", "K", "R", "I", "U", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -2074,6 +2129,7 @@ def main():
     cases += cases_R() if args.group == "R" else []
     cases += cases_I() if args.group == "I" else []
     cases += cases_Q() if args.group == "Q" else []
+    cases += cases_U() if args.group == "U" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     write_configs({c["config"] for c in cases})
