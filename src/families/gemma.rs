@@ -181,6 +181,6 @@ impl FamilyDef for Gemma3 {
     }
 
     fn ops(&self, _: &TransformerSpec) -> OpKinds {
-        GEMMA3.kinds()
+        OpKinds { images_masked: true, ..GEMMA3.kinds() }
     }
 }

@@ -108,6 +108,9 @@ pub struct OpKinds {
     /// SDPA always gets an explicit mask (the causal mask is materialised) and takes grouped K/V
     /// as they are (Falcon).
     pub always_masked: bool,
+    /// A batch with images passes every layer an explicit `(b, 1, s, s)` mask (Gemma 3: each
+    /// image attends to itself bidirectionally, from `token_type_ids`).
+    pub images_masked: bool,
     /// Learned attention sinks (gpt-oss).
     pub sinks: bool,
     /// transformers has no SDPA path for it (soft-capping, sinks): eager runs where SDPA is asked.
@@ -161,6 +164,7 @@ impl OpKinds {
         mlp_backward: MlpBackward::Widths,
         softmax: Softmax::Fp32,
         always_masked: false,
+        images_masked: false,
         sinks: false,
         own_attention: false,
         named_scores: false,

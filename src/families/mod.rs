@@ -555,7 +555,7 @@ pub(crate) fn attn_with(k: &OpKinds, ctx: &Ctx, m: &TransformerSpec, flags: u8) 
         kv_heads: if m.mla.is_some() { m.num_heads } else { m.num_kv_heads },
         qk_dim,
         v_dim,
-        masked: windowed(ctx, m, flags) || k.always_masked,
+        masked: windowed(ctx, m, flags) || k.always_masked || (k.images_masked && ctx.image_mask),
         q_head_major: k.rope != Rope::None
             && (rope_dim(m) < m.head_dim || matches!(k.rope, Rope::Halves | Rope::Cat)),
         gqa_native: k.always_masked,

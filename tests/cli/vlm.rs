@@ -100,7 +100,7 @@ fn images_need_a_model_that_takes_them_and_a_size() {
     );
     // a tower whose image tokens are not modelled yet is said to be one, not text-only
     assert_usage_error(
-        &["estimate", "--model", "gemma-3-4b", "--images", "1"],
+        &["estimate", "--model", "llama-4-scout", "--images", "1"],
         "image tokens are not modelled yet",
     );
     // the probe and the framework exports do not feed images yet: refused, not a text-only run
@@ -167,4 +167,33 @@ fn advice_reproduces_the_images() {
     // the line gives the same scenario back
     assert_eq!(j["scenario"]["seq"], sc.seq);
     assert_eq!(j["scenario"]["images"]["text_tokens"], 700);
+}
+
+/// Gemma 3 takes images without a size: the processor resizes each to the tower's 896 pixels and
+/// the projector pools them to 256 tokens; every layer then gets a mask (each image attends to
+/// itself bidirectionally), so SDPA keeps a `(b, 1, s, s)` bias per layer.
+#[test]
+fn gemma3_images_are_256_tokens_each_and_mask_every_layer() {
+    let text = json(&["estimate", "--model", "gemma-3-4b", "--seq", "512", "--lora", "16", "--json"]);
+    let v = json(&[
+        "estimate",
+        "--model",
+        "gemma-3-4b",
+        "--seq",
+        "512",
+        "--images",
+        "2",
+        "--lora",
+        "16",
+        "--json",
+    ]);
+    assert_eq!(v["scenario"]["images"]["count"], 2);
+    assert_eq!(v["scenario"]["images"]["tokens_per_image"], 256);
+    assert_eq!(v["scenario"]["seq"], 1024, "512 text + 2 × 256 image tokens");
+    let with_text_only_len =
+        json(&["estimate", "--model", "gemma-3-4b", "--seq", "1024", "--lora", "16", "--json"]);
+    // the same sequence with images keeps more: the per-layer masks (and the scatter's mask)
+    let act = |x: &serde_json::Value| x["bytes"]["activations"].as_u64().expect("activations");
+    assert!(act(&v) > act(&with_text_only_len), "{} vs {}", act(&v), act(&with_text_only_len));
+    assert!(act(&with_text_only_len) > act(&text));
 }

@@ -167,6 +167,7 @@ fn block_facts(ctx: &Ctx, m: &TransformerSpec, kinds: &families::OpKinds) -> Blo
         // SDPA gets a mask when a layer's window is shorter than the sequence (or always)
         any_masked: ctx.attn == AttentionImpl::Sdpa
             && (kinds.always_masked
+                || (kinds.images_masked && ctx.image_mask)
                 || (0..m.num_layers.min(8)).any(|i| families::windowed(ctx, m, layer_flags(m, i)))),
         eager_sinks: kernel == Kernel::Eager && attn.sinks,
         named_scores: kernel == Kernel::Eager && kinds.named_scores,

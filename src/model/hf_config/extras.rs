@@ -56,18 +56,38 @@ pub(super) fn vision(
             i * pin + pout * pout + r.positive("vision_output_dim")? * text_h
         }
     };
+    let (patch_size, image_size) = (r.positive("patch_size")?, r.positive("image_size")?);
+    let image_tokens = match kind {
+        VisionKind::Siglip => Some(gemma3_image_tokens(top, image_size / patch_size, image_size)?),
+        _ => None,
+    };
     Ok(VisionTower {
         kind,
         hidden_size: h,
         intermediate_size: i,
         num_layers: r.positive("num_hidden_layers")?,
-        patch_size: r.positive("patch_size")?,
-        image_size: r.positive("image_size")?,
+        patch_size,
+        image_size,
         num_channels: r.positive("num_channels")?,
         projector_params,
         temporal_patch: 1,
-        image_tokens: None,
+        image_tokens,
     })
+}
+
+/// Gemma 3's images: the processor resizes each to the tower's side (pan-and-scan off, its
+/// default), and the projector average-pools the `patches × patches` grid to
+/// `mm_tokens_per_image` tokens (a square grid whose side divides the patches).
+fn gemma3_image_tokens(top: &Reader<'_>, patches: u64, side: u64) -> Result<ImageTokens, ConfigError> {
+    let tokens = top.u64_or("mm_tokens_per_image", 256)?;
+    let per_side = (tokens as f64).sqrt().round() as u64;
+    if per_side == 0 || per_side * per_side != tokens || !patches.is_multiple_of(per_side) {
+        return Err(top.invalid(
+            "mm_tokens_per_image",
+            format!("{tokens} is not a square grid that pools the tower's {patches}×{patches} patches"),
+        ));
+    }
+    Ok(ImageTokens::Fixed { side, tokens })
 }
 
 /// Qwen2.5-VL's and Qwen3-VL's `vision_config`: the tower, its mergers, and the processor's

@@ -135,6 +135,13 @@ FAMILY_SPECS = {
                                        num_hidden_layers=2, num_attention_heads=2, image_size=64, patch_size=16,
                                        vision_use_head=False),
                     mm_tokens_per_image=4, boi_token_index=997, eoi_token_index=998, image_token_index=999)),
+    # Gemma 3 with images (#40): 128-pixel images in 16-pixel patches pooled 2×2 to 16 tokens each
+    "gemma3_vlm_tiny": (CONFIG_MAPPING["gemma3"], dict(architectures=["Gemma3ForConditionalGeneration"],
+                        text_config=dict(model_type="gemma3_text", **_G3_TINY_TEXT),
+                        vision_config=dict(model_type="siglip_vision_model", hidden_size=64, intermediate_size=128,
+                                           num_hidden_layers=2, num_attention_heads=2, image_size=128, patch_size=16,
+                                           vision_use_head=False),
+                        mm_tokens_per_image=16, boi_token_index=997, eoi_token_index=998, image_token_index=999)),
     "phi3_tiny": (CONFIG_MAPPING["phi3"], dict(architectures=["Phi3ForCausalLM"], vocab_size=1000, hidden_size=256,
                   intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                   max_position_embeddings=2048, original_max_position_embeddings=2048, sliding_window=64,
@@ -237,6 +244,16 @@ FAMILY_SPECS = {
                    query_pre_attn_scalar=256, sliding_window=512, sliding_window_pattern=6, max_position_embeddings=32768,
                    rms_norm_eps=1e-6, rope_parameters=_G3_ROPE_1B, attn_logit_softcapping=None,
                    final_logit_softcapping=None, tie_word_embeddings=True, pad_token_id=0, bos_token_id=2, eos_token_id=1)),
+    # Gemma-3-4B's widths in 6 text layers (five local, one global), its whole 896-pixel tower
+    "gemma-3-4b-6l": (CONFIG_MAPPING["gemma3"], dict(architectures=["Gemma3ForConditionalGeneration"],
+                      text_config=dict(model_type="gemma3_text", vocab_size=262208, hidden_size=2560, intermediate_size=10240,
+                                       num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                                       query_pre_attn_scalar=256, sliding_window=1024, sliding_window_pattern=6,
+                                       max_position_embeddings=131072, rms_norm_eps=1e-6, rope_parameters=_G3_ROPE_4B),
+                      vision_config=dict(model_type="siglip_vision_model", hidden_size=1152, intermediate_size=4304,
+                                         num_hidden_layers=27, num_attention_heads=16, image_size=896, patch_size=14,
+                                         vision_use_head=False, layer_norm_eps=1e-6),
+                      mm_tokens_per_image=256, boi_token_index=255999, eoi_token_index=256000, image_token_index=262144)),
     "gemma-3-4b": (CONFIG_MAPPING["gemma3"], dict(architectures=["Gemma3ForConditionalGeneration"],
                    text_config=dict(model_type="gemma3_text", vocab_size=262208, hidden_size=2560, intermediate_size=10240,
                                     num_hidden_layers=34, num_attention_heads=8, num_key_value_heads=4, head_dim=256,
@@ -1180,6 +1197,14 @@ def cases_Q():
                 VC(f"{t}-fp32-eager-b1-1img-t128", t, 1, 1, hw, 128, "float32", "eager", backend=be),
                 VC(f"{t}-bf16-sdpa-b2-2img-t128-infer", t, 2, 2, hw, 128, "bfloat16", "sdpa", mode="infer", backend=be),
                 VC(f"{t}-bf16-sdpa-b2-2img-t128-ckpt", t, 2, 2, hw, 128, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    t = "gemma3_vlm_tiny"
+    out += [VC(f"{t}-bf16-sdpa-b2-2img-t128", t, 2, 2, (128, 128), 128, "bfloat16", "sdpa", backend=be),
+            VC(f"{t}-fp32-eager-b1-1img-t128", t, 1, 1, (128, 128), 128, "float32", "eager", backend=be),
+            VC(f"{t}-bf16-sdpa-b2-2img-t128-infer", t, 2, 2, (128, 128), 128, "bfloat16", "sdpa", mode="infer", backend=be),
+            VC(f"{t}-bf16-sdpa-b2-2img-t128-ckpt", t, 2, 2, (128, 128), 128, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    t = "gemma-3-4b-6l"
+    out += [VC(f"{t}-bf16-sdpa-b1-2img-t256", t, 1, 2, (896, 896), 256, "bfloat16", "sdpa", backend=be),
+            VC(f"{t}-bf16-sdpa-b1-2img-t256-infer", t, 1, 2, (896, 896), 256, "bfloat16", "sdpa", mode="infer", backend=be)]
     t = "qwen2.5-vl-7b-4l"
     out += [VC(f"{t}-bf16-sdpa-b1-2img448-t256", t, 1, 2, (448, 448), 256, "bfloat16", "sdpa", backend=be),
             VC(f"{t}-bf16-sdpa-b1-2img448-t256-infer", t, 1, 2, (448, 448), 256, "bfloat16", "sdpa", mode="infer",
@@ -1809,6 +1834,16 @@ def vlm_inputs(cfg, case):
         n_markers = 2 * n_img
         pixel_shape = (b * n_img * gh * gw, vis.in_channels * tp * p * p)
         kw["image_grid_thw"] = torch.tensor([[1, gh, gw]] * (b * n_img), dtype=torch.long)
+    elif mt == "gemma3":
+        # Gemma3Processor: "\n\n" <start_of_image> mm_tokens_per_image × <image_soft_token>
+        # <end_of_image> "\n\n" per image (the newlines are text here); token_type_ids mark the
+        # image tokens (the bidirectional mask over each image)
+        img_tok, vs, ve = cfg.image_token_index, cfg.boi_token_index, cfg.eoi_token_index
+        specials = {img_tok, vs, ve}
+        per_img = cfg.mm_tokens_per_image
+        assert (h, w) == (vis.image_size, vis.image_size), "Gemma 3's SigLIP tower takes its own size"
+        n_markers = 2 * n_img
+        pixel_shape = (b * n_img, vis.num_channels, h, w)
     else:  # llava
         img_tok = cfg.image_token_index
         specials = {img_tok}
@@ -1842,6 +1877,8 @@ def vlm_inputs(cfg, case):
     kw["input_ids"] = ids
     if mt in ("qwen2_5_vl", "qwen3_vl"):
         kw["mm_token_type_ids"] = torch.stack(types_).to(torch.int32)
+    if mt == "gemma3":
+        kw["token_type_ids"] = torch.stack(types_)
     labels = ids.clone()
     labels[ids == img_tok] = -100
     info = dict(images=n_img, image_size=[h, w], image_tokens_per_image=per_img, text_tokens=n_text,
