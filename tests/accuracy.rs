@@ -37,8 +37,8 @@ const PEAK_NOT_ASSERTED: [&str; 9] = [
 /// Group Q's tiny vision-language rows: their peak holds the batch's fp32 pixel values (4.8 MB of
 /// Qwen2.5-VL's 52 MB) and the frozen tower's forward working set, which the estimate leaves
 /// out (and says so); at real widths they are a fraction of a percent (the 7B-wide rows and
-/// Gemma-3-4B's are asserted). Activations asserted, the peak printed only.
-const VLM_PEAK_NOT_ASSERTED: [&str; 7] = [
+/// Gemma-3-4B's and Mistral-Small-3.1's are asserted). Activations asserted, the peak printed only.
+const VLM_PEAK_NOT_ASSERTED: [&str; 8] = [
     "qwen2_5_vl_tiny-bf16-sdpa-b2-2img-t128",
     "qwen2_5_vl_tiny-bf16-sdpa-b2-2img-t128-infer",
     "qwen3_vl_tiny-bf16-sdpa-b2-2img-t128",
@@ -46,6 +46,7 @@ const VLM_PEAK_NOT_ASSERTED: [&str; 7] = [
     "qwen3_vl_tiny-bf16-sdpa-b2-2img-t128-ckpt",
     "llava_tiny-bf16-sdpa-b2-2img-t128-infer",
     "gemma3_vlm_tiny-bf16-sdpa-b2-2img-t128-infer",
+    "mistral3_tiny-bf16-sdpa-b2-2img-t128-infer",
 ];
 
 struct Row {
@@ -91,7 +92,7 @@ const GROUPS: [(char, &str); 20] = [
     ),
     (
         'Q',
-        "vision-language models with images, the tower and projector frozen: Qwen2.5-VL, Qwen3-VL (deepstack), LLaVA and Gemma 3 (each image attended bidirectionally: a mask in every layer), tiny (two images a sample; trained bf16 and fp32, checkpointed, inference), Qwen2.5-VL-7B's widths in 4 layers with two 448-pixel images and Gemma-3-4B's in 6 layers with two 896-pixel images; the tiny peaks hold the unmodelled pixel values (printed), checkpointed Qwen2.5-VL, LLaVA and Gemma 3 flagged",
+        "vision-language models with images, the tower and projector frozen: Qwen2.5-VL, Qwen3-VL (deepstack), LLaVA, Gemma 3 (each image attended bidirectionally: a mask in every layer) and Mistral 3 (Pixtral's rows of tokens with a break token each), tiny (two images a sample; trained bf16 and fp32, checkpointed, inference), Qwen2.5-VL-7B's widths in 4 layers with two 448-pixel images Gemma-3-4B's in 6 layers with two 896-pixel images and Mistral-Small-3.1's in 4 layers with two 1008x756 images; the tiny peaks hold the unmodelled pixel values (printed), checkpointed Qwen2.5-VL, LLaVA, Gemma 3 and Mistral 3 flagged",
     ),
     ('L', "Llama 4 text: chunked attention, NoPE layers, every-expert MoE (tiny, and Scout's widths)"),
     (

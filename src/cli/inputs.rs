@@ -116,7 +116,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         vlm_images(a, &mut sc)?;
     } else if a.images.is_some() {
         bail!(
-            "--images applies to a vision-language model whose image tokens are modelled (Qwen2.5-VL, Qwen3-VL, LLaVA, Gemma 3); {} {}",
+            "--images applies to a vision-language model whose image tokens are modelled (Qwen2.5-VL, Qwen3-VL, LLaVA, Gemma 3, Mistral 3); {} {}",
             sc.model.name,
             if sc.image_size().is_some() {
                 "takes one image a sample (--image-size)"

@@ -171,7 +171,7 @@ pub struct EstimateArgs {
     /// as its processor makes them, are added to the text's.
     #[arg(long, value_name = "HxW")]
     pub image_size: Option<vramscope::model::pixels::ImageSize>,
-    /// Images per sample of a vision-language model (Qwen2.5-VL, Qwen3-VL, LLaVA, Gemma 3), of
+    /// Images per sample of a vision-language model (Qwen2.5-VL, Qwen3-VL, LLaVA, Gemma 3, Mistral 3), of
     /// --image-size; the vision tower and projector are frozen.
     #[arg(long, value_name = "N", value_parser = bounds::int(1, vramscope::model::image_tokens::MAX_IMAGES))]
     pub images: Option<u64>,

@@ -522,7 +522,8 @@ pub fn vlm_default_image(rule: crate::model::image_tokens::ImageTokens) -> crate
         crate::model::image_tokens::ImageTokens::Fixed { side, .. } => {
             crate::model::pixels::ImageSize::square(side)
         }
-        crate::model::image_tokens::ImageTokens::Resized { .. } => {
+        crate::model::image_tokens::ImageTokens::Resized { .. }
+        | crate::model::image_tokens::ImageTokens::Rows { .. } => {
             crate::model::pixels::ImageSize::square(448)
         }
     }

@@ -26,6 +26,19 @@ pub enum ImageTokens {
         /// The processor's largest area (`max_pixels` / `size.longest_edge`).
         max_pixels: u64,
     },
+    /// Pixtral (Mistral 3): the image is scaled down (floor) into a `longest_edge` square, its
+    /// sides rounded up to multiples of `patch · merge` pixels; every `merge × merge` patches
+    /// become one token, and each row of tokens ends with `[IMG_BREAK]` (the last with
+    /// `[IMG_END]`): `rows · (cols + 1)` tokens in the sequence, `rows · cols` of them image
+    /// features.
+    Rows {
+        /// Patch side in pixels.
+        patch: u64,
+        /// Patches merged into one token along each side.
+        merge: u64,
+        /// The processor's longest edge (`size.longest_edge`, the tower's `image_size`).
+        longest_edge: u64,
+    },
     /// Every image is resized (and cropped) to one `side × side` input: a fixed token count
     /// (LLaVA-1.5: CLIP's 336-pixel crop, 24 × 24 patch features, the class token dropped).
     Fixed {
@@ -43,6 +56,7 @@ impl ImageTokens {
             Self::Resized { patch, merge, min_pixels, max_pixels, .. } => {
                 smart_resize(image, patch * merge, min_pixels, max_pixels)
             }
+            Self::Rows { patch, merge, longest_edge } => rows_resize(image, patch * merge, longest_edge),
             Self::Fixed { side, .. } => ImageSize::square(side),
         }
     }
@@ -55,14 +69,28 @@ impl ImageTokens {
                 let f = patch * merge;
                 (r.height / f) * (r.width / f)
             }
+            Self::Rows { patch, merge, .. } => {
+                let (rows, cols) = self.grid(image, patch * merge);
+                rows * (cols + 1)
+            }
             Self::Fixed { tokens, .. } => tokens,
         }
+    }
+
+    /// Token rows and columns of the resized image, `f` pixels a token.
+    fn grid(&self, image: ImageSize, f: u64) -> (u64, u64) {
+        let r = self.resized(image);
+        (r.height / f.max(1), r.width / f.max(1))
     }
 
     /// Patches the vision tower encodes for one image (before merging).
     pub fn patches(&self, image: ImageSize) -> u64 {
         match *self {
             Self::Resized { merge, .. } => self.tokens(image) * merge * merge,
+            Self::Rows { patch, merge, .. } => {
+                let (rows, cols) = self.grid(image, patch * merge);
+                rows * cols * merge * merge
+            }
             Self::Fixed { tokens, .. } => tokens,
         }
     }
@@ -91,6 +119,16 @@ impl ImageTokens {
                     f = patch * merge,
                 )
             }
+            Self::Rows { patch, merge, longest_edge } => {
+                let r = self.resized(image);
+                let (rows, cols) = self.grid(image, patch * merge);
+                let resized = if r == image { "kept at".to_owned() } else { format!("resized to {r}") };
+                format!(
+                    "{image} {resized} (within {longest_edge} px, multiples of {f} px), {rows}×{cols} tokens of {merge}×{merge} patches of {patch} px and a break token a row: {} tokens per image",
+                    self.tokens(image),
+                    f = patch * merge,
+                )
+            }
             Self::Fixed { side, tokens } => {
                 format!(
                     "every image is resized to {side}×{side}: {tokens} tokens per image, whatever its size"
@@ -98,6 +136,21 @@ impl ImageTokens {
             }
         }
     }
+}
+
+/// transformers' Pixtral resize (`pixtral/image_processing_pixtral.py`): scaled down by the
+/// larger of `h / longest_edge` and `w / longest_edge` when over it (each side floored), then
+/// each side rounded up to a multiple of `f`.
+pub fn rows_resize(image: ImageSize, f: u64, longest_edge: u64) -> ImageSize {
+    let f = f.max(1);
+    let (mut h, mut w) = (image.height.max(1), image.width.max(1));
+    let edge = longest_edge.max(1) as f64;
+    let ratio = (h as f64 / edge).max(w as f64 / edge);
+    if ratio > 1.0 {
+        h = ((h as f64 / ratio).floor() as u64).max(1);
+        w = ((w as f64 / ratio).floor() as u64).max(1);
+    }
+    ImageSize { height: (h - 1) / f * f + f, width: (w - 1) / f * f + f }
 }
 
 /// Python's `round` on `n / d` (halves to even), for positive integers.
@@ -133,6 +186,23 @@ pub fn smart_resize(image: ImageSize, factor: u64, min_pixels: u64, max_pixels: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Mistral-Small-3.1's processor (longest edge 1540, 14-pixel patches merged 2×2), values
+    /// from transformers 5.25's `get_resize_output_image_size` and `PixtralProcessor`.
+    #[test]
+    fn pixtral_rows_match_transformers() {
+        let rule = ImageTokens::Rows { patch: 14, merge: 2, longest_edge: 1540 };
+        let hw = |height, width| ImageSize { height, width };
+        // within the edge: rounded up to 28 px
+        assert_eq!(rule.resized(hw(1024, 768)), hw(1036, 784));
+        assert_eq!(rule.tokens(hw(1024, 768)), 37 * (28 + 1));
+        assert_eq!(rule.patches(hw(1024, 768)), 37 * 28 * 4);
+        // over it: scaled down (floored), then rounded up
+        assert_eq!(rule.resized(hw(3000, 2000)), hw(1540, 1036));
+        assert_eq!(rule.tokens(hw(3000, 2000)), 55 * 38);
+        assert_eq!(rule.resized(hw(112, 168)), hw(112, 168));
+        assert_eq!(rule.tokens(hw(112, 168)), 4 * 7);
+    }
 
     const QWEN25: ImageTokens =
         ImageTokens::Resized { patch: 14, merge: 2, min_pixels: 3136, max_pixels: 12_845_056 };

@@ -197,3 +197,36 @@ fn gemma3_images_are_256_tokens_each_and_mask_every_layer() {
     assert!(act(&v) > act(&with_text_only_len), "{} vs {}", act(&v), act(&with_text_only_len));
     assert!(act(&with_text_only_len) > act(&text));
 }
+
+/// Mistral 3 (Pixtral): a 1024×768 image is rounded up to 1036×784, 37 rows of 28 tokens, each
+/// row ending with a break token: 1073 tokens in the sequence.
+#[test]
+fn mistral3_images_are_rows_of_tokens_with_a_break_each() {
+    let cfg = std::env::temp_dir().join(format!("vramscope-mistral3-{}.json", std::process::id()));
+    std::fs::write(
+        &cfg,
+        r#"{"model_type":"mistral3","architectures":["Mistral3ForConditionalGeneration"],
+        "text_config":{"model_type":"mistral","hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,
+        "num_attention_heads":8,"num_key_value_heads":2,"head_dim":64,"vocab_size":1000},
+        "vision_config":{"model_type":"pixtral","hidden_size":64,"intermediate_size":128,"num_hidden_layers":1,
+        "num_attention_heads":2,"head_dim":32,"image_size":1540,"patch_size":14}}"#,
+    )
+    .unwrap();
+    let path = cfg.to_str().unwrap();
+    let v = json(&[
+        "estimate",
+        "--model",
+        path,
+        "--seq",
+        "100",
+        "--images",
+        "1",
+        "--image-size",
+        "1024x768",
+        "--json",
+    ]);
+    assert_eq!(v["scenario"]["images"]["tokens_per_image"], 1073);
+    assert_eq!(v["scenario"]["seq"], 1173);
+    assert_usage_error(&["estimate", "--model", path, "--images", "1"], "--images needs --image-size");
+    let _ = std::fs::remove_file(&cfg);
+}

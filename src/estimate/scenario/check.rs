@@ -322,11 +322,11 @@ impl Scenario {
 pub(super) fn no_image_input(m: &ModelSpec) -> String {
     match m.transformer() {
         Some(t) if t.vision.is_some() => format!(
-            "{}'s image tokens are not modelled yet (its vision tower is counted, frozen): images apply to a vision model (ViT, DINOv2, SigLIP) or a vision-language model whose image tokens are modelled (Qwen2.5-VL, Qwen3-VL, LLaVA, Gemma 3)",
+            "{}'s image tokens are not modelled yet (its vision tower is counted, frozen): images apply to a vision model (ViT, DINOv2, SigLIP) or a vision-language model whose image tokens are modelled (Qwen2.5-VL, Qwen3-VL, LLaVA, Gemma 3, Mistral 3)",
             m.name
         ),
         Some(_) => format!(
-            "{} reads text, not images: an image size applies to a vision model (ViT, DINOv2, SigLIP) or a vision-language model whose image tokens are modelled (Qwen2.5-VL, Qwen3-VL, LLaVA, Gemma 3)",
+            "{} reads text, not images: an image size applies to a vision model (ViT, DINOv2, SigLIP) or a vision-language model whose image tokens are modelled (Qwen2.5-VL, Qwen3-VL, LLaVA, Gemma 3, Mistral 3)",
             m.name
         ),
         None => format!(

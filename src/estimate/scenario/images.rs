@@ -62,8 +62,8 @@ impl Scenario {
     }
 
     /// Bytes of the micro-batch's `pixel_values` as the processor hands them over (fp32): Qwen-VL's
-    /// flattened patches (`channels · temporal · patch²` values each), a fixed-size model's
-    /// `channels · side²` a picture.
+    /// flattened patches (`channels · temporal · patch²` values each), Pixtral's resized picture,
+    /// a fixed-size model's `channels · side²` a picture.
     pub fn pixel_values_bytes(&self) -> u64 {
         let (Some(v), Some(t)) = (self.vlm_images(), self.model.transformer().and_then(|t| t.vision)) else {
             return 0;
@@ -71,6 +71,10 @@ impl Scenario {
         let per_image = match v.rule {
             ImageTokens::Resized { patch, .. } => {
                 v.rule.patches(v.size) * t.num_channels * t.temporal_patch * patch * patch
+            }
+            ImageTokens::Rows { .. } => {
+                let r = v.rule.resized(v.size);
+                t.num_channels * r.height * r.width
             }
             ImageTokens::Fixed { side, .. } => t.num_channels * side * side,
         };

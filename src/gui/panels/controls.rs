@@ -396,7 +396,7 @@ fn vlm_images(
         return 0;
     }
     let image = s.image.unwrap_or_else(|| crate::gui::state::vlm_default_image(rule));
-    if let ImageTokens::Resized { patch, merge, .. } = rule {
+    if let ImageTokens::Resized { patch, merge, .. } | ImageTokens::Rows { patch, merge, .. } = rule {
         // any size: the processor resizes it to multiples of patch · merge
         let step = patch * merge;
         let mut side = image.height.max(image.width);

@@ -59,6 +59,13 @@ pub(super) fn vision(
     let (patch_size, image_size) = (r.positive("patch_size")?, r.positive("image_size")?);
     let image_tokens = match kind {
         VisionKind::Siglip => Some(gemma3_image_tokens(top, image_size / patch_size, image_size)?),
+        // Mistral 3's processor: the longest edge is the tower's image size (1540 for
+        // Mistral-Small-3.1), 2×2 merged patches
+        VisionKind::Pixtral => Some(ImageTokens::Rows {
+            patch: patch_size,
+            merge: top.u64_or("spatial_merge_size", 2)?.max(1),
+            longest_edge: image_size,
+        }),
         _ => None,
     };
     Ok(VisionTower {

@@ -142,6 +142,28 @@ FAMILY_SPECS = {
                                            num_hidden_layers=2, num_attention_heads=2, image_size=128, patch_size=16,
                                            vision_use_head=False),
                         mm_tokens_per_image=16, boi_token_index=997, eoi_token_index=998, image_token_index=999)),
+    # Mistral 3 (#40): a Pixtral tower (2-D rotary, block-diagonal attention over each image's
+    # patches), the 2x2 patch merger, a Llama-like text model
+    "mistral3_tiny": (CONFIG_MAPPING["mistral3"], dict(architectures=["Mistral3ForConditionalGeneration"],
+                      text_config=dict(model_type="mistral", vocab_size=1000, hidden_size=256, intermediate_size=688,
+                                       num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+                                       max_position_embeddings=2048, sliding_window=None),
+                      vision_config=dict(model_type="pixtral", hidden_size=64, intermediate_size=128,
+                                         num_hidden_layers=2, num_attention_heads=2, head_dim=32, image_size=224,
+                                         patch_size=14),
+                      spatial_merge_size=2, image_token_index=10, vision_feature_layer=-1,
+                      multimodal_projector_bias=False)),
+    # Mistral-Small-3.1-24B's widths (the config class's defaults) in 4 text layers, its whole Pixtral tower
+    "mistral-small-3.1-4l": (CONFIG_MAPPING["mistral3"], dict(architectures=["Mistral3ForConditionalGeneration"],
+                             text_config=dict(model_type="mistral", vocab_size=131072, hidden_size=5120,
+                                              intermediate_size=32768, num_hidden_layers=4, num_attention_heads=32,
+                                              num_key_value_heads=8, head_dim=128, max_position_embeddings=131072,
+                                              rms_norm_eps=1e-05, rope_theta=1000000000.0, sliding_window=None),
+                             vision_config=dict(model_type="pixtral", hidden_size=1024, intermediate_size=4096,
+                                                num_hidden_layers=24, num_attention_heads=16, head_dim=64,
+                                                image_size=1540, patch_size=14, rope_theta=10000.0),
+                             spatial_merge_size=2, image_token_index=10, vision_feature_layer=-1,
+                             multimodal_projector_bias=False)),
     "phi3_tiny": (CONFIG_MAPPING["phi3"], dict(architectures=["Phi3ForCausalLM"], vocab_size=1000, hidden_size=256,
                   intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
                   max_position_embeddings=2048, original_max_position_embeddings=2048, sliding_window=64,
@@ -1202,6 +1224,15 @@ def cases_Q():
             VC(f"{t}-fp32-eager-b1-1img-t128", t, 1, 1, (128, 128), 128, "float32", "eager", backend=be),
             VC(f"{t}-bf16-sdpa-b2-2img-t128-infer", t, 2, 2, (128, 128), 128, "bfloat16", "sdpa", mode="infer", backend=be),
             VC(f"{t}-bf16-sdpa-b2-2img-t128-ckpt", t, 2, 2, (128, 128), 128, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    t = "mistral3_tiny"
+    out += [VC(f"{t}-bf16-sdpa-b2-2img-t128", t, 2, 2, (112, 168), 128, "bfloat16", "sdpa", backend=be),
+            VC(f"{t}-fp32-eager-b1-1img-t128", t, 1, 1, (224, 112), 128, "float32", "eager", backend=be),
+            VC(f"{t}-bf16-sdpa-b2-2img-t128-infer", t, 2, 2, (112, 168), 128, "bfloat16", "sdpa", mode="infer", backend=be),
+            VC(f"{t}-bf16-sdpa-b2-2img-t128-ckpt", t, 2, 2, (112, 168), 128, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    t = "mistral-small-3.1-4l"
+    out += [VC(f"{t}-bf16-sdpa-b1-2img1008x756-t256", t, 1, 2, (1008, 756), 256, "bfloat16", "sdpa", backend=be),
+            VC(f"{t}-bf16-sdpa-b1-2img1008x756-t256-infer", t, 1, 2, (1008, 756), 256, "bfloat16", "sdpa", mode="infer",
+               backend=be)]
     t = "gemma-3-4b-6l"
     out += [VC(f"{t}-bf16-sdpa-b1-2img-t256", t, 1, 2, (896, 896), 256, "bfloat16", "sdpa", backend=be),
             VC(f"{t}-bf16-sdpa-b1-2img-t256-infer", t, 1, 2, (896, 896), 256, "bfloat16", "sdpa", mode="infer", backend=be)]
@@ -1844,6 +1875,21 @@ def vlm_inputs(cfg, case):
         assert (h, w) == (vis.image_size, vis.image_size), "Gemma 3's SigLIP tower takes its own size"
         n_markers = 2 * n_img
         pixel_shape = (b * n_img, vis.num_channels, h, w)
+    elif mt == "mistral3":
+        # PixtralProcessor: the image resized to multiples of patch·merge (28 px); a row of
+        # `cols` [IMG] tokens then [IMG_BREAK], the last break replaced by [IMG_END] (ids 12, 13
+        # here: ordinary tokens to the model); image_sizes per image
+        p, m = vis.patch_size, cfg.spatial_merge_size
+        p = p[0] if isinstance(p, (list, tuple)) else p
+        assert h % (p * m) == 0 and w % (p * m) == 0, (h, w, p * m)
+        grid_rows, grid_cols = h // (p * m), w // (p * m)
+        img_tok, brk, end = cfg.image_token_index, 12, 13
+        specials = {img_tok, brk, end}
+        per_img = grid_rows * grid_cols
+        n_markers = grid_rows * n_img
+        vs = ve = None
+        pixel_shape = (b * n_img, vis.num_channels, h, w)
+        kw["image_sizes"] = torch.tensor([[h, w]] * (b * n_img), dtype=torch.long)
     else:  # llava
         img_tok = cfg.image_token_index
         specials = {img_tok}
@@ -1868,7 +1914,13 @@ def vlm_inputs(cfg, case):
         for _ in range(n_img):
             if vs is not None:
                 seq.append(torch.tensor([vs])); ty.append(torch.zeros(1, dtype=torch.long))
-            seq.append(torch.full((per_img,), img_tok)); ty.append(torch.ones(per_img, dtype=torch.long))
+            if mt == "mistral3":
+                grid = torch.full((grid_rows, grid_cols + 1), img_tok)
+                grid[:, -1] = brk
+                grid[-1, -1] = end
+                seq.append(grid.flatten()); ty.append((grid.flatten() == img_tok).long())
+            else:
+                seq.append(torch.full((per_img,), img_tok)); ty.append(torch.ones(per_img, dtype=torch.long))
             if ve is not None:
                 seq.append(torch.tensor([ve])); ty.append(torch.zeros(1, dtype=torch.long))
         seq.append(text(n_plain - 4)); ty.append(torch.zeros(n_plain - 4, dtype=torch.long))
