@@ -377,7 +377,12 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
     if sc.model.transformer().is_some_and(|t| t.vision.is_some()) && train {
         out.push(match (sc.vlm_images(), sc.image_rule()) {
             (Some(_), _) => format!(
-                "the vision tower and projector are frozen: counted, no gradient, nothing kept for backward; not in the estimate: the batch's pixel values ({:.1} MiB in fp32) and the tower's forward over them",
+                "the vision tower and projector are frozen: counted, no gradient, {}; not in the estimate: the batch's pixel values ({:.1} MiB in fp32) and the tower's forward over them",
+                if vlm_checkpointed(sc) {
+                    "but under checkpointing the tower builds a graph and keeps activations (not modelled: see the UNVALIDATED line)"
+                } else {
+                    "nothing kept for backward"
+                },
                 sc.pixel_values_bytes() as f64 / 1_048_576.0
             ),
             (None, Some(_)) => "a text-only step: the vision tower and projector are counted but get no gradient (--images N --image-size HxW adds images)".into(),

@@ -526,3 +526,21 @@ fn a_vision_language_model_takes_images_beside_its_text() {
     assert!(dropped.is_empty(), "{dropped:?}");
     assert_eq!((back.seq, back.images, back.image), (2048, 4, Some(ImageSize::square(1024))));
 }
+
+/// A scenario file's LoRA targets and dropout are kept when the app opens it (the app has no
+/// control for them, and a file of q,v adapters used to come back with all seven).
+#[test]
+fn an_opened_scenario_keeps_its_lora_targets_and_dropout() {
+    let mut sc = Settings { lora_enabled: true, ..Default::default() }.to_scenario().unwrap();
+    let lora: vramscope::estimate::Lora = "16:q,v".parse().unwrap();
+    sc.lora = Some(vramscope::estimate::Lora { dropout: 0.05, ..lora });
+    let file = vramscope::export::ScenarioFile {
+        schema: vramscope::export::SCENARIO_SCHEMA,
+        gpu: None,
+        global_batch: None,
+        scenario: sc.clone(),
+    };
+    let (back, dropped) = Settings::from_scenario_file(&file, "s.ron", "h100-80gb");
+    assert!(dropped.is_empty(), "{dropped:?}");
+    assert_eq!(back.to_scenario().unwrap().lora, sc.lora);
+}

@@ -142,7 +142,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     }
     if let Some(v) = sc.vlm_images() {
         notes.push(format!(
-            "{} text + {} image tokens = sequence {}: {}; the vision tower and projector are frozen (their parameters counted, no gradient)",
+            "{} text + {} image tokens = sequence {}: {}",
             sc.text_tokens(),
             v.tokens(),
             sc.seq,
@@ -157,6 +157,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     run_notes(a, &sc, &mut notes);
     sc.optimizer = a.optimizer;
     sc.attention = a.attention;
+    sc.settle_attention();
     sc.checkpointing = a.checkpoint;
     sc.lora = a.lora.map(|l| Lora { dropout: a.lora_dropout, ..l });
     if a.lora.is_none() && a.lora_dropout != 0.0 {

@@ -447,6 +447,12 @@ impl Subject<'_> {
                     "compiled cross-entropy backward: one piece's logits gradient in the compute dtype",
                     "编译的交叉熵反向：一个分片的 logits 梯度（计算 dtype）",
                 ),
+                // transformers' causal-LM loss upcasts the logits, as autocast does for
+                // `cross_entropy`; an encoder's head runs it on the logits as they are
+                Loss::Hf if !sc.precision.is_amp() && !upcast_loss(sc) => lang.pick(
+                    "log-softmax backward: two (b·s × vocab) gradients in the logits' dtype",
+                    "log-softmax 反向：两个 (b·s × vocab) 的梯度（logits 的 dtype）",
+                ),
                 Loss::Hf => lang.pick(
                     "log-softmax backward: two (b·s × vocab) fp32 gradients",
                     "log-softmax 反向：两个 (b·s × vocab) 的 fp32 梯度",
@@ -562,4 +568,11 @@ impl Subject<'_> {
             bytes: e.overhead,
         }
     }
+}
+
+/// Does the model's loss run on an fp32 copy of the logits (transformers' causal-LM loss)?
+fn upcast_loss(sc: &crate::estimate::Scenario) -> bool {
+    sc.model
+        .transformer()
+        .is_none_or(|t| crate::families::ops(t).loss == crate::engine::ops::LossKind::CausalLm)
 }

@@ -56,6 +56,12 @@ pub struct Settings {
     pub checkpointing: Checkpointing,
     pub lora_enabled: bool,
     pub lora_rank: u64,
+    /// The adapted projections (every one unless a scenario file named fewer: the app has no
+    /// control for them, but keeps them).
+    pub lora_targets: Targets,
+    /// LoRA dropout, kept from a scenario file.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub lora_dropout: f64,
     /// bitsandbytes weights quantized at load: a LoRA run's frozen base (QLoRA), or the weights of
     /// an inference run.
     pub base_quant: crate::estimate::BaseQuant,
@@ -148,6 +154,8 @@ impl Default for Settings {
             checkpointing: Checkpointing::Full,
             lora_enabled: false,
             lora_rank: 16,
+            lora_targets: Targets::ALL,
+            lora_dropout: 0.0,
             base_quant: crate::estimate::BaseQuant::None,
             gpu_id: "h100-80gb".into(),
             dp: 1,
@@ -203,12 +211,11 @@ impl Settings {
         };
         let p = &sc.parallel;
         let mut dropped = Vec::new();
-        let checks: [(bool, &'static str); 6] = [
+        let checks: [(bool, &'static str); 5] = [
             (p.cp > 1, "context parallelism"),
             (p.ep > 1, "expert parallelism"),
             (p.offload != crate::estimate::Offload::None, "offload"),
             (sc.kv_cache_dtype.is_some(), "KV-cache dtype"),
-            (sc.lora.is_some_and(|l| l.targets != Targets::ALL || l.dropout != 0.0), "LoRA targets/dropout"),
             (p.virtual_stages > 1, "virtual pipeline stages"),
         ];
         for (lost, what) in checks {
@@ -230,6 +237,8 @@ impl Settings {
             checkpointing: sc.checkpointing,
             lora_enabled: sc.lora.is_some(),
             lora_rank: sc.lora.map_or(16, |l| l.rank),
+            lora_targets: sc.lora.map_or(Targets::ALL, |l| l.targets),
+            lora_dropout: sc.lora.map_or(0.0, |l| l.dropout),
             base_quant: sc.base_quant,
             gpu_id: f.gpu.clone().unwrap_or_else(|| current_gpu.to_owned()),
             dp: p.dp,
@@ -305,6 +314,7 @@ impl Settings {
         sc.precision = self.precision;
         sc.optimizer = self.optimizer;
         sc.attention = self.attention;
+        sc.settle_attention();
         sc.checkpointing = self.checkpointing;
         sc.stack = self.stack;
         sc.stack.bnb_compute_dtype = None;
@@ -312,7 +322,8 @@ impl Settings {
             sc.overhead = g.overhead();
         }
         if self.lora_enabled {
-            sc.lora = Some(Lora { rank: self.lora_rank, targets: Targets::ALL, dropout: 0.0 });
+            sc.lora =
+                Some(Lora { rank: self.lora_rank, targets: self.lora_targets, dropout: self.lora_dropout });
         }
         if self.base_applies() {
             sc.base_quant = self.base_quant;
@@ -532,4 +543,9 @@ pub fn vlm_default_image(rule: crate::model::image_tokens::ImageTokens) -> crate
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }

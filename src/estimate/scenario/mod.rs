@@ -375,7 +375,19 @@ impl Scenario {
                 "推理（HF generate，{} 个新 token）",
                 self.new_tokens
             ),
+            // an encoder's forward fills no cache
+            Mode::Infer if !self.model.transformer().is_some_and(crate::families::has_kv_cache) => {
+                lang.pick("inference (forward)", "推理（前向）").into()
+            }
             Mode::Infer => lang.pick("inference (prefill)", "推理（预填充）").into(),
+        }
+    }
+
+    /// A family whose attention is its own eager code (BLOOM's ALiBi, DeBERTa's disentangled
+    /// attention) runs it whatever implementation is asked for: the scenario says eager.
+    pub fn settle_attention(&mut self) {
+        if self.model.transformer().is_some_and(|t| crate::families::ops(t).own_attention) {
+            self.attention = AttentionImpl::Eager;
         }
     }
 

@@ -255,7 +255,20 @@ fn head_from_architecture(
 ) -> Result<(Head, Option<String>), ConfigError> {
     let default = crate::families::def(family).default_head();
     let Some(arch) = arch else {
-        return Ok((default.0, Some(format!("no \"architectures\" in {}: assuming {}", r.path, default.1))));
+        // an encoder's masked-LM head (logits over the vocabulary) is most of its step: say how
+        // to ask for the classifier people fine-tune
+        let hint = if default.0 == Head::MaskedLm {
+            format!(
+                " (a classifier: \"architectures\": [\"{}\"] with num_labels)",
+                default.1.replace("ForMaskedLM", "ForSequenceClassification")
+            )
+        } else {
+            String::new()
+        };
+        return Ok((
+            default.0,
+            Some(format!("no \"architectures\" in {}: assuming {}{hint}", r.path, default.1)),
+        ));
     };
     let head = if arch.ends_with("ForCausalLM")
         || arch.ends_with("LMHeadModel")
