@@ -228,12 +228,27 @@ fn md_inputs(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
         ),
         (lang.pick("mode", "模式"), sc.mode_label_in(lang)),
         (lang.pick("method", "方法"), sc.method_in(lang)),
-        match sc.image_size() {
-            Some(i) => (
+        match (sc.vlm_images(), sc.image_size()) {
+            (Some(v), _) => (
+                lang.pick("micro-batch x sequence", "微批次 x 序列长度"),
+                crate::text!(
+                    lang,
+                    "{} x {} ({} text + {} image tokens: {} × {}, {} tokens per image)",
+                    "{} x {}（{} 个文本 token + {} 个图像 token：{} × {}，每张图像 {} 个 token）",
+                    sc.batch,
+                    sc.seq,
+                    sc.text_tokens(),
+                    v.tokens(),
+                    v.count,
+                    v.size,
+                    v.per_image()
+                ),
+            ),
+            (None, Some(i)) => (
                 lang.pick("micro-batch x image", "微批次 x 图像"),
                 format!("{} x {i} ({} tokens)", sc.batch, sc.seq),
             ),
-            None => (
+            (None, None) => (
                 lang.pick("micro-batch x sequence", "微批次 x 序列长度"),
                 format!("{} x {}", sc.batch, sc.seq),
             ),

@@ -230,3 +230,22 @@ fn mistral3_images_are_rows_of_tokens_with_a_break_each() {
     assert_usage_error(&["estimate", "--model", path, "--images", "1"], "--images needs --image-size");
     let _ = std::fs::remove_file(&cfg);
 }
+
+/// The markdown report names the text and the images of the sequence, in both languages.
+#[test]
+fn the_report_names_the_text_and_the_images() {
+    let dir = std::env::temp_dir();
+    for (lang, needle) in [
+        ("en", "| 1 x 1024 (512 text + 512 image tokens: 2 × 896×896, 256 tokens per image) |"),
+        ("zh-CN", "1 x 1024（512 个文本 token + 512 个图像 token：2 × 896×896，每张图像 256 个 token）"),
+    ] {
+        let out = dir.join(format!("vramscope-vlm-report-{lang}-{}.md", std::process::id()));
+        let path = out.to_str().unwrap();
+        let args = ["export", "--model", "gemma-3-4b", "--images", "2", "--seq", "512", "--lora", "16"];
+        let o = run(&[&args[..], &["--format", "md", "--lang", lang, "-o", path]].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let md = std::fs::read_to_string(&out).unwrap();
+        assert!(md.contains(needle), "{lang}: {md}");
+        let _ = std::fs::remove_file(&out);
+    }
+}
