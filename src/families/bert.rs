@@ -106,12 +106,21 @@ pub(super) fn params(p: &mut Params, m: &TransformerSpec) {
 
 pub(super) fn block(g: &mut Graph<'_>, m: &TransformerSpec, flags: u8, x: Tensor) -> Tensor {
     let ctx = g.ctx;
-    let (t, ts, h) = (ctx.tokens, ctx.rank_tokens, m.hidden_size);
-    let (n, q, i) = (ts * h, m.q_width(), m.intermediate_size);
+    let (ts, h, q) = (ctx.rank_tokens, m.hidden_size, m.q_width());
     let qp = g.linear(x, ts, h, q, LinearRole::Q, Cat::AttentionIo, "query");
     let kp = g.linear(x, ts, h, q, LinearRole::K, Cat::AttentionIo, "key");
     let vp = g.linear(x, ts, h, q, LinearRole::V, Cat::AttentionIo, "value");
     let o = g.attention(qp, kp, vp, attn_of(ctx, m, flags));
+    post_ln_tail(g, m, x, o)
+}
+
+/// The post-LayerNorm block after its attention core `o` (BERT's, and DeBERTa's around its own
+/// attention): the output projection, dropout and `LN(x + ·)`, then the GELU MLP, dropout and
+/// `LN(x2 + ·)`.
+pub(super) fn post_ln_tail(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor, o: Tensor) -> Tensor {
+    let ctx = g.ctx;
+    let (t, ts, h) = (ctx.tokens, ctx.rank_tokens, m.hidden_size);
+    let (n, q, i) = (ts * h, m.q_width(), m.intermediate_size);
     let a = g.linear(o, t, q, h, LinearRole::O, Cat::AttentionIo, "attention.output.dense");
     let a = g.dropout(a, n, m.hidden_dropout);
     let s1 = g.add(x, a, n, Cat::Residual);

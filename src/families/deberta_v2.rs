@@ -174,9 +174,7 @@ fn positions(g: &mut Graph<'_>, m: &TransformerSpec, d: Disentangled) -> (Option
 }
 
 fn block(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> Tensor {
-    let ctx = g.ctx;
-    let (t, ts, h) = (ctx.tokens, ctx.rank_tokens, m.hidden_size);
-    let (n, q, i) = (ts * h, m.q_width(), m.intermediate_size);
+    let (ts, h, q) = (g.ctx.rank_tokens, m.hidden_size, m.q_width());
     let qh = to_heads(g, x, ts, h, q, LinearRole::Q, "query_proj");
     let kh = to_heads(g, x, ts, h, q, LinearRole::K, "key_proj");
     let vh = to_heads(g, x, ts, h, q, LinearRole::V, "value_proj");
@@ -191,16 +189,7 @@ fn block(g: &mut Graph<'_>, m: &TransformerSpec, x: Tensor) -> Tensor {
         dropout: m.attention_dropout,
     };
     let o = g.disentangled_attention((qh, kh, vh), pos, a);
-    let a = g.linear(o, t, q, h, LinearRole::O, Cat::AttentionIo, "attention.output.dense");
-    let a = g.dropout(a, n, m.hidden_dropout);
-    let s1 = g.add(x, a, n, Cat::Residual);
-    let x2 = g.norm(s1, ts, h, NormKind::Layer, "attention.output.LayerNorm");
-    let up = g.linear(x2, ts, h, i, LinearRole::Up, Cat::Mlp, "intermediate.dense");
-    let act = g.act(up, t * i, Act::Gelu);
-    let f = g.linear(act, t, i, h, LinearRole::Down, Cat::Mlp, "output.dense");
-    let f = g.dropout(f, n, m.hidden_dropout);
-    let s2 = g.add(x2, f, n, Cat::Residual);
-    g.norm(s2, ts, h, NormKind::Layer, "output.LayerNorm")
+    super::bert::post_ln_tail(g, m, x, o)
 }
 
 /// Word ids kept when the embeddings train (and the token types, gathered from zeros, where
