@@ -80,7 +80,7 @@ pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
 /// is the largest square image side, in whole patches.
 pub fn max_seq(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
     let x = largest(sc, capacity_bytes, Knob::Seq, seq_limit(sc))?;
-    match sc.model.transformer().and_then(|t| t.patches) {
+    match sc.model.patches() {
         Some(p) => Some(x / p.patch * p.patch).filter(|&side| side > 0),
         None => Some(x),
     }
@@ -92,7 +92,7 @@ pub const MAX_IMAGE_KNOB: u64 = 4096;
 /// The longest sequence [`max_seq`] searches: the model's context length; a vision model's
 /// largest image side ([`MAX_IMAGE_KNOB`]).
 pub fn seq_limit(sc: &Scenario) -> u64 {
-    if sc.model.transformer().is_some_and(|t| t.patches.is_some()) {
+    if sc.model.patches().is_some() {
         return MAX_IMAGE_KNOB;
     }
     // a vision-language model's knob is its text, beside the images' tokens
@@ -260,7 +260,7 @@ impl Knob {
         match self {
             Self::Batch => sc.batch = v,
             // a vision model's sequence is its image's tokens: the knob is the image side
-            Self::Seq => match sc.model.transformer().and_then(|t| t.patches) {
+            Self::Seq => match sc.model.patches() {
                 Some(p) => {
                     let _ = sc.set_image(crate::model::pixels::ImageSize::square(v.max(p.patch)));
                 }
@@ -293,7 +293,7 @@ impl Knob {
         };
         match self {
             Self::Batch => log_spaced(1, 4096, steps),
-            Self::Seq if let Some(p) = sc.model.transformer().and_then(|t| t.patches) => {
+            Self::Seq if let Some(p) = sc.model.patches() => {
                 // image sides, whole patches, the scenario's own among them
                 let mut v: Vec<u64> = log_spaced(p.patch, MAX_IMAGE_KNOB.max(p.patch), steps)
                     .into_iter()

@@ -61,7 +61,7 @@ fn scenario_flags(v: &mut Vec<Flag>, sc: &Scenario) {
     put("--batch", sc.batch.to_string());
     match sc.image {
         // a vision model's sequence is its image's tokens
-        Some(i) if sc.model.transformer().is_some_and(|t| t.patches.is_some()) => {
+        Some(i) if sc.model.patches().is_some() => {
             put("--image-size", format!("{}x{}", i.height, i.width));
         }
         // a vision-language model's --seq is its text; the images' tokens are added
@@ -70,6 +70,8 @@ fn scenario_flags(v: &mut Vec<Flag>, sc: &Scenario) {
             put("--images", im.count.to_string());
             put("--image-size", format!("{}x{}", im.size.height, im.size.width));
         }
+        // a convolutional network's sample is its image: no sequence
+        None if sc.model.net().is_some() => {}
         _ => put("--seq", sc.seq.to_string()),
     }
     if sc.new_tokens > 0 {

@@ -148,7 +148,7 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
 /// The longest sequence that fits and the limit searched; a vision model's knob is its image
 /// side: the tokens of that square image, and the side (`max_image_side`).
 fn insert_max_seq(obj: &mut serde_json::Map<String, Value>, sc: &Scenario, f: &FitInfo) {
-    match sc.model.transformer().and_then(|t| t.patches) {
+    match sc.model.patches() {
         // a vision model's knob is its image side: the tokens of that square image, and the side
         Some(p) => {
             let tokens = |side: u64| p.tokens(crate::model::pixels::ImageSize::square(side));
@@ -165,7 +165,7 @@ fn insert_max_seq(obj: &mut serde_json::Map<String, Value>, sc: &Scenario, f: &F
 
 /// A vision model's image: its size, its tokens and how they are made (`null` for text).
 fn image_json(sc: &Scenario) -> Value {
-    let (Some(p), Some(i)) = (sc.model.transformer().and_then(|t| t.patches), sc.image_size()) else {
+    let (Some(p), Some(i)) = (sc.model.patches(), sc.image_size()) else {
         return Value::Null;
     };
     json!({
@@ -214,6 +214,9 @@ fn g(bytes: u64) -> String {
 
 /// The family the activation model follows (`"layer_table"` for a layer table).
 pub fn family_key(sc: &Scenario) -> String {
+    if let Some(n) = sc.model.net() {
+        return n.family_id().into();
+    }
     match sc.model.transformer() {
         Some(t) => serde_json::to_value(t.family)
             .ok()
@@ -394,6 +397,12 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
 
 /// One line naming the family and whether it is validated (CLI text, reports, the GUI headline).
 pub fn validation_line(sc: &Scenario) -> String {
+    if let Some(n) = sc.model.net() {
+        return format!(
+            "{} family (convolutional backbone; its ops walked op by op from the config, validated against measured PyTorch runs)",
+            n.family_id()
+        );
+    }
     match sc.model.transformer() {
         None if !validated(sc) => {
             "layer table from a safetensors header alone: parameters, gradients and optimizer states exact, activations NOT modelled (no config.json)".into()
@@ -571,6 +580,7 @@ pub fn shape_text(sc: &Scenario) -> String {
         );
     }
     match sc.image_size() {
+        Some(i) if sc.model.net().is_some() => format!("{i} image"),
         Some(i) => format!("{i} image ({} tokens)", sc.seq),
         None if sc.new_tokens > 0 => format!("prompt {}", sc.seq),
         None => format!("seq {}", sc.seq),
@@ -581,9 +591,11 @@ pub fn shape_text(sc: &Scenario) -> String {
 /// checkpoint's weights and the settings.
 fn text_header(s: &mut String, sc: &Scenario, e: &Estimate) {
     let what = sc.mode_label();
+    // a convolutional network has no attention to name
+    let attention = if sc.model.net().is_some() { String::new() } else { format!(", attention {}", sc.attention.name()) };
     *s += &match sc.mode {
         Mode::Train => format!(
-            "{} — {} params ({}), {what}, batch {} x {}, {}, {}, attention {}, checkpoint {}\n",
+            "{} — {} params ({}), {what}, batch {} x {}, {}, {}{attention}, checkpoint {}\n",
             sc.model.name,
             human_count(e.n_params),
             trainable_text(e),
@@ -591,17 +603,15 @@ fn text_header(s: &mut String, sc: &Scenario, e: &Estimate) {
             shape_text(sc),
             sc.precision,
             sc.optimizer.name(),
-            sc.attention.name(),
             sc.checkpointing,
         ),
         Mode::Infer => format!(
-            "{} — {} params, {what}, batch {} x {}, {}, attention {}\n",
+            "{} — {} params, {what}, batch {} x {}, {}{attention}\n",
             sc.model.name,
             human_count(e.n_params),
             sc.batch,
             shape_text(sc),
             sc.precision,
-            sc.attention.name(),
         ),
     };
     *s += &format!("  {}\n", validation_line(sc));

@@ -137,7 +137,7 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
         }
     }
     let mut notes = loaded.notes;
-    if let (Some(p), Some(image)) = (sc.model.transformer().and_then(|t| t.patches), sc.image_size()) {
+    if let (Some(p), Some(image)) = (sc.model.patches(), sc.image_size()) {
         notes.push(format!("image {}", p.describe(image)));
     }
     if let Some(v) = sc.vlm_images() {

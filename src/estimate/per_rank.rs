@@ -16,14 +16,23 @@ pub(super) fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step
         sc
     };
     let spec = sc.model.transformer().map(|t| shard_spec(t, &p));
+    let net = sc.model.net().map(|n| net_parts(sc, n));
     let groups = match &spec {
         Some(t) => stage_groups(t, stage),
         None => sc.model.param_groups(),
     };
-    let RankStates { st, cpu_bytes, nvme_bytes } = rank_states(sc, stage, &groups);
+    let RankStates { mut st, cpu_bytes, nvme_bytes } = rank_states(sc, stage, &groups);
+    if let Some(n) = &net {
+        // a BatchNorm's running statistics and batch count sit beside its parameters
+        st.param_alloc += n.net.buffer_tensors().map(crate::units::round_alloc).sum::<u64>();
+    }
     let (am, layers) = match (&sc.model.arch, &spec) {
         (Architecture::Transformer(_), Some(t)) => (activations::transformer(sc_local, t), stage.blocks),
         (Architecture::Table(t), _) => table_model(sc, t),
+        (Architecture::Net(_), _) => {
+            let top = net.as_ref().map(|n| n.run.saved).unwrap_or_default();
+            (ActivationModel { top, ..ActivationModel::default() }, 0)
+        }
         (Architecture::Transformer(t), None) => (activations::transformer(sc_local, t), t.num_layers),
     };
     let train = sc.mode == Mode::Train;
@@ -44,6 +53,7 @@ pub(super) fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step
         blocks_total: saved.blocks.total(),
         kv_cache,
         generate: generation,
+        net: net.as_ref(),
     };
     let (peak, moments, phase_peaks) = match sink {
         Some(all) => {
@@ -160,6 +170,14 @@ fn rank_states(sc: &Scenario, stage: &Stage, groups: &[crate::model::ParamGroup]
     RankStates { st, cpu_bytes, nvme_bytes }
 }
 
+/// A convolutional backbone's ops for the scenario's batch, dtype and image, and their walk.
+fn net_parts(sc: &Scenario, n: &crate::model::net::NetSpec) -> step::net::NetParts {
+    let ctx = crate::engine::ops::net::NetCtx { batch: sc.batch, elem: sc.precision.compute_dtype().bytes(1) };
+    let net = crate::families::build_net(n, ctx, sc.image.unwrap_or(n.image));
+    let run = crate::engine::walk::net::run(&net);
+    step::net::NetParts { net, run }
+}
+
 /// Parameters ZeRO-3 / FSDP gather at once: one block (a layer table's largest layer), in the
 /// compute dtype (FSDP's `param_dtype`), or as stored for a quantized LoRA base.
 fn gathered_bytes(sc: &Scenario, stage: &Stage, groups: &[crate::model::ParamGroup]) -> u64 {
@@ -176,6 +194,9 @@ fn gathered_bytes(sc: &Scenario, stage: &Stage, groups: &[crate::model::ParamGro
         )
     };
     match &sc.model.arch {
+        Architecture::Net(_) => {
+            sc.precision.compute_dtype().bytes(groups.iter().map(|g| g.rows * g.cols).max().unwrap_or(0))
+        }
         Architecture::Table(t) => {
             sc.precision.compute_dtype().bytes(t.layers.iter().map(|l| l.params).max().unwrap_or(0))
         }

@@ -186,5 +186,9 @@ pub fn category_help_in(c: Cat, lang: Lang) -> &'static str {
         }
         Cat::Adapters => lang
             .pick("LoRA adapters' fp32 input copies and A outputs", "LoRA 适配器的 fp32 输入副本和 A 的输出"),
+        Cat::FeatureMaps => lang.pick(
+            "the images and the feature maps convolutions, BatchNorms and ReLUs keep; max-pool indices",
+            "输入图像以及卷积、BatchNorm、ReLU 保留的特征图；最大池化的索引",
+        ),
     }
 }

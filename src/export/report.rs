@@ -79,7 +79,7 @@ fn table_values(k: Knob, sc: &Scenario) -> Vec<u64> {
         Knob::Batch => with(vec![1, 2, 4, 8, 16, 32, 64], sc.batch),
         // a vision model's sequence knob is its image side (pixels, whole patches)
         Knob::Seq if let Some(i) = sc.image_size() => {
-            let p = sc.model.transformer().and_then(|t| t.patches).map_or(1, |p| p.patch);
+            let p = sc.model.patches().map_or(1, |p| p.patch);
             let v = [224u64, 336, 384, 448, 512, 768, 1024].into_iter().map(|x| (x / p).max(1) * p).collect();
             with(v, i.height.max(i.width))
         }

@@ -313,5 +313,6 @@ pub(crate) fn patches(
         channels: r.u64_or("num_channels", 3)?.max(1),
         interpolation,
         mask_token: false,
+        conv: false,
     })
 }

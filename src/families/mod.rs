@@ -15,6 +15,7 @@ mod blocks;
 mod bloom;
 mod cohere;
 mod config;
+mod convnext;
 mod deberta_v2;
 mod deepseek;
 mod dinov2;
@@ -55,6 +56,7 @@ mod phi3;
 mod phimoe;
 mod qwen3;
 mod qwen3_next;
+mod resnet;
 mod roberta;
 mod seed_oss;
 pub(crate) mod siglip;
@@ -394,6 +396,33 @@ impl<'de> serde::Deserialize<'de> for Id {
 }
 
 // ---- the walk's entry points: litgpt's code where it runs, else the family's ---------------
+
+// ---- convolutional backbones: a spec read from the config, ops built per image ---------------
+
+/// The `model_type`s read as a convolutional backbone ([`crate::model::net::NetSpec`]).
+pub fn is_net_type(model_type: &str) -> bool {
+    matches!(model_type, "resnet" | "convnext")
+}
+
+/// Reads a convolutional backbone's `config.json` (its `model_type` is [`is_net_type`]).
+pub fn read_net(r: &crate::model::config::Reader<'_>) -> Result<crate::model::net::NetSpec, ConfigError> {
+    match r.model_type.as_str() {
+        "convnext" => convnext::read(r),
+        _ => resnet::read(r),
+    }
+}
+
+/// A convolutional backbone's ops for one batch and image.
+pub fn build_net(
+    s: &crate::model::net::NetSpec,
+    ctx: crate::engine::ops::net::NetCtx,
+    image: crate::model::pixels::ImageSize,
+) -> crate::engine::ops::net::Net {
+    match s.kind {
+        crate::model::net::NetKind::Resnet { .. } => resnet::build(s, ctx, image),
+        crate::model::net::NetKind::Convnext { .. } => convnext::build(s, ctx, image),
+    }
+}
 
 /// Reads a `config.json` as `family` does.
 pub fn read_config(family: Family, c: &ConfigSource<'_>) -> Result<TransformerSpec, ConfigError> {

@@ -187,6 +187,21 @@ impl ModelSpec {
                     })
                     .collect()
             }
+            Architecture::Net(n) => {
+                // every tensor as the ops own it (the image does not change them)
+                let ctx = crate::engine::ops::net::NetCtx { batch: 1, elem: 2 };
+                let net = super::build_net(n, ctx, n.image);
+                net.param_tensors()
+                    .map(|elems| ParamGroup {
+                        rows: elems,
+                        cols: 1,
+                        count: 1,
+                        kind: ParamKind::Vector,
+                        scope: Scope::Block,
+                        tp_split: false,
+                    })
+                    .collect()
+            }
         }
     }
 

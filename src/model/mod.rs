@@ -8,6 +8,7 @@
 mod block_parts;
 pub mod config;
 pub mod generation;
+pub mod net;
 pub mod header_check;
 pub mod hf_config;
 pub mod image_tokens;
@@ -337,6 +338,9 @@ pub enum Architecture {
     Transformer(Box<TransformerSpec>),
     /// A layer table.
     Table(LayerTable),
+    /// A convolutional backbone read from its config (ResNet, ConvNeXt): its ops are built per
+    /// image and batch.
+    Net(Box<net::NetSpec>),
 }
 
 /// A named model.
@@ -557,7 +561,7 @@ impl ModelSpec {
     pub fn transformer(&self) -> Option<&TransformerSpec> {
         match &self.arch {
             Architecture::Transformer(t) => Some(t),
-            Architecture::Table(_) => None,
+            Architecture::Table(_) | Architecture::Net(_) => None,
         }
     }
 
@@ -565,6 +569,32 @@ impl ModelSpec {
     pub fn transformer_mut(&mut self) -> Option<&mut TransformerSpec> {
         match &mut self.arch {
             Architecture::Transformer(t) => Some(t),
+            Architecture::Table(_) | Architecture::Net(_) => None,
+        }
+    }
+
+    /// The convolutional backbone, if this is one.
+    pub fn net(&self) -> Option<&net::NetSpec> {
+        match &self.arch {
+            Architecture::Net(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// How the model takes an image, if it does: a vision transformer's patch grid, or a
+    /// convolutional network's input (its total stride as the grain, no tokens).
+    pub fn patches(&self) -> Option<pixels::Patches> {
+        match &self.arch {
+            Architecture::Transformer(t) => t.patches,
+            Architecture::Net(n) => Some(pixels::Patches {
+                patch: n.total_stride(),
+                image: n.image,
+                prefix: 0,
+                channels: n.channels,
+                interpolation: pixels::PositionInterpolation::Always,
+                mask_token: false,
+                conv: true,
+            }),
             Architecture::Table(_) => None,
         }
     }

@@ -36,6 +36,10 @@ pub struct Patches {
     /// but a forward without `bool_masked_pos` never uses it, so it gets no gradient.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mask_token: bool,
+    /// A convolutional network's input rather than a patch grid: `patch` is the network's total
+    /// stride (its last feature map's pixels), there are no tokens and no positions.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conv: bool,
 }
 
 impl Patches {
@@ -45,8 +49,12 @@ impl Patches {
         (image.height / p) * (image.width / p)
     }
 
-    /// Tokens of an image: its patches and the prefix tokens.
+    /// Tokens of an image: its patches and the prefix tokens (a convolutional network's
+    /// sample is one image: 1).
     pub fn tokens(&self, image: ImageSize) -> u64 {
+        if self.conv {
+            return 1;
+        }
         self.patches(image) + self.prefix
     }
 
@@ -57,6 +65,9 @@ impl Patches {
 
     /// Does `image` need the positions interpolated (a grid other than the config's)?
     pub fn interpolates(&self, image: ImageSize) -> bool {
+        if self.conv {
+            return false;
+        }
         let p = self.patch.max(1);
         (image.height / p, image.width / p) != (self.image.height / p, self.image.width / p)
     }
@@ -64,6 +75,9 @@ impl Patches {
     /// Why `image` cannot be fed to this model, if it cannot.
     pub fn check(&self, image: ImageSize) -> Result<(), String> {
         let p = self.patch;
+        if self.conv && (image.height < p || image.width < p) {
+            return Err(format!("image {image} has a side under the network's total stride ({p} pixels)"));
+        }
         if image.height < p || image.width < p {
             return Err(format!("image {image} is smaller than one {p}×{p} patch"));
         }
@@ -77,6 +91,13 @@ impl Patches {
     /// follow.
     pub fn describe(&self, image: ImageSize) -> String {
         let p = self.patch.max(1);
+        if self.conv {
+            return format!(
+                "{image}: the last stage's feature map is {}×{} (total stride {p})",
+                (image.height / p).max(1),
+                (image.width / p).max(1)
+            );
+        }
         let prefix = match self.prefix {
             0 => String::new(),
             1 => " + 1 class token".to_owned(),
@@ -162,6 +183,7 @@ mod tests {
         channels: 3,
         interpolation: PositionInterpolation::OnRequest,
         mask_token: false,
+        conv: false,
     };
 
     #[test]

@@ -191,9 +191,9 @@ static PRESETS: std::sync::LazyLock<Vec<Preset>> = std::sync::LazyLock::new(|| {
         }
     }
     for (name, hub, text) in BUILTIN_HF {
-        if let Ok(p) = hf_config::parse(&format!("presets/hf/{name}.json"), text) {
+        if let Ok(p) = hf_config::parse_model(&format!("presets/hf/{name}.json"), text) {
             let shown = hub.rsplit('/').next().unwrap_or(name).to_owned();
-            let model = ModelSpec { name: shown, arch: Architecture::Transformer(Box::new(p.spec)) };
+            let model = ModelSpec { name: shown, arch: p.arch };
             out.push((*name, *hub, model, p.dtype));
         }
     }
@@ -489,7 +489,7 @@ fn load_dir(dir: &Path) -> Result<Loaded, LoadError> {
 fn load_config(path: &Path, text: &str) -> Result<Loaded, LoadError> {
     let shown = path.display().to_string();
     let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let parsed = hf_config::parse(&shown, text)?;
+    let parsed = hf_config::parse_model(&shown, text)?;
     let model_name = path
         .parent()
         .and_then(|p| p.file_name())
@@ -499,7 +499,7 @@ fn load_config(path: &Path, text: &str) -> Result<Loaded, LoadError> {
     let mut facts = parsed.facts;
     facts.push(super::header_check::Fact::new("parameters", super::header_check::FROM_FAMILY));
     Ok(Loaded {
-        model: ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(parsed.spec)) },
+        model: ModelSpec { name: model_name, arch: parsed.arch },
         notes: parsed.notes,
         dtype: parsed.dtype,
         facts,

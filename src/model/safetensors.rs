@@ -155,10 +155,10 @@ pub fn load_model(path: &Path) -> Result<Loaded, SafetensorsError> {
     if cfg.exists() {
         let text = std::fs::read_to_string(&cfg)
             .map_err(|e| SafetensorsError::Io { path: cfg.display().to_string(), source: e })?;
-        match hf_config::parse(&cfg.display().to_string(), &text) {
-            Ok(hf_config::Parsed { spec, notes: cfg_notes, facts, .. }) => {
+        match hf_config::parse_model(&cfg.display().to_string(), &text) {
+            Ok(hf_config::ParsedModel { arch, notes: cfg_notes, facts, .. }) => {
                 notes.extend(cfg_notes);
-                let model = ModelSpec { name: model_name, arch: Architecture::Transformer(Box::new(spec)) };
+                let model = ModelSpec { name: model_name, arch };
                 let mut l = Loaded { model, notes, dtype: None, facts, header: None };
                 let config = serde_json::from_str(&super::config::python_json(&text)).ok();
                 super::header_check::reconcile(

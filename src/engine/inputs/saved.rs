@@ -34,11 +34,14 @@ pub enum Cat {
     CheckpointInputs,
     /// LoRA adapter intermediates (A outputs, adapter dropout).
     Adapters,
+    /// A convolutional network's feature maps: the images, convolution and BatchNorm inputs,
+    /// ReLU outputs, max-pool indices.
+    FeatureMaps,
 }
 
 impl Cat {
     /// Number of categories.
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 13;
 
     /// All categories in display order.
     pub const ALL: [Self; Self::COUNT] = [
@@ -54,6 +57,7 @@ impl Cat {
         Self::HeadLoss,
         Self::CheckpointInputs,
         Self::Adapters,
+        Self::FeatureMaps,
     ];
 
     /// Human-readable label.
@@ -71,6 +75,7 @@ impl Cat {
             Self::HeadLoss => "LM head and loss",
             Self::CheckpointInputs => "checkpoint inputs",
             Self::Adapters => "LoRA adapters",
+            Self::FeatureMaps => "feature maps",
         }
     }
 
@@ -91,6 +96,7 @@ impl Cat {
                 Self::HeadLoss => "LM head 与损失",
                 Self::CheckpointInputs => "检查点输入",
                 Self::Adapters => "LoRA 适配器",
+                Self::FeatureMaps => "特征图",
             },
         }
     }
@@ -110,6 +116,7 @@ impl Cat {
             Self::HeadLoss => "head_loss",
             Self::CheckpointInputs => "checkpoint_inputs",
             Self::Adapters => "adapters",
+            Self::FeatureMaps => "feature_maps",
         }
     }
 }

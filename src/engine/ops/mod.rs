@@ -24,6 +24,7 @@ mod linear;
 mod loss;
 mod mixers;
 mod moe;
+pub mod net;
 pub use moe::{MoeOp, Renorm, Routing};
 mod norms;
 mod pieces;

@@ -2,6 +2,7 @@
 //! a [`Graph`] and turns what the rules kept into the [`ActivationModel`] the estimator composes
 //! (checkpointing, pipeline stages, candidate moments of the peak).
 
+pub mod net;
 mod output;
 
 pub use output::{ActivationModel, HeadPieces, LayerMix, Pieces};

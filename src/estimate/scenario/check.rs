@@ -8,7 +8,7 @@ impl Scenario {
     /// positions), bf16, AdamW, SDPA, no checkpointing.
     pub fn new(model: ModelSpec) -> Self {
         let seq = match model.transformer() {
-            Some(t) if let Some(p) = t.patches => p.tokens(p.image),
+            _ if let Some(p) = model.patches() => p.tokens(p.image),
             Some(t) if t.max_position_embeddings > 0 => t.max_position_embeddings.min(512),
             _ => 512,
         };
@@ -78,7 +78,7 @@ impl Scenario {
                 self.seq, self.new_tokens, t.max_position_embeddings
             ));
         }
-        if let Some(p) = self.model.transformer().and_then(|t| t.patches) {
+        if let Some(p) = self.model.patches() {
             return self.check_image(p);
         }
         if let Some(rule) = self.image_rule() {
@@ -107,6 +107,9 @@ impl Scenario {
     fn check_image(&self, p: crate::model::pixels::Patches) -> Result<(), ScenarioError> {
         let image = self.image.unwrap_or(p.image);
         p.check(image).map_err(ScenarioError::Invalid)?;
+        if let Some(n) = self.model.net() {
+            return self.check_net(n);
+        }
         if self.seq != p.tokens(image) {
             return Err(ScenarioError::Invalid(format!(
                 "{} takes images: sequence length {} is not the {} tokens of a {image} image (set the image size, not the sequence)",
@@ -118,16 +121,48 @@ impl Scenario {
         Ok(())
     }
 
+    /// What a convolutional backbone's walk covers: one image a sample, pure precision,
+    /// no checkpointing (transformers' ResNet and ConvNeXt classes do not support it).
+    fn check_net(&self, n: &crate::model::net::NetSpec) -> Result<(), ScenarioError> {
+        let bad = |m: String| Err(ScenarioError::Invalid(m));
+        if self.seq != 1 {
+            return bad(format!(
+                "{} takes one image a sample: it has no sequence (set --image-size, not --seq)",
+                self.model.name
+            ));
+        }
+        if self.precision.is_amp() {
+            return bad(format!(
+                "{}: autocast (--precision {}) is not modelled for convolutional networks yet; use bf16, fp16 or fp32",
+                self.model.name, self.precision
+            ));
+        }
+        if self.mode == Mode::Train && self.checkpointing != Checkpointing::None {
+            return bad(format!(
+                "{}: transformers' {} classes do not support gradient checkpointing (supports_gradient_checkpointing is False)",
+                self.model.name,
+                n.family_id()
+            ));
+        }
+        if self.mode == Mode::Train && n.num_labels == 0 {
+            return bad(format!(
+                "{}: the bare backbone (…Model) has no loss to train with; its classifier is architectures [\"…ForImageClassification\"]",
+                self.model.name
+            ));
+        }
+        Ok(())
+    }
+
     /// The input image of a vision model: the one set, else the config's; `None` for text.
     pub fn image_size(&self) -> Option<crate::model::pixels::ImageSize> {
-        let p = self.model.transformer()?.patches?;
+        let p = self.model.patches()?;
         Some(self.image.unwrap_or(p.image))
     }
 
     /// Feeds a vision model `image`: the sequence becomes its tokens. A text model is left as
     /// it is (and says so).
     pub fn set_image(&mut self, image: crate::model::pixels::ImageSize) -> Result<(), ScenarioError> {
-        let Some(p) = self.model.transformer().and_then(|t| t.patches) else {
+        let Some(p) = self.model.patches() else {
             return Err(ScenarioError::Invalid(no_image_input(&self.model)));
         };
         p.check(image).map_err(ScenarioError::Invalid)?;
@@ -158,7 +193,7 @@ impl Scenario {
                 return bad(format!("LoRA dropout {} is outside [0, 1)", l.dropout));
             }
             let Some(t) = self.model.transformer() else {
-                return bad("LoRA needs a transformer model (layer tables have no named projections)".into());
+                return bad("LoRA needs a transformer model (convolutional networks and layer tables have no named projections)".into());
             };
             if !self.model.param_groups().iter().any(|g| crate::estimate::states::adapted(&l, t, g.kind)) {
                 return bad(format!(

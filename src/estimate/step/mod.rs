@@ -18,6 +18,7 @@ use super::{Checkpointing, Mode, Moment, Phase, Recompute, Scenario, Snapshot, b
 use crate::i18n::Lang;
 use train::train;
 
+pub(crate) mod net;
 mod train;
 
 /// What an event is.
@@ -256,6 +257,8 @@ pub(crate) struct Parts<'a> {
     pub kv_cache: u64,
     /// HF `generate`'s terms (inference with new tokens).
     pub generate: Option<super::generate::Terms>,
+    /// A convolutional backbone's ops and their walk (its step runs op by op).
+    pub net: Option<&'a net::NetParts>,
 }
 
 fn ev(
@@ -281,6 +284,9 @@ fn ev(
 
 /// Replays the step into `sink`.
 pub(crate) fn walk(p: &Parts, sink: &mut impl Sink) {
+    if let Some(n) = p.net {
+        return net::walk(p, n, sink);
+    }
     if p.sc.mode == Mode::Train { train(p, sink) } else { infer(p, sink) }
 }
 

@@ -304,7 +304,7 @@ fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
     let r = rail.union(typed);
     mark(r.changed(), "batch", knob);
     let spec = s.model_spec().ok();
-    if let Some(p) = spec.as_ref().and_then(|m| m.transformer().and_then(|t| t.patches)) {
+    if let Some(p) = spec.as_ref().and_then(|m| m.patches()) {
         image(ui, s, p, knob);
         return;
     }

@@ -9,6 +9,16 @@ pub(super) fn class_defaults(model_type: &str) -> &'static str {
         return d;
     }
     match model_type {
+        // the convolutional backbones (their families read a NetSpec, not a TransformerSpec)
+        "resnet" => {
+            r#"{"num_channels":3,"embedding_size":64,"hidden_sizes":[256,512,1024,2048],"depths":[3,4,6,3],
+            "layer_type":"bottleneck","hidden_act":"relu","downsample_in_first_stage":false,
+            "downsample_in_bottleneck":false,"num_labels":2}"#
+        }
+        "convnext" => {
+            r#"{"num_channels":3,"patch_size":4,"num_stages":4,"hidden_sizes":[96,192,384,768],"depths":[3,3,9,3],
+            "hidden_act":"gelu","layer_scale_init_value":1e-6,"drop_path_rate":0.0,"image_size":224,"num_labels":2}"#
+        }
         "llama4_vision_model" => {
             r#"{"hidden_size":768,"intermediate_size":5632,"num_hidden_layers":34,"num_channels":3,
             "image_size":448,"patch_size":14,"projector_input_dim":4096,"projector_output_dim":4096,

@@ -38,30 +38,84 @@ mod extras;
 use defaults::class_defaults;
 use extras::{encoder_decoder_params, quantization, vision};
 
+/// A parsed config of any architecture: a transformer ([`Parsed`]) or a convolutional backbone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParsedModel {
+    /// The architecture.
+    pub arch: super::Architecture,
+    /// Assumptions made while reading.
+    pub notes: Vec<String>,
+    /// `torch_dtype` / `dtype` as written.
+    pub dtype: Option<String>,
+    /// Every key read and where its value came from.
+    pub facts: Vec<super::header_check::Fact>,
+}
+
+/// Parses the text of a `config.json` into whichever architecture it describes: a
+/// convolutional backbone (`resnet`, `convnext`) or a transformer ([`parse`]).
+pub fn parse_model(path: &str, text: &str) -> Result<ParsedModel, ConfigError> {
+    let value = json(path, text)?;
+    let obj = value.as_object().ok_or_else(|| ConfigError::NotObject { path: path.to_owned() })?;
+    let model_type = model_type(path, obj)?;
+    if !crate::families::is_net_type(&model_type) {
+        let p = parse(path, text)?;
+        let arch = super::Architecture::Transformer(Box::new(p.spec));
+        return Ok(ParsedModel { arch, notes: p.notes, dtype: p.dtype, facts: p.facts });
+    }
+    let r = Reader::new(path, obj, &model_type, "", class_defaults(&model_type));
+    let spec = crate::families::read_net(&r)?;
+    let dtype = ["torch_dtype", "dtype"].iter().find_map(|k| obj.get(*k).and_then(Value::as_str)).map(str::to_owned);
+    let arch = obj.get("architectures").and_then(|a| a.get(0)).and_then(Value::as_str);
+    let mut notes = Vec::new();
+    if arch.is_none() {
+        notes.push(format!(
+            "no \"architectures\" in {path}: assuming {}ForImageClassification with {} labels",
+            if model_type == "resnet" { "ResNet" } else { "ConvNext" },
+            spec.num_labels
+        ));
+    }
+    let empty = Reader::new(path, obj, &model_type, "", "{}");
+    let facts = facts(&empty, &r, arch.is_some(), dtype.is_some());
+    Ok(ParsedModel { arch: super::Architecture::Net(Box::new(spec)), notes, dtype, facts })
+}
+
+fn json(path: &str, text: &str) -> Result<Value, ConfigError> {
+    serde_json::from_str(&crate::model::config::python_json(text)).map_err(|e| ConfigError::Json {
+        path: path.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        msg: e.to_string(),
+    })
+}
+
+fn model_type(path: &str, obj: &Map<String, Value>) -> Result<String, ConfigError> {
+    match obj.get("model_type") {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(ConfigError::Invalid {
+            path: path.to_owned(),
+            key: "model_type".into(),
+            msg: format!("expected a string, found {other}"),
+        }),
+        None => Err(ConfigError::Invalid {
+            path: path.to_owned(),
+            key: "model_type".into(),
+            msg: "missing: a transformers config.json names its architecture (\"llama\", \"qwen3\", …)".into(),
+        }),
+    }
+}
+
 /// Parses the text of a `config.json`. `path` is used in messages only.
 pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
-    let value: Value = serde_json::from_str(&crate::model::config::python_json(text)).map_err(|e| {
-        ConfigError::Json { path: path.to_owned(), line: e.line(), column: e.column(), msg: e.to_string() }
-    })?;
+    let value = json(path, text)?;
     let obj = value.as_object().ok_or_else(|| ConfigError::NotObject { path: path.to_owned() })?;
-    let model_type = match obj.get("model_type") {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => {
-            return Err(ConfigError::Invalid {
-                path: path.to_owned(),
-                key: "model_type".into(),
-                msg: format!("expected a string, found {other}"),
-            });
-        }
-        None => {
-            return Err(ConfigError::Invalid {
-                path: path.to_owned(),
-                key: "model_type".into(),
-                msg: "missing: a transformers config.json names its architecture (\"llama\", \"qwen3\", …)"
-                    .into(),
-            });
-        }
-    };
+    let model_type = model_type(path, obj)?;
+    if crate::families::is_net_type(&model_type) {
+        return Err(ConfigError::Invalid {
+            path: path.to_owned(),
+            key: "model_type".into(),
+            msg: format!("\"{model_type}\" is a convolutional network, not a transformer"),
+        });
+    }
     let top = Reader::new(path, obj, &model_type, "", class_defaults(&model_type));
     let arch = match obj.get("architectures") {
         Some(Value::Array(a)) => a.first().and_then(Value::as_str).map(str::to_owned),

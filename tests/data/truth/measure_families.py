@@ -682,6 +682,25 @@ FAMILY_SPECS.update({
                           index_head_dim=32, index_topk=64, max_position_embeddings=2048,
                           pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "deepseek_v32-4l": (CONFIG_MAPPING["deepseek_v32"], dict(architectures=["DeepseekV32ForCausalLM"], num_hidden_layers=4)),
+    # convolutional backbones (group W, #40): ResNet (bottleneck / basic, stride in the 1x1 or the 3x3)
+    # and ConvNeXt, the HF classes' own code, classification heads
+    "resnet_tiny": (CONFIG_MAPPING["resnet"], dict(architectures=["ResNetForImageClassification"], embedding_size=16,
+                    hidden_sizes=[32, 64, 128, 256], depths=[2, 1, 2, 1], layer_type="bottleneck", num_labels=10)),
+    "resnet_tiny_basic": (CONFIG_MAPPING["resnet"], dict(architectures=["ResNetForImageClassification"], embedding_size=16,
+                          hidden_sizes=[16, 32, 64, 128], depths=[2, 2, 1, 1], layer_type="basic", num_labels=10,
+                          downsample_in_first_stage=True)),
+    "resnet_tiny_v1": (CONFIG_MAPPING["resnet"], dict(architectures=["ResNetForImageClassification"], embedding_size=16,
+                       hidden_sizes=[32, 64, 128, 256], depths=[1, 2, 1, 1], layer_type="bottleneck", num_labels=10,
+                       downsample_in_bottleneck=True)),
+    "resnet-50": (CONFIG_MAPPING["resnet"], dict(architectures=["ResNetForImageClassification"], embedding_size=64,
+                  hidden_sizes=[256, 512, 1024, 2048], depths=[3, 4, 6, 3], layer_type="bottleneck", num_labels=1000)),
+    "convnext_tiny": (CONFIG_MAPPING["convnext"], dict(architectures=["ConvNextForImageClassification"],
+                      hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 2, 1], num_labels=10)),
+    "convnext_tiny_noscale": (CONFIG_MAPPING["convnext"], dict(architectures=["ConvNextForImageClassification"],
+                              hidden_sizes=[16, 32, 64, 128], depths=[1, 2, 1, 1], num_labels=10,
+                              layer_scale_init_value=0.0, hidden_act="relu")),
+    "convnext-base-224": (CONFIG_MAPPING["convnext"], dict(architectures=["ConvNextForImageClassification"],
+                          hidden_sizes=[128, 256, 512, 1024], depths=[3, 3, 27, 3], num_labels=1000)),
 })
 # ---- vision-language models (group Q, issue #40): AutoModelForImageTextToText ----
 _QVL_TEXT = dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
@@ -1203,6 +1222,25 @@ def cases_U():
     return out
 
 
+def cases_W():
+    """Convolutional backbones (#40): ResNet (bottleneck, basic, stride in the 1x1) and ConvNeXt (with and
+    without layer scale) at two image sizes (one that no stride divides), ResNet-50 and ConvNeXt-B at
+    class widths (cuda-emu-fake). No attention: `attn` is eager."""
+    be = "cuda-emu-fake"
+    out = []
+    for t in ["resnet_tiny", "resnet_tiny_basic", "resnet_tiny_v1", "convnext_tiny", "convnext_tiny_noscale"]:
+        for i in (64, 100):
+            out += [C(f"{t}-bf16-b2i{i}", t, 2, i, "bfloat16", "eager", backend=be),
+                    C(f"{t}-fp32-b2i{i}", t, 2, i, "float32", "eager", backend=be),
+                    C(f"{t}-bf16-b2i{i}-infer", t, 2, i, "bfloat16", "eager", mode="infer", backend=be)]
+    for t in ["resnet-50", "convnext-base-224"]:
+        out += [C(f"{t}-bf16-b32i224", t, 32, 224, "bfloat16", "eager", backend=be),
+                C(f"{t}-fp32-b16i224", t, 16, 224, "float32", "eager", backend=be),
+                C(f"{t}-bf16-b8i384", t, 8, 384, "bfloat16", "eager", backend=be),
+                C(f"{t}-bf16-b32i224-infer", t, 32, 224, "bfloat16", "eager", mode="infer", backend=be)]
+    return out
+
+
 def cases_Q():
     """Vision-language models (#40), AutoModelForImageTextToText: tiny Qwen2.5-VL (window attention in
     the tower, mrope), Qwen3-VL (deepstack features added to the first decoder layers) and LLaVA (CLIP
@@ -1557,6 +1595,8 @@ def no_trunc_normal_init():
 
 ENCODERS = ("bert", "roberta", "xlm-roberta", "modernbert", "deberta-v2")
 VISION = ("vit", "dinov2", "siglip")
+CNNS = ("resnet", "convnext")
+VISION = VISION + CNNS
 
 
 def is_classifier(cfg):
@@ -1565,9 +1605,37 @@ def is_classifier(cfg):
 
 def build(case, cfg):
     if case["backend"] != "cpu-real":
-        with no_trunc_normal_init():
+        with no_trunc_normal_init(), real_linspace():
             return _build(case, cfg)
     return _build(case, cfg)
+
+
+@contextlib.contextmanager
+def real_linspace():
+    """ConvNeXt's `__init__` turns `torch.linspace(...)` into Python floats (its drop-path rates):
+    under fake tensors that is data dependent, so the schedule is computed as a real tensor."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    orig = torch.linspace
+
+    class Floats(list):  # what `.split(depths)` and `.tolist()` give, computed for real
+        def split(self, sizes):
+            out, i = [], 0
+            for n in sizes:
+                out.append(Floats(self[i:i + n]))
+                i += n
+            return out
+
+        def tolist(self):
+            return list(self)
+
+    def lin(*a, **k):
+        with unset_fake_temporarily():
+            return Floats(orig(*a, **k).tolist())
+    torch.linspace = lin
+    try:
+        yield
+    finally:
+        torch.linspace = orig
 
 
 def _build(case, cfg):
@@ -1613,16 +1681,17 @@ def run_case(case):
     tcfg = cfg.get_text_config()
     is_vit = cfg.model_type in VISION
     vocab = None if is_vit else tcfg.vocab_size
-    L = tcfg.num_hidden_layers
+    L = getattr(tcfg, "num_hidden_layers", None) or sum(getattr(tcfg, "depths", None) or [0])
     out = dict(case=case["case"], config_file=f"configs/{case['config']}.json", batch=b, seq=s,
                dtype=case["dtype"], attn=case["attn"], mode=case["mode"], grad_ckpt=case["grad_ckpt"],
                backend=backend)
     vis = getattr(cfg, "vision_config", None) or cfg  # SigLIP's numbers sit in its vision_config
     if is_vit:  # "seq" is the image side; tokens = (image/patch)^2 (+ 1 CLS but SigLIP's)
         out["image_size"] = s
-        out["patch_size"] = vis.patch_size
         out["num_labels"] = cfg.num_labels
-        out["vit_tokens"] = (s // vis.patch_size) ** 2 + (0 if cfg.model_type == "siglip" else 1)
+        if cfg.model_type not in CNNS:
+            out["patch_size"] = vis.patch_size
+            out["vit_tokens"] = (s // vis.patch_size) ** 2 + (0 if cfg.model_type == "siglip" else 1)
     # ViT refuses another size unless asked to interpolate its positions (DINOv2 always does)
     interp = (dict(interpolate_pos_encoding=True)
               if cfg.model_type in ("vit", "siglip") and s != vis.image_size else {})
@@ -1954,7 +2023,7 @@ def run_case_vlm(case):
     dtype = getattr(torch, case["dtype"])
     b = case["batch"]
     tcfg = cfg.get_text_config()
-    L = tcfg.num_hidden_layers
+    L = getattr(tcfg, "num_hidden_layers", None) or sum(getattr(tcfg, "depths", None) or [0])
     torch.manual_seed(0)
     kw_real, labels, pixel_shape, info = vlm_inputs(cfg, case)
     out = dict(case=case["case"], config_file=f"configs/{case['config']}.json", batch=b, seq=info["seq"],
@@ -2195,7 +2264,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "Q", "S", "K", "R", "I", "U", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "Q", "S", "K", "R", "I", "U", "W", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -2219,6 +2288,7 @@ def main():
     cases += cases_I() if args.group == "I" else []
     cases += cases_Q() if args.group == "Q" else []
     cases += cases_U() if args.group == "U" else []
+    cases += cases_W() if args.group == "W" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     write_configs({c["config"] for c in cases})
