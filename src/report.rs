@@ -592,7 +592,8 @@ pub fn shape_text(sc: &Scenario) -> String {
 fn text_header(s: &mut String, sc: &Scenario, e: &Estimate) {
     let what = sc.mode_label();
     // a convolutional network has no attention to name
-    let attention = if sc.model.net().is_some() { String::new() } else { format!(", attention {}", sc.attention.name()) };
+    let attention =
+        if sc.model.net().is_some() { String::new() } else { format!(", attention {}", sc.attention.name()) };
     *s += &match sc.mode {
         Mode::Train => format!(
             "{} — {} params ({}), {what}, batch {} x {}, {}, {}{attention}, checkpoint {}\n",

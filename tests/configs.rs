@@ -197,6 +197,9 @@ fn presets_match_their_published_parameter_counts() {
         // and the masked-LM head's transform
         ("deberta-v3-base", 0.1846),
         ("deberta-v3-large", 0.4352),
+        // convolutional backbones (#40): ResNet-50's 25.6 M, ConvNeXt-B's 89 M
+        ("resnet-50", 0.02556),
+        ("convnext-base-224", 0.0886),
     ];
     // published as a round figure: the card's "8B" and "1T" (rounded to the name's digit)
     let round =

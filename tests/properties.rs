@@ -50,7 +50,7 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
                 Some(t) if t.max_position_embeddings > 0 => seq.min(t.max_position_embeddings),
                 _ => seq,
             };
-            if let Some(p) = sc.model.transformer().and_then(|t| t.patches) {
+            if let Some(p) = sc.model.patches() {
                 // a vision model's sequence is its image's tokens: the number drawn is the side
                 let side = vramscope::model::pixels::ImageSize::square(seq.clamp(p.patch, 1024));
                 sc.set_image(side).expect("an image the model takes");
@@ -83,7 +83,10 @@ proptest! {
                     || err.to_string().contains("match no nn.Linear")
                     || sc.mode == Mode::Train && sc.precision.is_quantized()
                     || sc.base_quant != BaseQuant::None && sc.precision.is_quantized()
-                    || sc.lora.is_some() && sc.model.transformer().is_none());
+                    || sc.lora.is_some() && sc.model.transformer().is_none()
+                    // a convolutional network: autocast and checkpointing are not modelled
+                    || sc.model.net().is_some()
+                        && (sc.precision.is_amp() || sc.mode == Mode::Train && sc.checkpointing != Checkpointing::None));
             }
             Ok(e) => {
                 prop_assert_eq!(e.activation_breakdown.total(), e.activations);

@@ -28,6 +28,13 @@ pub fn moment_in(what: &str, lang: Lang) -> Cow<'_, str> {
         "forward" => "前向",
         "final norm, LM head and loss" => "最终归一化、LM head 与损失",
         "end of forward (autocast weight cache)" => "前向结束（autocast 权重缓存）",
+        // a convolutional network, op by op
+        "forward: the op holding the most (its output and the tensors later ops read)" => {
+            "前向：占用最多的算子（其输出及后续算子要读取的张量）"
+        }
+        "end of forward" => "前向结束",
+        "backward of the op holding the most" => "占用最多的算子的反向",
+        "forward (no grad)" => "前向（无梯度）",
         // training: backward
         "loss backward (compiled cross-entropy)" => "损失反向（编译的交叉熵）",
         "loss and log-softmax backward" => "损失与 log-softmax 反向",
@@ -161,7 +168,7 @@ mod tests {
             s.attention = attention;
             out.push(s);
         }
-        // a layer table (the whole model as one forward and backward)
+        // a convolutional network (its ops one by one)
         for mode in [Mode::Train, Mode::Infer] {
             let mut s = Scenario::new(builtin("resnet-50").expect("preset"));
             s.mode = mode;

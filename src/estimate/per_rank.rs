@@ -172,7 +172,8 @@ fn rank_states(sc: &Scenario, stage: &Stage, groups: &[crate::model::ParamGroup]
 
 /// A convolutional backbone's ops for the scenario's batch, dtype and image, and their walk.
 fn net_parts(sc: &Scenario, n: &crate::model::net::NetSpec) -> step::net::NetParts {
-    let ctx = crate::engine::ops::net::NetCtx { batch: sc.batch, elem: sc.precision.compute_dtype().bytes(1) };
+    let ctx =
+        crate::engine::ops::net::NetCtx { batch: sc.batch, elem: sc.precision.compute_dtype().bytes(1) };
     let net = crate::families::build_net(n, ctx, sc.image.unwrap_or(n.image));
     let run = crate::engine::walk::net::run(&net);
     step::net::NetParts { net, run }

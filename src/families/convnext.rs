@@ -9,8 +9,8 @@
 
 use crate::engine::inputs::saved::Cat;
 use crate::engine::ops::net::{Conv, Fm, Net, NetCtx, Rows};
+use crate::model::config::ConfigError;
 use crate::model::config::Reader;
-use crate::model::hf_config::ConfigError;
 use crate::model::net::{NetAct, NetKind, NetSpec};
 use crate::model::pixels::ImageSize;
 
@@ -88,7 +88,9 @@ pub fn read(r: &Reader<'_>) -> Result<NetSpec, ConfigError> {
     if let Some(n) = r.opt_u64("num_stages")?
         && n != hidden_sizes.len() as u64
     {
-        return Err(r.invalid("num_stages", format!("{n}, but hidden_sizes lists {} stages", hidden_sizes.len())));
+        return Err(
+            r.invalid("num_stages", format!("{n}, but hidden_sizes lists {} stages", hidden_sizes.len()))
+        );
     }
     let side = r.u64_or("image_size", 224)?;
     Ok(NetSpec {
@@ -110,10 +112,9 @@ pub fn read(r: &Reader<'_>) -> Result<NetSpec, ConfigError> {
 /// The stages' widths and depths: as many of each, none zero.
 pub(super) fn check_stages(r: &Reader<'_>, widths: &[u64], depths: &[u64]) -> Result<(), ConfigError> {
     if widths.is_empty() || widths.len() != depths.len() {
-        return Err(r.invalid(
-            "depths",
-            format!("{} stages, but hidden_sizes lists {}", depths.len(), widths.len()),
-        ));
+        return Err(
+            r.invalid("depths", format!("{} stages, but hidden_sizes lists {}", depths.len(), widths.len()))
+        );
     }
     if let Some(i) = widths.iter().position(|&w| w == 0 || w > 1 << 20) {
         return Err(r.invalid("hidden_sizes", format!("stage {i}'s width {} is not usable", widths[i])));
@@ -142,6 +143,9 @@ pub(super) fn act(r: &Reader<'_>, default: &str) -> Result<NetAct, ConfigError> 
     match r.str("hidden_act").unwrap_or(default) {
         "relu" => Ok(NetAct::Relu),
         "gelu" => Ok(NetAct::Gelu),
-        other => Err(r.invalid("hidden_act", format!("\"{other}\" is not modelled for convolutional nets (relu, gelu)"))),
+        other => Err(r.invalid(
+            "hidden_act",
+            format!("\"{other}\" is not modelled for convolutional nets (relu, gelu)"),
+        )),
     }
 }

@@ -7,8 +7,8 @@
 
 use crate::engine::inputs::saved::Cat;
 use crate::engine::ops::net::{Conv, Fm, Net, NetCtx};
+use crate::model::config::ConfigError;
 use crate::model::config::Reader;
-use crate::model::hf_config::ConfigError;
 use crate::model::net::{NetAct, NetKind, NetSpec};
 use crate::model::pixels::ImageSize;
 
@@ -76,7 +76,8 @@ fn block(net: &mut Net, m: &str, x: Fm, (out, stride): (u64, u64), l: &Layout, a
 
 /// The network for `ctx` and `image`.
 pub fn build(s: &NetSpec, ctx: NetCtx, image: ImageSize) -> Net {
-    let NetKind::Resnet { embedding_size, bottleneck, downsample_first_stage, downsample_in_bottleneck } = s.kind
+    let NetKind::Resnet { embedding_size, bottleneck, downsample_first_stage, downsample_in_bottleneck } =
+        s.kind
     else {
         return Net::new(ctx);
     };
@@ -112,7 +113,10 @@ pub fn read(r: &Reader<'_>) -> Result<NetSpec, ConfigError> {
         "bottleneck" => true,
         "basic" => false,
         other => {
-            return Err(r.invalid("layer_type", format!("\"{other}\": ResNet's layers are \"basic\" or \"bottleneck\"")));
+            return Err(r.invalid(
+                "layer_type",
+                format!("\"{other}\": ResNet's layers are \"basic\" or \"bottleneck\""),
+            ));
         }
     };
     let hidden_sizes = r.u64_list("hidden_sizes")?.unwrap_or_else(|| vec![256, 512, 1024, 2048]);

@@ -8,10 +8,10 @@
 mod block_parts;
 pub mod config;
 pub mod generation;
-pub mod net;
 pub mod header_check;
 pub mod hf_config;
 pub mod image_tokens;
+pub mod net;
 pub mod pixels;
 pub mod preset;
 pub mod quant;

@@ -41,7 +41,6 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("mistral-7b", include_str!("../../presets/mistral-7b.ron")),
     ("mixtral-8x7b", include_str!("../../presets/mixtral-8x7b.ron")),
     ("qwen2.5-7b", include_str!("../../presets/qwen2.5-7b.ron")),
-    ("resnet-50", include_str!("../../presets/resnet-50.ron")),
 ];
 
 /// Built-in presets kept as the model's own `config.json` (read by [`hf_config`]): (file stem,
@@ -104,6 +103,12 @@ pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
     ("llava-1.5-7b", "llava-hf/llava-1.5-7b-hf", include_str!("../../presets/hf/llava-1.5-7b.json")),
     ("modernbert-base", "answerdotai/ModernBERT-base", include_str!("../../presets/hf/modernbert-base.json")),
     ("deberta-v3-base", "microsoft/deberta-v3-base", include_str!("../../presets/hf/deberta-v3-base.json")),
+    ("resnet-50", "microsoft/resnet-50", include_str!("../../presets/hf/resnet-50.json")),
+    (
+        "convnext-base-224",
+        "facebook/convnext-base-224",
+        include_str!("../../presets/hf/convnext-base-224.json"),
+    ),
     (
         "deberta-v3-large",
         "microsoft/deberta-v3-large",
@@ -176,7 +181,6 @@ pub const HUB_IDS: &[(&str, &str)] = &[
     ("mistral-7b", "mistralai/Mistral-7B-v0.1"),
     ("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1"),
     ("qwen2.5-7b", "Qwen/Qwen2.5-7B"),
-    ("resnet-50", "microsoft/resnet-50"),
 ];
 
 /// Every built-in preset, parsed once: (name, Hub id, model, checkpoint dtype).

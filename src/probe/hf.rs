@@ -13,6 +13,12 @@ fn refuse(msg: impl Into<String>) -> ProbeError {
 /// The HF config dict (`model_type`, `architectures` and the architecture numbers).
 pub fn config_from_spec(model: &ModelSpec, seq: u64) -> Result<Value, ProbeError> {
     let Some(t) = model.transformer() else {
+        if model.net().is_some() {
+            return Err(refuse(format!(
+                "{}: a convolutional network is not probed yet; probe a transformer (preset, config.json or .ron)",
+                model.name
+            )));
+        }
         return Err(refuse(format!(
             "{}: a layer table has no HF config to build the model from; probe a transformer (preset, config.json or .ron)",
             model.name
@@ -214,7 +220,7 @@ mod tests {
     #[test]
     fn probe_refuses_what_it_cannot_express() {
         let e = cfg("resnet-50").unwrap_err().to_string();
-        assert!(e.contains("layer table"), "{e}");
+        assert!(e.contains("convolutional network"), "{e}");
         let e = cfg("gpt3-175b-megatron").unwrap_err().to_string();
         assert!(e.contains("Megatron"), "{e}");
     }

@@ -183,7 +183,13 @@ fn auto_class(family: Family, head: Head) -> (&'static str, &'static str) {
 
 /// What the script runs: the PyTorch / transformers reading of the scenario.
 fn run_spec(sc: &Scenario, opts: &Options) -> Result<Value, ProbeError> {
-    let t = sc.model.transformer().ok_or_else(|| refuse("a layer table cannot be probed"))?;
+    let t = sc.model.transformer().ok_or_else(|| {
+        refuse(if sc.model.net().is_some() {
+            "a convolutional network is not probed yet (probe builds transformers)"
+        } else {
+            "a layer table cannot be probed"
+        })
+    })?;
     let (auto, input) = auto_class(t.family, t.head);
     let dtype = |d: crate::units::DType| match d {
         crate::units::DType::F32 => "float32",

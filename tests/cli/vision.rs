@@ -95,5 +95,45 @@ fn reports_and_probes_reproduce_the_image() {
     let py = std::fs::read_to_string(&script).unwrap();
     assert!(py.contains("--image-size 448x448") && !py.contains("--seq 1025"), "the probe's command line");
     std::fs::remove_dir_all(&dir).ok();
-    assert_usage_error(&["estimate", "--model", "resnet-50", "--image-size", "384"], "layer table");
+    // a text model takes no image
+    assert_usage_error(&["estimate", "--model", "gpt2", "--image-size", "384"], "reads text");
+}
+
+/// A convolutional backbone answers by image size: its feature maps grow with the pixels, the
+/// JSON names the family as validated, and what it cannot run is refused by name.
+#[test]
+fn a_convolutional_network_answers_by_image_size() {
+    let at = |side: &str| {
+        json(&[
+            "estimate",
+            "--model",
+            "resnet-50",
+            "--image-size",
+            side,
+            "--batch",
+            "32",
+            "--precision",
+            "bf16",
+            "--json",
+        ])
+    };
+    let (a, b) = (at("224"), at("448"));
+    assert_eq!(a["model"]["family"], "resnet");
+    assert_eq!(a["model"]["validated"], true);
+    assert_eq!(a["scenario"]["image"]["height"], 224);
+    let acts = |j: &serde_json::Value| j["bytes"]["activations"].as_u64().unwrap();
+    // ResNet-50 keeps 1,400,412,674 bytes at b32 bf16 224 (reference_W: measured, exact); four
+    // times the pixels, four times the feature maps
+    assert_eq!(acts(&a), 1_400_412_674);
+    let r = acts(&b) as f64 / acts(&a) as f64;
+    assert!((3.9..4.1).contains(&r), "{r}");
+    assert!(a["activations_by_kind"]["feature_maps"].as_u64().unwrap() > acts(&a) / 2);
+    assert_usage_error(
+        &["estimate", "--model", "resnet-50", "--checkpoint", "full"],
+        "gradient checkpointing",
+    );
+    assert_usage_error(&["estimate", "--model", "resnet-50", "--precision", "bf16-amp"], "autocast");
+    assert_usage_error(&["estimate", "--model", "resnet-50", "--seq", "100"], "no sequence");
+    assert_usage_error(&["estimate", "--model", "convnext-base-224", "--image-size", "16"], "total stride");
+    assert_usage_error(&["estimate", "--model", "resnet-50", "--lora", "8"], "convolutional");
 }

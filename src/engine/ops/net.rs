@@ -157,8 +157,24 @@ impl Net {
         self.tensor(c.batch * elems * c.elem, true, cat)
     }
 
-    fn push(&mut self, op: &'static str, module: &str, inputs: Vec<T>, output: T, saved: Vec<T>, params: Vec<u64>) {
-        self.nodes.push(NetNode { op, module: module.to_owned(), inputs, output, saved, params, buffers: Vec::new() });
+    fn push(
+        &mut self,
+        op: &'static str,
+        module: &str,
+        inputs: Vec<T>,
+        output: T,
+        saved: Vec<T>,
+        params: Vec<u64>,
+    ) {
+        self.nodes.push(NetNode {
+            op,
+            module: module.to_owned(),
+            inputs,
+            output,
+            saved,
+            params,
+            buffers: Vec::new(),
+        });
     }
 
     /// The batch's images `(b, c, h, w)` in the model's dtype, held by the caller (no grad).

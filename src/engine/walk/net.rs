@@ -132,7 +132,12 @@ fn forward(net: &Net, last_read: &[Option<usize>], saved_by: &[Option<usize>], t
         for &t in &node.saved {
             let r = net.storage(t).0 as usize;
             let x = &net.tensors[r];
-            if x.alias_of.is_none() && r != o && !x.external && last_read[r].is_none() && (train || !x.train_only) {
+            if x.alias_of.is_none()
+                && r != o
+                && !x.external
+                && last_read[r].is_none()
+                && (train || !x.train_only)
+            {
                 side += x.alloc();
             }
         }
@@ -234,8 +239,8 @@ mod tests {
         let r = run(&net);
         let fm = 2 * 4 * 8 * 8 * 2;
         // images, conv output (BN's input), relu output, pooled (the linear's input), log-probs,
-        // BN's two fp32 statistics, labels and nll's total weight
-        let expect = 2 * 3 * 64 * 2 + fm + fm + 2 * 4 * 2 + 2 * 10 * 2 + 2 * 4 * 4 + 2 * 8 + 2;
+        // BN's two statistics (the input's dtype), labels and nll's total weight
+        let expect = 2 * 3 * 64 * 2 + fm + fm + 2 * 4 * 2 + 2 * 10 * 2 + 2 * 4 * 2 + 2 * 8 + 2;
         assert_eq!(r.saved.total(), expect);
         // the backward runs every op but the pixels' (which need no gradient) in reverse
         let order: Vec<&str> = r.backward.iter().map(|b| net.nodes[b.node].op).collect();

@@ -17,7 +17,8 @@ pub(crate) struct NetParts {
 /// The step's events into `sink`.
 pub(super) fn walk(p: &Parts, n: &NetParts, sink: &mut impl Sink) {
     if p.sc.mode == Mode::Infer {
-        let alive = Snapshot { parameters: p.st.param_alloc, temporaries: n.run.infer_peak, ..Snapshot::default() };
+        let alive =
+            Snapshot { parameters: p.st.param_alloc, temporaries: n.run.infer_peak, ..Snapshot::default() };
         sink.push(ev(Phase::Forward, None, "forward (no grad)", Pass::Step, true, alive));
         return;
     }
@@ -99,9 +100,15 @@ fn backward(
 }
 
 /// The end of backward, the optimizer step and `zero_grad`, the images and labels still held.
-fn finish(p: &Parts, sink: &mut impl Sink, (base, grads, held): (Snapshot, u64, u64), with: &impl Fn(u64, u64, u64) -> Snapshot) {
+fn finish(
+    p: &Parts,
+    sink: &mut impl Sink,
+    (base, grads, held): (Snapshot, u64, u64),
+    with: &impl Fn(u64, u64, u64) -> Snapshot,
+) {
     let st = &p.st;
-    let all = if p.sc.stack.grads_persist() { base.gradients } else { (base.gradients + st.grad_alloc).max(grads) };
+    let all =
+        if p.sc.stack.grads_persist() { base.gradients } else { (base.gradients + st.grad_alloc).max(grads) };
     sink.push(ev(Phase::Backward, None, "end of backward", Pass::Step, false, with(held, all, 0)));
     let step = Phase::OptimizerStep;
     if p.sc.stack.optimizer_in_backward {
@@ -109,6 +116,11 @@ fn finish(p: &Parts, sink: &mut impl Sink, (base, grads, held): (Snapshot, u64, 
         return;
     }
     sink.push(ev(step, None, "optimizer step", Pass::Step, true, with(held, all, st.optimizer_step_temp)));
-    let left = if p.sc.stack.keep_grads { all } else { all - st.grad_alloc.min(all) };
-    sink.push(ev(step, None, "zero_grad", Pass::Step, false, with(held, left, 0)));
+    if p.sc.stack.keep_grads {
+        let what = "zero_grad (set_to_none=False: zeroed in place, kept)";
+        sink.push(ev(step, None, what, Pass::Step, false, with(held, all, 0)));
+    } else {
+        let left = all - st.grad_alloc.min(all);
+        sink.push(ev(step, None, "zero_grad (set_to_none)", Pass::Step, false, with(held, left, 0)));
+    }
 }

@@ -64,7 +64,8 @@ pub fn parse_model(path: &str, text: &str) -> Result<ParsedModel, ConfigError> {
     }
     let r = Reader::new(path, obj, &model_type, "", class_defaults(&model_type));
     let spec = crate::families::read_net(&r)?;
-    let dtype = ["torch_dtype", "dtype"].iter().find_map(|k| obj.get(*k).and_then(Value::as_str)).map(str::to_owned);
+    let dtype =
+        ["torch_dtype", "dtype"].iter().find_map(|k| obj.get(*k).and_then(Value::as_str)).map(str::to_owned);
     let arch = obj.get("architectures").and_then(|a| a.get(0)).and_then(Value::as_str);
     let mut notes = Vec::new();
     if arch.is_none() {
@@ -99,7 +100,8 @@ fn model_type(path: &str, obj: &Map<String, Value>) -> Result<String, ConfigErro
         None => Err(ConfigError::Invalid {
             path: path.to_owned(),
             key: "model_type".into(),
-            msg: "missing: a transformers config.json names its architecture (\"llama\", \"qwen3\", …)".into(),
+            msg: "missing: a transformers config.json names its architecture (\"llama\", \"qwen3\", …)"
+                .into(),
         }),
     }
 }
