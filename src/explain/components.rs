@@ -334,6 +334,20 @@ impl Subject<'_> {
             String::new()
         };
         let ckpt = match sc.checkpointing {
+            // a convolutional network: its ops, one by one
+            _ if let Some(n) = sc.model.net() => text!(
+                lang,
+                "the {} ops of the {} network keep what backward needs (feature maps, norm statistics, pooling indices), the images and labels included",
+                "{} 网络的 {} 个算子保留反向所需的张量（特征图、归一化统计量、池化索引），含输入图像与标签",
+                n.family_id(),
+                crate::families::build_net(
+                    n,
+                    crate::engine::ops::net::NetCtx { batch: 1, elem: 2 },
+                    sc.image.unwrap_or(n.image)
+                )
+                .nodes
+                .len()
+            ),
             Checkpointing::None => {
                 text!(
                     lang,
@@ -358,10 +372,13 @@ impl Subject<'_> {
                 .into(),
             substituted: text!(
                 lang,
-                "b={} × s={}: {ckpt} = {} ({} still alive at the peak)",
-                "b={} × s={}：{ckpt} = {}（峰值时仍驻留 {}）",
+                "b={} × {}: {ckpt} = {} ({} still alive at the peak)",
+                "b={} × {}：{ckpt} = {}（峰值时仍驻留 {}）",
                 sc.batch,
-                sc.seq,
+                // a convolutional network's sample is an image, not a sequence
+                sc.image_size()
+                    .filter(|_| sc.model.net().is_some())
+                    .map_or(format!("s={}", sc.seq), |i| i.to_string()),
                 g(e.activations),
                 g(Component::Activations.at_peak(e))
             ),
@@ -472,6 +489,11 @@ impl Subject<'_> {
             }
             .to_string()
         }
+        (Phase::Backward, _) if sc.model.net().is_some() => text!(
+            lang,
+            "{what}: the gradients of its output and inputs, and of the tensors whose backward is still to come",
+            "{what}：其输出与输入的梯度，以及尚待反向的张量的梯度"
+        ),
         (Phase::Backward, _) => {
             text!(lang, "{what}: gradients of the block's widest tensors", "{what}：该块最宽张量的梯度")
         }

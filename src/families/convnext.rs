@@ -93,9 +93,13 @@ pub fn read(r: &Reader<'_>) -> Result<NetSpec, ConfigError> {
         );
     }
     let side = r.u64_or("image_size", 224)?;
+    let patch = r.u64_or("patch_size", 4)?;
+    if patch == 0 || patch > 64 {
+        return Err(r.invalid("patch_size", format!("{patch} is not a usable stem stride")));
+    }
     Ok(NetSpec {
         kind: NetKind::Convnext {
-            patch: r.positive_any(&["patch_size"]).or_else(|_| Ok::<u64, ConfigError>(4))?,
+            patch,
             layer_scale: r.opt_f64("layer_scale_init_value")?.unwrap_or(1e-6) > 0.0,
             drop_path: r.opt_f64("drop_path_rate")?.unwrap_or(0.0) > 0.0,
         },

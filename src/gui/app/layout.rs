@@ -151,7 +151,8 @@ impl Central<'_> {
         });
         let row_bottom = ui.cursor().top();
         ui.separator();
-        let train = c.scenario.mode == crate::estimate::Mode::Train;
+        // a convolutional network has no blocks to checkpoint: no segments curve either
+        let train = c.scenario.mode == crate::estimate::Mode::Train && c.scenario.model.net().is_none();
         let image = c.scenario.image_size().is_some();
         self.intents.extend(panels::tabs::ui(ui, self.state.view.tab, train, image));
         let selected = self.selected_event.filter(|(r, _)| *r == self.derived.recomputations).map(|(_, i)| i);

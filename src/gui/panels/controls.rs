@@ -41,8 +41,12 @@ pub fn ui(
         stack(ui, &mut s, &mut knob);
     }
     shape(ui, &mut s, &mut knob);
-    attention(ui, &mut s, &mut knob);
-    if train {
+    // a convolutional network has no attention, and neither checkpointing nor LoRA applies
+    let conv = s.model_spec().ok().is_some_and(|m| m.net().is_some());
+    if !conv {
+        attention(ui, &mut s, &mut knob);
+    }
+    if train && !conv {
         mixer(ui, &mut s, &mut knob);
         checkpointing_and_lora(ui, &mut s, &mut knob);
     }
@@ -373,10 +377,14 @@ fn image(ui: &mut egui::Ui, s: &mut Settings, p: crate::model::pixels::Patches, 
         *knob = "image size";
     }
     let image = s.image.unwrap_or(p.image);
-    ui.small(
-        t.image_tokens.replace("{image}", &image.to_string()).replace("{n}", &p.tokens(image).to_string()),
-    )
-    .on_hover_text(p.describe(image));
+    // a convolutional network's image makes feature maps, not tokens
+    let line = if p.conv {
+        let (h, w) = ((image.height / p.patch.max(1)).max(1), (image.width / p.patch.max(1)).max(1));
+        t.image_feature_map.replace("{image}", &image.to_string()).replace("{map}", &format!("{h}×{w}"))
+    } else {
+        t.image_tokens.replace("{image}", &image.to_string()).replace("{n}", &p.tokens(image).to_string())
+    };
+    ui.small(line).on_hover_text(p.describe(image));
 }
 
 /// A vision-language model's images per sample and their size (a fixed-size tower: its own);

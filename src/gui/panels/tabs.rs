@@ -5,7 +5,7 @@ use crate::gui::state::Tab;
 use crate::gui::strings::tr;
 use eframe::egui;
 
-/// Draws the tabs; checkpoint segments only for training (an inference pass keeps nothing for
+/// Draws the tabs; checkpoint segments only for training a model with blocks (an inference pass keeps nothing for
 /// backward). A vision model's sequence tab sweeps its image size. They wrap onto a second row
 /// when the window is narrow.
 pub fn ui(ui: &mut egui::Ui, current: Tab, train: bool, image: bool) -> Vec<Intent> {

@@ -124,6 +124,7 @@ strings! {
         image_size_tip: "The input image's side in pixels (--image-size). The model cuts it into patches: each patch is one token, plus the class token, so activations grow with the image's area; positions are interpolated from the config's grid."
             / "输入图像的边长（像素，--image-size）。模型把图像切成图块：每个图块是一个 token，另加一个类别 token，所以激活值随图像面积增长；位置编码从配置的网格插值得到。",
         image_tokens: "{image}: {n} tokens per image" / "{image}：每张图像 {n} 个 token",
+        image_feature_map: "{image}: last feature map {map}" / "{image}：最后的特征图 {map}",
         images: "Images per sample" / "每个样本的图像数",
         images_tip: "Images each sample carries (--images). The processor turns each into tokens of the language model's sequence (Qwen-VL: resized to multiples of 28 or 32 pixels, 2×2 patches a token; LLaVA: 576 a picture); the vision tower and projector are frozen."
             / "每个样本携带的图像数（--images）。处理器把每张图像变成语言模型序列中的 token（Qwen-VL：缩放到 28 或 32 像素的倍数，每 2×2 个图块一个 token；LLaVA：每张 576 个）；视觉塔和投影层冻结。",
