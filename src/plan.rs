@@ -40,6 +40,12 @@ pub struct StepTime {
 
 /// Parameters whose FLOPs a token pays (MoE: only the routed experts).
 pub fn active_params(sc: &Scenario, total: u64) -> f64 {
+    // a convolutional network: its forward's multiply-accumulates per image stand for the
+    // parameters (2·N FLOPs a token is 2·MACs an image); ResNet-50 at 224: 4.1 G
+    if let Some(n) = sc.model.net() {
+        let ctx = crate::engine::ops::net::NetCtx { batch: 1, elem: 2 };
+        return crate::families::build_net(n, ctx, sc.image.unwrap_or(n.image)).macs() as f64;
+    }
     match sc.model.transformer().and_then(|t| t.moe.map(|m| (t, m))) {
         Some((t, m)) => {
             let idle = expert_params(t) as f64 * (m.experts - m.top_k.min(m.experts)) as f64
@@ -334,14 +340,21 @@ fn largest_fitting_divisor(n: u64, guess: u64, fits: &mut impl FnMut(u64) -> boo
 /// what `vramscope estimate` prints for the row's flags. Returns the plans that fit, fastest first
 /// (ties: more headroom first).
 pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &SpeedModel) -> Vec<Plan> {
-    let Some(t) = sc.model.transformer() else { return Vec::new() };
+    // a convolutional network: data parallelism and ZeRO only, never checkpointed (its HF
+    // classes do not support it)
+    let conv = sc.model.net().is_some();
+    let (heads, layers) = match sc.model.transformer() {
+        Some(t) => (t.num_heads, t.num_layers),
+        None if conv => (1, 1),
+        None => return Vec::new(),
+    };
+    let ckpts: &[Checkpointing] =
+        if conv { &[Checkpointing::None] } else { &[Checkpointing::None, Checkpointing::Full] };
     let node = sc.parallel.node_size();
     // every layout the search considers, in a fixed order (the ranking's tie order)
     let mut layouts = Vec::new();
-    for tp in
-        [1u64, 2, 4, 8].into_iter().filter(|&tp| tp <= node && tp <= t.num_heads && gpus.is_multiple_of(tp))
-    {
-        for pp in divisors(t.num_layers).filter(|&pp| pp <= 64 && gpus.is_multiple_of(tp * pp)) {
+    for tp in [1u64, 2, 4, 8].into_iter().filter(|&tp| tp <= node && tp <= heads && gpus.is_multiple_of(tp)) {
+        for pp in divisors(layers).filter(|&pp| pp <= 64 && gpus.is_multiple_of(tp * pp)) {
             let dp = gpus / (tp * pp);
             if dp == 0 || !global_batch.is_multiple_of(dp) {
                 continue;
@@ -351,12 +364,12 @@ pub fn search(sc: &Scenario, gpu: &Gpu, gpus: u64, global_batch: u64, speed: &Sp
                 if (dp == 1 && zero > 0) || (pp > 1 && zero >= 2) {
                     continue;
                 }
-                for ckpt in [Checkpointing::None, Checkpointing::Full] {
+                for &ckpt in ckpts {
                     for offload in [Offload::None, Offload::Optimizer] {
                         if offload != Offload::None && zero == 0 {
                             continue;
                         }
-                        for ep in expert_degrees(t, dp) {
+                        for ep in sc.model.transformer().map_or(vec![1], |t| expert_degrees(t, dp)) {
                             let mut s = sc.clone();
                             s.parallel =
                                 Parallel { dp, tp, pp, zero, offload, ep, micro_batches: 0, ..sc.parallel };

@@ -51,7 +51,8 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
             "trainable_params": e.trainable_params,
             "family": family_key(sc),
             "validated": validated(sc),
-            "model_type": sc.model.transformer().and_then(|t| t.hf_model_type.clone().or_else(|| t.unvalidated_type.clone())),
+            "model_type": sc.model.transformer().and_then(|t| t.hf_model_type.clone().or_else(|| t.unvalidated_type.clone()))
+                .or_else(|| sc.model.net().map(|n| n.hf_model_type.clone())),
             "weight_format": sc.model.transformer().and_then(|t| t.quant).map(|q| q.label()),
         },
         "scenario": {

@@ -577,7 +577,7 @@ pub fn list_presets() -> String {
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default(),
-                None => "layer table".into(),
+                None => m.net().map_or("layer table", |n| n.family_id()).into(),
             };
             s += &format!(
                 "{name:<20} {:<width$} {:>10} params  {family:<12} {}\n",

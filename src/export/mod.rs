@@ -343,6 +343,17 @@ pub fn render_in(f: &ScenarioFile, format: Format, lang: crate::i18n::Lang) -> R
             }
         }
         Format::Deepspeed | Format::Hf | Format::Fsdp | Format::Megatron => {
+            // the framework files are a transformer's (causal-LM trainer, block wrap policy,
+            // Megatron's GPT): a convolutional network's would be a different script
+            if f.scenario.model.net().is_some() {
+                return Err(ExportError::Invalid {
+                    path: "scenario".into(),
+                    msg: format!(
+                        "{}: the framework exports (deepspeed, hf, fsdp, megatron) write a transformer's training code; a convolutional network has none yet (md, json, csv, ron and the roadmap apply)",
+                        f.scenario.model.name
+                    ),
+                });
+            }
             // the recipe refuses the formats a mode has no export for, before anything renders
             let r = recipe(f, format)?;
             let infer = f.scenario.mode == crate::estimate::Mode::Infer;

@@ -314,5 +314,6 @@ pub(crate) fn patches(
         interpolation,
         mask_token: false,
         conv: false,
+        ceil: false,
     })
 }

@@ -94,6 +94,9 @@ pub fn read(r: &Reader<'_>) -> Result<NetSpec, ConfigError> {
     }
     let side = r.u64_or("image_size", 224)?;
     let patch = r.u64_or("patch_size", 4)?;
+    if r.u64_or("num_channels", 3)? == 0 {
+        return Err(r.invalid("num_channels", "must be at least 1"));
+    }
     if patch == 0 || patch > 64 {
         return Err(r.invalid("patch_size", format!("{patch} is not a usable stem stride")));
     }
@@ -151,5 +154,30 @@ pub(super) fn act(r: &Reader<'_>, default: &str) -> Result<NetAct, ConfigError> 
             "hidden_act",
             format!("\"{other}\" is not modelled for convolutional nets (relu, gelu)"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::ops::net::NetCtx;
+    use crate::model::hf_config::parse_model;
+    use crate::model::pixels::ImageSize;
+
+    #[test]
+    fn convnext_b_has_its_parameters_and_takes_no_image_under_its_stride() {
+        let text = r#"{"model_type":"convnext","hidden_sizes":[128,256,512,1024],"depths":[3,3,27,3],"num_labels":1000}"#;
+        let crate::model::Architecture::Net(s) = parse_model("config.json", text).expect("config").arch
+        else {
+            panic!("a net")
+        };
+        let net = super::build(&s, NetCtx { batch: 1, elem: 2 }, ImageSize::square(224));
+        assert_eq!(net.n_params(), 88_591_464);
+        // the paper's 15.4 G multiply-accumulates at 224
+        let macs = net.macs() as f64 / 1e9;
+        assert!((15.2..15.6).contains(&macs), "{macs}");
+        assert_eq!(s.total_stride(), 32);
+        // a 2×2 stride-2 convolution floors: 225 pixels give ConvNeXt a 7×7 map, ResNet (padded) 8×8
+        let m = crate::model::ModelSpec { name: "c".into(), arch: crate::model::Architecture::Net(s) };
+        assert_eq!(m.patches().map(|p| p.feature_map(ImageSize::square(225))), Some((7, 7)));
     }
 }

@@ -122,6 +122,13 @@ pub fn read(r: &Reader<'_>) -> Result<NetSpec, ConfigError> {
     let hidden_sizes = r.u64_list("hidden_sizes")?.unwrap_or_else(|| vec![256, 512, 1024, 2048]);
     let depths = r.u64_list("depths")?.unwrap_or_else(|| vec![3, 4, 6, 3]);
     super::convnext::check_stages(r, &hidden_sizes, &depths)?;
+    // transformers builds a stage's first block whatever its depth says
+    if let Some(i) = depths.iter().position(|&d| d == 0) {
+        return Err(r.invalid("depths", format!("stage {i} has 0 blocks (ResNet builds at least one)")));
+    }
+    if r.u64_or("embedding_size", 64)? == 0 || r.u64_or("num_channels", 3)? == 0 {
+        return Err(r.invalid("embedding_size", "the stem's width and the input channels must be at least 1"));
+    }
     Ok(NetSpec {
         kind: NetKind::Resnet {
             embedding_size: r.u64_or("embedding_size", 64)?.max(1),
@@ -137,4 +144,48 @@ pub fn read(r: &Reader<'_>) -> Result<NetSpec, ConfigError> {
         act: super::convnext::act(r, "relu")?,
         hf_model_type: "resnet".into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::ops::net::NetCtx;
+    use crate::model::hf_config::parse_model;
+    use crate::model::pixels::ImageSize;
+
+    fn spec(text: &str) -> Result<crate::model::net::NetSpec, String> {
+        match parse_model("config.json", text).map_err(|e| e.to_string())?.arch {
+            crate::model::Architecture::Net(n) => Ok(*n),
+            _ => Err("not a net".into()),
+        }
+    }
+
+    #[test]
+    fn resnet_50_has_its_parameters_and_multiply_accumulates() {
+        let s = spec(
+            r#"{"model_type":"resnet","architectures":["ResNetForImageClassification"],"num_labels":1000}"#,
+        )
+        .expect("class defaults: ResNet-50");
+        let net = super::build(&s, NetCtx { batch: 1, elem: 2 }, ImageSize::square(224));
+        assert_eq!(net.n_params(), 25_557_032);
+        // torchvision's published 4.09 G multiply-accumulates at 224
+        let macs = net.macs() as f64 / 1e9;
+        assert!((4.05..4.15).contains(&macs), "{macs}");
+        // 53 BatchNorms: running mean, variance and batch count each
+        assert_eq!(net.buffer_tensors().count(), 53 * 3);
+    }
+
+    #[test]
+    fn configs_it_cannot_build_are_refused_by_key() {
+        for (bad, key) in [
+            (r#"{"model_type":"resnet","layer_type":"weird"}"#, "layer_type"),
+            (r#"{"model_type":"resnet","depths":[1,2]}"#, "depths"),
+            (r#"{"model_type":"resnet","depths":[0,1,1,1]}"#, "depths"),
+            (r#"{"model_type":"resnet","embedding_size":0}"#, "embedding_size"),
+            (r#"{"model_type":"convnext","patch_size":0}"#, "patch_size"),
+            (r#"{"model_type":"convnext","num_channels":0}"#, "num_channels"),
+        ] {
+            let e = spec(bad).expect_err(bad);
+            assert!(e.contains(key), "{bad}: {e}");
+        }
+    }
 }

@@ -594,6 +594,7 @@ impl ModelSpec {
                 interpolation: pixels::PositionInterpolation::Always,
                 mask_token: false,
                 conv: true,
+                ceil: matches!(n.kind, net::NetKind::Resnet { .. }),
             }),
             Architecture::Table(_) => None,
         }

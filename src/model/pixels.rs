@@ -40,6 +40,10 @@ pub struct Patches {
     /// stride (its last feature map's pixels), there are no tokens and no positions.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub conv: bool,
+    /// A convolutional network whose strided layers pad (ResNet's `k // 2`): each halves a side
+    /// rounding up, so its last map is `ceil(side / stride)`; unpadded ones (ConvNeXt) floor.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ceil: bool,
 }
 
 impl Patches {
@@ -61,6 +65,13 @@ impl Patches {
     /// Input values of one image (`channels · h · w`).
     pub fn pixels(&self, image: ImageSize) -> u64 {
         self.channels * image.height * image.width
+    }
+
+    /// A convolutional network's last feature map for `image` (rows, columns).
+    pub fn feature_map(&self, image: ImageSize) -> (u64, u64) {
+        let p = self.patch.max(1);
+        let side = |n: u64| if self.ceil { n.div_ceil(p) } else { n / p };
+        (side(image.height).max(1), side(image.width).max(1))
     }
 
     /// Does `image` need the positions interpolated (a grid other than the config's)?
@@ -92,11 +103,8 @@ impl Patches {
     pub fn describe(&self, image: ImageSize) -> String {
         let p = self.patch.max(1);
         if self.conv {
-            return format!(
-                "{image}: the last stage's feature map is {}×{} (total stride {p})",
-                (image.height / p).max(1),
-                (image.width / p).max(1)
-            );
+            let (h, w) = self.feature_map(image);
+            return format!("{image}: the last stage's feature map is {h}×{w} (total stride {p})");
         }
         let prefix = match self.prefix {
             0 => String::new(),
@@ -184,6 +192,7 @@ mod tests {
         interpolation: PositionInterpolation::OnRequest,
         mask_token: false,
         conv: false,
+        ceil: false,
     };
 
     #[test]

@@ -57,6 +57,8 @@ pub struct NetNode {
     pub params: Vec<u64>,
     /// Bytes of each buffer it owns (BatchNorm's running statistics and batch count).
     pub buffers: Vec<u64>,
+    /// Multiply-accumulates of its forward (convolutions and Linears; 0 for the rest).
+    pub macs: u64,
 }
 
 /// The scenario's quantities a net is built for.
@@ -174,6 +176,7 @@ impl Net {
             saved,
             params,
             buffers: Vec::new(),
+            macs: 0,
         });
     }
 
@@ -195,6 +198,7 @@ impl Net {
             params.push(k.out);
         }
         self.push("conv2d", module, vec![x.t], out, vec![x.t], params);
+        self.set_macs(self.c().batch * k.out * h * w * (x.c / k.groups.max(1)) * k.k * k.k);
         Fm { t: out, c: k.out, h, w }
     }
 
@@ -238,6 +242,17 @@ impl Net {
         self.tensors[out.0 as usize].alias_of = Some(self.storage(a.t));
         self.push("add_", module, vec![a.t, b.t], out, Vec::new(), Vec::new());
         Fm { t: out, ..a }
+    }
+
+    fn set_macs(&mut self, macs: u64) {
+        if let Some(n) = self.nodes.last_mut() {
+            n.macs = macs;
+        }
+    }
+
+    /// Multiply-accumulates of the whole forward.
+    pub fn macs(&self) -> u64 {
+        self.nodes.iter().map(|n| n.macs).sum()
     }
 
     /// Keeps `t` alive up to the last op made so far (the end of the module that took it).
@@ -293,6 +308,7 @@ impl Net {
     pub fn linear(&mut self, module: &str, x: Rows, out: u64, cat: Cat) -> Rows {
         let t = self.act(x.rows * out / self.c().batch.max(1), cat);
         self.push("linear", module, vec![x.t], t, vec![x.t], vec![out * x.cols, out]);
+        self.set_macs(x.rows * x.cols * out);
         Rows { t, rows: x.rows, cols: out }
     }
 

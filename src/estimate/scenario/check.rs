@@ -131,10 +131,29 @@ impl Scenario {
                 self.model.name
             ));
         }
-        if self.precision.is_amp() {
+        use crate::units::Precision as P;
+        if !matches!(self.precision, P::Bf16 | P::Fp16 | P::Fp32) {
             return bad(format!(
-                "{}: autocast (--precision {}) is not modelled for convolutional networks yet; use bf16, fp16 or fp32",
+                "{}: --precision {} is not modelled for convolutional networks (autocast and quantized weights are not measured for them yet); use bf16, fp16 or fp32",
                 self.model.name, self.precision
+            ));
+        }
+        if self.base_quant != BaseQuant::None || self.kv_cache_dtype.is_some() {
+            return bad(format!(
+                "{}: --base-quant and --kv-dtype do not apply to a convolutional network (no quantized base, no KV cache)",
+                self.model.name
+            ));
+        }
+        if self.parallel.sp {
+            return bad(format!(
+                "{}: sequence parallelism needs a transformer (no sequence here)",
+                self.model.name
+            ));
+        }
+        if self.stack.loss != Loss::Hf || self.stack.compiled_loss {
+            return bad(format!(
+                "{}: the loss options (--loss, --compile-loss) are a language model's; a classifier's loss over its labels is tiny",
+                self.model.name
             ));
         }
         if self.mode == Mode::Train && self.checkpointing != Checkpointing::None {

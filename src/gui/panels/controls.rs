@@ -379,7 +379,7 @@ fn image(ui: &mut egui::Ui, s: &mut Settings, p: crate::model::pixels::Patches, 
     let image = s.image.unwrap_or(p.image);
     // a convolutional network's image makes feature maps, not tokens
     let line = if p.conv {
-        let (h, w) = ((image.height / p.patch.max(1)).max(1), (image.width / p.patch.max(1)).max(1));
+        let (h, w) = p.feature_map(image);
         t.image_feature_map.replace("{image}", &image.to_string()).replace("{map}", &format!("{h}×{w}"))
     } else {
         t.image_tokens.replace("{image}", &image.to_string()).replace("{n}", &p.tokens(image).to_string())
