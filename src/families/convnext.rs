@@ -73,10 +73,7 @@ pub fn build(s: &NetSpec, ctx: NetCtx, image: ImageSize) -> Net {
     let pooled = net.layer_norm("convnext.layernorm", pooled);
     // `embedding_output` lives until the model's forward returns
     net.hold(embedded.t);
-    if s.num_labels > 0 {
-        let logits = net.linear("classifier", pooled, s.num_labels, Cat::HeadLoss);
-        net.cross_entropy(logits);
-    }
+    net.classifier("classifier", pooled, s.num_labels);
     net
 }
 

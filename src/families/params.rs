@@ -166,6 +166,21 @@ impl TransformerSpec {
     }
 }
 
+impl ParamGroup {
+    /// One tensor of `elems` elements known by its size alone (a layer table's layer, a
+    /// convolutional network's weight): a vector in the blocks, not split by tensor parallelism.
+    fn flat(elems: u64) -> Self {
+        ParamGroup {
+            rows: elems,
+            cols: 1,
+            count: 1,
+            kind: ParamKind::Vector,
+            scope: Scope::Block,
+            tp_split: false,
+        }
+    }
+}
+
 impl ModelSpec {
     /// Every parameter tensor, grouped by shape.
     pub fn param_groups(&self) -> Vec<ParamGroup> {
@@ -174,33 +189,13 @@ impl ModelSpec {
             Architecture::Table(t) => {
                 // A layer table knows only per-layer totals: one group per layer, plus the count
                 // of tensors for rounding.
-                t.layers
-                    .iter()
-                    .filter(|l| l.params > 0)
-                    .map(|l| ParamGroup {
-                        rows: l.params,
-                        cols: 1,
-                        count: 1,
-                        kind: ParamKind::Vector,
-                        scope: Scope::Block,
-                        tp_split: false,
-                    })
-                    .collect()
+                t.layers.iter().filter(|l| l.params > 0).map(|l| ParamGroup::flat(l.params)).collect()
             }
             Architecture::Net(n) => {
                 // every tensor as the ops own it (the image does not change them)
                 let ctx = crate::engine::ops::net::NetCtx { batch: 1, elem: 2 };
                 let net = super::build_net(n, ctx, n.image);
-                net.param_tensors()
-                    .map(|elems| ParamGroup {
-                        rows: elems,
-                        cols: 1,
-                        count: 1,
-                        kind: ParamKind::Vector,
-                        scope: Scope::Block,
-                        tp_split: false,
-                    })
-                    .collect()
+                net.param_tensors().map(ParamGroup::flat).collect()
             }
         }
     }

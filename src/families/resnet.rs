@@ -5,7 +5,6 @@
 //! block's last BatchNorm output takes the shortcut in place (`hidden_state += residual`) before
 //! the block's ReLU.
 
-use crate::engine::inputs::saved::Cat;
 use crate::engine::ops::net::{Conv, Fm, Net, NetCtx};
 use crate::model::config::ConfigError;
 use crate::model::config::Reader;
@@ -100,10 +99,7 @@ pub fn build(s: &NetSpec, ctx: NetCtx, image: ImageSize) -> Net {
     let pooled = net.mean_hw("resnet.pooler", x);
     // `embedding_output` lives until the model's forward returns
     net.hold(embedded.t);
-    if s.num_labels > 0 {
-        let logits = net.linear("classifier.1", pooled, s.num_labels, Cat::HeadLoss);
-        net.cross_entropy(logits);
-    }
+    net.classifier("classifier.1", pooled, s.num_labels);
     net
 }
 

@@ -346,6 +346,15 @@ impl Net {
         loss
     }
 
+    /// The classifier on the pooled features and its loss, when the model has labels (a bare
+    /// backbone's forward ends at the pooled features).
+    pub fn classifier(&mut self, module: &str, pooled: Rows, labels: u64) {
+        if labels > 0 {
+            let logits = self.linear(module, pooled, labels, Cat::HeadLoss);
+            self.cross_entropy(logits);
+        }
+    }
+
     /// Every trainable parameter tensor's elements, in forward order.
     pub fn param_tensors(&self) -> impl Iterator<Item = u64> + '_ {
         self.nodes.iter().flat_map(|n| n.params.iter().copied())

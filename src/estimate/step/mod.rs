@@ -261,6 +261,18 @@ pub(crate) struct Parts<'a> {
     pub net: Option<&'a net::NetParts>,
 }
 
+/// What a training step holds from its start: parameters, optimizer states, DDP's buckets,
+/// ZeRO's step buckets, and the gradients when they persist across micro-batches.
+fn step_base(st: &super::states::States, persist: bool) -> Snapshot {
+    Snapshot {
+        parameters: st.param_alloc,
+        optimizer_states: st.optimizer_alloc,
+        gradients: st.ddp_bucket_alloc + if persist { st.grad_alloc } else { 0 },
+        zero_buckets: st.zero_buckets_step,
+        ..Snapshot::default()
+    }
+}
+
 fn ev(
     phase: Phase,
     block: Option<u64>,

@@ -24,13 +24,7 @@ pub(super) fn walk(p: &Parts, n: &NetParts, sink: &mut impl Sink) {
     }
     let st = &p.st;
     let persist = p.sc.stack.grads_persist();
-    let base = Snapshot {
-        parameters: st.param_alloc,
-        optimizer_states: st.optimizer_alloc,
-        gradients: st.ddp_bucket_alloc + if persist { st.grad_alloc } else { 0 },
-        zero_buckets: st.zero_buckets_step,
-        ..Snapshot::default()
-    };
+    let base = super::step_base(st, persist);
     if persist {
         sink.persistent_gradients(st.grad_alloc);
     }

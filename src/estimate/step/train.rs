@@ -91,13 +91,7 @@ impl<'p, 'a> Train<'p, 'a> {
         // stage's gradients exist while later micro-batches run forward and backward
         let pipelined = sc.parallel.pp > 1 && sc.parallel.micro_batches() > 1;
         let persist = sc.stack.grads_persist() || (pipelined && !sc.stack.optimizer_in_backward);
-        let base = Snapshot {
-            parameters: st.param_alloc,
-            optimizer_states: st.optimizer_alloc,
-            gradients: st.ddp_bucket_alloc + if persist { st.grad_alloc } else { 0 },
-            zero_buckets: st.zero_buckets_step,
-            ..Snapshot::default()
-        };
+        let base = super::step_base(st, persist);
         let ck = sc.checkpointing;
         let layers = p.layers;
         // autocast caches only the casts of fp32 leaf tensors that require grad (`cached_cast`'s
