@@ -34,7 +34,9 @@ fn activation(net: &mut Net, m: &str, y: Fm, act: NetAct) -> Fm {
     match act {
         NetAct::Relu => net.relu(m, y),
         NetAct::Gelu => {
-            let t = crate::engine::ops::net::Rows { t: y.t, rows: 1, cols: y.c * y.h * y.w };
+            // a row a sample: `gelu` sizes its output as rows · cols over the batch
+            let b = net.ctx.map_or(1, |c| c.batch);
+            let t = crate::engine::ops::net::Rows { t: y.t, rows: b, cols: y.c * y.h * y.w };
             Fm { t: net.gelu(m, t).t, ..y }
         }
     }
