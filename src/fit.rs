@@ -80,9 +80,10 @@ pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
 /// is the largest square image side, in whole patches.
 pub fn max_seq(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
     let x = largest(sc, capacity_bytes, Knob::Seq, seq_limit(sc))?;
-    match sc.model.patches() {
-        Some(p) => Some(x / p.patch * p.patch).filter(|&side| side > 0),
-        None => Some(x),
+    match (sc.model.patches(), sc.model.min_image_side()) {
+        // every side under the smallest runs as the smallest
+        (Some(p), Some(min)) => Some((x / p.patch * p.patch).max(min)),
+        _ => Some(x),
     }
 }
 
@@ -260,9 +261,9 @@ impl Knob {
         match self {
             Self::Batch => sc.batch = v,
             // a vision model's sequence is its image's tokens: the knob is the image side
-            Self::Seq => match sc.model.patches() {
-                Some(p) => {
-                    let _ = sc.set_image(crate::model::pixels::ImageSize::square(v.max(p.patch)));
+            Self::Seq => match sc.model.min_image_side() {
+                Some(min) => {
+                    let _ = sc.set_image(crate::model::pixels::ImageSize::square(v.max(min)));
                 }
                 // a vision-language model's: its text, beside the images' tokens
                 None => sc.seq = v + sc.image_tokens(),
@@ -295,7 +296,8 @@ impl Knob {
             Self::Batch => log_spaced(1, 4096, steps),
             Self::Seq if let Some(p) = sc.model.patches() => {
                 // image sides, whole patches, the scenario's own among them
-                let mut v: Vec<u64> = log_spaced(p.patch, MAX_IMAGE_KNOB.max(p.patch), steps)
+                let min = sc.model.min_image_side().unwrap_or(p.patch);
+                let mut v: Vec<u64> = log_spaced(min, MAX_IMAGE_KNOB.max(min), steps)
                     .into_iter()
                     .map(|x| (x / p.patch).max(1) * p.patch)
                     .collect();

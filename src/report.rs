@@ -400,7 +400,7 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
 pub fn validation_line(sc: &Scenario) -> String {
     if let Some(n) = sc.model.net() {
         return format!(
-            "{} family (convolutional backbone; its ops walked op by op from the config, validated against measured PyTorch runs)",
+            "{} family (vision backbone; its ops walked op by op from the config, validated against measured PyTorch runs)",
             n.family_id()
         );
     }

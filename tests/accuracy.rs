@@ -215,6 +215,7 @@ fn rows() -> Vec<Row> {
         "reference_Q.json",
         "reference_U.json",
         "reference_W.json",
+        "reference_X.json",
     ] {
         if !dir.join(f).exists() {
             continue;

@@ -200,6 +200,8 @@ fn presets_match_their_published_parameter_counts() {
         // convolutional backbones (#40): ResNet-50's 25.6 M, ConvNeXt-B's 89 M
         ("resnet-50", 0.02556),
         ("convnext-base-224", 0.0886),
+        // Swin-B (window 7, 224): the paper's 88 M
+        ("swin-base-224", 0.0878),
     ];
     // published as a round figure: the card's "8B" and "1T" (rounded to the name's digit)
     let round =

@@ -63,6 +63,7 @@ pub(crate) mod siglip;
 mod smollm3;
 mod ssm;
 mod starcoder2;
+pub mod swin;
 #[cfg(test)]
 mod toy;
 mod vit;
@@ -401,13 +402,14 @@ impl<'de> serde::Deserialize<'de> for Id {
 
 /// The `model_type`s read as a convolutional backbone ([`crate::model::net::NetSpec`]).
 pub fn is_net_type(model_type: &str) -> bool {
-    matches!(model_type, "resnet" | "convnext")
+    matches!(model_type, "resnet" | "convnext" | "swin")
 }
 
 /// Reads a convolutional backbone's `config.json` (its `model_type` is [`is_net_type`]).
 pub fn read_net(r: &crate::model::config::Reader<'_>) -> Result<crate::model::net::NetSpec, ConfigError> {
     match r.model_type.as_str() {
         "convnext" => convnext::read(r),
+        "swin" => swin::read(r),
         _ => resnet::read(r),
     }
 }
@@ -421,6 +423,7 @@ pub fn build_net(
     match s.kind {
         crate::model::net::NetKind::Resnet { .. } => resnet::build(s, ctx, image),
         crate::model::net::NetKind::Convnext { .. } => convnext::build(s, ctx, image),
+        crate::model::net::NetKind::Swin(_) => swin::build(s, ctx, image),
     }
 }
 

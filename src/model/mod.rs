@@ -583,6 +583,13 @@ impl ModelSpec {
 
     /// How the model takes an image, if it does: a vision transformer's patch grid, or a
     /// convolutional network's input (its total stride as the grain, no tokens).
+    /// The smallest image side (pixels, whole patches) the model runs: a patch; a network's
+    /// total stride; Swin's window at its last stage.
+    pub fn min_image_side(&self) -> Option<u64> {
+        let p = self.patches()?;
+        Some(self.net().map_or(p.patch, |n| n.min_side().max(p.patch)))
+    }
+
     pub fn patches(&self) -> Option<pixels::Patches> {
         match &self.arch {
             Architecture::Transformer(t) => t.patches,
@@ -594,7 +601,7 @@ impl ModelSpec {
                 interpolation: pixels::PositionInterpolation::Always,
                 mask_token: false,
                 conv: true,
-                ceil: matches!(n.kind, net::NetKind::Resnet { .. }),
+                ceil: matches!(n.kind, net::NetKind::Resnet { .. } | net::NetKind::Swin(_)),
             }),
             Architecture::Table(_) => None,
         }

@@ -1,11 +1,12 @@
-//! Convolutional backbones as their HF configs describe them (ResNet, ConvNeXt): the stages'
-//! widths and depths, the stem and the head. The ops they run are built from this by their
-//! family files (`families::resnet`, `families::convnext`) for a given image and batch.
+//! Vision backbones whose stages differ in width and size, as their HF configs describe them
+//! (ResNet, ConvNeXt, Swin): the stages' widths and depths, the stem and the head. The ops they
+//! run are built from this by their family files (`families::resnet`, `families::convnext`,
+//! `families::swin`) for a given image and batch.
 
 use super::pixels::ImageSize;
 use serde::{Deserialize, Serialize};
 
-/// A convolutional image classifier read from a `config.json`.
+/// A vision backbone (convolutional, or Swin's windowed attention) read from a `config.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NetSpec {
     /// The network's layout.
@@ -51,6 +52,28 @@ pub enum NetKind {
         /// `drop_path_rate > 0`: stochastic depth in training.
         drop_path: bool,
     },
+    /// transformers' `SwinForImageClassification` (v1): windowed attention, patch merging.
+    Swin(Box<SwinLayout>),
+}
+
+/// Swin's layout beyond the stages' widths (`embed_dim · 2^i`) and depths.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SwinLayout {
+    /// The stem's patch (`patch_size`).
+    pub patch: u64,
+    /// The attention window's side in patches (`window_size`).
+    pub window: u64,
+    /// Heads of each stage (`num_heads`).
+    pub heads: Vec<u64>,
+    /// The MLP's width over the stage's (`mlp_ratio`).
+    pub mlp_ratio: f64,
+    /// Bias vectors on q, k and v (`qkv_bias`).
+    pub qkv_bias: bool,
+    /// Absolute position embeddings added to the patch grid (`use_absolute_embeddings`).
+    pub abs_pos: bool,
+    /// `drop_path_rate`: stochastic depth on the attention branch of every block but the first
+    /// (its rate grows linearly from 0).
+    pub drop_path: f64,
 }
 
 /// The activations these configs name.
@@ -69,10 +92,11 @@ impl NetSpec {
         match self.kind {
             NetKind::Resnet { .. } => "resnet",
             NetKind::Convnext { .. } => "convnext",
+            NetKind::Swin(_) => "swin",
         }
     }
 
-    /// How much the network shrinks an image side by its last stage (32 for both layouts).
+    /// How much the network shrinks an image side by its last stage (32 for the published ones).
     pub fn total_stride(&self) -> u64 {
         let stages = self.hidden_sizes.len().max(1) as u64;
         match self.kind {
@@ -81,6 +105,7 @@ impl NetSpec {
                 4 << (stages - 1 + u64::from(downsample_first_stage))
             }
             NetKind::Convnext { patch, .. } => patch << (stages - 1),
+            NetKind::Swin(ref l) => l.patch << (stages - 1),
         }
     }
 
@@ -90,6 +115,8 @@ impl NetSpec {
             NetKind::Resnet { .. } => 1,
             // the stem's patch, then a 2×2 stride-2 convolution per later stage
             NetKind::Convnext { patch, .. } => self.total_stride().max(patch),
+            // every stage's grid at least the window (in whole strides; 193 px runs as well)
+            NetKind::Swin(ref l) => l.window * self.total_stride(),
         }
     }
 }

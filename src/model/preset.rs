@@ -110,6 +110,11 @@ pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
         include_str!("../../presets/hf/convnext-base-224.json"),
     ),
     (
+        "swin-base-224",
+        "microsoft/swin-base-patch4-window7-224",
+        include_str!("../../presets/hf/swin-base-224.json"),
+    ),
+    (
         "deberta-v3-large",
         "microsoft/deberta-v3-large",
         include_str!("../../presets/hf/deberta-v3-large.json"),

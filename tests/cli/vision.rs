@@ -137,3 +137,20 @@ fn a_convolutional_network_answers_by_image_size() {
     assert_usage_error(&["estimate", "--model", "convnext-base-224", "--image-size", "16"], "total stride");
     assert_usage_error(&["estimate", "--model", "resnet-50", "--lora", "8"], "convolutional");
 }
+
+/// Swin answers by image size too: its windows, shifted windows and merges measured exactly
+/// (reference_X), and an image whose last stage is smaller than the window refused as
+/// transformers fails on it.
+#[test]
+fn swin_answers_by_image_size_and_refuses_a_grid_under_its_window() {
+    let j = json(&["estimate", "--model", "swin-base-224", "--batch", "32", "--precision", "bf16", "--json"]);
+    assert_eq!(j["model"]["family"], "swin");
+    assert_eq!(j["model"]["validated"], true);
+    // Swin-B keeps 3,503,682,434 bytes at b32 bf16 224 (reference_X: measured, exact)
+    assert_eq!(j["bytes"]["activations"].as_u64(), Some(3_503_682_434));
+    assert_usage_error(
+        &["estimate", "--model", "swin-base-224", "--image-size", "192"],
+        "smaller than its 7×7 window",
+    );
+    assert_usage_error(&["estimate", "--model", "swin-base-224", "--checkpoint", "full"], "not modelled yet");
+}

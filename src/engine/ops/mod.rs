@@ -25,6 +25,7 @@ mod loss;
 mod mixers;
 mod moe;
 pub mod net;
+pub mod net_window;
 pub use moe::{MoeOp, Renorm, Routing};
 mod norms;
 mod pieces;

@@ -59,6 +59,9 @@ pub struct NetNode {
     pub buffers: Vec<u64>,
     /// Multiply-accumulates of its forward (convolutions and Linears; 0 for the rest).
     pub macs: u64,
+    /// Bytes its backward allocates beside the gradients of its inputs, freed before the next
+    /// op's backward (the memory-efficient attention's gradient of a broadcast bias).
+    pub scratch: u64,
 }
 
 /// The scenario's quantities a net is built for.
@@ -154,12 +157,13 @@ impl Net {
         self.tensors[t.0 as usize]
     }
 
-    fn act(&mut self, elems: u64, cat: Cat) -> T {
+    /// A new activation of `elems` elements a sample in the model's dtype, requiring grad.
+    pub(crate) fn act(&mut self, elems: u64, cat: Cat) -> T {
         let c = self.c();
         self.tensor(c.batch * elems * c.elem, true, cat)
     }
 
-    fn push(
+    pub(crate) fn push(
         &mut self,
         op: &'static str,
         module: &str,
@@ -177,6 +181,7 @@ impl Net {
             params,
             buffers: Vec::new(),
             macs: 0,
+            scratch: 0,
         });
     }
 
@@ -244,7 +249,7 @@ impl Net {
         Fm { t: out, ..a }
     }
 
-    fn set_macs(&mut self, macs: u64) {
+    pub(crate) fn set_macs(&mut self, macs: u64) {
         if let Some(n) = self.nodes.last_mut() {
             n.macs = macs;
         }
@@ -306,10 +311,26 @@ impl Net {
 
     /// `nn.Linear` (trained weight): `mm`'s backward keeps the input for the weight's gradient.
     pub fn linear(&mut self, module: &str, x: Rows, out: u64, cat: Cat) -> Rows {
+        self.linear_bias(module, x, (out, true), cat)
+    }
+
+    /// `nn.Linear` with a bias vector or without (`bias=False`).
+    pub fn linear_bias(&mut self, module: &str, x: Rows, (out, bias): (u64, bool), cat: Cat) -> Rows {
         let t = self.act(x.rows * out / self.c().batch.max(1), cat);
-        self.push("linear", module, vec![x.t], t, vec![x.t], vec![out * x.cols, out]);
+        let params = if bias { vec![out * x.cols, out] } else { vec![out * x.cols] };
+        self.push("linear", module, vec![x.t], t, vec![x.t], params);
         self.set_macs(x.rows * x.cols * out);
         Rows { t, rows: x.rows, cols: out }
+    }
+
+    /// A copy that keeps nothing for backward (`F.pad`, `torch.roll`, `.contiguous()`, `cat`,
+    /// a division by a constant): `elems` elements a sample in the model's dtype.
+    pub fn copy(&mut self, op: &'static str, module: &str, inputs: Vec<T>, elems: u64, cat: Cat) -> T {
+        let rg = inputs.iter().any(|&t| self.get(t).rg);
+        let out = self.act(elems, cat);
+        self.tensors[out.0 as usize].rg = rg;
+        self.push(op, module, inputs, out, Vec::new(), Vec::new());
+        out
     }
 
     /// A trained per-channel scale times `x` (ConvNeXt's layer scale): `mul`'s backward keeps

@@ -202,7 +202,7 @@ fn backward(net: &Net, saved_by: &[Option<usize>]) -> Vec<NetBackward> {
                 grad[t.0 as usize] = true;
             }
         }
-        out.push(NetBackward { node: i, acts, buffers: buffers + made });
+        out.push(NetBackward { node: i, acts, buffers: buffers + made + node.scratch });
         buffers = buffers + made - summed - net.tensors[o].alloc();
         for &t in &node.saved {
             let r = net.storage(t).0 as usize;

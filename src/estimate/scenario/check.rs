@@ -156,12 +156,19 @@ impl Scenario {
                 self.model.name
             ));
         }
+        if let Some(why) = self.image_size().and_then(|i| crate::families::swin::refuses(n, i)) {
+            return bad(format!("{}: {why}", self.model.name));
+        }
         if self.mode == Mode::Train && self.checkpointing != Checkpointing::None {
-            return bad(format!(
-                "{}: transformers' {} classes do not support gradient checkpointing (supports_gradient_checkpointing is False)",
-                self.model.name,
-                n.family_id()
-            ));
+            return bad(if matches!(n.kind, crate::model::net::NetKind::Swin(_)) {
+                format!("{}: gradient checkpointing of Swin's blocks is not modelled yet", self.model.name)
+            } else {
+                format!(
+                    "{}: transformers' {} classes do not support gradient checkpointing (supports_gradient_checkpointing is False)",
+                    self.model.name,
+                    n.family_id()
+                )
+            });
         }
         if self.mode == Mode::Train && n.num_labels == 0 {
             return bad(format!(

@@ -308,8 +308,10 @@ fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
     let r = rail.union(typed);
     mark(r.changed(), "batch", knob);
     let spec = s.model_spec().ok();
-    if let Some(p) = spec.as_ref().and_then(|m| m.patches()) {
-        image(ui, s, p, knob);
+    if let Some(m) = spec.as_ref()
+        && let (Some(p), Some(min)) = (m.patches(), m.min_image_side())
+    {
+        image(ui, s, (p, min), knob);
         return;
     }
     // a vision-language model: images beside the text, whose tokens take positions
@@ -358,14 +360,20 @@ fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
 
 /// A vision model's image side (square; a non-square image from a file or the command line keeps
 /// its shape until the slider moves), its tokens under it.
-fn image(ui: &mut egui::Ui, s: &mut Settings, p: crate::model::pixels::Patches, knob: &mut &'static str) {
+fn image(
+    ui: &mut egui::Ui,
+    s: &mut Settings,
+    (p, min): (crate::model::pixels::Patches, u64),
+    knob: &mut &'static str,
+) {
     use crate::model::pixels::ImageSize;
     let t = tr();
     let current = s.image.unwrap_or(p.image);
     let mut side = current.height.max(current.width);
+    let min = min.max(p.patch);
     let r = ui
         .add(
-            egui::Slider::new(&mut side, p.patch..=4096.max(p.patch))
+            egui::Slider::new(&mut side, min..=4096.max(min))
                 .logarithmic(true)
                 .step_by(p.patch as f64)
                 .suffix(" px")

@@ -9,7 +9,7 @@ pub(super) fn class_defaults(model_type: &str) -> &'static str {
         return d;
     }
     match model_type {
-        // the convolutional backbones (their families read a NetSpec, not a TransformerSpec)
+        // the vision backbones built op by op (their families read a NetSpec, not a TransformerSpec)
         "resnet" => {
             r#"{"num_channels":3,"embedding_size":64,"hidden_sizes":[256,512,1024,2048],"depths":[3,4,6,3],
             "layer_type":"bottleneck","hidden_act":"relu","downsample_in_first_stage":false,
@@ -18,6 +18,12 @@ pub(super) fn class_defaults(model_type: &str) -> &'static str {
         "convnext" => {
             r#"{"num_channels":3,"patch_size":4,"num_stages":4,"hidden_sizes":[96,192,384,768],"depths":[3,3,9,3],
             "hidden_act":"gelu","layer_scale_init_value":1e-6,"drop_path_rate":0.0,"image_size":224,"num_labels":2}"#
+        }
+        "swin" => {
+            r#"{"num_channels":3,"patch_size":4,"embed_dim":96,"depths":[2,2,6,2],"num_heads":[3,6,12,24],
+            "window_size":7,"mlp_ratio":4.0,"qkv_bias":true,"hidden_dropout_prob":0.0,
+            "attention_probs_dropout_prob":0.0,"drop_path_rate":0.1,"hidden_act":"gelu",
+            "use_absolute_embeddings":false,"image_size":224,"num_labels":2}"#
         }
         "llama4_vision_model" => {
             r#"{"hidden_size":768,"intermediate_size":5632,"num_hidden_layers":34,"num_channels":3,

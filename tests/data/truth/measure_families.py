@@ -701,6 +701,18 @@ FAMILY_SPECS.update({
                               layer_scale_init_value=0.0, hidden_act="relu")),
     "convnext-base-224": (CONFIG_MAPPING["convnext"], dict(architectures=["ConvNextForImageClassification"],
                           hidden_sizes=[128, 256, 512, 1024], depths=[3, 3, 27, 3], num_labels=1000)),
+    # Swin (group X, #40): windowed attention with a relative position bias (SDPA's memory-efficient
+    # kernel, the bias padded as CUDA's front end pads it), shifted windows, padding, patch merging
+    "swin_tiny": (CONFIG_MAPPING["swin"], dict(architectures=["SwinForImageClassification"], embed_dim=16,
+                  depths=[2, 2, 2, 2], num_heads=[2, 2, 4, 4], window_size=4, num_labels=10)),
+    "swin_tiny_w7": (CONFIG_MAPPING["swin"], dict(architectures=["SwinForImageClassification"], embed_dim=16,
+                     depths=[2, 3, 2], num_heads=[2, 4, 4], window_size=7, image_size=112, num_labels=10,
+                     drop_path_rate=0.0, use_absolute_embeddings=True, qkv_bias=False)),
+    "swin-base-224": (CONFIG_MAPPING["swin"], dict(architectures=["SwinForImageClassification"], embed_dim=128,
+                      depths=[2, 2, 18, 2], num_heads=[4, 8, 16, 32], window_size=7, num_labels=1000)),
+    "swin-base-384": (CONFIG_MAPPING["swin"], dict(architectures=["SwinForImageClassification"], embed_dim=128,
+                      depths=[2, 2, 18, 2], num_heads=[4, 8, 16, 32], window_size=12, image_size=384,
+                      num_labels=1000)),
 })
 # ---- vision-language models (group Q, issue #40): AutoModelForImageTextToText ----
 _QVL_TEXT = dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
@@ -1241,6 +1253,24 @@ def cases_W():
     return out
 
 
+def cases_X():
+    """Swin (#40): a tiny window-4 Swin at two image sizes (one padded at every stage and merge), a
+    window-7 one with absolute position embeddings, no qkv bias and no stochastic depth, and
+    Swin-B at its class widths, window 7 at 224 and window 12 at 384 (cuda-emu-fake, SDPA)."""
+    be = "cuda-emu-fake"
+    out = []
+    for t, sizes in [("swin_tiny", (100, 128)), ("swin_tiny_w7", (112,))]:
+        for i in sizes:
+            out += [C(f"{t}-bf16-b2i{i}", t, 2, i, "bfloat16", "sdpa", backend=be),
+                    C(f"{t}-fp32-b2i{i}", t, 2, i, "float32", "sdpa", backend=be),
+                    C(f"{t}-bf16-b2i{i}-infer", t, 2, i, "bfloat16", "sdpa", mode="infer", backend=be)]
+    out += [C("swin-base-224-bf16-b32i224", "swin-base-224", 32, 224, "bfloat16", "sdpa", backend=be),
+            C("swin-base-224-fp32-b16i224", "swin-base-224", 16, 224, "float32", "sdpa", backend=be),
+            C("swin-base-224-bf16-b32i224-infer", "swin-base-224", 32, 224, "bfloat16", "sdpa", mode="infer", backend=be),
+            C("swin-base-384-bf16-b8i384", "swin-base-384", 8, 384, "bfloat16", "sdpa", backend=be)]
+    return out
+
+
 def cases_Q():
     """Vision-language models (#40), AutoModelForImageTextToText: tiny Qwen2.5-VL (window attention in
     the tower, mrope), Qwen3-VL (deepstack features added to the first decoder layers) and LLaVA (CLIP
@@ -1286,6 +1316,21 @@ def cases_Q():
 SDPA_LOG = collections.Counter()
 
 
+# CUDA's SDPA front end (attention.cpp `preprocess_mask`) pads an additive mask whose strides are not
+# multiples of 8 (`pad_bias<8>`: a new storage, 8 - n % 8 more columns, sliced back) and expands it to
+# (b, h, s_q, s_k) before the memory-efficient kernel, which keeps it. Groups measured before X
+# passed the mask as it was (their masks were aligned or broadcast); X on measure with it.
+PREPROCESS_MASK = True
+
+
+def preprocess_mask(mask, query, key):
+    aligned = all(mask.stride(i) % 8 == 0 for i in range(mask.dim() - 1)) and mask.stride(-1) == 1
+    if not aligned:
+        n = mask.shape[-1]
+        mask = F.pad(mask, (0, 8 - n % 8))[..., :n]
+    return mask.expand(query.shape[0], query.shape[1], query.shape[2], key.shape[2])
+
+
 @contextlib.contextmanager
 def cuda_dispatch_emulation():
     """Make the two CPU-vs-CUDA dispatch decisions that change saved tensors behave as on
@@ -1325,6 +1370,8 @@ def cuda_dispatch_emulation():
             if bias is not None and bias.dtype == torch.bool:
                 bias = torch.zeros(bias.shape, dtype=query.dtype, device=query.device).masked_fill(
                     bias.logical_not(), float("-inf"))
+            if bias is not None and PREPROCESS_MASK:
+                bias = preprocess_mask(bias, query, key)
             SDPA_LOG["mem_efficient"] += 1
             return torch.ops.aten._scaled_dot_product_efficient_attention(
                 query, key, value, bias, needs_grad, dropout_p, is_causal, scale=scale)[0]
@@ -1596,7 +1643,8 @@ def no_trunc_normal_init():
 ENCODERS = ("bert", "roberta", "xlm-roberta", "modernbert", "deberta-v2")
 VISION = ("vit", "dinov2", "siglip")
 CNNS = ("resnet", "convnext")
-VISION = VISION + CNNS
+WINDOWED = ("swin",)  # no class token, tokens per stage: no "vit_tokens"
+VISION = VISION + CNNS + WINDOWED
 
 
 def is_classifier(cfg):
@@ -1689,7 +1737,7 @@ def run_case(case):
     if is_vit:  # "seq" is the image side; tokens = (image/patch)^2 (+ 1 CLS but SigLIP's)
         out["image_size"] = s
         out["num_labels"] = cfg.num_labels
-        if cfg.model_type not in CNNS:
+        if cfg.model_type not in CNNS + WINDOWED:
             out["patch_size"] = vis.patch_size
             out["vit_tokens"] = (s // vis.patch_size) ** 2 + (0 if cfg.model_type == "siglip" else 1)
     # ViT refuses another size unless asked to interpolate its positions (DINOv2 always does)
@@ -2264,7 +2312,7 @@ def checks(rows, cfgs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "Q", "S", "K", "R", "I", "U", "W", "all"])
+    ap.add_argument("--group", default="all", choices=["A", "B", "F", "G", "H", "L", "M", "N", "O", "P", "Q", "S", "K", "R", "I", "U", "W", "X", "all"])
     ap.add_argument("--only", default=None, help="substring filter on case names")
     ap.add_argument("--out", default=os.path.join(HERE, "reference.json"))
     ap.add_argument("--details", default=None,
@@ -2289,6 +2337,7 @@ def main():
     cases += cases_Q() if args.group == "Q" else []
     cases += cases_U() if args.group == "U" else []
     cases += cases_W() if args.group == "W" else []
+    cases += cases_X() if args.group == "X" else []
     if args.only:
         cases = [c for c in cases if args.only in c["case"]]
     write_configs({c["config"] for c in cases})
