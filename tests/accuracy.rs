@@ -38,7 +38,7 @@ const PEAK_NOT_ASSERTED: [&str; 9] = [
 /// Qwen2.5-VL's 52 MB) and the frozen tower's forward working set, which the estimate leaves
 /// out (and says so); at real widths they are a fraction of a percent (the 7B-wide rows and
 /// Gemma-3-4B's and Mistral-Small-3.1's are asserted). Activations asserted, the peak printed only.
-const VLM_PEAK_NOT_ASSERTED: [&str; 8] = [
+const VLM_PEAK_NOT_ASSERTED: [&str; 10] = [
     "qwen2_5_vl_tiny-bf16-sdpa-b2-2img-t128",
     "qwen2_5_vl_tiny-bf16-sdpa-b2-2img-t128-infer",
     "qwen3_vl_tiny-bf16-sdpa-b2-2img-t128",
@@ -47,6 +47,9 @@ const VLM_PEAK_NOT_ASSERTED: [&str; 8] = [
     "llava_tiny-bf16-sdpa-b2-2img-t128-infer",
     "gemma3_vlm_tiny-bf16-sdpa-b2-2img-t128-infer",
     "mistral3_tiny-bf16-sdpa-b2-2img-t128-infer",
+    // group Y: LLaVA-NeXT's five crops an image (1.5 MB of pixels beside 7 MB of parameters)
+    "llava_next_tiny-bf16-sdpa-b2-2img224x224-t128-infer",
+    "llava_next_tiny-bf16-sdpa-b2-2img200x330-t128-infer",
 ];
 
 struct Row {
@@ -73,7 +76,7 @@ struct Line {
 
 /// The groups of the reference rows, in the docs' order: file letter and what it holds
 /// (`tests/data/truth/README.md`).
-const GROUPS: [(char, &str); 21] = [
+const GROUPS: [(char, &str); 23] = [
     ('A', "tiny cases and GPT-2 124M (the shared ground truth)"),
     ('B', "real-size GPT-2, BERT-large, Llama-2-7B, Llama-3-8B, Mistral-7B, Mixtral-8x7B"),
     ('C', "Qwen2.5-7B, GPT-2 XL, BERT-base, Llama-2-13B, fp32 SDPA, odd shapes"),
@@ -121,6 +124,14 @@ const GROUPS: [(char, &str); 21] = [
     (
         'W',
         "convolutional backbones op by op: ResNet (bottleneck with the stride in the 3×3 or the 1×1, basic blocks) and ConvNeXt (with and without layer scale), tiny at 64 and 100 pixels, ResNet-50 and ConvNeXt-B at 224 and 384; trained bf16 and fp32, and in inference",
+    ),
+    (
+        'X',
+        "Swin op by op: windowed attention with its relative position bias through SDPA's memory-efficient kernel (the bias padded as CUDA pads it), shifted windows, padding to whole windows and merges; tiny (window 4 at 100 and 128 pixels; window 7 with absolute positions, no qkv bias, no stochastic depth), Swin-B window 7 at 224 and window 12 at 384; trained bf16 and fp32, and in inference",
+    ),
+    (
+        'Y',
+        "LLaVA-NeXT with images (anyres: tiles picked from image_grid_pinpoints beside a view of the whole, the tiles' features unpadded to the image's shape, a newline token a row), tower, projector and newline frozen: tiny at 224×224 and 200×330 (two images a sample; trained bf16 and fp32, inference); the inference peaks hold the unmodelled pixel values (printed)",
     ),
 ];
 
@@ -216,6 +227,7 @@ fn rows() -> Vec<Row> {
         "reference_U.json",
         "reference_W.json",
         "reference_X.json",
+        "reference_Y.json",
     ] {
         if !dir.join(f).exists() {
             continue;

@@ -202,6 +202,8 @@ fn presets_match_their_published_parameter_counts() {
         ("convnext-base-224", 0.0886),
         // Swin-B (window 7, 224): the paper's 88 M
         ("swin-base-224", 0.0878),
+        // LLaVA-NeXT (v1.6) on Mistral-7B: the card's 7.57 B
+        ("llava-v1.6-mistral-7b", 7.57),
     ];
     // published as a round figure: the card's "8B" and "1T" (rounded to the name's digit)
     let round =

@@ -337,8 +337,8 @@ impl Subject<'_> {
             // a convolutional network: its ops, one by one
             _ if let Some(n) = sc.model.net() => text!(
                 lang,
-                "the {} ops of the {} network keep what backward needs (feature maps, norm statistics, pooling indices), the images and labels included",
-                "{} 网络的 {} 个算子保留反向所需的张量（特征图、归一化统计量、池化索引），含输入图像与标签",
+                "the {1} ops of the {0} network keep what backward needs ({2}), the images and labels included",
+                "{0} 网络的 {1} 个算子保留反向所需的张量（{2}），含输入图像与标签",
                 n.family_id(),
                 crate::families::build_net(
                     n,
@@ -346,7 +346,20 @@ impl Subject<'_> {
                     sc.image.unwrap_or(n.image)
                 )
                 .nodes
-                .len()
+                .len(),
+                if matches!(n.kind, crate::model::net::NetKind::Swin(_)) {
+                    text!(
+                        lang,
+                        "attention q/k/v and outputs, MLP intermediates, norm statistics",
+                        "注意力 q/k/v 与输出、MLP 中间结果、归一化统计量"
+                    )
+                } else {
+                    text!(
+                        lang,
+                        "feature maps, norm statistics, pooling indices",
+                        "特征图、归一化统计量、池化索引"
+                    )
+                }
             ),
             Checkpointing::None => {
                 text!(

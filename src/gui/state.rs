@@ -537,6 +537,10 @@ pub fn vlm_default_image(rule: crate::model::image_tokens::ImageTokens) -> crate
         | crate::model::image_tokens::ImageTokens::Rows { .. } => {
             crate::model::pixels::ImageSize::square(448)
         }
+        // LLaVA-NeXT: a 2×2 grid of tiles
+        crate::model::image_tokens::ImageTokens::Anyres { side, .. } => {
+            crate::model::pixels::ImageSize::square(2 * side)
+        }
     }
 }
 

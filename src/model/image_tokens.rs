@@ -47,7 +47,27 @@ pub enum ImageTokens {
         /// Tokens per image.
         tokens: u64,
     },
+    /// LLaVA-NeXT's "anyres": the image goes to the grid resolution (`image_grid_pinpoints`)
+    /// that keeps the most of it and wastes the least, cut into `side`-pixel tiles beside one
+    /// `side`-pixel view of the whole; the tiles' features are unpadded back to the image's
+    /// aspect ratio and each of their rows ends with the `image_newline` token
+    /// (transformers' `LlavaNextProcessor._get_number_of_features`).
+    Anyres {
+        /// The tower's input side (CLIP's 336).
+        side: u64,
+        /// Patch side in pixels.
+        patch: u64,
+        /// The grid resolutions as `(height, width)` pixels, the first `n` used.
+        pins: [(u16, u16); MAX_PINS],
+        /// Resolutions listed.
+        n: u8,
+        /// The base view keeps the class token's feature (`vision_feature_select_strategy` "full").
+        full: bool,
+    },
 }
+
+/// The most grid resolutions an anyres config may list.
+pub const MAX_PINS: usize = 16;
 
 impl ImageTokens {
     /// The size the processor resizes `image` to.
@@ -58,6 +78,10 @@ impl ImageTokens {
             }
             Self::Rows { patch, merge, longest_edge } => rows_resize(image, patch * merge, longest_edge),
             Self::Fixed { side, .. } => ImageSize::square(side),
+            Self::Anyres { pins, n, .. } => {
+                let (h, w) = best_resolution(image, &pins[..usize::from(n).min(MAX_PINS)]);
+                ImageSize { height: h, width: w }
+            }
         }
     }
 
@@ -74,6 +98,25 @@ impl ImageTokens {
                 rows * (cols + 1)
             }
             Self::Fixed { tokens, .. } => tokens,
+            Self::Anyres { side, patch, full, .. } => {
+                let p = side / patch.max(1);
+                let best = self.resized(image);
+                let (sh, sw) = (best.height / side.max(1), best.width / side.max(1));
+                let (rows, cols) = unpadded(image, p * sh, p * sw);
+                rows * cols + rows + p * p + u64::from(full)
+            }
+        }
+    }
+
+    /// Crops of `side` pixels the tower encodes for one image: the anyres tiles and the base
+    /// view; 1 for a fixed-size tower.
+    pub fn crops(&self, image: ImageSize) -> u64 {
+        match *self {
+            Self::Anyres { side, .. } => {
+                let best = self.resized(image);
+                1 + (best.height / side.max(1)) * (best.width / side.max(1))
+            }
+            _ => 1,
         }
     }
 
@@ -92,6 +135,7 @@ impl ImageTokens {
                 rows * cols * merge * merge
             }
             Self::Fixed { tokens, .. } => tokens,
+            Self::Anyres { side, patch, .. } => self.crops(image) * (side / patch.max(1)).pow(2),
         }
     }
 
@@ -134,8 +178,50 @@ impl ImageTokens {
                     "every image is resized to {side}×{side}: {tokens} tokens per image, whatever its size"
                 )
             }
+            Self::Anyres { side, .. } => {
+                let best = self.resized(image);
+                format!(
+                    "{image} goes to the {best} grid ({} tiles of {side} px and a {side}×{side} view of the whole); the tiles' features unpadded to the image's shape, a newline token a row: {} tokens per image",
+                    self.crops(image) - 1,
+                    self.tokens(image)
+                )
+            }
         }
     }
+}
+
+/// transformers' `select_best_resolution`: the grid resolution that keeps the most of the
+/// image (scaled to fit, capped at its own pixels) and, among those, wastes the least.
+fn best_resolution(image: ImageSize, pins: &[(u16, u16)]) -> (u64, u64) {
+    let (oh, ow) = (image.height.max(1) as f64, image.width.max(1) as f64);
+    let mut best = pins.first().map_or((1, 1), |&(h, w)| (u64::from(h), u64::from(w)));
+    let (mut most, mut least) = (0u64, u64::MAX);
+    for (h, w) in pins.iter().map(|&(h, w)| (u64::from(h), u64::from(w))) {
+        let scale = (w as f64 / ow).min(h as f64 / oh);
+        let (dw, dh) = ((ow * scale) as u64, (oh * scale) as u64);
+        let effective = (dw * dh).min(image.height * image.width);
+        let wasted = (h * w).saturating_sub(effective);
+        if effective > most || (effective == most && wasted < least) {
+            (best, most, least) = ((h, w), effective, wasted);
+        }
+    }
+    best
+}
+
+/// `LlavaNextProcessor._get_unpadded_features`: the tiles' `rows × cols` feature grid with the
+/// padding the resize added to the image's shorter side removed; `(rows, cols)` left.
+fn unpadded(image: ImageSize, mut rows: u64, mut cols: u64) -> (u64, u64) {
+    let (h, w) = (image.height.max(1) as f64, image.width.max(1) as f64);
+    // Python's `int(round(x, 7))`
+    let round7 = |x: f64| ((x * 1e7).round() / 1e7) as u64;
+    if w / h > cols as f64 / rows.max(1) as f64 {
+        let new = round7(h * (cols as f64 / w));
+        rows -= 2 * (rows.saturating_sub(new) / 2);
+    } else {
+        let new = round7(w * (rows as f64 / h));
+        cols -= 2 * (cols.saturating_sub(new) / 2);
+    }
+    (rows, cols)
 }
 
 /// transformers' Pixtral resize (`pixtral/image_processing_pixtral.py`): scaled down by the
@@ -227,5 +313,32 @@ mod tests {
         assert!(QWEN25.check(ImageSize { height: 10, width: 2100 }).is_err());
         let llava = ImageTokens::Fixed { side: 336, tokens: 576 };
         assert_eq!(llava.tokens(sq(1024)), 576);
+    }
+
+    #[test]
+    fn anyres_counts_what_transformers_llava_next_processor_counts() {
+        let sq = ImageSize::square;
+        let mut pins = [(0, 0); MAX_PINS];
+        pins[..5].copy_from_slice(&[(336, 672), (672, 336), (672, 672), (1008, 336), (336, 1008)]);
+        let next = ImageTokens::Anyres { side: 336, patch: 14, pins, n: 5, full: false };
+        // `LlavaNextProcessor._get_number_of_features` (transformers 5.25) less the class token
+        // ("default" strategy), at these (height, width)
+        for ((h, w), tokens, best) in [
+            ((336, 336), 1176, (336, 672)),
+            ((672, 672), 2928, (672, 672)),
+            ((1024, 1024), 2928, (672, 672)),
+            ((1024, 768), 2352, (672, 672)),
+            ((768, 1024), 2340, (672, 672)),
+            ((500, 1500), 2328, (336, 1008)),
+            ((224, 224), 1176, (336, 672)),
+            ((2000, 300), 1368, (1008, 336)),
+        ] {
+            let image = ImageSize { height: h, width: w };
+            assert_eq!(next.tokens(image), tokens, "{h}×{w}");
+            assert_eq!(next.resized(image), ImageSize { height: best.0, width: best.1 }, "{h}×{w}");
+        }
+        assert_eq!(next.crops(sq(1024)), 5);
+        assert_eq!(next.patches(sq(1024)), 5 * 576);
+        assert!(next.describe(sq(1024)).contains("4 tiles of 336 px"));
     }
 }

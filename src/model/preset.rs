@@ -110,6 +110,11 @@ pub const BUILTIN_HF: &[(&str, &str, &str)] = &[
         include_str!("../../presets/hf/convnext-base-224.json"),
     ),
     (
+        "llava-v1.6-mistral-7b",
+        "llava-hf/llava-v1.6-mistral-7b-hf",
+        include_str!("../../presets/hf/llava-v1.6-mistral-7b.json"),
+    ),
+    (
         "swin-base-224",
         "microsoft/swin-base-patch4-window7-224",
         include_str!("../../presets/hf/swin-base-224.json"),

@@ -154,3 +154,37 @@ fn swin_answers_by_image_size_and_refuses_a_grid_under_its_window() {
     );
     assert_usage_error(&["estimate", "--model", "swin-base-224", "--checkpoint", "full"], "not modelled yet");
 }
+
+/// LLaVA-NeXT sizes its image tokens by the image (anyres), as its processor does, and counts
+/// its parameters exactly; a malformed grid list is refused by key.
+#[test]
+fn llava_next_counts_its_anyres_tokens() {
+    let j = json(&[
+        "estimate",
+        "--model",
+        "llava-v1.6-mistral-7b",
+        "--images",
+        "2",
+        "--image-size",
+        "1024x768",
+        "--seq",
+        "512",
+        "--json",
+    ]);
+    // transformers' LlavaNextProcessor: the 672×672 grid, 2352 tokens (class token dropped)
+    assert_eq!(j["scenario"]["images"]["tokens_per_image"], 2352);
+    assert_eq!(j["scenario"]["images"]["resized_height"], 672);
+    assert_eq!(j["model"]["validated"], true);
+    let dir = std::env::temp_dir().join(format!("vramscope-llava-next-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("config.json");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/presets/hf/llava-v1.6-mistral-7b.json"
+    ))
+    .unwrap()
+    .replace("[1008, 336]", "[1000, 336]");
+    std::fs::write(&cfg, text).unwrap();
+    assert_usage_error(&["estimate", "--model", cfg.to_str().unwrap()], "image_grid_pinpoints");
+    let _ = std::fs::remove_dir_all(&dir);
+}

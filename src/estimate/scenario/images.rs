@@ -77,6 +77,8 @@ impl Scenario {
                 t.num_channels * r.height * r.width
             }
             ImageTokens::Fixed { side, .. } => t.num_channels * side * side,
+            // the anyres tiles and the view of the whole, each a `side` crop
+            ImageTokens::Anyres { side, .. } => v.rule.crops(v.size) * t.num_channels * side * side,
         };
         self.batch * v.count * per_image * 4
     }

@@ -412,9 +412,16 @@ fn vlm_images(
         return 0;
     }
     let image = s.image.unwrap_or_else(|| crate::gui::state::vlm_default_image(rule));
-    if let ImageTokens::Resized { patch, merge, .. } | ImageTokens::Rows { patch, merge, .. } = rule {
+    let step = match rule {
         // any size: the processor resizes it to multiples of patch · merge
-        let step = patch * merge;
+        ImageTokens::Resized { patch, merge, .. } | ImageTokens::Rows { patch, merge, .. } => {
+            Some(patch * merge)
+        }
+        // any size: the processor picks its grid of tiles by it
+        ImageTokens::Anyres { patch, .. } => Some(patch),
+        ImageTokens::Fixed { .. } => None,
+    };
+    if let Some(step) = step {
         let mut side = image.height.max(image.width);
         let r = ui
             .add(egui::Slider::new(&mut side, step..=4096).logarithmic(true).suffix(" px").text(t.image_size))

@@ -143,12 +143,18 @@ fn clip_vision(r: &Reader<'_>, top: &Reader<'_>, text_h: u64) -> Result<VisionTo
         _ => 1,
     };
     let bias = top.bool_or("multimodal_projector_bias", true)?;
-    let projector_params = h * layers_read * text_h + text_h * text_h + if bias { 2 * text_h } else { 0 };
+    let next = top.model_type == "llava_next";
+    // LLaVA-NeXT adds the learned `image_newline` (one text-width vector)
+    let projector_params = h * layers_read * text_h
+        + text_h * text_h
+        + if bias { 2 * text_h } else { 0 }
+        + if next { text_h } else { 0 };
     let grid = (image / patch).pow(2);
-    let tokens = match top.str("vision_feature_select_strategy") {
-        Some("full") => grid + 1,
-        _ => grid, // "default": the class token's feature dropped
-    };
+    let full = top.str("vision_feature_select_strategy") == Some("full");
+    // "default": the class token's feature dropped
+    let tokens = if full { grid + 1 } else { grid };
+    let rule =
+        if next { anyres(top, (image, patch), full)? } else { ImageTokens::Fixed { side: image, tokens } };
     Ok(VisionTower {
         kind: VisionKind::Clip,
         hidden_size: h,
@@ -159,8 +165,41 @@ fn clip_vision(r: &Reader<'_>, top: &Reader<'_>, text_h: u64) -> Result<VisionTo
         num_channels: r.positive("num_channels")?,
         projector_params,
         temporal_patch: 1,
-        image_tokens: Some(ImageTokens::Fixed { side: image, tokens }),
+        image_tokens: Some(rule),
     })
+}
+
+/// LLaVA-NeXT's anyres rule from `image_grid_pinpoints` (`LlavaNextConfig`'s five by default).
+fn anyres(top: &Reader<'_>, (side, patch): (u64, u64), full: bool) -> Result<ImageTokens, ConfigError> {
+    use crate::model::image_tokens::MAX_PINS;
+    let bad = |why: String| top.invalid("image_grid_pinpoints", why);
+    let listed: Vec<(u16, u16)> = match top.get("image_grid_pinpoints") {
+        None | Some(Value::Null) => vec![(336, 672), (672, 336), (672, 672), (1008, 336), (336, 1008)],
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|p| {
+                match p.as_array().map(|v| {
+                    v.iter().map(|x| x.as_u64().and_then(|x| u16::try_from(x).ok())).collect::<Vec<_>>()
+                }) {
+                    Some(v) if v.len() == 2 && v.iter().all(|x| x.is_some_and(|x| x > 0)) => {
+                        Ok((v[0].unwrap_or(1), v[1].unwrap_or(1)))
+                    }
+                    _ => Err(bad(format!("{p} is not a [height, width] pair"))),
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => return Err(bad(format!("expected a list of [height, width], found {other}"))),
+    };
+    if listed.is_empty() || listed.len() > MAX_PINS {
+        return Err(bad(format!("{} resolutions (1 to {MAX_PINS} are read)", listed.len())));
+    }
+    if let Some((h, w)) = listed.iter().find(|(h, w)| u64::from(*h) % side != 0 || u64::from(*w) % side != 0)
+    {
+        return Err(bad(format!("{h}×{w} is not whole {side}-pixel tiles")));
+    }
+    let mut pins = [(0, 0); MAX_PINS];
+    pins[..listed.len()].copy_from_slice(&listed);
+    Ok(ImageTokens::Anyres { side, patch, pins, n: listed.len() as u8, full })
 }
 
 /// Exact parameter count of the encoder-decoder types counted as generic (t5, whisper).

@@ -151,7 +151,9 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
             spec.vision = Some(vision(path, v, VisionKind::Qwen25Vl, &top, spec.hidden_size)?)
         }
         ("qwen3_vl", v) => spec.vision = Some(vision(path, v, VisionKind::Qwen3Vl, &top, spec.hidden_size)?),
-        ("llava", v) => spec.vision = Some(vision(path, v, VisionKind::Clip, &top, spec.hidden_size)?),
+        ("llava" | "llava_next", v) => {
+            spec.vision = Some(vision(path, v, VisionKind::Clip, &top, spec.hidden_size)?)
+        }
         (_, Some(Value::Object(_))) => {
             notes.push(format!("{path}: the vision tower (vision_config) is not counted"));
         }
@@ -182,7 +184,10 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
     }
     // a multimodal wrapper of a known text model but an unknown vision side: not validated
     if prefix == "text_config."
-        && !matches!(model_type.as_str(), "gemma3" | "mistral3" | "qwen2_5_vl" | "qwen3_vl" | "llava")
+        && !matches!(
+            model_type.as_str(),
+            "gemma3" | "mistral3" | "qwen2_5_vl" | "qwen3_vl" | "llava" | "llava_next"
+        )
         && spec.unvalidated_type.is_none()
     {
         spec.unvalidated_type = Some(model_type.clone());
@@ -230,7 +235,7 @@ fn modelled_part<'a>(
                 None => match model_type {
                     "gemma3" => "gemma3_text".to_owned(),
                     "mistral3" => "mistral".to_owned(),
-                    "llava" => "llama".to_owned(),
+                    "llava" | "llava_next" => "llama".to_owned(),
                     "qwen2_5_vl" => "qwen2_5_vl_text".to_owned(),
                     "qwen3_vl" => "qwen3_vl_text".to_owned(),
                     other => other.to_owned(),
@@ -239,7 +244,9 @@ fn modelled_part<'a>(
             (t, tt, "text_config.")
         }
         // LlavaConfig and Qwen3VLConfig build their class-default text model
-        Some(Value::Null) | None if model_type == "llava" => (empty, "llama".to_owned(), "text_config."),
+        Some(Value::Null) | None if matches!(model_type, "llava" | "llava_next") => {
+            (empty, "llama".to_owned(), "text_config.")
+        }
         Some(Value::Null) | None if model_type == "qwen3_vl" => {
             (empty, "qwen3_vl_text".to_owned(), "text_config.")
         }

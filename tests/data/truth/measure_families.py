@@ -745,6 +745,14 @@ FAMILY_SPECS.update({
         vision_config=dict(model_type="clip_vision_model", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
                            num_attention_heads=4, image_size=112, patch_size=14, projection_dim=128),
         image_token_index=999, image_seq_length=64, vision_feature_layer=-2, vision_feature_select_strategy="default")),
+    # LLaVA-NeXT: the same CLIP tower (112 px here) cut into anyres tiles of 112 px beside a view of the whole
+    "llava_next_tiny": (CONFIG_MAPPING["llava_next"], dict(
+        architectures=["LlavaNextForConditionalGeneration"],
+        text_config=dict(model_type="llama", **_QVL_TEXT, pad_token_id=0),
+        vision_config=dict(model_type="clip_vision_model", hidden_size=128, intermediate_size=256, num_hidden_layers=3,
+                           num_attention_heads=4, image_size=112, patch_size=14, projection_dim=128),
+        image_grid_pinpoints=[[112, 224], [224, 112], [224, 224], [336, 112], [112, 336]],
+        image_token_index=999, vision_feature_layer=-2, vision_feature_select_strategy="default")),
     # Qwen2.5-VL-7B's widths (tests/data/hub/qwen2.5-vl-7b/config.json) in 4 text layers and 4 vision blocks
     # (the last of the 4 attends over the whole image, as blocks 7/15/23/31 of 32 do)
     "qwen2.5-vl-7b-4l": (CONFIG_MAPPING["qwen2_5_vl"], dict(
@@ -1287,6 +1295,12 @@ def cases_Q():
                 VC(f"{t}-fp32-eager-b1-1img-t128", t, 1, 1, hw, 128, "float32", "eager", backend=be),
                 VC(f"{t}-bf16-sdpa-b2-2img-t128-infer", t, 2, 2, hw, 128, "bfloat16", "sdpa", mode="infer", backend=be),
                 VC(f"{t}-bf16-sdpa-b2-2img-t128-ckpt", t, 2, 2, hw, 128, "bfloat16", "sdpa", ckpt=True, backend=be)]
+    t = "llava_next_tiny"
+    for hw in [(224, 224), (200, 330)]:
+        n = f"{hw[0]}x{hw[1]}"
+        out += [VC(f"{t}-bf16-sdpa-b2-2img{n}-t128", t, 2, 2, hw, 128, "bfloat16", "sdpa", backend=be),
+                VC(f"{t}-fp32-eager-b1-1img{n}-t128", t, 1, 1, hw, 128, "float32", "eager", backend=be),
+                VC(f"{t}-bf16-sdpa-b2-2img{n}-t128-infer", t, 2, 2, hw, 128, "bfloat16", "sdpa", mode="infer", backend=be)]
     t = "gemma3_vlm_tiny"
     out += [VC(f"{t}-bf16-sdpa-b2-2img-t128", t, 2, 2, (128, 128), 128, "bfloat16", "sdpa", backend=be),
             VC(f"{t}-fp32-eager-b1-1img-t128", t, 1, 1, (128, 128), 128, "float32", "eager", backend=be),
@@ -1873,7 +1887,7 @@ def run_case(case):
 # --------------------------------------------------------------------------------------
 # Vision-language models (group Q)
 # --------------------------------------------------------------------------------------
-VLM_TYPES = ("qwen2_5_vl", "qwen3_vl", "llava")
+VLM_TYPES = ("qwen2_5_vl", "qwen3_vl", "llava", "llava_next")
 
 
 class RealIndexOps(TorchDispatchMode):
@@ -2007,6 +2021,23 @@ def vlm_inputs(cfg, case):
         vs = ve = None
         pixel_shape = (b * n_img, vis.num_channels, h, w)
         kw["image_sizes"] = torch.tensor([[h, w]] * (b * n_img), dtype=torch.long)
+    elif mt == "llava_next":
+        # LlavaNextProcessor: anyres tiles of the tower's side beside a view of the whole, the
+        # tiles' features unpadded to the image's shape and a newline a row (its own counting)
+        from transformers.models.llava_next.processing_llava_next import LlavaNextProcessor
+        from transformers.image_processing_utils import select_best_resolution
+        proc = LlavaNextProcessor.__new__(LlavaNextProcessor)
+        proc.patch_size, proc.num_additional_image_tokens = vis.patch_size, 1
+        proc.image_processor = type("IP", (), dict(image_grid_pinpoints=cfg.image_grid_pinpoints))()
+        side = vis.image_size
+        per_img = proc._get_number_of_features(h, w, side, side) - (cfg.vision_feature_select_strategy == "default")
+        bh, bw = select_best_resolution((h, w), cfg.image_grid_pinpoints)
+        img_tok = cfg.image_token_index
+        specials = {img_tok}
+        n_markers = 0
+        vs = ve = None
+        pixel_shape = (b * n_img, 1 + (bh // side) * (bw // side), vis.num_channels, side, side)
+        kw["image_sizes"] = torch.tensor([[h, w]] * (b * n_img), dtype=torch.long)
     else:  # llava
         img_tok = cfg.image_token_index
         specials = {img_tok}
@@ -2060,7 +2091,12 @@ def vlm_frozen_modules(model):
     mm = model.model
     if hasattr(mm, "visual"):  # Qwen: the tower holds the merger (and Qwen3-VL's deepstack mergers)
         return {"model.visual": mm.visual}
-    return {"model.vision_tower": mm.vision_tower, "model.multi_modal_projector": mm.multi_modal_projector}
+    out = {"model.vision_tower": mm.vision_tower, "model.multi_modal_projector": mm.multi_modal_projector}
+    if getattr(mm, "image_newline", None) is not None:  # LLaVA-NeXT's learned row separator
+        holder = torch.nn.Module()
+        holder.image_newline = mm.image_newline
+        out["model.image_newline"] = holder
+    return out
 
 
 def run_case_vlm(case):
