@@ -81,8 +81,9 @@ pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
 pub fn max_seq(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
     let x = largest(sc, capacity_bytes, Knob::Seq, seq_limit(sc))?;
     match (sc.model.patches(), sc.model.min_image_side()) {
-        // every side under the smallest runs as the smallest
-        (Some(p), Some(min)) => Some((x / p.patch * p.patch).max(min)),
+        // whole patches, unless that falls under the smallest side the model runs (Swin-B's
+        // 193 px: its sides from 193 to 223 are all runs of a 7×7 last stage)
+        (Some(p), Some(min)) => Some(Some(x / p.patch * p.patch).filter(|&r| r >= min).unwrap_or(x.max(min))),
         _ => Some(x),
     }
 }
@@ -299,7 +300,7 @@ impl Knob {
                 let min = sc.model.min_image_side().unwrap_or(p.patch);
                 let mut v: Vec<u64> = log_spaced(min, MAX_IMAGE_KNOB.max(min), steps)
                     .into_iter()
-                    .map(|x| (x / p.patch).max(1) * p.patch)
+                    .map(|x| ((x / p.patch).max(1) * p.patch).max(min))
                     .collect();
                 v.extend(sc.image_size().map(|i| i.height.max(i.width)));
                 v.sort_unstable();

@@ -148,7 +148,7 @@ fn probe_refuses_what_it_cannot_measure() {
     let d = scratch("refuse");
     let o = d.join("x.py");
     let o = o.to_string_lossy();
-    usage_error(&["probe", "--model", "resnet-50", "-o", &o], "convolutional network");
+    usage_error(&["probe", "--model", "resnet-50", "-o", &o], "vision backbone built op by op");
     usage_error(&["probe", "--model", "llama-2-7b", "--tp", "2", "-o", &o], "one GPU");
     usage_error(&["probe", "--model", "llama-2-7b", "--checkpoint", "selective", "-o", &o], "whole blocks");
     usage_error(&["probe", "--model", "llama-2-7b", "--precision", "bf16-mixed", "-o", &o], "bf16-mixed");

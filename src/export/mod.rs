@@ -349,7 +349,7 @@ pub fn render_in(f: &ScenarioFile, format: Format, lang: crate::i18n::Lang) -> R
                 return Err(ExportError::Invalid {
                     path: "scenario".into(),
                     msg: format!(
-                        "{}: the framework exports (deepspeed, hf, fsdp, megatron) write a transformer's training code; a convolutional network has none yet (md, json, csv, ron and the roadmap apply)",
+                        "{}: the framework exports (deepspeed, hf, fsdp, megatron) write a language model's training code; ResNet, ConvNeXt and Swin have none yet (md, json, csv, ron and the roadmap apply)",
                         f.scenario.model.name
                     ),
                 });

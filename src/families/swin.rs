@@ -294,13 +294,14 @@ pub fn refuses(s: &NetSpec, image: ImageSize) -> Option<String> {
         grids(s, l, image).into_iter().enumerate().find(|(_, (h, w))| h.min(w) < &l.window)
     {
         return Some(format!(
-            "at {}×{} px Swin's stage {i} grid is {h}×{w}, smaller than its {}×{} window: transformers' SwinAttention fails there (its bias is built for the whole window); use an image whose last stage keeps at least {} patches a side ({} px for this model)",
+            "at {}×{} px Swin's stage {} of {} has a {h}×{w} grid, smaller than its {}×{} window: transformers' SwinAttention fails there (its bias is built for the whole window); use an image of at least {} px a side",
             image.height,
             image.width,
+            i + 1,
+            s.depths.len(),
             l.window,
             l.window,
-            l.window,
-            (l.window * l.patch) << s.depths.len().saturating_sub(1)
+            s.min_side()
         ));
     }
     if l.abs_pos && image != s.image {
@@ -338,7 +339,9 @@ mod tests {
         assert!(super::refuses(&s, ImageSize::square(224)).is_none());
         // 192 px: the last stage is 6×6 patches, under the 7×7 window
         let why = super::refuses(&s, ImageSize::square(192)).expect("refused");
-        assert!(why.contains("6×6") && why.contains("224 px"), "{why}");
+        assert!(why.contains("6×6") && why.contains("193 px"), "{why}");
+        assert!(super::refuses(&s, ImageSize::square(193)).is_none());
+        assert_eq!(s.min_side(), 193);
     }
 
     #[test]

@@ -315,6 +315,10 @@ impl Settings {
         sc.optimizer = self.optimizer;
         sc.attention = self.attention;
         sc.settle_attention();
+        // the app hides the attention menu for a network built op by op: Swin runs SDPA
+        if sc.model.net().is_some() {
+            sc.attention = AttentionImpl::Sdpa;
+        }
         sc.checkpointing = self.checkpointing;
         sc.stack = self.stack;
         sc.stack.bnb_compute_dtype = None;

@@ -115,8 +115,8 @@ impl NetSpec {
             NetKind::Resnet { .. } => 1,
             // the stem's patch, then a 2×2 stride-2 convolution per later stage
             NetKind::Convnext { patch, .. } => self.total_stride().max(patch),
-            // every stage's grid at least the window (in whole strides; 193 px runs as well)
-            NetKind::Swin(ref l) => l.window * self.total_stride(),
+            // the last stage's grid, `ceil(side / stride)`, at least the window
+            NetKind::Swin(ref l) => (l.window.max(1) - 1) * self.total_stride() + 1,
         }
     }
 }

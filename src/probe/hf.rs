@@ -15,7 +15,7 @@ pub fn config_from_spec(model: &ModelSpec, seq: u64) -> Result<Value, ProbeError
     let Some(t) = model.transformer() else {
         if model.net().is_some() {
             return Err(refuse(format!(
-                "{}: a convolutional network is not probed yet; probe a transformer (preset, config.json or .ron)",
+                "{}: a vision backbone built op by op (ResNet, ConvNeXt, Swin) is not probed yet; probe a transformer (preset, config.json or .ron)",
                 model.name
             )));
         }
@@ -220,7 +220,7 @@ mod tests {
     #[test]
     fn probe_refuses_what_it_cannot_express() {
         let e = cfg("resnet-50").unwrap_err().to_string();
-        assert!(e.contains("convolutional network"), "{e}");
+        assert!(e.contains("vision backbone built op by op"), "{e}");
         let e = cfg("gpt3-175b-megatron").unwrap_err().to_string();
         assert!(e.contains("Megatron"), "{e}");
     }

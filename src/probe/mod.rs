@@ -185,7 +185,7 @@ fn auto_class(family: Family, head: Head) -> (&'static str, &'static str) {
 fn run_spec(sc: &Scenario, opts: &Options) -> Result<Value, ProbeError> {
     let t = sc.model.transformer().ok_or_else(|| {
         refuse(if sc.model.net().is_some() {
-            "a convolutional network is not probed yet (probe builds transformers)"
+            "a vision backbone built op by op (ResNet, ConvNeXt, Swin) is not probed yet (probe builds transformers)"
         } else {
             "a layer table cannot be probed"
         })

@@ -135,7 +135,7 @@ fn a_convolutional_network_answers_by_image_size() {
     assert_usage_error(&["estimate", "--model", "resnet-50", "--precision", "bf16-amp"], "autocast");
     assert_usage_error(&["estimate", "--model", "resnet-50", "--seq", "100"], "no sequence");
     assert_usage_error(&["estimate", "--model", "convnext-base-224", "--image-size", "16"], "total stride");
-    assert_usage_error(&["estimate", "--model", "resnet-50", "--lora", "8"], "convolutional");
+    assert_usage_error(&["estimate", "--model", "resnet-50", "--lora", "8"], "not yet for ResNet");
 }
 
 /// Swin answers by image size too: its windows, shifted windows and merges measured exactly
@@ -153,6 +153,28 @@ fn swin_answers_by_image_size_and_refuses_a_grid_under_its_window() {
         "smaller than its 7×7 window",
     );
     assert_usage_error(&["estimate", "--model", "swin-base-224", "--checkpoint", "full"], "not modelled yet");
+    assert_usage_error(
+        &["estimate", "--model", "swin-base-224", "--attention", "eager"],
+        "modelled with SDPA",
+    );
+    // 193 px is the smallest side whose last stage keeps a 7×7 grid; the image search starts there
+    let j = json(&[
+        "estimate",
+        "--model",
+        "swin-base-224",
+        "--image-size",
+        "193",
+        "--batch",
+        "220",
+        "--precision",
+        "bf16",
+        "--gpu",
+        "4090",
+        "--json",
+    ]);
+    if j["fits"] == true {
+        assert!(j["max_image_side"].as_u64().is_some_and(|s| s >= 193), "{}", j["max_image_side"]);
+    }
 }
 
 /// LLaVA-NeXT sizes its image tokens by the image (anyres), as its processor does, and counts

@@ -134,13 +134,13 @@ impl Scenario {
         use crate::units::Precision as P;
         if !matches!(self.precision, P::Bf16 | P::Fp16 | P::Fp32) {
             return bad(format!(
-                "{}: --precision {} is not modelled for convolutional networks (autocast and quantized weights are not measured for them yet); use bf16, fp16 or fp32",
+                "{}: --precision {} is not modelled for the vision backbones built op by op (ResNet, ConvNeXt, Swin: autocast and quantized weights are not measured for them yet); use bf16, fp16 or fp32",
                 self.model.name, self.precision
             ));
         }
         if self.base_quant != BaseQuant::None || self.kv_cache_dtype.is_some() {
             return bad(format!(
-                "{}: --base-quant and --kv-dtype do not apply to a convolutional network (no quantized base, no KV cache)",
+                "{}: --base-quant and --kv-dtype do not apply to an image classifier built op by op (no quantized base, no KV cache)",
                 self.model.name
             ));
         }
@@ -158,6 +158,15 @@ impl Scenario {
         }
         if let Some(why) = self.image_size().and_then(|i| crate::families::swin::refuses(n, i)) {
             return bad(format!("{}: {why}", self.model.name));
+        }
+        if matches!(n.kind, crate::model::net::NetKind::Swin(_))
+            && self.attention != crate::engine::inputs::AttentionImpl::Sdpa
+        {
+            return bad(format!(
+                "{}: Swin is modelled with SDPA (transformers' default for it, its memory-efficient kernel); --attention {} is not modelled for it yet",
+                self.model.name,
+                self.attention.name()
+            ));
         }
         if self.mode == Mode::Train && self.checkpointing != Checkpointing::None {
             return bad(if matches!(n.kind, crate::model::net::NetKind::Swin(_)) {
@@ -219,7 +228,7 @@ impl Scenario {
                 return bad(format!("LoRA dropout {} is outside [0, 1)", l.dropout));
             }
             let Some(t) = self.model.transformer() else {
-                return bad("LoRA needs a transformer model (convolutional networks and layer tables have no named projections)".into());
+                return bad("LoRA is modelled for transformer models (not yet for ResNet, ConvNeXt or Swin, nor for layer tables)".into());
             };
             if !self.model.param_groups().iter().any(|g| crate::estimate::states::adapted(&l, t, g.kind)) {
                 return bad(format!(
@@ -266,7 +275,7 @@ impl Scenario {
         let Some(t) = self.model.transformer() else {
             if p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1 {
                 return bad(
-                    "tensor, pipeline, context and expert parallelism need a transformer model".into()
+                    "tensor, pipeline, context and expert parallelism are modelled for transformer language models (not for layer tables, ResNet, ConvNeXt or Swin)".into()
                 );
             }
             return Ok(());

@@ -370,7 +370,8 @@ fn image(
     let t = tr();
     let current = s.image.unwrap_or(p.image);
     let mut side = current.height.max(current.width);
-    let min = min.max(p.patch);
+    // whole patches (the slider's steps) from the smallest side the model runs
+    let min = min.next_multiple_of(p.patch.max(1));
     let r = ui
         .add(
             egui::Slider::new(&mut side, min..=4096.max(min))

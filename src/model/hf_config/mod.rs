@@ -115,7 +115,7 @@ pub fn parse(path: &str, text: &str) -> Result<Parsed, ConfigError> {
         return Err(ConfigError::Invalid {
             path: path.to_owned(),
             key: "model_type".into(),
-            msg: format!("\"{model_type}\" is a convolutional network, not a transformer"),
+            msg: format!("\"{model_type}\" is a vision backbone built op by op, not a transformer"),
         });
     }
     let top = Reader::new(path, obj, &model_type, "", class_defaults(&model_type));
