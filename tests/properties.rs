@@ -52,7 +52,9 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
             };
             if let Some(p) = sc.model.patches() {
                 // a vision model's sequence is its image's tokens: the number drawn is the side
-                let side = vramscope::model::pixels::ImageSize::square(seq.clamp(p.patch, 1024));
+                // (at least the smallest side it runs: Swin-B's last stage needs 193 px)
+                let min = sc.model.min_image_side().unwrap_or(p.patch);
+                let side = vramscope::model::pixels::ImageSize::square(seq.clamp(min, 1024.max(min)));
                 sc.set_image(side).expect("an image the model takes");
             }
             sc.precision = precision;
@@ -87,7 +89,10 @@ proptest! {
                     // a convolutional network: only pure bf16/fp16/fp32, never checkpointed
                     || sc.model.net().is_some()
                         && (!matches!(sc.precision, Precision::Bf16 | Precision::Fp16 | Precision::Fp32)
-                            || sc.mode == Mode::Train && sc.checkpointing != Checkpointing::None));
+                            || sc.mode == Mode::Train && sc.checkpointing != Checkpointing::None)
+                    // Swin: SDPA only
+                    || sc.model.net().is_some_and(|n| n.family_id() == "swin")
+                        && sc.attention != AttentionImpl::Sdpa);
             }
             Ok(e) => {
                 prop_assert_eq!(e.activation_breakdown.total(), e.activations);
