@@ -60,6 +60,15 @@ fn scenario_flags(v: &mut Vec<Flag>, sc: &Scenario) {
     put("--mode", sc.mode.name().into());
     put("--batch", sc.batch.to_string());
     match sc.image {
+        // a traced model's image is its height and width dims; it has no sequence
+        _ if sc.model.traced().is_some() => {
+            if let Some(i) = sc.image {
+                put("--image-size", format!("{}x{}", i.height, i.width));
+            }
+            for (k, val) in &sc.dims {
+                put("--dim", format!("{k}={val}"));
+            }
+        }
         // a vision model's sequence is its image's tokens
         Some(i) if sc.model.patches().is_some() => {
             put("--image-size", format!("{}x{}", i.height, i.width));

@@ -44,6 +44,7 @@ pub mod report;
 pub mod roadmap;
 pub mod serve;
 pub mod tokens;
+pub mod trace;
 pub mod units;
 
 pub use estimate::{Estimate, Scenario, estimate};

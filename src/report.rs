@@ -143,7 +143,33 @@ pub fn to_json(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
         obj.insert("max_batch".into(), json!(f.max_batch));
         insert_max_seq(obj, sc, f);
     }
+    if let (Some(t), Some(model)) = (sc.model.traced(), v.get_mut("model").and_then(|m| m.as_object_mut())) {
+        model.insert("trace".into(), trace_json(sc, t));
+    }
     v
+}
+
+/// What a traced model's trace says: where it came from, its dims (the values traced, the
+/// value used, whether it is traced there), and what does not extrapolate.
+fn trace_json(sc: &Scenario, t: &crate::trace::TracedModel) -> Value {
+    let dims: Vec<Value> = t
+        .dims
+        .iter()
+        .map(|d| {
+            let v = sc.dim(&d.name).unwrap_or(d.values[0]);
+            json!({"name": d.name, "value": v, "traced": d.values, "at_traced_value": d.values.contains(&v),
+                   "checked_at_held_out_values": d.checked(), "traced_values_only": d.traced_only})
+        })
+        .collect();
+    json!({
+        "model_file": t.model_file,
+        "torch": t.torch,
+        "precision": t.precision,
+        "trainable": t.trainable,
+        "dims": dims,
+        "extrapolated": traced_point(sc) == Some(false),
+        "not_multilinear": t.misfits,
+    })
 }
 
 /// The longest sequence that fits and the limit searched; a vision model's knob is its image
@@ -215,6 +241,9 @@ fn g(bytes: u64) -> String {
 
 /// The family the activation model follows (`"layer_table"` for a layer table).
 pub fn family_key(sc: &Scenario) -> String {
+    if sc.model.traced().is_some() {
+        return "traced".into();
+    }
     if let Some(n) = sc.model.net() {
         return n.family_id().into();
     }
@@ -240,6 +269,10 @@ fn stateful(t: &crate::model::TransformerSpec) -> bool {
 
 /// Has this architecture's activation model been checked against measured PyTorch runs?
 pub fn validated(sc: &Scenario) -> bool {
+    if let Some(at) = traced_point(sc) {
+        // the recorded step itself where every dim was traced; fitted shapes elsewhere
+        return at;
+    }
     if let crate::model::Architecture::Table(t) = &sc.model.arch {
         // a table read from safetensors alone gives parameters, not activations
         return !activations_missing(t);
@@ -398,6 +431,17 @@ pub fn caveats(sc: &Scenario) -> Vec<String> {
 
 /// One line naming the family and whether it is validated (CLI text, reports, the GUI headline).
 pub fn validation_line(sc: &Scenario) -> String {
+    if let Some(t) = sc.model.traced() {
+        let checked = t.dims.iter().filter(|d| d.values.len() >= 2).all(|d| d.checked());
+        return match traced_point(sc) {
+            Some(true) => format!("traced model at a traced point: the recorded step replayed ({})", t.describe()),
+            _ => format!(
+                "traced model, EXTRAPOLATED: every tensor's shape fitted over the traced grid{} and evaluated here ({})",
+                if checked { " and checked at its held-out points" } else { " (two values of a dim: not checked at a third)" },
+                t.describe()
+            ),
+        };
+    }
     if let Some(n) = sc.model.net() {
         return format!(
             "{} family (vision backbone; its ops walked op by op from the config, validated against measured PyTorch runs)",
@@ -580,6 +624,9 @@ pub fn shape_text(sc: &Scenario) -> String {
             v.per_image()
         );
     }
+    if let Some(t) = sc.model.traced() {
+        return traced_dims_text(sc, t);
+    }
     match sc.image_size() {
         Some(i) if sc.model.net().is_some() => format!("{i} image"),
         Some(i) => format!("{i} image ({} tokens)", sc.seq),
@@ -588,13 +635,34 @@ pub fn shape_text(sc: &Scenario) -> String {
     }
 }
 
+/// A traced model's dims other than its batch: "height 512, width 512" ("no dims").
+fn traced_dims_text(sc: &Scenario, t: &crate::trace::TracedModel) -> String {
+    let v: Vec<String> = t
+        .dims
+        .iter()
+        .filter(|d| d.name != "batch")
+        .map(|d| format!("{} {}", d.name, sc.dim(&d.name).unwrap_or(d.values[0])))
+        .collect();
+    if v.is_empty() { "its traced inputs".into() } else { v.join(", ") }
+}
+
+/// Is every dim of a traced scenario one of the values traced (the step replays what was
+/// recorded there, no size extrapolated)?
+pub fn traced_point(sc: &Scenario) -> Option<bool> {
+    let t = sc.model.traced()?;
+    Some(t.dims.iter().all(|d| sc.dim(&d.name).is_none_or(|v| d.values.contains(&v))))
+}
+
 /// The table's head: the scenario in a line, its validation, generate's terms, the stack, the
 /// checkpoint's weights and the settings.
 fn text_header(s: &mut String, sc: &Scenario, e: &Estimate) {
     let what = sc.mode_label();
     // a convolutional network has no attention to name
-    let attention =
-        if sc.model.net().is_some() { String::new() } else { format!(", attention {}", sc.attention.name()) };
+    let attention = if sc.model.net().is_some() || sc.model.traced().is_some() {
+        String::new()
+    } else {
+        format!(", attention {}", sc.attention.name())
+    };
     *s += &match sc.mode {
         Mode::Train => format!(
             "{} — {} params ({}), {what}, batch {} x {}, {}, {}{attention}, checkpoint {}\n",

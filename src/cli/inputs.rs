@@ -109,6 +109,14 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     let mut sc = Scenario::new(loaded.model);
     sc.mode = a.mode;
     sc.batch = a.batch;
+    if sc.model.traced().is_some() {
+        if a.seq.is_some() {
+            bail!("--seq: {} is a traced model; its dims are --batch, --image-size and --dim NAME=VALUE", sc.model.name);
+        }
+        sc.dims = a.dim.iter().cloned().collect();
+    } else if let Some((name, _)) = a.dim.first() {
+        bail!("--dim {name}: only a traced model (--model FILE.vstrace.json) has named dims");
+    }
     if let Some(s) = a.seq {
         sc.seq = s;
     }
@@ -153,7 +161,10 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     if a.new_tokens == Some(0) {
         bail!("--new-tokens must be at least 1");
     }
-    sc.precision = precision(a, loaded.dtype.as_deref(), &mut notes);
+    // a traced model's precision is the one it was traced in unless --precision says otherwise
+    if a.precision.is_some() || sc.model.traced().is_none() {
+        sc.precision = precision(a, loaded.dtype.as_deref(), &mut notes);
+    }
     run_notes(a, &sc, &mut notes);
     sc.optimizer = a.optimizer;
     sc.attention = a.attention;

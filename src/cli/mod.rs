@@ -147,7 +147,7 @@ pub struct EstimateArgs {
     /// A saved scenario (`vramscope export --format ron`, or File > Save in the app) instead of
     /// --model and the scenario flags; --gpu overrides the file's GPU.
     #[arg(long, value_name = "FILE.ron", conflicts_with_all = [
-        "model", "mode", "batch", "seq", "image_size", "images", "new_tokens", "precision", "optimizer", "attention", "checkpoint", "lora",
+        "model", "mode", "batch", "seq", "image_size", "dim", "images", "new_tokens", "precision", "optimizer", "attention", "checkpoint", "lora",
         "lora_dropout", "base_quant", "kv_dtype", "context_mib", "workspace_mib", "reserve_frac",
         "dp", "tp", "pp", "cp", "ep", "sp", "zero", "fsdp", "offload", "micro_batches", "virtual_stages",
         "gpus_per_node", "nccl_mib", "framework", "loss", "optimizer_in_backward", "adapter_dtype",
@@ -171,6 +171,10 @@ pub struct EstimateArgs {
     /// as its processor makes them, are added to the text's.
     #[arg(long, value_name = "HxW")]
     pub image_size: Option<vramscope::model::pixels::ImageSize>,
+    /// A traced model's named dim (repeat for several): NAME=VALUE, e.g. --dim frames=16.
+    /// Its `batch` is --batch and its `height` and `width` are --image-size.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_dim)]
+    pub dim: Vec<(String, u64)>,
     /// Images per sample of a vision-language model (Qwen2.5-VL, Qwen3-VL, LLaVA, Gemma 3, Mistral 3), of
     /// --image-size; the vision tower and projector are frozen.
     #[arg(long, value_name = "N", value_parser = bounds::int(1, vramscope::model::image_tokens::MAX_IMAGES))]
@@ -517,6 +521,7 @@ pub fn default_args() -> EstimateArgs {
         batch: 1,
         seq: Some(2048),
         image_size: None,
+        dim: Vec::new(),
         images: None,
         new_tokens: None,
         precision: Some(Precision::Bf16),
@@ -617,4 +622,18 @@ pub fn list_gpus() -> String {
         s += "\n* no published CUDA total for this card: 1 % below nvidia-smi's total is taken (a published one goes in presets/gpus.ron's cuda_total_mib)\n";
     }
     s
+}
+
+/// `--dim NAME=VALUE`.
+fn parse_dim(s: &str) -> Result<(String, u64), String> {
+    let (name, value) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got \"{s}\""))?;
+    let ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(format!("\"{name}\" is not a dim name (letters, digits, _)"));
+    }
+    let v: u64 = value.trim().parse().map_err(|_| format!("{name}={value}: the value is not a whole number"))?;
+    if v == 0 || v > 1 << 24 {
+        return Err(format!("{name}={v}: out of range (1 to 16777216)"));
+    }
+    Ok((name.to_owned(), v))
 }

@@ -16,7 +16,11 @@ pub(super) fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step
         sc
     };
     let spec = sc.model.transformer().map(|t| shard_spec(t, &p));
-    let net = sc.model.net().map(|n| net_parts(sc, n));
+    let net = match &sc.model.arch {
+        Architecture::Net(n) => Some(net_parts(sc, n)),
+        Architecture::Traced(t) => Some(traced_parts(sc, t)),
+        _ => None,
+    };
     let groups = match &spec {
         Some(t) => stage_groups(t, stage),
         None => sc.model.param_groups(),
@@ -29,7 +33,7 @@ pub(super) fn estimate_rank(sc: &Scenario, stage: &Stage, sink: Option<&mut step
     let (am, layers) = match (&sc.model.arch, &spec) {
         (Architecture::Transformer(_), Some(t)) => (activations::transformer(sc_local, t), stage.blocks),
         (Architecture::Table(t), _) => table_model(sc, t),
-        (Architecture::Net(_), _) => {
+        (Architecture::Net(_) | Architecture::Traced(_), _) => {
             let top = net.as_ref().map(|n| n.run.saved).unwrap_or_default();
             (ActivationModel { top, ..ActivationModel::default() }, 0)
         }
@@ -179,6 +183,14 @@ fn net_parts(sc: &Scenario, n: &crate::model::net::NetSpec) -> step::net::NetPar
     step::net::NetParts { net, run }
 }
 
+/// A traced model's step replayed at the scenario's dims.
+fn traced_parts(sc: &Scenario, t: &crate::trace::TracedModel) -> step::net::NetParts {
+    // a validated scenario's dims resolve; an unvalidated one replays at the traced ones
+    let x = t.resolve(|d| sc.dim(d)).unwrap_or_else(|_| t.dims.iter().map(|d| d.values.first().copied().unwrap_or(1)).collect());
+    let (net, run) = crate::trace::replay::run(t, &x);
+    step::net::NetParts { net, run }
+}
+
 /// Parameters ZeRO-3 / FSDP gather at once: one block (a layer table's largest layer), in the
 /// compute dtype (FSDP's `param_dtype`), or as stored for a quantized LoRA base.
 fn gathered_bytes(sc: &Scenario, stage: &Stage, groups: &[crate::model::ParamGroup]) -> u64 {
@@ -195,7 +207,7 @@ fn gathered_bytes(sc: &Scenario, stage: &Stage, groups: &[crate::model::ParamGro
         )
     };
     match &sc.model.arch {
-        Architecture::Net(_) => {
+        Architecture::Net(_) | Architecture::Traced(_) => {
             sc.precision.compute_dtype().bytes(groups.iter().map(|g| g.rows * g.cols).max().unwrap_or(0))
         }
         Architecture::Table(t) => {

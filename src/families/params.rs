@@ -191,6 +191,17 @@ impl ModelSpec {
                 // of tensors for rounding.
                 t.layers.iter().filter(|l| l.params > 0).map(|l| ParamGroup::flat(l.params)).collect()
             }
+            Architecture::Traced(t) => t
+                .params
+                .iter()
+                .map(|p| {
+                    let mut g = ParamGroup::flat(p.numel);
+                    if !p.trainable {
+                        g.kind = ParamKind::Frozen;
+                    }
+                    g
+                })
+                .collect(),
             Architecture::Net(n) => {
                 // every tensor as the ops own it (the image does not change them)
                 let ctx = crate::engine::ops::net::NetCtx { batch: 1, elem: 2 };

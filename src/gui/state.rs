@@ -50,6 +50,9 @@ pub struct Settings {
     pub images: u64,
     /// Inference: HF `generate`'s new tokens after a `seq`-token prompt (0: one scoring forward).
     pub new_tokens: u64,
+    /// A traced model's named dims beside batch and image (`--dim NAME=VALUE`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub dims: std::collections::BTreeMap<String, u64>,
     pub precision: Precision,
     pub optimizer: Optimizer,
     pub attention: AttentionImpl,
@@ -148,6 +151,7 @@ impl Default for Settings {
             image: None,
             images: 0,
             new_tokens: 0,
+            dims: Default::default(),
             precision: Precision::Bf16,
             optimizer: Optimizer::Adamw,
             attention: AttentionImpl::Sdpa,
@@ -231,6 +235,7 @@ impl Settings {
             image: sc.image,
             images: sc.images,
             new_tokens: sc.new_tokens,
+            dims: sc.dims.clone(),
             precision: sc.precision,
             optimizer: sc.optimizer,
             attention: sc.attention,
@@ -311,6 +316,7 @@ impl Settings {
                 .map_err(|e| e.to_string())?;
         }
         sc.new_tokens = if self.mode == Mode::Infer { self.new_tokens } else { 0 };
+        sc.dims = self.dims.clone();
         sc.precision = self.precision;
         sc.optimizer = self.optimizer;
         sc.attention = self.attention;

@@ -341,6 +341,9 @@ pub enum Architecture {
     /// A convolutional backbone read from its config (ResNet, ConvNeXt): its ops are built per
     /// image and batch.
     Net(Box<net::NetSpec>),
+    /// A model traced by `vramscope_trace.py`: its parameter list and its recorded step,
+    /// replayed at the scenario's dims.
+    Traced(Box<crate::trace::TracedModel>),
 }
 
 /// A named model.
@@ -561,7 +564,7 @@ impl ModelSpec {
     pub fn transformer(&self) -> Option<&TransformerSpec> {
         match &self.arch {
             Architecture::Transformer(t) => Some(t),
-            Architecture::Table(_) | Architecture::Net(_) => None,
+            Architecture::Table(_) | Architecture::Net(_) | Architecture::Traced(_) => None,
         }
     }
 
@@ -569,7 +572,15 @@ impl ModelSpec {
     pub fn transformer_mut(&mut self) -> Option<&mut TransformerSpec> {
         match &mut self.arch {
             Architecture::Transformer(t) => Some(t),
-            Architecture::Table(_) | Architecture::Net(_) => None,
+            Architecture::Table(_) | Architecture::Net(_) | Architecture::Traced(_) => None,
+        }
+    }
+
+    /// The traced model, if this is one.
+    pub fn traced(&self) -> Option<&crate::trace::TracedModel> {
+        match &self.arch {
+            Architecture::Traced(t) => Some(t),
+            _ => None,
         }
     }
 
@@ -603,7 +614,7 @@ impl ModelSpec {
                 conv: true,
                 ceil: matches!(n.kind, net::NetKind::Resnet { .. } | net::NetKind::Swin(_)),
             }),
-            Architecture::Table(_) => None,
+            Architecture::Table(_) | Architecture::Traced(_) => None,
         }
     }
 }

@@ -243,6 +243,9 @@ pub enum LoadError {
     /// safetensors problems.
     #[error(transparent)]
     Safetensors(#[from] safetensors::SafetensorsError),
+    /// A trace file's problems.
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
     /// I/O.
     #[error("{path}: {source}")]
     Io {
@@ -531,6 +534,24 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
     if name.ends_with(".ron") {
         let model = parse_preset(&shown, &read(path)?)?;
         return Ok(Loaded::plain(model, None));
+    }
+    if name.ends_with(".vstrace.json") {
+        let t = crate::trace::read(path)?;
+        let stem = name.trim_end_matches(".vstrace.json").to_owned();
+        let mut loaded = Loaded::plain(ModelSpec { name: stem, arch: super::Architecture::Traced(Box::new(t)) }, None);
+        if let super::Architecture::Traced(t) = &loaded.model.arch {
+            loaded.notes.push(t.describe());
+            loaded.notes.extend(t.misfits.iter().cloned());
+            let unchecked: Vec<&str> =
+                t.dims.iter().filter(|d| d.values.len() == 2).map(|d| d.name.as_str()).collect();
+            if !unchecked.is_empty() {
+                loaded.notes.push(format!(
+                    "traced at two values of {}: the fit is exact there, not checked at a third",
+                    unchecked.join(", ")
+                ));
+            }
+        }
+        return Ok(loaded);
     }
     if name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json") {
         return safetensors::load_model(path).map_err(LoadError::from);

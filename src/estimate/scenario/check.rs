@@ -12,7 +12,7 @@ impl Scenario {
             Some(t) if t.max_position_embeddings > 0 => t.max_position_embeddings.min(512),
             _ => 512,
         };
-        Self {
+        let mut s = Self {
             model,
             mode: Mode::Train,
             batch: 1,
@@ -20,6 +20,7 @@ impl Scenario {
             image: None,
             images: 0,
             new_tokens: 0,
+            dims: Default::default(),
             precision: Precision::Bf16,
             optimizer: Optimizer::Adamw,
             attention: AttentionImpl::Sdpa,
@@ -30,7 +31,9 @@ impl Scenario {
             overhead: Overhead::default(),
             parallel: Parallel::default(),
             stack: Stack::default(),
-        }
+        };
+        s.at_traced();
+        s
     }
 
     /// Checks ranges and combinations; the estimator trusts a validated scenario. The first
@@ -49,6 +52,12 @@ impl Scenario {
         let bad = |m: String| Err(ScenarioError::Invalid(m));
         if self.batch == 0 || self.batch > 1 << 24 {
             return bad(format!("batch {} is out of range (1 to 16777216)", self.batch));
+        }
+        if let Some(t) = self.model.traced() {
+            return self.check_traced(t);
+        }
+        if let Some(name) = self.dims.keys().next() {
+            return bad(format!("--dim {name}: only a traced model (a .vstrace.json) has named dims"));
         }
         if self.seq == 0 || self.seq > 1 << 24 {
             return bad(format!("sequence length {} is out of range (1 to 16777216)", self.seq));
@@ -197,6 +206,9 @@ impl Scenario {
     /// Feeds a vision model `image`: the sequence becomes its tokens. A text model is left as
     /// it is (and says so).
     pub fn set_image(&mut self, image: crate::model::pixels::ImageSize) -> Result<(), ScenarioError> {
+        if self.model.traced().is_some() {
+            return self.set_traced_image(image);
+        }
         let Some(p) = self.model.patches() else {
             return Err(ScenarioError::Invalid(no_image_input(&self.model)));
         };

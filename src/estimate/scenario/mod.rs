@@ -13,6 +13,7 @@ use std::str::FromStr;
 mod check;
 mod images;
 mod method;
+mod traced;
 
 pub use images::VlmImages;
 
@@ -331,6 +332,10 @@ pub struct Scenario {
     /// scoring forward over `seq` tokens that keeps the full logits.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub new_tokens: u64,
+    /// A traced model's named dims other than `batch`, `height` and `width` (which are
+    /// [`Self::batch`] and [`Self::image`]): `--dim NAME=VALUE`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub dims: std::collections::BTreeMap<String, u64>,
     /// Precision recipe.
     pub precision: Precision,
     /// Optimizer (ignored for inference).

@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""vramscope's tracer: records what one training step and one inference forward of a PyTorch
+model allocate, without a GPU and without weights, for `vramscope estimate --model FILE`.
+
+Write a model file (any name) with:
+
+    def model():                       # built under fake tensors: no weights are allocated
+        return MyNet(...)
+    def inputs(batch, height, width):  # the named dims; returns a tensor, a tuple or a dict
+        return torch.randn(batch, 3, height, width)
+    def loss(output, inputs):          # optional; default: output.loss, else the output's mean
+        return output.float().mean()
+
+then run (only `torch` is needed, plus what the model file imports):
+
+    python vramscope_trace.py my_model.py --dim batch=1,2,3 --dim height=64,96,128 \\
+        --dim width=64,96,128 --precision bf16 --trainable all --out my_model.vstrace.json
+
+Every combination of the dims' values is traced (a grid). vramscope fits each tensor dimension
+as a multilinear function of the dims on the grid's first two values of each dim, checks it at
+every other point, and says where it does not hold. Trace 3 values of a dim to check it.
+
+What runs, per grid point, under `FakeTensorMode` on CPU fake tensors with the CUDA dispatch
+decisions that change memory (dropout saves a bool mask; SDPA takes flash for half precision
+without a mask, else the memory-efficient kernel):
+  * train: model.train(); out = model(inputs); loss = loss(out); del out; loss.backward()
+  * infer: model.eval(); with torch.no_grad(): model(inputs)
+Recorded: the parameters (name, shape, dtype, trained or not), every storage an aten op makes
+(its shape, element size, op and module) and when it is freed, which storages autograd saves,
+and which storage becomes which parameter's gradient. The optimizer is not run: vramscope adds
+its states from the parameter list for the optimizer a user picks.
+
+Precisions: fp32, bf16, fp16 (the whole model in that dtype). Autocast is not traced yet.
+Trainable: all | lora:NAME,NAME[:r=16,alpha=32] (PEFT-style adapters on the nn.Linear modules
+whose names end with NAME) | only:PREFIX,PREFIX (train those modules, freeze the rest).
+"""
+import argparse
+import contextlib
+import gc
+import importlib.util
+import inspect
+import itertools
+import json
+import math
+import sys
+import weakref
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+FORMAT = "vramscope-trace"
+VERSION = 1
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class Recorder(TorchDispatchMode):
+    """Every storage an aten op makes, in order, and when it dies."""
+
+    def __init__(self, trace):
+        super().__init__()
+        self.t = trace
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        outs = out if isinstance(out, (list, tuple)) else (out,)
+        for o in outs:
+            if isinstance(o, torch.Tensor):
+                self.t.made(o, func.overloadpacket.__name__)
+        return out
+
+
+class Trace:
+    """One grid point's events."""
+
+    def __init__(self, model, strings):
+        self.strings = strings
+        self.known = set()          # parameter and buffer storages
+        for p in itertools.chain(model.parameters(), model.buffers()):
+            self.known.add(p.untyped_storage()._cdata)
+        self.live = {}              # storage pointer -> storage id
+        self.refs = {}              # storage id -> weakref (kept so the callback runs)
+        self.events = []            # (kind, sid, shape, itemsize, op, module, phase)
+        self.saved = set()
+        self.n = 0
+        self.stack = []
+        self.names = {id(m): n for n, m in model.named_modules()}
+        self.phase = "train"
+
+    def s(self, text):
+        if text not in self.strings:
+            self.strings[text] = len(self.strings)
+        return self.strings[text]
+
+    def module(self):
+        if self.phase == "backward" or not self.stack:
+            return ""
+        return self.names.get(self.stack[-1], type(self.stack[-1]).__name__)
+
+    def made(self, t, op):
+        st = t.untyped_storage()
+        k = st._cdata
+        if k in self.known or k in self.live:
+            return
+        sid = self.n
+        self.n += 1
+        self.live[k] = sid
+        nbytes = st.nbytes()
+        if nbytes == t.numel() * t.element_size():
+            shape, item = list(t.shape), t.element_size()
+        else:
+            shape, item = [nbytes], 1
+        self.events.append(("a", sid, shape, item, self.s(op), self.s(self.module()), self.phase))
+
+        def dead(_ref, k=k, sid=sid):
+            if self.live.get(k) == sid:
+                del self.live[k]
+            self.events.append(("f", sid, None, 0, 0, 0, self.phase))
+
+        self.refs[sid] = weakref.ref(st, dead)
+
+    def pack(self, t):
+        sid = self.live.get(t.untyped_storage()._cdata)
+        if sid is not None:
+            self.saved.add(sid)
+        return t
+
+    def sid(self, t):
+        return self.live.get(t.untyped_storage()._cdata)
+
+    @contextlib.contextmanager
+    def hooks(self):
+        def pre(mod, args):
+            self.stack.append(id(mod))
+
+        def post(mod, args, out):
+            while self.stack and self.stack.pop() != id(mod):
+                pass
+
+        hs = [nn.modules.module.register_module_forward_pre_hook(pre),
+              nn.modules.module.register_module_forward_hook(post)]
+        try:
+            yield
+        finally:
+            for h in hs:
+                h.remove()
+
+
+@contextlib.contextmanager
+def cuda_dispatch():
+    """The CPU-vs-CUDA dispatch decisions that change what is saved, taken as an sm80+ GPU
+    takes them (the real aten kernels with their real autograd formulas)."""
+    orig_dropout, orig_sdpa = F.dropout, F.scaled_dot_product_attention
+
+    def dropout(input, p=0.5, training=True, inplace=False):
+        if training and 0.0 < p < 1.0 and input.numel() > 0:
+            out, _mask = torch.native_dropout(input, p, True)
+            if inplace:
+                with torch.no_grad():
+                    input.copy_(out)
+                return input
+            return out
+        return orig_dropout(input, p, training, inplace)
+
+    def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        hd = q.shape[-1]
+        half = q.dtype in (torch.float16, torch.bfloat16)
+        grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+        if q.dim() == 4 and half and attn_mask is None and hd <= 256 and hd % 8 == 0 and v.shape[-1] == hd:
+            return torch.ops.aten._scaled_dot_product_flash_attention(
+                q, k, v, dropout_p, is_causal, False, scale=scale)[0]
+        if q.dim() == 4 and hd % (8 if half else 4) == 0:
+            bias = attn_mask
+            if bias is not None and bias.dtype == torch.bool:
+                bias = torch.zeros(bias.shape, dtype=q.dtype).masked_fill(bias.logical_not(), float("-inf"))
+            return torch.ops.aten._scaled_dot_product_efficient_attention(
+                q, k, v, bias, grad, dropout_p, is_causal, scale=scale)[0]
+        return orig_sdpa(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                         scale=scale, enable_gqa=enable_gqa)
+
+    F.dropout, F.scaled_dot_product_attention = dropout, sdpa
+    try:
+        yield
+    finally:
+        F.dropout, F.scaled_dot_product_attention = orig_dropout, orig_sdpa
+
+
+class LoraLinear(nn.Module):
+    """PEFT's LoRA forward on an nn.Linear: base(x) + B(A(dropout(x))) * alpha / r."""
+
+    def __init__(self, base, r, alpha):
+        super().__init__()
+        self.base_layer = base
+        dt = base.weight.dtype
+        self.lora_A = nn.Linear(base.in_features, r, bias=False, dtype=dt)
+        self.lora_B = nn.Linear(r, base.out_features, bias=False, dtype=dt)
+        self.scaling = alpha / r
+
+    def forward(self, x):
+        result = self.base_layer(x)
+        return result + self.lora_B(self.lora_A(x)) * self.scaling
+
+
+def apply_trainable(model, spec):
+    """Sets requires_grad (and wraps LoRA targets) as `spec` says; returns a description."""
+    kind, _, rest = spec.partition(":")
+    if kind == "all":
+        return "all"
+    if kind == "only":
+        prefixes = [p for p in rest.split(",") if p]
+        for name, p in model.named_parameters():
+            p.requires_grad_(any(name == x or name.startswith(x + ".") for x in prefixes))
+        return spec
+    if kind == "lora":
+        targets, _, opts = rest.partition(":")
+        kw = dict(r=16, alpha=32)
+        for o in filter(None, opts.split(",")):
+            key, _, val = o.partition("=")
+            kw[key] = int(val)
+        names = [t for t in targets.split(",") if t]
+        for p in model.parameters():
+            p.requires_grad_(False)
+        wrapped = 0
+        for name, mod in list(model.named_modules()):
+            for cname, child in list(mod.named_children()):
+                full = f"{name}.{cname}" if name else cname
+                if isinstance(child, nn.Linear) and any(full == t or full.endswith("." + t) for t in names):
+                    setattr(mod, cname, LoraLinear(child, kw["r"], kw["alpha"]))
+                    wrapped += 1
+        if wrapped == 0:
+            sys.exit(f"error: --trainable {spec}: no nn.Linear module's name ends with {names}")
+        return f"lora:{','.join(names)}:r={kw['r']},alpha={kw['alpha']}"
+    sys.exit(f"error: --trainable {spec}: expected all, lora:NAMES[:r=R,alpha=A] or only:PREFIXES")
+
+
+def call(fn, dims):
+    want = inspect.signature(fn).parameters
+    return fn(**{k: v for k, v in dims.items() if k in want})
+
+
+def forward(model, x):
+    if isinstance(x, dict):
+        return model(**x)
+    if isinstance(x, (list, tuple)):
+        return model(*x)
+    return model(x)
+
+
+def default_loss(out, _inputs):
+    loss = getattr(out, "loss", None)
+    if isinstance(out, dict):
+        loss = out.get("loss")
+    if loss is None:
+        t = out
+        while isinstance(t, (list, tuple)) or (isinstance(t, dict) and t):
+            t = t[0] if isinstance(t, (list, tuple)) else next(iter(t.values()))
+        if not isinstance(t, torch.Tensor):
+            t = getattr(out, "sample", None) if hasattr(out, "sample") else out[0]
+        loss = t.mean()
+    return loss
+
+
+def tensors_of(x):
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, dict):
+        x = list(x.values())
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in tensors_of(v)]
+    return []
+
+
+def trace_point(user, dims, args, strings):
+    """One grid point: the parameters, the train events and the infer events."""
+    dtype = DTYPES[args.precision]
+    with FakeTensorMode(allow_non_fake_inputs=True), cuda_dispatch():
+        old = torch.get_default_dtype()
+        torch.set_default_dtype(dtype)
+        try:
+            model = user.model()
+            trainable = apply_trainable(model, args.trainable)
+            x = call(user.inputs, dims)
+        finally:
+            torch.set_default_dtype(old)
+        params = []
+        for name, p in model.named_parameters():
+            params.append(dict(name=name, shape=list(p.shape), dtype=str(p.dtype).replace("torch.", ""),
+                               trainable=p.requires_grad))
+        buffers = [dict(name=n, shape=list(b.shape), dtype=str(b.dtype).replace("torch.", ""))
+                   for n, b in model.named_buffers()]
+        lossf = getattr(user, "loss", None) or default_loss
+        tr = Trace(model, strings)
+        tr.phase = "input"
+        for t in tensors_of(x):
+            tr.made(t, "input")
+        model.train()
+        tr.phase = "train"
+        with tr.hooks(), Recorder(tr), torch.autograd.graph.saved_tensors_hooks(tr.pack, lambda t: t):
+            out = forward(model, x)
+            loss = lossf(out, x)
+            del out
+            tr.phase = "backward"
+            loss.backward()
+            grads = {}
+            for i, (_, p) in enumerate(model.named_parameters()):
+                if p.grad is not None and tr.sid(p.grad) is not None:
+                    grads[tr.sid(p.grad)] = i
+            tr.phase = "end"
+            del loss
+            for p in model.parameters():
+                p.grad = None
+            gc.collect()
+        model.eval()
+        tr.phase = "infer"
+        with tr.hooks(), Recorder(tr), torch.no_grad():
+            out = forward(model, x)
+            del out
+            gc.collect()
+        tr.phase = "done"
+        del x
+        gc.collect()
+    return dict(params=params, buffers=buffers, trainable=trainable, events=tr.events,
+                saved=sorted(tr.saved), grads=grads)
+
+
+def parse_dims(items):
+    dims = []
+    for it in items:
+        name, _, vals = it.partition("=")
+        try:
+            values = [int(v) for v in vals.split(",") if v]
+        except ValueError:
+            sys.exit(f"error: --dim {it}: expected NAME=INT,INT,...")
+        if not name.isidentifier() or not values or min(values) < 1 or len(set(values)) != len(values):
+            sys.exit(f"error: --dim {it}: expected NAME=INT,INT,... (distinct positive values)")
+        dims.append((name, values))
+    return dims
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model_file")
+    ap.add_argument("--dim", action="append", default=[], help="NAME=V1,V2,V3 (repeat per dim)")
+    ap.add_argument("--precision", default="fp32", choices=sorted(DTYPES))
+    ap.add_argument("--trainable", default="all")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    dims = parse_dims(args.dim)
+    spec = importlib.util.spec_from_file_location("vramscope_user_model", args.model_file)
+    if spec is None or spec.loader is None:
+        sys.exit(f"error: {args.model_file}: not a Python file")
+    user = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(user)
+    for fn in ("model", "inputs"):
+        if not callable(getattr(user, fn, None)):
+            sys.exit(f"error: {args.model_file}: defines no {fn}() function")
+    strings = {"": 0}
+    points, first = [], None
+    for values in itertools.product(*[v for _, v in dims]):
+        d = dict(zip([n for n, _ in dims], values))
+        print(f"tracing {d}", file=sys.stderr)
+        p = trace_point(user, d, args, strings)
+        if first is None:
+            first = p
+        points.append(dict(dims=list(values), events=[[e[0], e[1], e[2], e[3], e[4], e[5], e[6]]
+                                                      for e in p["events"]],
+                           saved=p["saved"], grads=[[s, i] for s, i in p["grads"].items()]))
+    doc = dict(format=FORMAT, version=VERSION, torch=torch.__version__,
+               python=sys.version.split()[0], model_file=args.model_file, precision=args.precision,
+               trainable=first["trainable"], dims=[dict(name=n, values=v) for n, v in dims],
+               params=first["params"], buffers=first["buffers"],
+               strings=sorted(strings, key=strings.get), points=points)
+    with open(args.out, "w") as f:
+        json.dump(doc, f, separators=(",", ":"))
+    n = sum(math.prod(p["shape"]) for p in first["params"])
+    print(f"wrote {args.out}: {len(points)} points, {n:,} parameters", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
