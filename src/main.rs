@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Timeline(a)) => cli::run_timeline(a),
         Some(cli::Command::Probe(a)) => cli::run_probe(a),
         Some(cli::Command::Calibrate(a)) => cli::run_calibrate(a),
+        Some(cli::Command::Trace(a)) => cli::run_trace(a),
         None if args.slide.is_some() => {
             let path = args.slide.as_deref().unwrap_or(std::path::Path::new("slide.png"));
             vramscope::gui::slide::write_file(path, args.open.as_deref(), args.lang.unwrap_or_default())

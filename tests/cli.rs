@@ -11,6 +11,8 @@ mod catalog;
 mod diagnose;
 #[path = "cli/plan.rs"]
 mod plan;
+#[path = "cli/traced.rs"]
+mod traced;
 #[path = "cli/vision.rs"]
 mod vision;
 #[path = "cli/vlm.rs"]

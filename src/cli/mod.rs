@@ -28,6 +28,7 @@ mod plan;
 mod probe;
 mod serve;
 mod timeline;
+mod trace;
 
 #[cfg(test)]
 mod advice_tests;
@@ -39,6 +40,7 @@ pub use plan::{PlanArgs, run_plan};
 pub use probe::{CalibrateArgs, ProbeArgs, run_calibrate, run_probe};
 pub use serve::{ServeArgs, WouldNotStart, run_serve};
 pub use timeline::{TimelineArgs, run_timeline};
+pub use trace::{TraceArgs, run_trace};
 
 /// How much GPU memory a deep-learning job needs, why, and what to change so it fits.
 #[derive(Parser, Debug)]
@@ -131,6 +133,10 @@ pub enum Command {
     /// Compare a probe's measurement with the estimate per component; --save stores the GPU's
     /// measured CUDA context and allocator reserve for `estimate --calibrated`.
     Calibrate(CalibrateArgs),
+    /// Any PyTorch model: write the tracer script (--emit-script) that records one step of a
+    /// model file under fake tensors (no GPU, no weights), or read what a trace holds (--info).
+    /// A trace is a model: vramscope estimate --model FILE.vstrace.json.
+    Trace(TraceArgs),
 }
 
 /// Flags of `estimate`.

@@ -279,3 +279,6 @@ pub(crate) fn intern(name: &str) -> &'static str {
 
 /// The most distinct op names kept.
 const MAX_NAMES: usize = 4096;
+
+#[cfg(test)]
+mod tests;

@@ -47,7 +47,24 @@ def peak(mt):
     return sum(d.get("Total", 0) for d in mt.get_tracker_snapshot("peak").values())
 
 
+class _NoHandle:
+    def remove(self):
+        pass
+
+
 def measure(user, dims, precision, trainable):
+    # MemTracker hooks every parameter's gradient; a frozen one (a LoRA base) has none to hook
+    orig_hook, orig_post = torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook
+    torch.Tensor.register_hook = lambda t, fn: orig_hook(t, fn) if t.requires_grad else _NoHandle()
+    torch.Tensor.register_post_accumulate_grad_hook = (
+        lambda t, fn: orig_post(t, fn) if t.requires_grad else _NoHandle())
+    try:
+        return _measure(user, dims, precision, trainable)
+    finally:
+        torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook = orig_hook, orig_post
+
+
+def _measure(user, dims, precision, trainable):
     orig = _mt_mod._WeakRefInfo._calculate_mem_consumed
     _mt_mod._WeakRefInfo._calculate_mem_consumed = lambda self: math.ceil(self.size * self.element_size / 512) * 512
     out = dict(dims=dims)

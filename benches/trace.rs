@@ -1,0 +1,76 @@
+//! Speed targets of traced models (#41): a trace of a 1,000-op step loads (parsed, every shape
+//! fitted over its grid and checked at the held-out points) in ≤ 50 ms, and re-evaluates at new
+//! sizes (every size, then the replay the step walk reads) in ≤ 100 µs, so sliders stay live.
+//!
+//! The trace is synthetic, shaped as a convolutional network's: 1,000 ops in the forward
+//! (feature maps `[b, c, h, w]` at four strides, a third freed at once, the rest saved), 1,000 in
+//! the backward, 300 in inference, over a 3 × 3 × 3 grid of batch, height and width.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use vramscope::trace::{TracedModel, replay};
+
+fn synthetic() -> String {
+    let mut points = Vec::new();
+    for b in [2u64, 3, 4] {
+        for h in [64u64, 96, 128] {
+            for w in [64u64, 96, 128] {
+                let mut ev = vec![format!(r#"["a",0,[{b},3,{h},{w}],2,1,0,"input"]"#)];
+                let mut sid = 1;
+                let shape = |i: u64| {
+                    let s = 1u64 << (i % 4);
+                    format!("[{b},{},{},{}]", 64 * s, h / s, w / s)
+                };
+                for i in 0..1000u64 {
+                    ev.push(format!(r#"["a",{sid},{},2,2,3,"train"]"#, shape(i)));
+                    if i % 3 == 0 {
+                        ev.push(format!(r#"["f",{sid},null,0,0,0,"train"]"#));
+                    }
+                    sid += 1;
+                }
+                for i in 0..1000u64 {
+                    ev.push(format!(r#"["a",{sid},{},2,4,0,"backward"]"#, shape(i)));
+                    ev.push(format!(r#"["f",{sid},null,0,0,0,"backward"]"#));
+                    sid += 1;
+                }
+                for i in 0..300u64 {
+                    ev.push(format!(r#"["a",{sid},{},2,2,3,"infer"]"#, shape(i)));
+                    ev.push(format!(r#"["f",{sid},null,0,0,0,"infer"]"#));
+                    sid += 1;
+                }
+                let saved: Vec<String> = (1..=1000u64).filter(|i| (i - 1) % 3 != 0).map(|i| i.to_string()).collect();
+                points.push(format!(
+                    r#"{{"dims":[{b},{h},{w}],"events":[{}],"saved":[{}],"grads":[]}}"#,
+                    ev.join(","),
+                    saved.join(",")
+                ));
+            }
+        }
+    }
+    format!(
+        r#"{{"format":"vramscope-trace","version":1,"torch":"2.15","model_file":"synthetic.py","precision":"bf16","trainable":"all","dims":[{{"name":"batch","values":[2,3,4]}},{{"name":"height","values":[64,96,128]}},{{"name":"width","values":[64,96,128]}}],"params":[{{"name":"w","shape":[1000,1000],"dtype":"bfloat16","trainable":true}}],"strings":["","input","convolution","stage","convolution_backward"],"points":[{}]}}"#,
+        points.join(",")
+    )
+}
+
+fn benches(c: &mut Criterion) {
+    let text = synthetic();
+    let t = TracedModel::parse("synthetic", &text).expect("parses");
+    eprintln!("synthetic trace: {} bytes, {} events, 27 points", text.len(), t.events.len());
+    c.bench_function("trace load: parse + fit 1,000-op step over 27 points", |b| {
+        b.iter(|| TracedModel::parse("synthetic", black_box(&text)))
+    });
+    let pick = |d: &str| match d {
+        "batch" => Some(16),
+        _ => Some(512),
+    };
+    c.bench_function("trace re-evaluate at new sizes (resolve + replay)", |b| {
+        b.iter(|| {
+            let x = t.resolve(pick).expect("whole");
+            replay::run(black_box(&t), &x)
+        })
+    });
+}
+
+criterion_group!(g, benches);
+criterion_main!(g);

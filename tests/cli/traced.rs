@@ -1,0 +1,133 @@
+//! Traced models (`tests/data/traced/`): a model file, its trace (`vramscope_trace.py` over a
+//! grid of dims) and the truth measured by `tests/data/truth/measure_traced.py` at sizes that
+//! were not traced. The estimate replays the trace at those sizes.
+
+use super::{data, json, run};
+use serde_json::Value;
+
+/// The truth rows of one traced model.
+fn truth(file: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(data(&format!("traced/{file}"))).expect("truth file");
+    serde_json::from_str::<Vec<Value>>(&text).expect("rows")
+}
+
+/// `estimate --json` of `trace` at a truth row's dims.
+fn estimate_at(trace: &str, row: &Value, infer: bool) -> Value {
+    let dims = row["dims"].as_object().expect("dims");
+    let path = data(&format!("traced/{trace}"));
+    let mut args: Vec<String> = vec!["estimate".into(), "--model".into(), path, "--json".into()];
+    let (h, w) = (dims.get("height"), dims.get("width"));
+    for (k, v) in dims {
+        match k.as_str() {
+            "batch" => args.extend(["--batch".into(), v.to_string()]),
+            "height" | "width" => {}
+            _ => args.extend(["--dim".into(), format!("{k}={v}")]),
+        }
+    }
+    if let (Some(h), Some(w)) = (h, w) {
+        args.extend(["--image-size".into(), format!("{h}x{w}")]);
+    }
+    if infer {
+        args.extend(["--mode".into(), "infer".into()]);
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    json(&refs)
+}
+
+fn within(got: u64, want: u64, tol: f64) -> bool {
+    (got as f64 - want as f64).abs() <= tol * want as f64
+}
+
+#[test]
+fn a_traced_model_answers_untraced_sizes_as_pytorch_measures_them() {
+    for (trace, truth_file) in [
+        ("convattn-fp32.vstrace.json", "truth-convattn-fp32.json"),
+        ("block-bf16-lora.vstrace.json", "truth-block-bf16-lora.json"),
+    ] {
+        for row in truth(truth_file) {
+            let v = estimate_at(trace, &row, false);
+            let b = &v["bytes"];
+            let peak = b["peak_allocated"].as_u64().expect("peak");
+            let want = row["peak_gpu_bytes"].as_u64().expect("truth peak");
+            assert!(within(peak, want, 0.005), "{trace} {}: peak {peak} against {want}", row["dims"]);
+            let acts = b["activations"].as_u64().expect("activations");
+            let want_acts = row["activation_saved_bytes"].as_u64().expect("truth activations");
+            assert!(within(acts, want_acts, 0.03), "{trace} {}: activations {acts} against {want_acts}", row["dims"]);
+            assert_eq!(v["model"]["n_params"], row["n_params"]);
+            assert_eq!(v["model"]["trainable_params"], row["n_trainable"]);
+            let inf = estimate_at(trace, &row, true)["bytes"]["peak_allocated"].as_u64().expect("peak");
+            let want = row["infer_peak_bytes"].as_u64().expect("truth infer peak");
+            assert!(within(inf, want, 0.005), "{trace} {} inference: {inf} against {want}", row["dims"]);
+        }
+    }
+}
+
+#[test]
+fn a_traced_model_says_what_was_traced_and_what_is_extrapolated() {
+    let path = data("traced/convattn-fp32.vstrace.json");
+    // a traced point: the recorded step itself
+    let v = json(&["estimate", "--model", &path, "--batch", "3", "--image-size", "24x32", "--json"]);
+    assert_eq!(v["model"]["family"], "traced");
+    assert_eq!(v["model"]["validated"], true);
+    assert_eq!(v["model"]["trace"]["extrapolated"], false);
+    // another size: fitted shapes, said so in the JSON and the text
+    let v = json(&["estimate", "--model", &path, "--batch", "7", "--image-size", "64x64", "--json"]);
+    assert_eq!(v["model"]["validated"], false);
+    assert_eq!(v["model"]["trace"]["extrapolated"], true);
+    assert_eq!(v["model"]["trace"]["dims"][0]["name"], "batch");
+    assert_eq!(v["model"]["trace"]["dims"][0]["value"], 7);
+    let out = run(&["estimate", "--model", &path, "--batch", "7", "--image-size", "64x64"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("EXTRAPOLATED") && text.contains("batch at 2, 3, 4"), "{text}");
+    let info = run(&["trace", "--info", &path]);
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(text.contains("dim height: traced at 16, 24, 32; answers any value"), "{text}");
+}
+
+#[test]
+fn what_a_trace_cannot_tell_is_refused_with_what_to_trace() {
+    let path = data("traced/convattn-fp32.vstrace.json");
+    for (args, says) in [
+        (vec!["--precision", "bf16"], "was traced in fp32"),
+        (vec!["--image-size", "41x40"], "height = 40 or 42 works"),
+        (vec!["--dim", "frames=4"], "--dim frames: convattn-fp32 was traced in batch, height, width"),
+        (vec!["--seq", "128"], "--seq: convattn-fp32 is a traced model"),
+        (vec!["--lora", "8"], "what trains is fixed by the trace"),
+        (vec!["--tp", "2"], "tensor, pipeline, context and expert parallelism"),
+        (vec!["--checkpoint", "full"], "checkpointing a traced model is not modelled yet"),
+    ] {
+        let mut a = vec!["estimate", "--model", path.as_str()];
+        a.extend(&args);
+        let out = run(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{args:?}: {err}");
+    }
+    let out = run(&["estimate", "--model", "llama-3.1-8b", "--dim", "x=3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only a traced model"));
+}
+
+#[test]
+fn the_tracer_script_is_written_and_a_broken_trace_is_one_line_and_exit_2() {
+    let out = run(&["trace", "--emit-script"]);
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(script.starts_with("#!/usr/bin/env python3") && script.contains("FakeTensorMode"));
+    let good = std::fs::read_to_string(data("traced/convattn-fp32.vstrace.json")).expect("trace");
+    let dir = std::env::temp_dir().join(format!("vramscope-traced-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let bad = dir.join("bad.vstrace.json");
+    for cut in [0, 10, good.len() / 3, good.len() - 2] {
+        std::fs::write(&bad, &good[..cut]).expect("write");
+        let out = run(&["estimate", "--model", bad.to_str().expect("utf-8")]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "cut at {cut}: {err}");
+        assert!(err.contains("bad.vstrace.json") && err.lines().count() == 1, "{err}");
+    }
+    // past the size cap: refused before it is read
+    let big = std::fs::File::create(&bad).expect("create");
+    big.set_len(vramscope::trace::MAX_FILE + 1).expect("sparse file");
+    let out = run(&["estimate", "--model", bad.to_str().expect("utf-8")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("over the 50 MB a trace may have"));
+    std::fs::remove_dir_all(&dir).ok();
+}
