@@ -11,44 +11,35 @@ use std::hint::black_box;
 use vramscope::trace::{TracedModel, replay};
 
 fn synthetic() -> String {
+    // the events, the same at every point
+    let mut ev = vec![r#"["a",0,2,1,0,"input"]"#.to_owned()];
+    let mut kinds = Vec::new(); // the stride of each storage made
+    let mut sid = 1;
+    for (phase, n, op, module) in [("train", 1000u64, 2, 3), ("backward", 1000, 4, 0), ("infer", 300, 2, 3)] {
+        for i in 0..n {
+            ev.push(format!(r#"["a",{sid},2,{op},{module},"{phase}"]"#));
+            kinds.push(1u64 << (i % 4));
+            if phase != "train" || i % 3 == 0 {
+                ev.push(format!(r#"["f",{sid},0,0,0,"{phase}"]"#));
+            }
+            sid += 1;
+        }
+    }
     let mut points = Vec::new();
     for b in [2u64, 3, 4] {
         for h in [64u64, 96, 128] {
             for w in [64u64, 96, 128] {
-                let mut ev = vec![format!(r#"["a",0,[{b},3,{h},{w}],2,1,0,"input"]"#)];
-                let mut sid = 1;
-                let shape = |i: u64| {
-                    let s = 1u64 << (i % 4);
-                    format!("[{b},{},{},{}]", 64 * s, h / s, w / s)
-                };
-                for i in 0..1000u64 {
-                    ev.push(format!(r#"["a",{sid},{},2,2,3,"train"]"#, shape(i)));
-                    if i % 3 == 0 {
-                        ev.push(format!(r#"["f",{sid},null,0,0,0,"train"]"#));
-                    }
-                    sid += 1;
-                }
-                for i in 0..1000u64 {
-                    ev.push(format!(r#"["a",{sid},{},2,4,0,"backward"]"#, shape(i)));
-                    ev.push(format!(r#"["f",{sid},null,0,0,0,"backward"]"#));
-                    sid += 1;
-                }
-                for i in 0..300u64 {
-                    ev.push(format!(r#"["a",{sid},{},2,2,3,"infer"]"#, shape(i)));
-                    ev.push(format!(r#"["f",{sid},null,0,0,0,"infer"]"#));
-                    sid += 1;
-                }
-                let saved: Vec<String> = (1..=1000u64).filter(|i| (i - 1) % 3 != 0).map(|i| i.to_string()).collect();
-                points.push(format!(
-                    r#"{{"dims":[{b},{h},{w}],"events":[{}],"saved":[{}],"grads":[]}}"#,
-                    ev.join(","),
-                    saved.join(",")
-                ));
+                let mut shapes = vec![format!("[{b},3,{h},{w}]")];
+                shapes.extend(kinds.iter().map(|s| format!("[{b},{},{},{}]", 64 * s, h / s, w / s)));
+                points.push(format!(r#"{{"dims":[{b},{h},{w}],"shapes":[{}]}}"#, shapes.join(",")));
             }
         }
     }
+    let saved: Vec<String> = (1..=1000u64).filter(|i| (i - 1) % 3 != 0).map(|i| i.to_string()).collect();
     format!(
-        r#"{{"format":"vramscope-trace","version":1,"torch":"2.15","model_file":"synthetic.py","precision":"bf16","trainable":"all","dims":[{{"name":"batch","values":[2,3,4]}},{{"name":"height","values":[64,96,128]}},{{"name":"width","values":[64,96,128]}}],"params":[{{"name":"w","shape":[1000,1000],"dtype":"bfloat16","trainable":true}}],"strings":["","input","convolution","stage","convolution_backward"],"points":[{}]}}"#,
+        r#"{{"format":"vramscope-trace","version":1,"torch":"2.15","model_file":"synthetic.py","precision":"bf16","trainable":"all","dims":[{{"name":"batch","values":[2,3,4]}},{{"name":"height","values":[64,96,128]}},{{"name":"width","values":[64,96,128]}}],"params":[{{"name":"w","shape":[1000,1000],"dtype":"bfloat16","trainable":true}}],"strings":["","input","convolution","stage","convolution_backward"],"events":[{}],"saved":[{}],"grads":[],"points":[{}]}}"#,
+        ev.join(","),
+        saved.join(","),
         points.join(",")
     )
 }

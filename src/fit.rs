@@ -79,6 +79,10 @@ pub fn max_batch(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
 /// `None` when not even one token does. Found as [`max_batch`] finds the batch. A vision model's
 /// is the largest square image side, in whole patches.
 pub fn max_seq(sc: &Scenario, capacity_bytes: u64) -> Option<u64> {
+    if sc.model.traced().is_some() {
+        // a traced model's dims are its own: no sequence to search
+        return None;
+    }
     let x = largest(sc, capacity_bytes, Knob::Seq, seq_limit(sc))?;
     match (sc.model.patches(), sc.model.min_image_side()) {
         // whole patches, unless that falls under the smallest side the model runs (Swin-B's

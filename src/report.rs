@@ -156,7 +156,7 @@ fn trace_json(sc: &Scenario, t: &crate::trace::TracedModel) -> Value {
         .dims
         .iter()
         .map(|d| {
-            let v = sc.dim(&d.name).unwrap_or(d.values[0]);
+            let v = sc.dim(&d.name).unwrap_or(d.first());
             json!({"name": d.name, "value": v, "traced": d.values, "at_traced_value": d.values.contains(&v),
                    "checked_at_held_out_values": d.checked(), "traced_values_only": d.traced_only})
         })
@@ -434,10 +434,16 @@ pub fn validation_line(sc: &Scenario) -> String {
     if let Some(t) = sc.model.traced() {
         let checked = t.dims.iter().filter(|d| d.values.len() >= 2).all(|d| d.checked());
         return match traced_point(sc) {
-            Some(true) => format!("traced model at a traced point: the recorded step replayed ({})", t.describe()),
+            Some(true) => {
+                format!("traced model at a traced point: the recorded step replayed ({})", t.describe())
+            }
             _ => format!(
                 "traced model, EXTRAPOLATED: every tensor's shape fitted over the traced grid{} and evaluated here ({})",
-                if checked { " and checked at its held-out points" } else { " (two values of a dim: not checked at a third)" },
+                if checked {
+                    " and checked at its held-out points"
+                } else {
+                    " (two values of a dim: not checked at a third)"
+                },
                 t.describe()
             ),
         };
@@ -499,6 +505,11 @@ pub fn validation_line(sc: &Scenario) -> String {
 
 /// The model type the GUI flags as unvalidated, if any.
 pub fn unvalidated_kind(sc: &Scenario, lang: crate::i18n::Lang) -> Option<String> {
+    if traced_point(sc) == Some(false) {
+        return Some(
+            lang.pick("traced model: sizes extrapolated from the trace", "追踪模型：尺寸由追踪外推").into(),
+        );
+    }
     let t = sc.model.transformer()?;
     if validated(sc) {
         return None;
@@ -641,7 +652,7 @@ fn traced_dims_text(sc: &Scenario, t: &crate::trace::TracedModel) -> String {
         .dims
         .iter()
         .filter(|d| d.name != "batch")
-        .map(|d| format!("{} {}", d.name, sc.dim(&d.name).unwrap_or(d.values[0])))
+        .map(|d| format!("{} {}", d.name, sc.dim(&d.name).unwrap_or(d.first())))
         .collect();
     if v.is_empty() { "its traced inputs".into() } else { v.join(", ") }
 }

@@ -111,7 +111,10 @@ pub fn inputs_with(a: &EstimateArgs, loaded: preset::Loaded) -> Result<Inputs> {
     sc.batch = a.batch;
     if sc.model.traced().is_some() {
         if a.seq.is_some() {
-            bail!("--seq: {} is a traced model; its dims are --batch, --image-size and --dim NAME=VALUE", sc.model.name);
+            bail!(
+                "--seq: {} is a traced model; its dims are --batch, --image-size and --dim NAME=VALUE",
+                sc.model.name
+            );
         }
         sc.dims = a.dim.iter().cloned().collect();
     } else if let Some((name, _)) = a.dim.first() {

@@ -637,7 +637,8 @@ fn parse_dim(s: &str) -> Result<(String, u64), String> {
     if !ok {
         return Err(format!("\"{name}\" is not a dim name (letters, digits, _)"));
     }
-    let v: u64 = value.trim().parse().map_err(|_| format!("{name}={value}: the value is not a whole number"))?;
+    let v: u64 =
+        value.trim().parse().map_err(|_| format!("{name}={value}: the value is not a whole number"))?;
     if v == 0 || v > 1 << 24 {
         return Err(format!("{name}={v}: out of range (1 to 16777216)"));
     }

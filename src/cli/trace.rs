@@ -5,9 +5,11 @@ use clap::Args;
 
 /// Flags of `trace`.
 #[derive(Args, Debug, Clone)]
-#[command(after_help = "A model file defines model() and inputs(DIM, ...) (and optionally loss(output, inputs)); \
+#[command(
+    after_help = "A model file defines model() and inputs(DIM, ...) (and optionally loss(output, inputs)); \
 then: python vramscope_trace.py my_model.py --dim batch=2,3,4 --dim height=256,384,512 --dim width=256,384,512 \
---precision bf16 --out my_model.vstrace.json, and vramscope estimate --model my_model.vstrace.json --batch 8 --image-size 768x768.")]
+--precision bf16 --out my_model.vstrace.json, and vramscope estimate --model my_model.vstrace.json --batch 8 --image-size 768x768."
+)]
 pub struct TraceArgs {
     /// Print the tracer (a Python script that needs only torch) to stdout, or to -o FILE.
     #[arg(long, conflicts_with = "info")]
@@ -25,7 +27,8 @@ pub fn run_trace(a: &TraceArgs) -> Result<String> {
     if a.emit_script {
         return match &a.output {
             Some(p) => {
-                std::fs::write(p, vramscope::trace::SCRIPT).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+                std::fs::write(p, vramscope::trace::SCRIPT)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
                 Ok(format!("tracer written to {}\n", p.display()))
             }
             None => Ok(vramscope::trace::SCRIPT.to_owned()),

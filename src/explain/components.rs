@@ -334,6 +334,14 @@ impl Subject<'_> {
             String::new()
         };
         let ckpt = match sc.checkpointing {
+            // a traced model: what the trace recorded
+            _ if let Some(t) = sc.model.traced() => text!(
+                lang,
+                "the traced step ({0}) keeps what autograd saved for backward and the inputs, replayed from {1} recorded events",
+                "追踪的训练步（{0}）保留 autograd 为反向保存的张量和输入，由 {1} 个记录的事件回放得出",
+                t.model_file,
+                t.events.len()
+            ),
             // a convolutional network: its ops, one by one
             _ if let Some(n) = sc.model.net() => text!(
                 lang,
@@ -389,9 +397,13 @@ impl Subject<'_> {
                 "b={} × {}：{ckpt} = {}（峰值时仍驻留 {}）",
                 sc.batch,
                 // a convolutional network's sample is an image, not a sequence
-                sc.image_size()
-                    .filter(|_| sc.model.net().is_some())
-                    .map_or(format!("s={}", sc.seq), |i| i.to_string()),
+                match sc.model.traced() {
+                    Some(_) => crate::report::shape_text(sc),
+                    None => sc
+                        .image_size()
+                        .filter(|_| sc.model.net().is_some())
+                        .map_or(format!("s={}", sc.seq), |i| i.to_string()),
+                },
                 g(e.activations),
                 g(Component::Activations.at_peak(e))
             ),
@@ -502,6 +514,11 @@ impl Subject<'_> {
             }
             .to_string()
         }
+        (Phase::Backward, _) if sc.model.traced().is_some() => text!(
+            lang,
+            "{what}: the gradient buffers and transients the recorded backward has alive there",
+            "{what}：记录的反向过程此刻驻留的梯度缓冲区与临时张量"
+        ),
         (Phase::Backward, _) if sc.model.net().is_some() => text!(
             lang,
             "{what}: the gradients of its output and inputs, and of the tensors whose backward is still to come",

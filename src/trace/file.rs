@@ -22,6 +22,9 @@ struct Raw {
     #[serde(default)]
     buffers: Vec<RawParam>,
     strings: Vec<String>,
+    events: Vec<RawEvent>,
+    saved: Vec<u32>,
+    grads: Vec<(u32, u32)>,
     points: Vec<RawPoint>,
 }
 
@@ -40,17 +43,17 @@ struct RawParam {
     trainable: bool,
 }
 
+/// One grid point: its dims' values and the shape of every storage made (`"a"` events, in order).
 #[derive(Deserialize)]
 struct RawPoint {
     dims: Vec<u64>,
-    events: Vec<RawEvent>,
-    saved: Vec<u32>,
-    grads: Vec<(u32, u32)>,
+    shapes: Vec<Vec<i64>>,
 }
 
-/// `[kind, sid, shape | null, itemsize, op, module, phase]`.
+/// `[kind ("a" made, "f" freed), storage id, itemsize, op, module, phase]`, the same at every
+/// point (the tracer checks it).
 #[derive(Deserialize)]
-struct RawEvent(String, u32, Option<Vec<i64>>, u8, u32, u32, String);
+struct RawEvent(String, u32, u8, u32, u32, String);
 
 /// The most dims, points and events a trace may have.
 const MAX_DIMS: usize = MAX_DEPS;
@@ -67,13 +70,20 @@ pub(super) fn parse(text: &str) -> Result<TracedModel, String> {
         return Err(format!("trace version {} is not supported (this build reads version 1)", raw.version));
     }
     if !matches!(raw.precision.as_str(), "fp32" | "bf16" | "fp16") {
-        return Err(format!("precision \"{}\" is not one the tracer writes (fp32, bf16, fp16)", raw.precision));
+        return Err(format!(
+            "precision \"{}\" is not one the tracer writes (fp32, bf16, fp16)",
+            raw.precision
+        ));
     }
     let dims = check_dims(&raw.dims)?;
     let grid = check_grid(&raw, &dims)?;
     let params = raw.params.iter().map(param).collect::<Result<Vec<_>, _>>()?;
-    let buffers = raw.buffers.iter().map(|b| param(b).map(|p| p.numel * u64::from(p.elem))).collect::<Result<_, _>>()?;
-    let (events, misfits, traced_only) = fit_events(&raw, &dims, &grid, params.len())?;
+    let buffers = raw
+        .buffers
+        .iter()
+        .map(|b| param(b).map(|p| p.numel * u64::from(p.elem)))
+        .collect::<Result<_, _>>()?;
+    let Fitted { events, misfits, traced_only } = fit_events(&raw, &dims, &grid, params.len())?;
     let dims = dims
         .into_iter()
         .enumerate()
@@ -99,14 +109,20 @@ fn check_dims(raw: &[RawDim]) -> Result<Vec<(String, Vec<u64>)>, String> {
     }
     let mut out: Vec<(String, Vec<u64>)> = Vec::new();
     for d in raw {
-        let ok_name = !d.name.is_empty() && d.name.len() <= 32 && d.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let ok_name = !d.name.is_empty()
+            && d.name.len() <= 32
+            && d.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !ok_name || out.iter().any(|(n, _)| *n == d.name) {
             return Err(format!("dim name \"{}\" is not a distinct identifier", d.name.escape_default()));
         }
         let mut sorted = d.values.clone();
         sorted.sort_unstable();
         sorted.dedup();
-        if d.values.is_empty() || sorted.len() != d.values.len() || sorted[0] == 0 || sorted[sorted.len() - 1] > 1 << 24 {
+        if d.values.is_empty()
+            || sorted.len() != d.values.len()
+            || sorted[0] == 0
+            || sorted[sorted.len() - 1] > 1 << 24
+        {
             return Err(format!("dim {}: values must be distinct, from 1 to 16777216", d.name));
         }
         out.push((d.name.clone(), d.values.clone()));
@@ -116,13 +132,18 @@ fn check_dims(raw: &[RawDim]) -> Result<Vec<(String, Vec<u64>)>, String> {
 
 /// Point index by its dims' values; every grid point present once.
 fn check_grid(raw: &Raw, dims: &[(String, Vec<u64>)]) -> Result<HashMap<Vec<u64>, usize>, String> {
-    let want: usize = dims.iter().map(|(_, v)| v.len()).try_fold(1usize, usize::checked_mul).unwrap_or(usize::MAX);
+    let want: usize =
+        dims.iter().map(|(_, v)| v.len()).try_fold(1usize, usize::checked_mul).unwrap_or(usize::MAX);
     if raw.points.is_empty() || raw.points.len() != want || want > MAX_POINTS {
-        return Err(format!("{} points: the grid of its dims has {want} (at most {MAX_POINTS})", raw.points.len()));
+        return Err(format!(
+            "{} points: the grid of its dims has {want} (at most {MAX_POINTS})",
+            raw.points.len()
+        ));
     }
     let mut grid = HashMap::new();
     for (i, p) in raw.points.iter().enumerate() {
-        let on_grid = p.dims.len() == dims.len() && p.dims.iter().zip(dims).all(|(v, (_, vs))| vs.contains(v));
+        let on_grid =
+            p.dims.len() == dims.len() && p.dims.iter().zip(dims).all(|(v, (_, vs))| vs.contains(v));
         if !on_grid || grid.insert(p.dims.clone(), i).is_some() {
             return Err(format!("point {i} ({:?}) is not a distinct point of the dims' grid", p.dims));
         }
@@ -153,19 +174,14 @@ fn phase(s: &str) -> Option<Phase> {
     })
 }
 
-/// The events of point 0, each size fitted over the grid and checked at every point.
+/// The events, each storage's shape fitted over the grid and checked at every point.
 fn fit_events(
     raw: &Raw,
     dims: &[(String, Vec<u64>)],
     grid: &HashMap<Vec<u64>, usize>,
     n_params: usize,
-) -> Result<(Vec<Event>, Vec<String>, Vec<bool>), String> {
-    let p0 = &raw.points[0];
-    for p in raw.points.iter().skip(1) {
-        same_structure(p0, p).map_err(|e| {
-            format!("the model ran differently at {:?} than at {:?} ({e}): trace such sizes apart", p.dims, p0.dims)
-        })?;
-    }
+) -> Result<Fitted, String> {
+    check_shapes(raw)?;
     let lo: Vec<u64> = dims.iter().map(|(_, v)| v[0]).collect();
     let hi: Vec<u64> = dims.iter().map(|(_, v)| v.get(1).copied().unwrap_or(v[0])).collect();
     let varies: Vec<bool> = dims.iter().map(|(_, v)| v.len() >= 2).collect();
@@ -174,21 +190,26 @@ fn fit_events(
         grid.get(&x).copied()
     };
     let corners: Vec<usize> = (0..1usize << dims.len()).map(|m| corner(m).unwrap_or(0)).collect();
-    let saved: std::collections::HashSet<u32> = p0.saved.iter().copied().collect();
-    let grads: HashMap<u32, u32> = p0.grads.iter().copied().collect();
+    let saved: std::collections::HashSet<u32> = raw.saved.iter().copied().collect();
+    let grads: HashMap<u32, u32> = raw.grads.iter().copied().collect();
     if grads.values().any(|&i| i as usize >= n_params) {
         return Err("a gradient names a parameter the trace does not list".into());
     }
     let mut traced_only = vec![false; dims.len()];
     let mut misfits = Vec::new();
-    let mut events = Vec::with_capacity(p0.events.len());
+    let mut events = Vec::with_capacity(raw.events.len());
     let mut made: HashMap<u32, u32> = HashMap::new(); // the file's storage id -> in order of making
-    for (j, e) in p0.events.iter().enumerate() {
-        let RawEvent(kind, sid, _, item, op, module, ph) = e;
-        let Some(phase) = phase(ph) else { continue };
+    let mut k = 0; // the storage's index among the points' shapes
+    for (j, e) in raw.events.iter().enumerate() {
+        let RawEvent(kind, sid, item, op, module, ph) = e;
         if (*op as usize) >= raw.strings.len() || (*module as usize) >= raw.strings.len() {
             return Err(format!("event {j} names a string the trace does not list"));
         }
+        let shape_at = k;
+        if kind == "a" {
+            k += 1;
+        }
+        let Some(phase) = phase(ph) else { continue };
         if kind == "f" {
             let Some(&dense) = made.get(sid) else {
                 return Err(format!("event {j} frees storage {sid} before it was made"));
@@ -200,34 +221,26 @@ fn fit_events(
         if kind != "a" || !matches!(item, 1 | 2 | 4 | 8) || made.insert(*sid, dense).is_some() {
             return Err(format!("event {j} is not a new storage of 1, 2, 4 or 8-byte elements"));
         }
-        let value = |p: usize, r: usize| -> i64 {
-            raw.points[p].events[j].2.as_ref().and_then(|s| s.get(r)).copied().unwrap_or(0)
-        };
-        let rank = e.2.as_ref().map_or(0, Vec::len);
-        if rank > MAX_RANK || e.2.as_ref().is_some_and(|s| s.iter().any(|&v| v < 0)) {
-            return Err(format!("event {j} has a shape out of range"));
-        }
-        let mut shape = Vec::with_capacity(rank);
-        for r in 0..rank {
+        let value = |p: usize, r: usize| -> i64 { raw.points[p].shapes[shape_at][r] };
+        let mut shape = Vec::new();
+        for r in 0..raw.points[0].shapes[shape_at].len() {
             let f = Formula::fit(dims.len(), &varies, &|m| value(corners[m], r));
-            for (x, &p) in grid {
-                if f.eval(x, &lo, &hi) != Ok(value(p, r)) {
-                    let off: Vec<&str> = (0..dims.len())
-                        .filter(|&d| x[d] != lo[d] && x[d] != hi[d])
-                        .map(|d| dims[d].0.as_str())
-                        .collect();
-                    for d in 0..dims.len() {
-                        traced_only[d] |= x[d] != lo[d] && x[d] != hi[d];
-                    }
-                    if misfits.len() < 8 {
-                        misfits.push(format!(
-                            "{} ({}) has a side that is not multilinear in {}",
-                            raw.strings[*op as usize],
-                            raw.strings[*module as usize],
-                            off.join(", ")
-                        ));
-                    }
-                    break;
+            if let Some(x) = grid
+                .iter()
+                .find(|(_, p)| f.eval(&raw.points[**p].dims, &lo, &hi) != Ok(value(**p, r)))
+                .map(|(x, _)| x)
+            {
+                let off: Vec<&str> = (0..dims.len())
+                    .filter(|&d| x[d] != lo[d] && x[d] != hi[d])
+                    .map(|d| dims[d].0.as_str())
+                    .collect();
+                for (d, t) in traced_only.iter_mut().enumerate() {
+                    *t |= x[d] != lo[d] && x[d] != hi[d];
+                }
+                if misfits.len() < 8 {
+                    let (o, m) = (&raw.strings[*op as usize], &raw.strings[*module as usize]);
+                    misfits
+                        .push(format!("{o} ({m}) has a side that is not multilinear in {}", off.join(", ")));
                 }
             }
             shape.push(f);
@@ -242,26 +255,37 @@ fn fit_events(
         };
         events.push(Event { phase, sid: dense, made: Some(m) });
     }
-    Ok((events, misfits, traced_only))
+    Ok(Fitted { events, misfits, traced_only })
 }
 
-/// Two points ran the same events.
-fn same_structure(a: &RawPoint, b: &RawPoint) -> Result<(), String> {
-    if a.events.len() != b.events.len() {
-        return Err(format!("{} events against {}", b.events.len(), a.events.len()));
-    }
-    for (j, (x, y)) in a.events.iter().zip(&b.events).enumerate() {
-        let rank = |e: &RawEvent| e.2.as_ref().map(Vec::len);
-        if x.0 != y.0 || x.1 != y.1 || x.3 != y.3 || x.4 != y.4 || x.5 != y.5 || x.6 != y.6 || rank(x) != rank(y) {
-            return Err(format!("event {j} differs"));
+/// The events and points agree: a shape for every storage made at every point, of the same
+/// rank everywhere, in range.
+fn check_shapes(raw: &Raw) -> Result<(), String> {
+    let n = raw.events.iter().filter(|e| e.0 == "a").count();
+    let p0 = &raw.points[0];
+    for p in &raw.points {
+        if p.shapes.len() != n {
+            return Err(format!(
+                "point {:?} has {} shapes for {n} storages made: the model ran differently there; trace such sizes apart",
+                p.dims,
+                p.shapes.len()
+            ));
         }
-        if rank(x).unwrap_or(0) > MAX_RANK || y.2.as_ref().is_some_and(|s| s.iter().any(|&v| v < 0)) {
-            return Err(format!("event {j} has a shape out of range"));
+        for (k, (a, b)) in p0.shapes.iter().zip(&p.shapes).enumerate() {
+            if a.len() != b.len() || b.len() > MAX_RANK || b.iter().any(|&v| v < 0) {
+                return Err(format!(
+                    "point {:?}: storage {k} has a shape out of range or of another rank",
+                    p.dims
+                ));
+            }
         }
-    }
-    let set = |v: &[u32]| v.iter().copied().collect::<std::collections::BTreeSet<_>>();
-    if set(&a.saved) != set(&b.saved) || a.grads.iter().collect::<std::collections::BTreeSet<_>>() != b.grads.iter().collect() {
-        return Err("autograd saved other tensors".into());
     }
     Ok(())
+}
+
+/// The events fitted, what did not fit, and the dims only their traced values answer.
+struct Fitted {
+    events: Vec<Event>,
+    misfits: Vec<String>,
+    traced_only: Vec<bool>,
 }

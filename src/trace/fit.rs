@@ -53,7 +53,8 @@ impl Formula {
         }
         let corners = (0..1usize << deps.len())
             .map(|k| {
-                let mask = deps.iter().enumerate().filter(|(i, _)| k >> i & 1 == 1).map(|(_, &d)| 1 << d).sum();
+                let mask =
+                    deps.iter().enumerate().filter(|(i, _)| k >> i & 1 == 1).map(|(_, &d)| 1 << d).sum();
                 at(mask)
             })
             .collect();

@@ -55,6 +55,11 @@ pub struct TraceDim {
 }
 
 impl TraceDim {
+    /// The first value traced (where a scenario starts).
+    pub fn first(&self) -> u64 {
+        self.values.first().copied().unwrap_or(1)
+    }
+
     /// Traced at three values or more: the fit is checked at a point it was not made on.
     pub fn checked(&self) -> bool {
         self.values.len() >= 3
@@ -156,8 +161,7 @@ impl TracedModel {
     /// that every quantity is whole there and that a dim traced only at some values is one of
     /// them.
     pub fn resolve(&self, pick: impl Fn(&str) -> Option<u64>) -> Result<Vec<u64>, DimError> {
-        let x: Vec<u64> =
-            self.dims.iter().map(|d| pick(&d.name).unwrap_or_else(|| d.values.first().copied().unwrap_or(1))).collect();
+        let x: Vec<u64> = self.dims.iter().map(|d| pick(&d.name).unwrap_or_else(|| d.first())).collect();
         for (d, &v) in self.dims.iter().zip(&x) {
             let list = || d.values.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
             if v == 0 {

@@ -44,7 +44,11 @@ fn cat(m: &TracedModel, made: &super::Made, phase: Phase) -> Cat {
     }
     match op {
         _ if phase == Phase::Input => {
-            if made.item == 8 { Cat::Embeddings } else { Cat::FeatureMaps }
+            if made.item == 8 {
+                Cat::Embeddings
+            } else {
+                Cat::FeatureMaps
+            }
         }
         "_softmax" | "softmax" => Cat::AttentionScores,
         o if o.contains("attention") || o == "bmm" || o == "baddbmm" => Cat::AttentionIo,
@@ -57,7 +61,9 @@ fn cat(m: &TracedModel, made: &super::Made, phase: Phase) -> Cat {
             Cat::Norms
         }
         "native_dropout" | "bernoulli" => Cat::DropoutMasks,
-        o if o.starts_with("convolution") || o.contains("pool") || o.starts_with("upsample") => Cat::FeatureMaps,
+        o if o.starts_with("convolution") || o.contains("pool") || o.starts_with("upsample") => {
+            Cat::FeatureMaps
+        }
         o if o.starts_with("embedding") => Cat::Embeddings,
         o if o.contains("log_softmax") || o.contains("loss") => Cat::HeadLoss,
         "_to_copy" => Cat::InputCasts,
@@ -88,8 +94,13 @@ pub fn run(m: &TracedModel, x: &[u64]) -> (Net, NetRun) {
         alias_of: None,
         train_only: false,
     });
-    let mut run = NetRun::default();
-    run.held = m.events.iter().filter(|e| e.phase == Phase::Input).filter_map(|e| at.get(e.sid as usize)?.map(|a| a.0)).sum();
+    let held = m
+        .events
+        .iter()
+        .filter(|e| e.phase == Phase::Input)
+        .filter_map(|e| at.get(e.sid as usize)?.map(|a| a.0))
+        .sum();
+    let mut run = NetRun { held, ..NetRun::default() };
     forward(m, &at, &mut net, &mut run);
     backward(m, &at, &mut net, &mut run);
     run.infer_peak = infer(m, &at, run.held);

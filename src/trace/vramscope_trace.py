@@ -42,6 +42,7 @@ import inspect
 import itertools
 import json
 import math
+import os
 import sys
 import weakref
 
@@ -325,6 +326,18 @@ def trace_point(user, dims, args, strings):
                 saved=sorted(tr.saved), grads=grads)
 
 
+def same_structure(a, b, at_a, at_b):
+    """Every point must run the same ops making and freeing the same storages; only sizes differ."""
+    key = lambda e: (e[0], e[1], e[3], e[4], e[5], e[6], None if e[2] is None else len(e[2]))
+    ka, kb = [key(e) for e in a["events"]], [key(e) for e in b["events"]]
+    if ka != kb or a["saved"] != b["saved"] or a["grads"] != b["grads"]:
+        j = next((i for i, (x, y) in enumerate(zip(ka, kb)) if x != y), min(len(ka), len(kb)))
+        hint = (" A dim of 1 makes PyTorch skip some copies (a size-1 dim is contiguous either way):"
+                " trace from 2 (e.g. batch=2,3,4)." if 1 in at_a + at_b else "")
+        sys.exit(f"error: the model ran differently at {at_b} than at {at_a} (event {j} of"
+                 f" {len(kb)} against {len(ka)}): trace such sizes apart.{hint}")
+
+
 def parse_dims(items):
     dims = []
     for it in items:
@@ -364,14 +377,17 @@ def main():
         p = trace_point(user, d, args, strings)
         if first is None:
             first = p
-        points.append(dict(dims=list(values), events=[[e[0], e[1], e[2], e[3], e[4], e[5], e[6]]
-                                                      for e in p["events"]],
-                           saved=p["saved"], grads=[[s, i] for s, i in p["grads"].items()]))
+        else:
+            same_structure(first, p, points[0]["dims"], list(values))
+        points.append(dict(dims=list(values), shapes=[e[2] for e in p["events"] if e[0] == "a"]))
     doc = dict(format=FORMAT, version=VERSION, torch=torch.__version__,
-               python=sys.version.split()[0], model_file=args.model_file, precision=args.precision,
-               trainable=first["trainable"], dims=[dict(name=n, values=v) for n, v in dims],
+               python=sys.version.split()[0], model_file=os.path.basename(args.model_file),
+               precision=args.precision, trainable=first["trainable"],
+               dims=[dict(name=n, values=v) for n, v in dims],
                params=first["params"], buffers=first["buffers"],
-               strings=sorted(strings, key=strings.get), points=points)
+               strings=sorted(strings, key=strings.get),
+               events=[[e[0], e[1], e[3], e[4], e[5], e[6]] for e in first["events"]],
+               saved=first["saved"], grads=[[s, i] for s, i in first["grads"].items()], points=points)
     with open(args.out, "w") as f:
         json.dump(doc, f, separators=(",", ":"))
     n = sum(math.prod(p["shape"]) for p in first["params"])

@@ -5,16 +5,16 @@
 use super::{data, json, run};
 use serde_json::Value;
 
-/// The truth rows of one traced model.
+/// The truth rows of one traced model (a path under the repository).
 fn truth(file: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(data(&format!("traced/{file}"))).expect("truth file");
+    let text = std::fs::read_to_string(format!("{}/{file}", env!("CARGO_MANIFEST_DIR"))).expect("truth file");
     serde_json::from_str::<Vec<Value>>(&text).expect("rows")
 }
 
-/// `estimate --json` of `trace` at a truth row's dims.
+/// `estimate --json` of `trace` (a path under the repository) at a truth row's dims.
 fn estimate_at(trace: &str, row: &Value, infer: bool) -> Value {
     let dims = row["dims"].as_object().expect("dims");
-    let path = data(&format!("traced/{trace}"));
+    let path = format!("{}/{trace}", env!("CARGO_MANIFEST_DIR"));
     let mut args: Vec<String> = vec!["estimate".into(), "--model".into(), path, "--json".into()];
     let (h, w) = (dims.get("height"), dims.get("width"));
     for (k, v) in dims {
@@ -41,8 +41,11 @@ fn within(got: u64, want: u64, tol: f64) -> bool {
 #[test]
 fn a_traced_model_answers_untraced_sizes_as_pytorch_measures_them() {
     for (trace, truth_file) in [
-        ("convattn-fp32.vstrace.json", "truth-convattn-fp32.json"),
-        ("block-bf16-lora.vstrace.json", "truth-block-bf16-lora.json"),
+        ("tests/data/traced/convattn-fp32.vstrace.json", "tests/data/traced/truth-convattn-fp32.json"),
+        ("tests/data/traced/block-bf16-lora.vstrace.json", "tests/data/traced/truth-block-bf16-lora.json"),
+        ("tests/data/traced/tiny-unet-bf16.vstrace.json", "tests/data/traced/truth-tiny-unet-bf16.json"),
+        // Stable Diffusion 1.5's UNet at its real size (860 M parameters), at 768² and 1024×704
+        ("examples/trace/sd15-unet-bf16.vstrace.json", "examples/trace/truth-sd15-unet-bf16.json"),
     ] {
         for row in truth(truth_file) {
             let v = estimate_at(trace, &row, false);
@@ -52,7 +55,11 @@ fn a_traced_model_answers_untraced_sizes_as_pytorch_measures_them() {
             assert!(within(peak, want, 0.005), "{trace} {}: peak {peak} against {want}", row["dims"]);
             let acts = b["activations"].as_u64().expect("activations");
             let want_acts = row["activation_saved_bytes"].as_u64().expect("truth activations");
-            assert!(within(acts, want_acts, 0.03), "{trace} {}: activations {acts} against {want_acts}", row["dims"]);
+            assert!(
+                within(acts, want_acts, 0.03),
+                "{trace} {}: activations {acts} against {want_acts}",
+                row["dims"]
+            );
             assert_eq!(v["model"]["n_params"], row["n_params"]);
             assert_eq!(v["model"]["trainable_params"], row["n_trainable"]);
             let inf = estimate_at(trace, &row, true)["bytes"]["peak_allocated"].as_u64().expect("peak");

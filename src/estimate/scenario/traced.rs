@@ -19,7 +19,7 @@ impl Scenario {
     /// A traced model's scenario starts at the first values it was traced at, in its precision.
     pub(super) fn at_traced(&mut self) {
         let Some(t) = self.model.traced() else { return };
-        let first = |n: &str| t.dim(n).and_then(|d| t.dims[d].values.first().copied());
+        let first = |n: &str| t.dim(n).map(|d| t.dims[d].first());
         let batch = first("batch").unwrap_or(1);
         let image = match (first("height"), first("width")) {
             (Some(height), Some(width)) => Some(crate::model::pixels::ImageSize { height, width }),
@@ -30,7 +30,10 @@ impl Scenario {
     }
 
     /// Sets a traced model's image (its `height` and `width` dims).
-    pub(super) fn set_traced_image(&mut self, image: crate::model::pixels::ImageSize) -> Result<(), ScenarioError> {
+    pub(super) fn set_traced_image(
+        &mut self,
+        image: crate::model::pixels::ImageSize,
+    ) -> Result<(), ScenarioError> {
         match self.model.traced() {
             Some(t) if t.dim("height").is_some() && t.dim("width").is_some() => {
                 self.image = Some(image);
@@ -48,12 +51,19 @@ impl Scenario {
     pub(super) fn check_traced(&self, t: &TracedModel) -> Result<(), ScenarioError> {
         let bad = |m: String| Err(ScenarioError::Invalid(m));
         let name = &self.model.name;
-        if let Some(k) = self.dims.keys().find(|k| t.dim(k).is_none() || matches!(k.as_str(), "batch" | "height" | "width")) {
+        if let Some(k) = self
+            .dims
+            .keys()
+            .find(|k| t.dim(k).is_none() || matches!(k.as_str(), "batch" | "height" | "width"))
+        {
             let dims: Vec<&str> = t.dims.iter().map(|d| d.name.as_str()).collect();
             return bad(match k.as_str() {
                 "batch" => "--dim batch: set the batch with --batch".to_owned(),
                 "height" | "width" => format!("--dim {k}: set the image with --image-size HxW"),
-                _ => format!("--dim {k}: {name} was traced in {}", if dims.is_empty() { "no dims".into() } else { dims.join(", ") }),
+                _ => format!(
+                    "--dim {k}: {name} was traced in {}",
+                    if dims.is_empty() { "no dims".into() } else { dims.join(", ") }
+                ),
             });
         }
         if t.dim("batch").is_none() && self.batch != 1 {
@@ -62,7 +72,9 @@ impl Scenario {
             ));
         }
         if self.image.is_some() && (t.dim("height").is_none() || t.dim("width").is_none()) {
-            return bad(format!("{name} was traced without height and width dims: --image-size does not apply"));
+            return bad(format!(
+                "{name} was traced without height and width dims: --image-size does not apply"
+            ));
         }
         if traced_precision(t) != Some(self.precision) {
             return bad(format!(
@@ -77,7 +89,9 @@ impl Scenario {
             ));
         }
         if self.checkpointing != Checkpointing::None && self.mode == Mode::Train {
-            return bad(format!("{name}: checkpointing a traced model is not modelled yet; trace the model as it runs with checkpointing"));
+            return bad(format!(
+                "{name}: checkpointing a traced model is not modelled yet; trace the model as it runs with checkpointing"
+            ));
         }
         if self.new_tokens > 0 || self.images > 0 || self.kv_cache_dtype.is_some() || self.parallel.sp {
             return bad(format!(
@@ -85,7 +99,9 @@ impl Scenario {
             ));
         }
         if self.stack.loss != Loss::Hf || self.stack.compiled_loss {
-            return bad(format!("{name}: the loss is the trace's own; --loss and --compile-loss do not apply"));
+            return bad(format!(
+                "{name}: the loss is the trace's own; --loss and --compile-loss do not apply"
+            ));
         }
         t.resolve(|d| self.dim(d)).map(|_| ()).map_err(|e| ScenarioError::Invalid(format!("{name}: {e}")))
     }

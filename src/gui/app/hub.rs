@@ -73,6 +73,17 @@ impl VramApp {
         {
             s.seq = s.seq.min(t.usable_positions());
         }
+        if let Ok(m) = s.model_spec()
+            && m.traced().is_some()
+        {
+            // a trace answers in the precision and with the trainable set it ran with, at its
+            // dims: start where it was traced (Scenario::new does), without checkpointing or LoRA
+            let sc = crate::estimate::Scenario::new(m);
+            (s.batch, s.image, s.precision) = (sc.batch, sc.image, sc.precision);
+            s.dims.clear();
+            s.checkpointing = crate::estimate::Checkpointing::None;
+            s.lora_enabled = false;
+        }
         self.edit(ctx, s, "model");
     }
 }

@@ -152,13 +152,18 @@ impl Central<'_> {
         let row_bottom = ui.cursor().top();
         ui.separator();
         // a convolutional network has no blocks to checkpoint: no segments curve either
-        let train = c.scenario.mode == crate::estimate::Mode::Train && c.scenario.model.net().is_none();
+        // nor a traced model, whose dims have their own sliders (no sequence to sweep)
+        let traced = c.scenario.model.traced().is_some();
+        let train =
+            c.scenario.mode == crate::estimate::Mode::Train && c.scenario.model.net().is_none() && !traced;
         let image = c.scenario.image_size().is_some();
-        self.intents.extend(panels::tabs::ui(ui, self.state.view.tab, train, image));
+        let seq = !traced;
+        self.intents.extend(panels::tabs::ui(ui, self.state.view.tab, train, image, seq));
         let selected = self.selected_event.filter(|(r, _)| *r == self.derived.recomputations).map(|(_, i)| i);
         // a saved Segments tab shows the batch curve while the mode is inference
         let tab = match self.state.view.tab {
             Tab::Segments if !train => Tab::Batch,
+            Tab::Seq if traced => Tab::Batch,
             Tab::Concurrency => Tab::Batch,
             t => t,
         };

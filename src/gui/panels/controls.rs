@@ -61,7 +61,7 @@ pub fn ui(
 }
 
 /// `knob` names what changed.
-fn mark(changed: bool, name: &'static str, knob: &mut &'static str) {
+pub(super) fn mark(changed: bool, name: &'static str, knob: &mut &'static str) {
     if changed {
         *knob = name;
     }
@@ -308,6 +308,10 @@ fn shape(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
     let r = rail.union(typed);
     mark(r.changed(), "batch", knob);
     let spec = s.model_spec().ok();
+    if let Some(t) = spec.as_ref().and_then(|m| m.traced()) {
+        super::traced::dims(ui, s, t, knob);
+        return;
+    }
     if let Some(m) = spec.as_ref()
         && let (Some(p), Some(min)) = (m.patches(), m.min_image_side())
     {

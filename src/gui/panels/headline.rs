@@ -157,8 +157,11 @@ pub fn ui(ui: &mut egui::Ui, c: &Computed, settings: &Settings, presentation: bo
     );
     ui.horizontal_wrapped(|ui| {
         phrase(ui, RichText::new(mb).size(14.0));
-        phrase(ui, RichText::new("·").size(14.0));
-        phrase(ui, RichText::new(max_seq_text(c)).size(14.0));
+        // a traced model has no sequence: its dims have their own sliders
+        if c.scenario.model.traced().is_none() {
+            phrase(ui, RichText::new("·").size(14.0));
+            phrase(ui, RichText::new(max_seq_text(c)).size(14.0));
+        }
         if !presentation {
             // the caption above says which model and GPU in the presentation layout, and the
             // room needs no note on units

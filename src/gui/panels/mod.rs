@@ -20,6 +20,7 @@ pub mod shortcuts;
 pub mod status;
 pub mod tabs;
 pub mod timeline;
+mod traced;
 pub mod why;
 
 fn presentation_id() -> eframe::egui::Id {

@@ -7,8 +7,8 @@ use eframe::egui;
 
 /// Draws the tabs; checkpoint segments only for training a model with blocks (an inference pass keeps nothing for
 /// backward). A vision model's sequence tab sweeps its image size. They wrap onto a second row
-/// when the window is narrow.
-pub fn ui(ui: &mut egui::Ui, current: Tab, train: bool, image: bool) -> Vec<Intent> {
+/// when the window is narrow. `seq` false (a traced model) leaves the sequence tab out.
+pub fn ui(ui: &mut egui::Ui, current: Tab, train: bool, image: bool, seq: bool) -> Vec<Intent> {
     let t = tr();
     let mut out = Vec::new();
     ui.horizontal_wrapped(|ui| {
@@ -22,7 +22,7 @@ pub fn ui(ui: &mut egui::Ui, current: Tab, train: bool, image: bool) -> Vec<Inte
             (Tab::Live, t.tab_live),
             (Tab::Options, t.tab_options),
         ] {
-            if tab == Tab::Segments && !train {
+            if (tab == Tab::Segments && !train) || (tab == Tab::Seq && !seq) {
                 continue;
             }
             if ui.selectable_label(current == tab, label).clicked() && current != tab {

@@ -11,7 +11,7 @@ strings! {
     pub struct Strings, EN, ZH {
         app_title: "vramscope" / "vramscope",
         menu_file: "File" / "文件",
-        menu_open: "Open config.json / .ron / .safetensors…" / "打开 config.json / .ron / .safetensors…",
+        menu_open: "Open config.json / .ron / .safetensors / .vstrace.json…" / "打开 config.json / .ron / .safetensors / .vstrace.json…",
         menu_export: "Export" / "导出",
         menu_export_window_png: "Window as PNG…" / "窗口导出为 PNG…",
         menu_export_chart_png: "Breakdown chart as PNG…" / "显存分解图导出为 PNG…",
@@ -125,6 +125,9 @@ strings! {
             / "输入图像的边长（像素，--image-size）。模型把图像切成图块：每个图块是一个 token，另加一个类别 token，所以激活值随图像面积增长；位置编码从配置的网格插值得到。",
         image_tokens: "{image}: {n} tokens per image" / "{image}：每张图像 {n} 个 token",
         image_feature_map: "{image}: last feature map {map}" / "{image}：最后的特征图 {map}",
+        trace_dim_tip: "A dim of the traced model (--dim, or --image-size for height and width), traced at {values}. At other values every tensor's shape is fitted from the trace: the headline then says EXTRAPOLATED."
+            / "追踪模型的一个维度（--dim；高和宽用 --image-size），已追踪的取值：{values}。其他取值下，每个张量的形状由追踪拟合得出，标题会注明“外推”。",
+        trace_dim_fixed: "{name} = {value} (traced at this value only)" / "{name} = {value}（只追踪了这个取值）",
         images: "Images per sample" / "每个样本的图像数",
         images_tip: "Images each sample carries (--images). The processor turns each into tokens of the language model's sequence (Qwen-VL: resized to multiples of 28 or 32 pixels, 2×2 patches a token; LLaVA: 576 a picture); the vision tower and projector are frozen."
             / "每个样本携带的图像数（--images）。处理器把每张图像变成语言模型序列中的 token（Qwen-VL：缩放到 28 或 32 像素的倍数，每 2×2 个图块一个 token；LLaVA：每张 576 个）；视觉塔和投影层冻结。",
