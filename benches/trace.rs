@@ -57,8 +57,8 @@ fn benches(c: &mut Criterion) {
     };
     c.bench_function("trace re-evaluate at new sizes (resolve + replay)", |b| {
         b.iter(|| {
-            let x = t.resolve(pick).expect("whole");
-            replay::run(black_box(&t), &x)
+            let (_, bytes) = t.resolve_sizes(pick).expect("whole");
+            replay::run_with(black_box(&t), &bytes)
         })
     });
 }

@@ -299,6 +299,8 @@ impl Knob {
         };
         match self {
             Self::Batch => log_spaced(1, 4096, steps),
+            // a traced model has no sequence and no blocks to checkpoint: its dims are its own
+            Self::Seq | Self::Segments if sc.model.traced().is_some() => Vec::new(),
             Self::Seq if let Some(p) = sc.model.patches() => {
                 // image sides, whole patches, the scenario's own among them
                 let min = sc.model.min_image_side().unwrap_or(p.patch);

@@ -186,10 +186,13 @@ fn net_parts(sc: &Scenario, n: &crate::model::net::NetSpec) -> step::net::NetPar
 /// A traced model's step replayed at the scenario's dims.
 fn traced_parts(sc: &Scenario, t: &crate::trace::TracedModel) -> step::net::NetParts {
     // a validated scenario's dims resolve; an unvalidated one replays at the traced ones
-    let x = t
-        .resolve(|d| sc.dim(d))
-        .unwrap_or_else(|_| t.dims.iter().map(crate::trace::TraceDim::first).collect());
-    let (net, run) = crate::trace::replay::run(t, &x);
+    let (net, run) = match t.resolve_sizes(|d| sc.dim(d)) {
+        Ok((_, bytes)) => crate::trace::replay::run_with(t, &bytes),
+        Err(_) => {
+            let x: Vec<u64> = t.dims.iter().map(crate::trace::TraceDim::first).collect();
+            crate::trace::replay::run(t, &x)
+        }
+    };
     step::net::NetParts { net, run }
 }
 

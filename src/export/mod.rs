@@ -345,11 +345,16 @@ pub fn render_in(f: &ScenarioFile, format: Format, lang: crate::i18n::Lang) -> R
         Format::Deepspeed | Format::Hf | Format::Fsdp | Format::Megatron => {
             // the framework files are a transformer's (causal-LM trainer, block wrap policy,
             // Megatron's GPT): a convolutional network's would be a different script
-            if f.scenario.model.net().is_some() {
+            if f.scenario.model.net().is_some() || f.scenario.model.traced().is_some() {
+                let whose = if f.scenario.model.traced().is_some() {
+                    "a traced model's training code is your own"
+                } else {
+                    "ResNet, ConvNeXt and Swin have none yet"
+                };
                 return Err(ExportError::Invalid {
                     path: "scenario".into(),
                     msg: format!(
-                        "{}: the framework exports (deepspeed, hf, fsdp, megatron) write a language model's training code; ResNet, ConvNeXt and Swin have none yet (md, json, csv, ron and the roadmap apply)",
+                        "{}: the framework exports (deepspeed, hf, fsdp, megatron) write a language model's training code; {whose} (md, json, csv, ron and the roadmap apply)",
                         f.scenario.model.name
                     ),
                 });

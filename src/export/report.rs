@@ -77,6 +77,7 @@ fn table_values(k: Knob, sc: &Scenario) -> Vec<u64> {
     };
     match k {
         Knob::Batch => with(vec![1, 2, 4, 8, 16, 32, 64], sc.batch),
+        Knob::Seq | Knob::Segments if sc.model.traced().is_some() => Vec::new(),
         // a vision model's sequence knob is its image side (pixels, whole patches)
         Knob::Seq if let Some(i) = sc.image_size() => {
             let p = sc.model.patches().map_or(1, |p| p.patch);
@@ -247,6 +248,10 @@ fn md_inputs(s: &mut String, f: &ScenarioFile, e: &Estimate, lang: Lang) {
             (None, Some(i)) => (
                 lang.pick("micro-batch x image", "微批次 x 图像"),
                 format!("{} x {i} ({} tokens)", sc.batch, sc.seq),
+            ),
+            _ if sc.model.traced().is_some() => (
+                lang.pick("micro-batch x dims", "微批次 x 维度"),
+                format!("{} x {}", sc.batch, report::shape_text(sc)),
             ),
             (None, None) => (
                 lang.pick("micro-batch x sequence", "微批次 x 序列长度"),

@@ -187,7 +187,11 @@ fn run_spec(sc: &Scenario, opts: &Options) -> Result<Value, ProbeError> {
         refuse(if sc.model.net().is_some() {
             "a vision backbone built op by op (ResNet, ConvNeXt, Swin) is not probed yet (probe builds transformers)"
         } else {
-            "a layer table cannot be probed"
+            if sc.model.traced().is_some() {
+                "a traced model cannot be probed yet (its training code is your own; measure it there with torch.cuda.max_memory_allocated)"
+            } else {
+                "a layer table cannot be probed"
+            }
         })
     })?;
     let (auto, input) = auto_class(t.family, t.head);

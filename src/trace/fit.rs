@@ -70,6 +70,22 @@ impl Formula {
         if self.deps.len() > MAX_DEPS || self.corners.len() != 1 << self.deps.len() {
             return Err(NotWhole);
         }
+        if let ([d], [c0, c1]) = (self.deps.as_slice(), self.corners.as_slice()) {
+            // one dim, the common case: c0 + (c1 − c0)·(x − lo)/(hi − lo)
+            let d = *d as usize;
+            let (Some(&xd), Some(&l), Some(&h)) = (x.get(d), lo.get(d), hi.get(d)) else {
+                return Err(NotWhole);
+            };
+            // in i64 (a 128-bit division is a library call): dims and sides are far below 2^31
+            let as_i64 = |v: u64| i64::try_from(v).map_err(|_| NotWhole);
+            let (xd, l, h) = (as_i64(xd)?, as_i64(l)?, as_i64(h)?);
+            let step = c1.checked_sub(*c0).ok_or(NotWhole)?;
+            let num = step.checked_mul(xd - l).ok_or(NotWhole)?;
+            if h == l || num % (h - l) != 0 {
+                return Err(NotWhole);
+            }
+            return c0.checked_add(num / (h - l)).ok_or(NotWhole);
+        }
         let pick = |d: u8| -> Option<(i128, i128, i128)> {
             let d = d as usize;
             Some((i128::from(*x.get(d)?), i128::from(*lo.get(d)?), i128::from(*hi.get(d)?)))

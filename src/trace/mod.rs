@@ -161,6 +161,14 @@ impl TracedModel {
     /// that every quantity is whole there and that a dim traced only at some values is one of
     /// them.
     pub fn resolve(&self, pick: impl Fn(&str) -> Option<u64>) -> Result<Vec<u64>, DimError> {
+        self.resolve_sizes(pick).map(|(x, _)| x)
+    }
+
+    /// [`Self::resolve`], with every event's bytes there ([`sizes`]) for [`replay::run_with`].
+    pub fn resolve_sizes(
+        &self,
+        pick: impl Fn(&str) -> Option<u64>,
+    ) -> Result<(Vec<u64>, Vec<u64>), DimError> {
         let x: Vec<u64> = self.dims.iter().map(|d| pick(&d.name).unwrap_or_else(|| d.first())).collect();
         for (d, &v) in self.dims.iter().zip(&x) {
             let list = || d.values.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
@@ -185,10 +193,10 @@ impl TracedModel {
                 )));
             }
         }
-        if let Err(at) = replay::sizes(self, &x) {
-            return Err(DimError(self.not_whole(&x, at)));
+        match sizes(self, &x) {
+            Ok(bytes) => Ok((x, bytes)),
+            Err(at) => Err(DimError(self.not_whole(&x, at))),
         }
-        Ok(x)
     }
 
     /// Says which dim value left a tensor side fractional, and the nearest values that work.
@@ -203,7 +211,7 @@ impl TracedModel {
             let near = |v: u64| {
                 let mut y = x.to_vec();
                 y[d] = v;
-                replay::sizes(self, &y).is_ok()
+                sizes(self, &y).is_ok()
             };
             let down = (1..=64).map(|k| x[d].saturating_sub(k)).find(|&v| v >= 1 && near(v));
             let up = (1..=64).map(|k| x[d] + k).find(|&v| near(v));
@@ -250,6 +258,32 @@ impl TracedModel {
             if dims.is_empty() { "no dims".to_owned() } else { dims.join("; ") }
         )
     }
+}
+
+/// Each event's bytes at `x` (0 for a free), or the first event whose size is not whole.
+pub fn sizes(m: &TracedModel, x: &[u64]) -> Result<Vec<u64>, usize> {
+    let (lo, hi) = corners(m);
+    let mut out = Vec::with_capacity(m.events.len());
+    for (j, e) in m.events.iter().enumerate() {
+        let Some(made) = &e.made else {
+            out.push(0);
+            continue;
+        };
+        let mut bytes = u64::from(made.item);
+        for f in &made.shape {
+            let v = f.eval(x, &lo, &hi).ok().and_then(|v| u64::try_from(v).ok()).ok_or(j)?;
+            bytes = bytes.checked_mul(v).filter(|&b| b < 1 << 56).ok_or(j)?;
+        }
+        out.push(bytes);
+    }
+    Ok(out)
+}
+
+/// Each dim's first two traced values.
+fn corners(m: &TracedModel) -> (Vec<u64>, Vec<u64>) {
+    let lo = m.dims.iter().map(|d| d.values.first().copied().unwrap_or(1)).collect();
+    let hi = m.dims.iter().map(|d| d.values.get(1).or(d.values.first()).copied().unwrap_or(1)).collect();
+    (lo, hi)
 }
 
 /// Reads a trace file, refusing one over [`MAX_FILE`].

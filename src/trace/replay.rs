@@ -10,32 +10,6 @@ use crate::engine::ops::net::{Net, NetCtx, NetNode, NetTensor, T};
 use crate::engine::walk::net::{NetBackward, NetRun};
 use crate::units::round_alloc;
 
-/// Each event's bytes at `x` (0 for a free), or the first event whose size is not whole.
-pub fn sizes(m: &TracedModel, x: &[u64]) -> Result<Vec<u64>, usize> {
-    let (lo, hi) = corners(m);
-    let mut out = Vec::with_capacity(m.events.len());
-    for (j, e) in m.events.iter().enumerate() {
-        let Some(made) = &e.made else {
-            out.push(0);
-            continue;
-        };
-        let mut bytes = u64::from(made.item);
-        for f in &made.shape {
-            let v = f.eval(x, &lo, &hi).ok().and_then(|v| u64::try_from(v).ok()).ok_or(j)?;
-            bytes = bytes.checked_mul(v).filter(|&b| b < 1 << 56).ok_or(j)?;
-        }
-        out.push(bytes);
-    }
-    Ok(out)
-}
-
-/// Each dim's first two traced values.
-fn corners(m: &TracedModel) -> (Vec<u64>, Vec<u64>) {
-    let lo = m.dims.iter().map(|d| d.values.first().copied().unwrap_or(1)).collect();
-    let hi = m.dims.iter().map(|d| d.values.get(1).or(d.values.first()).copied().unwrap_or(1)).collect();
-    (lo, hi)
-}
-
 /// Where a storage's bytes count when kept: by the op that made it.
 fn cat(m: &TracedModel, made: &super::Made, phase: Phase) -> Cat {
     let op = m.op_name(made.op);
@@ -76,11 +50,16 @@ fn cat(m: &TracedModel, made: &super::Made, phase: Phase) -> Cat {
 /// events that made storages (for the timeline and the parameter gradients each made), and
 /// what running it gives.
 pub fn run(m: &TracedModel, x: &[u64]) -> (Net, NetRun) {
-    let bytes = sizes(m, x).unwrap_or_else(|_| vec![0; m.events.len()]);
+    run_with(m, &super::sizes(m, x).unwrap_or_else(|_| vec![0; m.events.len()]))
+}
+
+/// [`run`] from every event's bytes ([`TracedModel::resolve_sizes`]).
+pub fn run_with(m: &TracedModel, bytes: &[u64]) -> (Net, NetRun) {
+    let mut names = vec![None::<&'static str>; m.strings.len()];
     let n_made = m.events.iter().filter(|e| e.made.is_some()).count();
     // per storage: its bytes as allocated, and where it was made
     let mut at = vec![None::<(u64, Phase, bool)>; n_made];
-    for (e, &b) in m.events.iter().zip(&bytes) {
+    for (e, &b) in m.events.iter().zip(bytes) {
         if let (Some(made), Some(slot)) = (&e.made, at.get_mut(e.sid as usize)) {
             *slot = Some((round_alloc(b), e.phase, made.saved));
         }
@@ -101,8 +80,8 @@ pub fn run(m: &TracedModel, x: &[u64]) -> (Net, NetRun) {
         .filter_map(|e| at.get(e.sid as usize)?.map(|a| a.0))
         .sum();
     let mut run = NetRun { held, ..NetRun::default() };
-    forward(m, &at, &mut net, &mut run);
-    backward(m, &at, &mut net, &mut run);
+    forward(m, &at, &mut net, &mut run, &mut names);
+    backward(m, &at, &mut net, &mut run, &mut names);
     run.infer_peak = infer(m, &at, run.held);
     if let Some(first) = net.nodes.first_mut() {
         first.buffers = m.buffers.clone();
@@ -110,10 +89,18 @@ pub fn run(m: &TracedModel, x: &[u64]) -> (Net, NetRun) {
     (net, run)
 }
 
-fn node(m: &TracedModel, made: &super::Made) -> NetNode {
+/// A node for the op that made a storage (its name interned once a run: `names`).
+fn node(m: &TracedModel, made: &super::Made, names: &mut [Option<&'static str>]) -> NetNode {
+    let op = match names.get_mut(made.op as usize) {
+        Some(Some(n)) => n,
+        Some(slot) => slot.insert(super::intern(m.op_name(made.op))),
+        None => "op",
+    };
     NetNode {
-        op: super::intern(m.op_name(made.op)),
-        module: m.module_name(made.module).to_owned(),
+        op,
+        // the module is the trace's (`Made::module`); nothing reads a node's (and a string a
+        // node would cost the slider an allocation)
+        module: String::new(),
         inputs: Vec::new(),
         output: T(0),
         saved: Vec::new(),
@@ -127,7 +114,7 @@ fn node(m: &TracedModel, made: &super::Made) -> NetNode {
 type At = [Option<(u64, Phase, bool)>];
 
 /// The training forward: its most alive, what each op keeps, and what is alive at its end.
-fn forward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun) {
+fn forward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun, names: &mut [Option<&'static str>]) {
     let (mut live, mut kept) = (run.held, run.held);
     let mut alive = vec![false; at.len()];
     for e in m.events.iter().filter(|e| e.phase == Phase::Input) {
@@ -145,7 +132,7 @@ fn forward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun) {
                 kept += if saved { b } else { 0 };
                 let first = if net.nodes.is_empty() { run.held } else { 0 };
                 run.forward_kept.push(first + if saved { b } else { 0 });
-                net.nodes.push(node(m, made));
+                net.nodes.push(node(m, made, names));
                 if live > run.forward_most.0 + run.forward_most.1 {
                     run.forward_most = (kept, live - kept);
                 }
@@ -170,7 +157,7 @@ fn forward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun) {
 }
 
 /// The backward, event by event.
-fn backward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun) {
+fn backward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun, names: &mut [Option<&'static str>]) {
     let mut acts = run.saved_alloc;
     let mut buffers = 0u64;
     let mut grad = vec![false; at.len()];
@@ -180,7 +167,7 @@ fn backward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun) {
         let Some(&Some((b, made_in, _))) = at.get(i) else { continue };
         match &e.made {
             Some(made) => {
-                let mut n = node(m, made);
+                let mut n = node(m, made, names);
                 match made.grad_of.and_then(|p| m.params.get(p as usize)) {
                     Some(p) => {
                         grad[i] = true;

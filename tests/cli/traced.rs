@@ -110,6 +110,16 @@ fn what_a_trace_cannot_tell_is_refused_with_what_to_trace() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says) && err.lines().count() == 1, "{args:?}: {err}");
     }
+    let dir = std::env::temp_dir().join(format!("vramscope-traced-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("train.py");
+    let out = run(&["export", "--model", &path, "--format", "hf", "-o", file.to_str().expect("utf-8")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(2) && err.contains("a traced model's training code is your own"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
     let out = run(&["estimate", "--model", "llama-3.1-8b", "--dim", "x=3"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("only a traced model"));
@@ -136,5 +146,28 @@ fn the_tracer_script_is_written_and_a_broken_trace_is_one_line_and_exit_2() {
     big.set_len(vramscope::trace::MAX_FILE + 1).expect("sparse file");
     let out = run(&["estimate", "--model", bad.to_str().expect("utf-8")]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("over the 50 MB a trace may have"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_saved_traced_scenario_and_its_flags_give_the_same_estimate() {
+    let path = data("traced/block-bf16-lora.vstrace.json");
+    let direct = json(&["estimate", "--model", &path, "--batch", "6", "--dim", "seq=160", "--json"]);
+    let dir = std::env::temp_dir().join(format!("vramscope-traced-ron-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let ron = dir.join("s.ron");
+    let ron = ron.to_str().expect("utf-8");
+    let out =
+        run(&["export", "--model", &path, "--batch", "6", "--dim", "seq=160", "--format", "ron", "-o", ron]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let saved = json(&["estimate", "--scenario", ron, "--json"]);
+    assert_eq!(saved["bytes"], direct["bytes"]);
+    assert_eq!(saved["model"]["trace"]["dims"][1]["value"], 160);
+    // the md report names the dims, not a sequence
+    let md = dir.join("r.md");
+    let out = run(&["export", "--scenario", ron, "--format", "md", "-o", md.to_str().expect("utf-8")]);
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&md).expect("report");
+    assert!(text.contains("| micro-batch x dims | 6 x seq 160 |"), "{text}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -365,3 +365,34 @@ fn the_timeline_and_the_headline_name_their_figures() {
     );
     assert!(h.query_by_label_contains("selected: ").is_some());
 }
+
+#[test]
+fn a_traced_model_opens_with_a_slider_per_dim_and_says_when_it_extrapolates() {
+    let mut h = harness();
+    let ctx = h.ctx.clone();
+    let path = format!("{}/tests/data/traced/convattn-fp32.vstrace.json", env!("CARGO_MANIFEST_DIR"));
+    h.state_mut().apply(&ctx, Intent::LoadPath(path));
+    h.run();
+    let s = &h.state().state.settings;
+    // it starts where it was traced: its precision, its first batch and image, no checkpointing
+    assert_eq!(
+        (s.batch, s.image.map(|i| (i.height, i.width))),
+        (2, Some((16, 16))),
+        "{:?}",
+        h.state().status
+    );
+    assert_eq!(s.checkpointing, Checkpointing::None);
+    let c = h.state().derived.current.as_ref().unwrap().as_ref().unwrap();
+    assert!(vramscope::report::validated(&c.scenario), "a traced point is the recorded step");
+    // its dims are sliders; the sequence and segment curves are gone
+    h.get_by_role_and_label(Role::Slider, "height").set_value_accesskit(40.0);
+    h.run();
+    assert_eq!(h.state().state.settings.image.map(|i| i.height), Some(40));
+    assert!(
+        h.query_by_label("vs sequence").is_none() && h.query_by_label("vs checkpoint segments").is_none()
+    );
+    let c = h.state().derived.current.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(c.scenario.dim("height"), Some(40));
+    assert!(!vramscope::report::validated(&c.scenario));
+    assert!(h.query_by_label_contains("sizes extrapolated from the trace").is_some(), "the headline says so");
+}
