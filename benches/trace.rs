@@ -58,7 +58,7 @@ fn benches(c: &mut Criterion) {
     c.bench_function("trace re-evaluate at new sizes (resolve + replay)", |b| {
         b.iter(|| {
             let (_, bytes) = t.resolve_sizes(pick).expect("whole");
-            replay::run_with(black_box(&t), &bytes)
+            replay::run_with(black_box(&t), &bytes, false)
         })
     });
 }

@@ -169,6 +169,8 @@ fn trace_json(sc: &Scenario, t: &crate::trace::TracedModel) -> Value {
         "dims": dims,
         "extrapolated": traced_point(sc) == Some(false),
         "not_multilinear": t.misfits,
+        "checkpoint_blocks": t.checkpoint.blocks,
+        "checkpointed_calls": t.checkpoint.regions.len(),
     })
 }
 
@@ -657,6 +659,16 @@ fn traced_dims_text(sc: &Scenario, t: &crate::trace::TracedModel) -> String {
     if v.is_empty() { "its traced inputs".into() } else { v.join(", ") }
 }
 
+/// The checkpointing, with a traced model's blocks: "full (BasicTransformerBlock, ResnetBlock2D)".
+fn checkpoint_text(sc: &Scenario) -> String {
+    match sc.model.traced() {
+        Some(t) if sc.checkpointing == crate::estimate::Checkpointing::Full => {
+            format!("{} ({})", sc.checkpointing, t.checkpoint.blocks.join(", "))
+        }
+        _ => sc.checkpointing.to_string(),
+    }
+}
+
 /// Is every dim of a traced scenario one of the values traced (the step replays what was
 /// recorded there, no size extrapolated)?
 pub fn traced_point(sc: &Scenario) -> Option<bool> {
@@ -684,7 +696,7 @@ fn text_header(s: &mut String, sc: &Scenario, e: &Estimate) {
             shape_text(sc),
             sc.precision,
             sc.optimizer.name(),
-            sc.checkpointing,
+            checkpoint_text(sc),
         ),
         Mode::Infer => format!(
             "{} — {} params, {what}, batch {} x {}, {}{attention}\n",

@@ -61,5 +61,15 @@ pub fn run_trace(a: &TraceArgs) -> Result<String> {
     for m in &t.misfits {
         s += &format!("  not multilinear: {m}\n");
     }
+    s += &if t.checkpoint.available() {
+        format!(
+            "  --checkpoint full: {} calls of {} checkpointed (non-reentrant, as diffusers and transformers wrap them)\n",
+            t.checkpoint.regions.len(),
+            t.checkpoint.blocks.join(", ")
+        )
+    } else {
+        "  --checkpoint full: not answered (no block classes recorded; trace with --blocks CLASS,CLASS)\n"
+            .to_owned()
+    };
     Ok(s)
 }

@@ -186,11 +186,12 @@ fn net_parts(sc: &Scenario, n: &crate::model::net::NetSpec) -> step::net::NetPar
 /// A traced model's step replayed at the scenario's dims.
 fn traced_parts(sc: &Scenario, t: &crate::trace::TracedModel) -> step::net::NetParts {
     // a validated scenario's dims resolve; an unvalidated one replays at the traced ones
+    let ckpt = sc.checkpointing == Checkpointing::Full && sc.mode == Mode::Train;
     let (net, run) = match t.resolve_sizes(|d| sc.dim(d)) {
-        Ok((_, bytes)) => crate::trace::replay::run_with(t, &bytes),
+        Ok((_, bytes)) => crate::trace::replay::run_with(t, &bytes, ckpt),
         Err(_) => {
             let x: Vec<u64> = t.dims.iter().map(crate::trace::TraceDim::first).collect();
-            crate::trace::replay::run(t, &x)
+            crate::trace::replay::run(t, &x, ckpt)
         }
     };
     step::net::NetParts { net, run }

@@ -172,6 +172,8 @@ fn stored_bytes(sc: &Scenario, g: &ParamGroup) -> u64 {
         p.compute_dtype().bytes(n)
     } else if fp32_kept {
         DType::F32.bytes(n)
+    } else if g.kind == ParamKind::FrozenCompute {
+        p.compute_dtype().bytes(n)
     } else if let Some(f) = from_ckpt {
         f.weight_bytes(g.rows, g.cols)
     } else {

@@ -195,10 +195,16 @@ impl ModelSpec {
                 .params
                 .iter()
                 .map(|p| {
+                    // as traced: an fp32 tensor stays fp32, a 2-byte frozen one is in the
+                    // compute dtype (under autocast the LoRA base is)
                     let mut g = ParamGroup::flat(p.numel);
-                    if !p.trainable {
-                        g.kind = ParamKind::Frozen;
-                    }
+                    g.kind = match (p.trainable, p.elem) {
+                        (true, 4) => ParamKind::VectorFp32,
+                        (true, _) => ParamKind::Vector,
+                        (false, 4) => ParamKind::FrozenFp32,
+                        (false, 2) => ParamKind::FrozenCompute,
+                        (false, _) => ParamKind::Frozen,
+                    };
                     g
                 })
                 .collect(),

@@ -183,7 +183,7 @@ fn kind_name(k: ParamKind) -> String {
         ParamKind::Experts(r) => format!("experts {}", r.name()),
         ParamKind::Router | ParamKind::RouterFp32 => "router".into(),
         ParamKind::Vector | ParamKind::VectorFp32 => "vector".into(),
-        ParamKind::Frozen | ParamKind::FrozenFp32 => "frozen".into(),
+        ParamKind::Frozen | ParamKind::FrozenFp32 | ParamKind::FrozenCompute => "frozen".into(),
     }
 }
 

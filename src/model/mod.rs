@@ -410,12 +410,15 @@ pub enum ParamKind {
     /// A parameter kept in fp32 that is never trained (`requires_grad=False`: ERNIE-4.5's
     /// `moe_statics.e_score_correction_bias`).
     FrozenFp32,
+    /// A frozen parameter held in the compute dtype whatever the weights' (a LoRA base under
+    /// autocast, as diffusers' and PEFT's scripts cast it to `weight_dtype`).
+    FrozenCompute,
 }
 
 impl ParamKind {
     /// Stored, never trained: no gradient, no optimizer state.
     pub fn is_frozen(self) -> bool {
-        matches!(self, Self::Frozen | Self::FrozenFp32)
+        matches!(self, Self::Frozen | Self::FrozenFp32 | Self::FrozenCompute)
     }
 
     /// Kept in fp32 whatever the model's dtype.

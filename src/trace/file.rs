@@ -26,6 +26,23 @@ struct Raw {
     saved: Vec<u32>,
     grads: Vec<(u32, u32)>,
     points: Vec<RawPoint>,
+    /// `[module, class, first event, end event]` of each module call in the training forward.
+    #[serde(default)]
+    calls: Vec<(u32, u32, u32, u32)>,
+    /// The storages each call took as its inputs (parallel to `calls`).
+    #[serde(default)]
+    call_inputs: Vec<Vec<u32>>,
+    #[serde(default)]
+    blocks: Vec<String>,
+    /// `[storage, [module, ...]]`: the modules whose ops saved it.
+    #[serde(default)]
+    savers: Vec<(u32, Vec<u32>)>,
+    /// `[storage, event]`: backward first read it just before this event.
+    #[serde(default)]
+    unpacked: Vec<(u32, u32)>,
+    /// `[storage, event]`: were it not saved, it would be freed after this event.
+    #[serde(default)]
+    natural: Vec<(u32, u32)>,
 }
 
 #[derive(Deserialize)]
@@ -69,9 +86,9 @@ pub(super) fn parse(text: &str) -> Result<TracedModel, String> {
     if raw.version != 1 {
         return Err(format!("trace version {} is not supported (this build reads version 1)", raw.version));
     }
-    if !matches!(raw.precision.as_str(), "fp32" | "bf16" | "fp16") {
+    if !matches!(raw.precision.as_str(), "fp32" | "bf16" | "fp16" | "bf16-amp" | "fp16-amp") {
         return Err(format!(
-            "precision \"{}\" is not one the tracer writes (fp32, bf16, fp16)",
+            "precision \"{}\" is not one the tracer writes (fp32, bf16, fp16, bf16-amp, fp16-amp)",
             raw.precision
         ));
     }
@@ -83,7 +100,21 @@ pub(super) fn parse(text: &str) -> Result<TracedModel, String> {
         .iter()
         .map(|b| param(b).map(|p| p.numel * u64::from(p.elem)))
         .collect::<Result<_, _>>()?;
-    let Fitted { events, misfits, traced_only } = fit_events(&raw, &dims, &grid, params.len())?;
+    let Fitted { mut events, misfits, traced_only, sids, at } = fit_events(&raw, &dims, &grid, params.len())?;
+    let checkpoint = super::ckpt::plan(
+        &super::ckpt::Recorded {
+            calls: &raw.calls,
+            call_inputs: &raw.call_inputs,
+            blocks: &raw.blocks,
+            savers: &raw.savers,
+            unpacked: &raw.unpacked,
+            natural: &raw.natural,
+            strings: &raw.strings,
+            sids: &sids,
+            at: &at,
+        },
+        &mut events,
+    )?;
     let dims = dims
         .into_iter()
         .enumerate()
@@ -100,6 +131,7 @@ pub(super) fn parse(text: &str) -> Result<TracedModel, String> {
         strings: raw.strings,
         events,
         misfits,
+        checkpoint,
     })
 }
 
@@ -200,7 +232,9 @@ fn fit_events(
     let mut events = Vec::with_capacity(raw.events.len());
     let mut made: HashMap<u32, u32> = HashMap::new(); // the file's storage id -> in order of making
     let mut k = 0; // the storage's index among the points' shapes
+    let mut at = Vec::with_capacity(raw.events.len() + 1); // the file's event -> ours
     for (j, e) in raw.events.iter().enumerate() {
+        at.push(events.len() as u32);
         let RawEvent(kind, sid, item, op, module, ph) = e;
         if (*op as usize) >= raw.strings.len() || (*module as usize) >= raw.strings.len() {
             return Err(format!("event {j} names a string the trace does not list"));
@@ -252,10 +286,13 @@ fn fit_events(
             module: *module,
             saved: saved.contains(sid),
             grad_of: grads.get(sid).copied(),
+            dropped: None,
+            held: None,
         };
         events.push(Event { phase, sid: dense, made: Some(m) });
     }
-    Ok(Fitted { events, misfits, traced_only })
+    at.push(events.len() as u32);
+    Ok(Fitted { events, misfits, traced_only, sids: made, at })
 }
 
 /// The events and points agree: a shape for every storage made at every point, of the same
@@ -288,4 +325,8 @@ struct Fitted {
     events: Vec<Event>,
     misfits: Vec<String>,
     traced_only: Vec<bool>,
+    /// The file's storage id -> ours.
+    sids: HashMap<u32, u32>,
+    /// The file's event index -> ours (one past the last for the end).
+    at: Vec<u32>,
 }

@@ -6,6 +6,7 @@
 //!
 //! Layers: pure (the file's text in, a model out); the CLI reads the file ([`read`] caps it).
 
+pub mod ckpt;
 pub mod file;
 pub mod fit;
 pub mod replay;
@@ -41,6 +42,9 @@ pub struct TracedModel {
     pub events: Vec<Event>,
     /// What does not extrapolate, in words.
     pub misfits: Vec<String>,
+    /// What activation checkpointing of its blocks does (empty: the trace cannot tell).
+    #[serde(default)]
+    pub checkpoint: ckpt::Plan,
 }
 
 /// One named dim.
@@ -119,6 +123,15 @@ pub struct Made {
     pub saved: bool,
     /// It became this parameter's gradient.
     pub grad_of: Option<u32>,
+    /// Under checkpointing: the region ([`ckpt::Plan::regions`]) whose ops alone saved it (it
+    /// is dropped in the forward and recomputed in backward), and the event after which it
+    /// would be freed were it not saved.
+    #[serde(default)]
+    pub dropped: Option<(u32, u32)>,
+    /// Under checkpointing: an input of a checkpointed region the forward would free, held
+    /// (`checkpoint` keeps its inputs) until this backward event.
+    #[serde(default)]
+    pub held: Option<u32>,
 }
 
 /// A trace that cannot be read.

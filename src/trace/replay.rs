@@ -49,19 +49,23 @@ fn cat(m: &TracedModel, made: &super::Made, phase: Phase) -> Cat {
 /// The step at `x` (a [`TracedModel::resolve`]d point): a net whose ops are the recorded
 /// events that made storages (for the timeline and the parameter gradients each made), and
 /// what running it gives.
-pub fn run(m: &TracedModel, x: &[u64]) -> (Net, NetRun) {
-    run_with(m, &super::sizes(m, x).unwrap_or_else(|_| vec![0; m.events.len()]))
+pub fn run(m: &TracedModel, x: &[u64], checkpoint: bool) -> (Net, NetRun) {
+    run_with(m, &super::sizes(m, x).unwrap_or_else(|_| vec![0; m.events.len()]), checkpoint)
 }
 
-/// [`run`] from every event's bytes ([`TracedModel::resolve_sizes`]).
-pub fn run_with(m: &TracedModel, bytes: &[u64]) -> (Net, NetRun) {
+/// [`run`] from every event's bytes ([`TracedModel::resolve_sizes`]); `checkpoint`: the
+/// blocks checkpointed ([`super::ckpt`]).
+pub fn run_with(m: &TracedModel, bytes: &[u64], checkpoint: bool) -> (Net, NetRun) {
     let mut names = vec![None::<&'static str>; m.strings.len()];
     let n_made = m.events.iter().filter(|e| e.made.is_some()).count();
     // per storage: its bytes as allocated, and where it was made
-    let mut at = vec![None::<(u64, Phase, bool)>; n_made];
+    let mut at = vec![None::<Slot>; n_made];
+    let ckpt = checkpoint && m.checkpoint.available();
     for (e, &b) in m.events.iter().zip(bytes) {
         if let (Some(made), Some(slot)) = (&e.made, at.get_mut(e.sid as usize)) {
-            *slot = Some((round_alloc(b), e.phase, made.saved));
+            // a checkpointed region's own saves are dropped
+            let kept = made.saved && !(ckpt && made.dropped.is_some());
+            *slot = Some((round_alloc(b), e.phase, kept, ckpt && made.held.is_some()));
         }
     }
     let mut net = Net::new(NetCtx { batch: 1, elem: 2 });
@@ -80,8 +84,9 @@ pub fn run_with(m: &TracedModel, bytes: &[u64]) -> (Net, NetRun) {
         .filter_map(|e| at.get(e.sid as usize)?.map(|a| a.0))
         .sum();
     let mut run = NetRun { held, ..NetRun::default() };
-    forward(m, &at, &mut net, &mut run, &mut names);
-    backward(m, &at, &mut net, &mut run, &mut names);
+    let w = Walk { m, at: &at, ckpt };
+    forward(&w, &mut net, &mut run, &mut names);
+    backward(&w, &mut net, &mut run, &mut names);
     run.infer_peak = infer(m, &at, run.held);
     if let Some(first) = net.nodes.first_mut() {
         first.buffers = m.buffers.clone();
@@ -111,10 +116,22 @@ fn node(m: &TracedModel, made: &super::Made, names: &mut [Option<&'static str>])
     }
 }
 
-type At = [Option<(u64, Phase, bool)>];
+/// A storage's bytes as allocated, where it was made, whether autograd keeps it, and whether
+/// a checkpoint holds it past its forward free.
+type Slot = (u64, Phase, bool, bool);
+type At = [Option<Slot>];
+
+/// What a replay reads: the trace, each storage's bytes, where it was made and whether
+/// autograd keeps it, and whether the blocks are checkpointed.
+struct Walk<'a> {
+    m: &'a TracedModel,
+    at: &'a At,
+    ckpt: bool,
+}
 
 /// The training forward: its most alive, what each op keeps, and what is alive at its end.
-fn forward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun, names: &mut [Option<&'static str>]) {
+fn forward(w: &Walk, net: &mut Net, run: &mut NetRun, names: &mut [Option<&'static str>]) {
+    let (m, at) = (w.m, w.at);
     let (mut live, mut kept) = (run.held, run.held);
     let mut alive = vec![false; at.len()];
     for e in m.events.iter().filter(|e| e.phase == Phase::Input) {
@@ -122,8 +139,10 @@ fn forward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun, names: &mu
             *a = true;
         }
     }
-    for e in m.events.iter().filter(|e| e.phase == Phase::Train) {
-        let Some(&Some((b, _, saved))) = at.get(e.sid as usize) else { continue };
+    let early: &[(u32, u32)] = if w.ckpt { &m.checkpoint.early } else { &[] };
+    let mut next = 0;
+    for (j, e) in m.events.iter().enumerate().filter(|(_, e)| e.phase == Phase::Train) {
+        let Some(&Some((b, _, saved, held))) = at.get(e.sid as usize) else { continue };
         let i = e.sid as usize;
         match &e.made {
             Some(made) => {
@@ -137,6 +156,8 @@ fn forward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun, names: &mu
                     run.forward_most = (kept, live - kept);
                 }
             }
+            // a checkpoint holds its inputs: kept from here on
+            None if alive[i] && held => kept += if saved { 0 } else { b },
             None if alive[i] => {
                 alive[i] = false;
                 live -= b;
@@ -144,10 +165,19 @@ fn forward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun, names: &mu
             }
             None => {}
         }
+        // a dropped save is freed where nothing but the save would hold it
+        while let Some(&(_, sid)) = early.get(next).filter(|x| x.0 as usize <= j) {
+            next += 1;
+            let s = sid as usize;
+            if let (Some(true), Some(&Some((b, ..)))) = (alive.get(s).copied(), at.get(s)) {
+                alive[s] = false;
+                live -= b;
+            }
+        }
     }
     // what is alive at the forward's end: the saves, the inputs, the loss
     for e in m.events.iter().filter(|e| matches!(e.phase, Phase::Input | Phase::Train)) {
-        if let (Some(made), Some(&Some((b, _, _)))) = (&e.made, at.get(e.sid as usize))
+        if let (Some(made), Some(&Some((b, ..)))) = (&e.made, at.get(e.sid as usize))
             && alive[e.sid as usize]
         {
             run.saved.add(cat(m, made, e.phase), b);
@@ -156,15 +186,35 @@ fn forward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun, names: &mu
     }
 }
 
-/// The backward, event by event.
-fn backward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun, names: &mut [Option<&'static str>]) {
-    let mut acts = run.saved_alloc;
-    let mut buffers = 0u64;
+/// The backward, event by event (a checkpointed region's forward rerun where backward first
+/// reads one of its saves).
+fn backward(w: &Walk, net: &mut Net, run: &mut NetRun, names: &mut [Option<&'static str>]) {
+    let (m, at) = (w.m, w.at);
+    let mut state = State { acts: run.saved_alloc, buffers: 0 };
     let mut grad = vec![false; at.len()];
     let mut freed = vec![false; at.len()];
-    for e in m.events.iter().filter(|e| e.phase == Phase::Backward) {
+    let mut triggers: Vec<(u32, usize)> = if w.ckpt {
+        m.checkpoint.regions.iter().enumerate().map(|(k, r)| (r.trigger, k)).collect()
+    } else {
+        Vec::new()
+    };
+    triggers.sort_unstable();
+    let late: &[(u32, u32)] = if w.ckpt { &m.checkpoint.late } else { &[] };
+    let (mut next, mut next_late, mut scratch) = (0, 0, Vec::new());
+    for (j, e) in m.events.iter().enumerate().filter(|(_, e)| e.phase == Phase::Backward) {
+        while let Some(&(_, k)) = triggers.get(next).filter(|t| t.0 as usize <= j) {
+            next += 1;
+            recompute(w, k, &mut state, (net, run, names), &mut scratch);
+        }
+        // the inputs a checkpoint held, once its region's backward is done
+        while let Some(&(_, s)) = late.get(next_late).filter(|t| t.0 as usize <= j) {
+            next_late += 1;
+            if let Some(&Some((b, ..))) = at.get(s as usize) {
+                state.acts = state.acts.saturating_sub(b);
+            }
+        }
         let i = e.sid as usize;
-        let Some(&Some((b, made_in, _))) = at.get(i) else { continue };
+        let Some(&Some((b, made_in, ..))) = at.get(i) else { continue };
         match &e.made {
             Some(made) => {
                 let mut n = node(m, made, names);
@@ -173,20 +223,65 @@ fn backward(m: &TracedModel, at: &At, net: &mut Net, run: &mut NetRun, names: &m
                         grad[i] = true;
                         n.params.push(p.numel);
                     }
-                    None => buffers += b,
+                    None => state.buffers += b,
                 }
                 net.nodes.push(n);
+                let (acts, buffers) = (state.acts, state.buffers);
                 run.backward.push(NetBackward { node: net.nodes.len() - 1, acts, buffers });
             }
             None if freed[i] => {}
             None => {
                 freed[i] = true;
                 if matches!(made_in, Phase::Input | Phase::Train) {
-                    acts = acts.saturating_sub(b);
+                    state.acts = state.acts.saturating_sub(b);
                 } else if !grad[i] {
-                    buffers = buffers.saturating_sub(b);
+                    state.buffers = state.buffers.saturating_sub(b);
                 }
             }
+        }
+    }
+}
+
+/// The backward's saves alive and its other buffers.
+struct State {
+    acts: u64,
+    buffers: u64,
+}
+
+/// Region `k`'s forward rerun up to its last dropped save: those are saved again (freed where
+/// backward frees them), the rest lives as in the forward or to the rerun's end.
+fn recompute(
+    w: &Walk,
+    k: usize,
+    state: &mut State,
+    (net, run, names): (&mut Net, &mut NetRun, &mut [Option<&'static str>]),
+    alive: &mut Vec<usize>,
+) {
+    let Some(r) = w.m.checkpoint.regions.get(k) else { return };
+    let mut rerun = 0u64;
+    alive.clear();
+    let window = w.m.events.get(r.start as usize..=r.stop as usize).unwrap_or_default();
+    for e in window.iter().filter(|e| e.phase == Phase::Train) {
+        let i = e.sid as usize;
+        let Some(&Some((b, ..))) = w.at.get(i) else { continue };
+        match &e.made {
+            Some(made) if made.dropped.is_some_and(|d| d.0 as usize == k) => state.acts += b,
+            Some(_) => {
+                rerun += b;
+                alive.push(i);
+            }
+            None => {
+                if let Some(p) = alive.iter().position(|&a| a == i) {
+                    alive.swap_remove(p);
+                    rerun -= b;
+                }
+                continue;
+            }
+        }
+        if let Some(made) = &e.made {
+            net.nodes.push(node(w.m, made, names));
+            let (acts, buffers) = (state.acts, state.buffers + rerun);
+            run.backward.push(NetBackward { node: net.nodes.len() - 1, acts, buffers });
         }
     }
 }
@@ -197,7 +292,7 @@ fn infer(m: &TracedModel, at: &At, held: u64) -> u64 {
     let mut alive = vec![false; at.len()];
     for e in m.events.iter().filter(|e| e.phase == Phase::Infer) {
         let i = e.sid as usize;
-        let Some(&Some((b, _, _))) = at.get(i) else { continue };
+        let Some(&Some((b, ..))) = at.get(i) else { continue };
         if e.made.is_some() {
             alive[i] = true;
             live += b;

@@ -1,6 +1,8 @@
 //! The trace file's checks and the replay, on hand-made traces and on mutated real ones.
 
 use super::*;
+use crate::engine::ops::net::Net;
+use crate::engine::walk::net::NetRun;
 
 /// A one-dim trace: an input of `n` floats, a storage of `size(n)` elements saved for backward,
 /// its gradient and a parameter's.
@@ -21,7 +23,7 @@ fn a_linear_size_extrapolates_and_replays_exactly() {
     let t = TracedModel::parse("t", &synthetic(&[2, 3, 4], |n| 1000 * n)).expect("parses");
     assert!(!t.dims[0].traced_only && t.dims[0].checked());
     let x = t.resolve(|_| Some(100)).expect("any n");
-    let (net, run) = replay::run(&t, &x);
+    let (net, run) = replay::run(&t, &x, false);
     let s = crate::units::round_alloc(4000 * 100);
     assert_eq!(run.held, 512);
     assert_eq!(run.saved_alloc, run.held + s);
@@ -67,8 +69,10 @@ fn broken_structure_is_refused_in_one_line() {
 
 #[test]
 fn mutated_and_truncated_real_traces_never_panic() {
-    let good = include_str!("../../tests/data/traced/convattn-fp32.vstrace.json");
+    // a trace with every record: calls, savers, natural frees, first reads
+    let good = include_str!("../../tests/data/traced/block-bf16-lora.vstrace.json");
     let t = TracedModel::parse("good", good).expect("the shipped trace parses");
+    assert!(t.checkpoint.available());
     assert!(t.resolve(|d| if d == "batch" { Some(9) } else { Some(64) }).is_ok());
     let bytes = good.as_bytes();
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -88,7 +92,30 @@ fn mutated_and_truncated_real_traces_never_panic() {
         if let Ok(t) = TracedModel::parse("m", &text)
             && let Ok(x) = t.resolve(|_| Some(7))
         {
-            let _ = replay::run(&t, &x);
+            let _ = replay::run(&t, &x, false);
+            let _ = replay::run(&t, &x, true);
         }
     }
+}
+
+#[test]
+fn checkpointing_drops_a_blocks_saves_and_reruns_its_forward_in_backward() {
+    let t = TracedModel::parse("b", include_str!("../../tests/data/traced/block-bf16-lora.vstrace.json"))
+        .expect("parses");
+    assert_eq!(t.checkpoint.blocks, ["Block"]);
+    assert_eq!(t.checkpoint.regions.len(), 2, "two blocks");
+    let x = t.resolve(|d| if d == "batch" { Some(5) } else { Some(200) }).expect("resolves");
+    let (net0, plain) = replay::run(&t, &x, false);
+    let (net1, ckpt) = replay::run(&t, &x, true);
+    assert!(ckpt.saved_alloc * 2 < plain.saved_alloc, "{} of {}", ckpt.saved_alloc, plain.saved_alloc);
+    // each block's forward again in backward: more ops, the same parameter gradients
+    assert!(net1.nodes.len() > net0.nodes.len() && ckpt.backward.len() > plain.backward.len());
+    let grads = |n: &Net| n.nodes.iter().map(|n| n.params.len()).sum::<usize>();
+    assert_eq!(grads(&net0), grads(&net1));
+    // what backward holds at its most: never more than without checkpointing
+    let most = |r: &NetRun| r.backward.iter().map(|b| b.acts + b.buffers).max().unwrap_or(0);
+    assert!(most(&ckpt) < most(&plain));
+    // the forward frees what it no longer keeps: its most alive is not above the plain one's
+    assert!(ckpt.forward_most.0 + ckpt.forward_most.1 <= plain.forward_most.0 + plain.forward_most.1);
+    assert_eq!(ckpt.infer_peak, plain.infer_peak);
 }

@@ -29,6 +29,9 @@ fn estimate_at(trace: &str, row: &Value, infer: bool) -> Value {
     }
     if infer {
         args.extend(["--mode".into(), "infer".into()]);
+    } else if row["checkpoint"].as_array().is_some_and(|c| !c.is_empty()) {
+        // measured with the trace's blocks checkpointed
+        args.extend(["--checkpoint".into(), "full".into()]);
     }
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     json(&refs)
@@ -44,6 +47,10 @@ fn a_traced_model_answers_untraced_sizes_as_pytorch_measures_them() {
         ("tests/data/traced/convattn-fp32.vstrace.json", "tests/data/traced/truth-convattn-fp32.json"),
         ("tests/data/traced/block-bf16-lora.vstrace.json", "tests/data/traced/truth-block-bf16-lora.json"),
         ("tests/data/traced/tiny-unet-bf16.vstrace.json", "tests/data/traced/truth-tiny-unet-bf16.json"),
+        (
+            "tests/data/traced/tiny-unet-amp-lora.vstrace.json",
+            "tests/data/traced/truth-tiny-unet-amp-lora.json",
+        ),
         // Stable Diffusion 1.5's UNet at its real size (860 M parameters), at 768² and 1024×704
         ("examples/trace/sd15-unet-bf16.vstrace.json", "examples/trace/truth-sd15-unet-bf16.json"),
     ] {
@@ -101,7 +108,8 @@ fn what_a_trace_cannot_tell_is_refused_with_what_to_trace() {
         (vec!["--seq", "128"], "--seq: convattn-fp32 is a traced model"),
         (vec!["--lora", "8"], "what trains is fixed by the trace"),
         (vec!["--tp", "2"], "tensor, pipeline, context and expert parallelism"),
-        (vec!["--checkpoint", "full"], "checkpointing a traced model is not modelled yet"),
+        (vec!["--checkpoint", "full"], "the trace does not say what checkpointing does"),
+        (vec!["--checkpoint", "every:2"], "is a layer stack's schedule"),
     ] {
         let mut a = vec!["estimate", "--model", path.as_str()];
         a.extend(&args);
@@ -170,4 +178,29 @@ fn a_saved_traced_scenario_and_its_flags_give_the_same_estimate() {
     let text = std::fs::read_to_string(&md).expect("report");
     assert!(text.contains("| micro-batch x dims | 6 x seq 160 |"), "{text}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn checkpointing_a_traced_model_wraps_its_blocks_and_says_which() {
+    let path = data("traced/tiny-unet-amp-lora.vstrace.json");
+    let at = ["--batch", "6", "--image-size", "640x448", "--json"];
+    let mut a = vec!["estimate", "--model", path.as_str()];
+    a.extend(at);
+    let plain = json(&a);
+    a.extend(["--checkpoint", "full"]);
+    let ckpt = json(&a);
+    assert_eq!(
+        ckpt["model"]["trace"]["checkpoint_blocks"],
+        serde_json::json!(["BasicTransformerBlock", "ResnetBlock2D"])
+    );
+    let (p, c) = (&plain["bytes"], &ckpt["bytes"]);
+    let saves = |v: &Value| v["activations"].as_u64().expect("activations");
+    assert!(saves(c) * 5 < saves(p), "checkpointing keeps {} of {}", saves(c), saves(p));
+    assert_eq!(p["parameters"], c["parameters"]);
+    let info = run(&["trace", "--info", &path]);
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(text.contains("calls of BasicTransformerBlock, ResnetBlock2D checkpointed"), "{text}");
+    let out = run(&["estimate", "--model", &path, "--checkpoint", "full"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("checkpoint full (BasicTransformerBlock, ResnetBlock2D)"), "{text}");
 }

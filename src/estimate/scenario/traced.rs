@@ -88,10 +88,8 @@ impl Scenario {
                 t.trainable
             ));
         }
-        if self.checkpointing != Checkpointing::None && self.mode == Mode::Train {
-            return bad(format!(
-                "{name}: checkpointing a traced model is not modelled yet; trace the model as it runs with checkpointing"
-            ));
+        if self.mode == Mode::Train {
+            self.check_traced_checkpoint(t)?;
         }
         if self.new_tokens > 0 || self.images > 0 || self.kv_cache_dtype.is_some() || self.parallel.sp {
             return bad(format!(
@@ -107,12 +105,37 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// `--checkpoint full` wraps the blocks the trace names; other schedules are a layer
+    /// stack's.
+    fn check_traced_checkpoint(&self, t: &TracedModel) -> Result<(), ScenarioError> {
+        let name = &self.model.name;
+        match self.checkpointing {
+            Checkpointing::None => Ok(()),
+            Checkpointing::Full if t.checkpoint.available() => Ok(()),
+            Checkpointing::Full => Err(ScenarioError::Invalid(format!(
+                "{name}: the trace does not say what checkpointing does (no block classes, or traced by an older vramscope_trace.py); trace again with --blocks CLASS,CLASS"
+            ))),
+            other => Err(ScenarioError::Invalid(format!(
+                "{name}: --checkpoint {other} is a layer stack's schedule; a traced model checkpoints its blocks ({}) with --checkpoint full",
+                if t.checkpoint.blocks.is_empty() {
+                    "none traced".to_owned()
+                } else {
+                    t.checkpoint.blocks.join(", ")
+                }
+            ))),
+        }
+    }
+}
+
 /// The precision recipe a trace ran with.
 fn traced_precision(t: &TracedModel) -> Option<Precision> {
     match t.precision.as_str() {
         "fp32" => Some(Precision::Fp32),
         "bf16" => Some(Precision::Bf16),
         "fp16" => Some(Precision::Fp16),
+        "bf16-amp" => Some(Precision::Bf16Amp),
+        "fp16-amp" => Some(Precision::Fp16Amp),
         _ => None,
     }
 }

@@ -52,32 +52,43 @@ class _NoHandle:
         pass
 
 
-def measure(user, dims, precision, trainable):
+def checkpointed(module):
+    """`module`'s forward under non-reentrant activation checkpointing, as diffusers'
+    `enable_gradient_checkpointing` and transformers' `GradientCheckpointingLayer` run a block."""
+    inner = module.forward
+
+    def forward(*args, **kwargs):
+        if torch.is_grad_enabled():
+            return torch.utils.checkpoint.checkpoint(inner, *args, use_reentrant=False, **kwargs)
+        return inner(*args, **kwargs)
+
+    module.forward = forward
+
+
+def measure(user, dims, precision, trainable, blocks=()):
     # MemTracker hooks every parameter's gradient; a frozen one (a LoRA base) has none to hook
     orig_hook, orig_post = torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook
     torch.Tensor.register_hook = lambda t, fn: orig_hook(t, fn) if t.requires_grad else _NoHandle()
     torch.Tensor.register_post_accumulate_grad_hook = (
         lambda t, fn: orig_post(t, fn) if t.requires_grad else _NoHandle())
     try:
-        return _measure(user, dims, precision, trainable)
+        return _measure(user, dims, precision, trainable, blocks)
     finally:
         torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook = orig_hook, orig_post
 
 
-def _measure(user, dims, precision, trainable):
+def _measure(user, dims, precision, trainable, blocks):
     orig = _mt_mod._WeakRefInfo._calculate_mem_consumed
     _mt_mod._WeakRefInfo._calculate_mem_consumed = lambda self: math.ceil(self.size * self.element_size / 512) * 512
     out = dict(dims=dims)
     try:
         with FakeTensorMode(allow_non_fake_inputs=True), T.cuda_dispatch():
-            old = torch.get_default_dtype()
-            torch.set_default_dtype(T.DTYPES[precision])
-            try:
-                model = user.model()
-                T.apply_trainable(model, trainable)
-                x = T.call(user.inputs, dims)
-            finally:
-                torch.set_default_dtype(old)
+            model, x, _ = T.build(user, dims, precision, trainable)
+            amp = T.PRECISIONS[precision][1]
+            listed = lambda m: type(m).__name__ in blocks
+            for m in model.modules():
+                if listed(m) and not any(listed(c) for c in list(m.modules())[1:]):
+                    checkpointed(m)
             lossf = getattr(user, "loss", None) or T.default_loss
             params = [p for p in model.parameters() if p.requires_grad]
             out["n_params"] = sum(p.numel() for p in model.parameters())
@@ -100,9 +111,11 @@ def _measure(user, dims, precision, trainable):
                 with mt:
                     if step == 0:
                         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                            o = T.forward(model, x)
+                            with T.CudaAutocast.region(amp):
+                                o = T.forward(model, x)
                     else:
-                        o = T.forward(model, x)
+                        with T.CudaAutocast.region(amp):
+                            o = T.forward(model, x)
                     loss = lossf(o, x)
                     del o
                     loss.backward()
@@ -123,7 +136,7 @@ def _measure(user, dims, precision, trainable):
             with torch.no_grad():
                 mt = MemTracker()
                 mt.track_external(model, *T.tensors_of(x))
-                with mt:
+                with mt, T.CudaAutocast.region(amp):
                     o = T.forward(model, x)
                     del o
                 out["infer_peak_bytes"] = peak(mt)
@@ -136,8 +149,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_file")
     ap.add_argument("--at", action="append", required=True, help="NAME=V,NAME=V")
-    ap.add_argument("--precision", default="fp32", choices=sorted(T.DTYPES))
+    ap.add_argument("--precision", default="fp32", choices=list(T.PRECISIONS))
     ap.add_argument("--trainable", default="all")
+    ap.add_argument("--checkpoint", default="", help="CLASS,CLASS: checkpoint every module of these"
+                    " classes (innermost: a listed module inside another listed one is not wrapped twice)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     user = load(args.model_file)
@@ -145,9 +160,10 @@ def main():
     for at in args.at:
         dims = {k: int(v) for k, v in (kv.split("=") for kv in at.split(","))}
         print(f"measuring {dims}", file=sys.stderr)
-        row = measure(user, dims, args.precision, args.trainable)
+        blocks = [c for c in args.checkpoint.split(",") if c]
+        row = measure(user, dims, args.precision, args.trainable, blocks)
         row.update(model_file=os.path.basename(args.model_file), precision=args.precision,
-                   trainable=args.trainable, torch=torch.__version__)
+                   trainable=args.trainable, checkpoint=blocks, torch=torch.__version__)
         rows.append(row)
     with open(args.out, "w") as f:
         json.dump(rows, f, indent=1)
