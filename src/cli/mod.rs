@@ -588,13 +588,18 @@ pub fn list_presets() -> String {
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default(),
+                None if m.traced().is_some() => "traced".into(),
                 None => m.net().map_or("layer table", |n| n.family_id()).into(),
             };
+            // a traced preset says what it is where a Hub id would be
+            let from = match m.traced() {
+                Some(_) => preset::display_name(name),
+                None => preset::hub_id(name).to_owned(),
+            };
             s += &format!(
-                "{name:<20} {:<width$} {:>10} params  {family:<12} {}\n",
+                "{name:<20} {:<width$} {:>10} params  {family:<12} {from}\n",
                 m.name,
                 report::human_count(m.n_params()),
-                preset::hub_id(name)
             );
         }
     }

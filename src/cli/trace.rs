@@ -17,8 +17,9 @@ pub struct TraceArgs {
     /// With --emit-script: the file to write.
     #[arg(short, long, value_name = "FILE", requires = "emit_script")]
     pub output: Option<std::path::PathBuf>,
-    /// Say what a trace holds: what was traced, its dims, its parameters, what extrapolates.
-    #[arg(long, value_name = "FILE.vstrace.json")]
+    /// Say what a trace holds: what was traced, its dims, its parameters, what extrapolates,
+    /// what checkpointing wraps (a file, or a traced preset's name).
+    #[arg(long, value_name = "FILE.vstrace.json|PRESET")]
     pub info: Option<std::path::PathBuf>,
 }
 
@@ -35,7 +36,12 @@ pub fn run_trace(a: &TraceArgs) -> Result<String> {
         };
     }
     let Some(path) = &a.info else { bail!("trace: give --emit-script or --info FILE.vstrace.json") };
-    let t = vramscope::trace::read(path)?;
+    // a built-in traced preset by its name, else a file
+    let preset = path.to_str().filter(|_| !path.exists()).and_then(vramscope::model::preset::builtin);
+    let t = match preset.as_ref().and_then(|m| m.traced()) {
+        Some(t) => t.clone(),
+        None => vramscope::trace::read(path)?,
+    };
     let mut s = format!("{}\n", t.describe());
     s += &format!(
         "  parameters {} ({} trainable) in {} tensors; {} events ({} storages made)\n",

@@ -202,8 +202,7 @@ impl Settings {
         current_gpu: &str,
     ) -> (Self, Vec<&'static str>) {
         let sc = &f.scenario;
-        let preset =
-            preset::preset_names().into_iter().find(|n| preset::builtin(n).as_ref() == Some(&sc.model));
+        let preset = preset::preset_name(&sc.model);
         let model = match preset {
             Some(n) => ModelChoice::Preset(n.to_owned()),
             None => ModelChoice::Custom {

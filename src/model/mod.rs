@@ -343,7 +343,7 @@ pub enum Architecture {
     Net(Box<net::NetSpec>),
     /// A model traced by `vramscope_trace.py`: its parameter list and its recorded step,
     /// replayed at the scenario's dims.
-    Traced(Box<crate::trace::TracedModel>),
+    Traced(std::sync::Arc<crate::trace::TracedModel>),
 }
 
 /// A named model.

@@ -276,9 +276,20 @@ pub enum LoadError {
     UnknownKind(String),
 }
 
-/// Names of the built-in presets.
+mod traced;
+
+/// Names of the built-in presets (the traced ones last).
 pub fn preset_names() -> Vec<&'static str> {
-    PRESETS.iter().map(|(n, _, _, _)| *n).collect()
+    PRESETS.iter().map(|(n, _, _, _)| *n).chain(traced::TRACED.iter().map(|t| t.0)).collect()
+}
+
+/// A preset's name as a picker shows it: its model's name, or what a traced one is (without
+/// parsing it).
+pub fn display_name(name: &str) -> String {
+    match traced::describe(name) {
+        Some(d) => d.to_owned(),
+        None => builtin(name).map_or(name.to_owned(), |m| m.name),
+    }
 }
 
 /// The Hub id a preset's numbers come from ("" when none).
@@ -310,12 +321,14 @@ pub fn nearest_preset(query: &str) -> Option<&'static str> {
     let qn = normalise(q);
     PRESETS
         .iter()
-        .map(|(n, h, _, _)| {
+        .map(|(n, h, _, _)| (*n, *h))
+        .chain(traced::TRACED.iter().map(|t| (t.0, "")))
+        .map(|(n, h)| {
             let hub_tail = h.rsplit('/').next().unwrap_or(h);
             let d = distance(q, n).min(if h.is_empty() { usize::MAX } else { distance(q, hub_tail) });
             // a query that starts a name ("gpt-oss") is close to it
             let prefix = normalise(n).starts_with(&qn) || normalise(hub_tail).starts_with(&qn);
-            (if prefix && qn.len() >= 4 { d.min(1) } else { d }, *n)
+            (if prefix && qn.len() >= 4 { d.min(1) } else { d }, n)
         })
         .min_by_key(|(d, _)| *d)
         .filter(|(d, _)| *d <= (qn.len() / 3).max(2))
@@ -379,7 +392,7 @@ impl Loaded {
 
 /// Loads a built-in preset by name or by the Hub id it comes from (`Qwen/Qwen3-8B`).
 pub fn builtin(name: &str) -> Option<ModelSpec> {
-    find_builtin(name).map(|p| p.2.clone())
+    traced::get(name.trim()).or_else(|| find_builtin(name).map(|p| p.2.clone()))
 }
 
 /// The checkpoint dtype of a built-in preset (its config's `torch_dtype`), by name or Hub id.
@@ -389,7 +402,7 @@ pub fn builtin_dtype(name: &str) -> Option<String> {
 
 /// The preset name a model was built from, if it is a built-in preset unchanged.
 pub fn preset_name(m: &ModelSpec) -> Option<&'static str> {
-    PRESETS.iter().find(|(_, _, p, _)| p == m).map(|(n, _, _, _)| *n)
+    traced::name_of(m).or_else(|| PRESETS.iter().find(|(_, _, p, _)| p == m).map(|(n, _, _, _)| *n))
 }
 
 fn find_builtin(name: &str) -> Option<&'static Preset> {
@@ -405,6 +418,13 @@ pub fn builtin_hf_config(name: &str) -> Option<&'static str> {
 
 /// Loads `--model`: a preset name or a path.
 pub fn load(spec: &str) -> Result<Loaded, LoadError> {
+    if let Some(model) = traced::get(spec.trim()) {
+        let mut loaded = Loaded::plain(model, None);
+        if let Some(t) = loaded.model.traced() {
+            loaded.notes.push(t.describe());
+        }
+        return Ok(loaded);
+    }
     if let Some((_, _, model, dtype)) = find_builtin(spec) {
         return Ok(Loaded::plain(model.clone(), dtype.clone()));
     }
@@ -539,7 +559,7 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
         let t = crate::trace::read(path)?;
         let stem = name.trim_end_matches(".vstrace.json").to_owned();
         let mut loaded =
-            Loaded::plain(ModelSpec { name: stem, arch: super::Architecture::Traced(Box::new(t)) }, None);
+            Loaded::plain(ModelSpec { name: stem, arch: super::Architecture::Traced(std::sync::Arc::new(t)) }, None);
         if let super::Architecture::Traced(t) = &loaded.model.arch {
             loaded.notes.push(t.describe());
             loaded.notes.extend(t.misfits.iter().cloned());

@@ -20,7 +20,7 @@ pub const SCRIPT: &str = include_str!("vramscope_trace.py");
 pub const MAX_FILE: u64 = 50 << 20;
 
 /// A traced model, fitted.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TracedModel {
     /// The model file the trace ran (as the tracer was given it).
     pub model_file: String,

@@ -195,7 +195,8 @@ def cuda_dispatch():
             return out
         return orig_dropout(input, p, training, inplace)
 
-    def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        q, k, v = query, key, value
         if CudaAutocast.active():
             # SDPA is on autocast's lower-precision list: the kernel is chosen on the cast inputs
             low = CudaAutocast.lower_dtype()

@@ -14,7 +14,8 @@ fn truth(file: &str) -> Vec<Value> {
 /// `estimate --json` of `trace` (a path under the repository) at a truth row's dims.
 fn estimate_at(trace: &str, row: &Value, infer: bool) -> Value {
     let dims = row["dims"].as_object().expect("dims");
-    let path = format!("{}/{trace}", env!("CARGO_MANIFEST_DIR"));
+    // a built-in traced preset by its name, else a file of the repository
+    let path = if trace.contains('/') { format!("{}/{trace}", env!("CARGO_MANIFEST_DIR")) } else { trace.to_owned() };
     let mut args: Vec<String> = vec!["estimate".into(), "--model".into(), path, "--json".into()];
     let (h, w) = (dims.get("height"), dims.get("width"));
     for (k, v) in dims {
@@ -52,7 +53,9 @@ fn a_traced_model_answers_untraced_sizes_as_pytorch_measures_them() {
             "tests/data/traced/truth-tiny-unet-amp-lora.json",
         ),
         // Stable Diffusion 1.5's UNet at its real size (860 M parameters), at 768² and 1024×704
-        ("examples/trace/sd15-unet-bf16.vstrace.json", "examples/trace/truth-sd15-unet-bf16.json"),
+        ("sd1.5-unet", "examples/trace/truth-sd15-unet-bf16.json"),
+        // its LoRA under autocast, with and without its blocks checkpointed
+        ("sd1.5-unet-lora", "examples/trace/truth-sd15-unet-lora-amp.json"),
     ] {
         for row in truth(truth_file) {
             let v = estimate_at(trace, &row, false);

@@ -41,14 +41,21 @@ pub fn ui(
         stack(ui, &mut s, &mut knob);
     }
     shape(ui, &mut s, &mut knob);
-    // a convolutional network has no attention, and neither checkpointing nor LoRA applies
-    let conv = s.model_spec().ok().is_some_and(|m| m.net().is_some());
-    if !conv {
-        attention(ui, &mut s, &mut knob);
-    }
-    if train && !conv {
-        mixer(ui, &mut s, &mut knob);
-        checkpointing_and_lora(ui, &mut s, &mut knob);
+    // a convolutional network has no attention, and neither checkpointing nor LoRA applies; a
+    // traced model's attention and what trains are its trace's, its blocks checkpoint
+    let spec = s.model_spec().ok();
+    let conv = spec.as_ref().is_some_and(|m| m.net().is_some());
+    match spec.as_ref().and_then(|m| m.traced()) {
+        Some(t) if train => super::traced::checkpoint(ui, &mut s, t, &mut knob),
+        Some(_) => {}
+        None if !conv => {
+            attention(ui, &mut s, &mut knob);
+            if train {
+                mixer(ui, &mut s, &mut knob);
+                checkpointing_and_lora(ui, &mut s, &mut knob);
+            }
+        }
+        None => {}
     }
     base_weights(ui, &mut s, &mut knob);
     parallel_section(ui, &mut s, &mut knob);
@@ -91,7 +98,7 @@ fn model_section(
         .width(190.0)
         .show_ui(ui, |ui| {
             for name in preset::preset_names() {
-                let shown = preset::builtin(name).map_or(name.to_owned(), |m| m.name);
+                let shown = preset::display_name(name);
                 ui.selectable_value(&mut s.model, ModelChoice::Preset(name.to_owned()), shown);
             }
             let generic = match s.model {

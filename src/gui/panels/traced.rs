@@ -2,6 +2,7 @@
 //! traced. `height` and `width` set the image (`--image-size`), any other dim a `--dim`.
 
 use super::controls::mark;
+use crate::estimate::Checkpointing;
 use crate::gui::state::Settings;
 use crate::gui::strings::tr;
 use crate::model::pixels::ImageSize;
@@ -73,4 +74,19 @@ fn slider(ui: &mut egui::Ui, d: &TraceDim, current: u64) -> Option<u64> {
         .on_hover_text(&tip)
         .labelled_by(name.id);
     (typed.changed() || rail.changed()).then_some(v)
+}
+
+/// Checkpointing a traced model's blocks (`--checkpoint full`), where the trace recorded them.
+pub(super) fn checkpoint(ui: &mut egui::Ui, s: &mut Settings, t: &TracedModel, knob: &mut &'static str) {
+    let tr = tr();
+    if !t.checkpoint.available() {
+        ui.small(tr.trace_no_checkpoint);
+        return;
+    }
+    let mut on = s.checkpointing == Checkpointing::Full;
+    let label = tr.trace_checkpoint.replace("{blocks}", &t.checkpoint.blocks.join(", "));
+    if ui.checkbox(&mut on, label).on_hover_text(tr.trace_checkpoint_tip).changed() {
+        s.checkpointing = if on { Checkpointing::Full } else { Checkpointing::None };
+        mark(true, "checkpoint", knob);
+    }
 }

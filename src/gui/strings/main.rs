@@ -128,6 +128,11 @@ strings! {
         trace_dim_tip: "A dim of the traced model (--dim, or --image-size for height and width), traced at {values}. At other values every tensor's shape is fitted from the trace: the headline then says EXTRAPOLATED."
             / "追踪模型的一个维度（--dim；高和宽用 --image-size），已追踪的取值：{values}。其他取值下，每个张量的形状由追踪拟合得出，标题会注明“外推”。",
         trace_dim_fixed: "{name} = {value} (traced at this value only)" / "{name} = {value}（只追踪了这个取值）",
+        trace_checkpoint: "Checkpoint the blocks ({blocks})" / "对块做梯度检查点（{blocks}）",
+        trace_checkpoint_tip: "--checkpoint full: every call of these block classes runs as torch.utils.checkpoint (non-reentrant) runs it: the forward drops what the block's own ops saved and keeps its inputs; backward reruns the block's forward when it first needs one of those saves."
+            / "--checkpoint full：这些块类的每次调用都按 torch.utils.checkpoint（非重入）的方式运行：前向丢弃块内算子保存的张量、保留块的输入；反向第一次需要这些张量时重算该块的前向。",
+        trace_no_checkpoint: "Checkpointing: not recorded in this trace (trace again with --blocks CLASS,CLASS)"
+            / "梯度检查点：此追踪未记录（用 --blocks CLASS,CLASS 重新追踪）",
         images: "Images per sample" / "每个样本的图像数",
         images_tip: "Images each sample carries (--images). The processor turns each into tokens of the language model's sequence (Qwen-VL: resized to multiples of 28 or 32 pixels, 2×2 patches a token; LLaVA: 576 a picture); the vision tower and projector are frozen."
             / "每个样本携带的图像数（--images）。处理器把每张图像变成语言模型序列中的 token（Qwen-VL：缩放到 28 或 32 像素的倍数，每 2×2 个图块一个 token；LLaVA：每张 576 个）；视觉塔和投影层冻结。",
