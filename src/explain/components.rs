@@ -101,6 +101,9 @@ impl Subject<'_> {
         let wb = self.weight_bytes();
         let shard = |stage: u8| self.shard(stage);
         let this_rank = self.this_rank();
+        if let Some(t) = sc.model.traced() {
+            return format!("{}{}", super::traced::params_text(t, lang), shard(3));
+        }
         match (sc.lora, p.is_quantized()) {
             (Some(l), _) => text!(
                 lang,

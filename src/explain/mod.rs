@@ -4,6 +4,7 @@
 //! order they are explained in and the activation categories' one-line help.
 
 mod components;
+mod traced;
 pub(crate) use components::count_in;
 #[cfg(test)]
 mod tests;

@@ -139,3 +139,17 @@ fn formulas_write_counts_and_bytes_apart_from_each_other() {
     assert_eq!(count_in(12_300_000, Lang::ZhCn), "1230 万");
     assert_eq!(count_in(124_400_000, Lang::En), "124.4 × 10⁶");
 }
+
+#[test]
+fn a_traced_models_parameters_are_counted_in_the_dtypes_it_was_traced_in() {
+    let sc = Scenario::new(crate::model::preset::builtin("sd1.5-unet-lora").expect("preset"));
+    let e = crate::estimate::estimate(&sc).expect("estimate");
+    let en = &explain_in(&sc, &e, Lang::En)[0].substituted;
+    // the frozen base in bf16, the adapters in fp32, as the trace has them
+    assert!(
+        en.starts_with("859.5 × 10⁶ frozen params × 2 bytes + 797.2 × 10³ trained params × 4 bytes"),
+        "{en}"
+    );
+    let t = sc.model.traced().expect("traced");
+    assert_eq!(e.parameters, 2 * (t.n_params() - t.n_trainable()) + 4 * t.n_trainable());
+}

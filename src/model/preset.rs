@@ -558,8 +558,10 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
     if name.ends_with(".vstrace.json") {
         let t = crate::trace::read(path)?;
         let stem = name.trim_end_matches(".vstrace.json").to_owned();
-        let mut loaded =
-            Loaded::plain(ModelSpec { name: stem, arch: super::Architecture::Traced(std::sync::Arc::new(t)) }, None);
+        let mut loaded = Loaded::plain(
+            ModelSpec { name: stem, arch: super::Architecture::Traced(std::sync::Arc::new(t)) },
+            None,
+        );
         if let super::Architecture::Traced(t) = &loaded.model.arch {
             loaded.notes.push(t.describe());
             loaded.notes.extend(t.misfits.iter().cloned());

@@ -20,6 +20,7 @@ what the tracer records (no dispatch-mode events, no fitting).
 """
 import argparse
 import importlib.util
+import inspect
 import json
 import math
 import os
@@ -56,9 +57,15 @@ def checkpointed(module):
     """`module`'s forward under non-reentrant activation checkpointing, as diffusers'
     `enable_gradient_checkpointing` and transformers' `GradientCheckpointingLayer` run a block."""
     inner = module.forward
+    sig = inspect.signature(inner)
 
     def forward(*args, **kwargs):
         if torch.is_grad_enabled():
+            # positionally, as diffusers calls its blocks: the checkpoint saves them (and the
+            # saved-tensor hooks count them)
+            bound = sig.bind(*args, **kwargs)
+            if not bound.kwargs:
+                return torch.utils.checkpoint.checkpoint(inner, *bound.args, use_reentrant=False)
             return torch.utils.checkpoint.checkpoint(inner, *args, use_reentrant=False, **kwargs)
         return inner(*args, **kwargs)
 
