@@ -396,3 +396,27 @@ fn a_traced_model_opens_with_a_slider_per_dim_and_says_when_it_extrapolates() {
     assert!(!vramscope::report::validated(&c.scenario));
     assert!(h.query_by_label_contains("sizes extrapolated from the trace").is_some(), "the headline says so");
 }
+
+#[test]
+fn a_traced_preset_checkpoints_its_blocks_from_one_box() {
+    let s = Settings {
+        model: ModelChoice::Preset("sd1.5-unet-lora".into()),
+        batch: 4,
+        image: Some(vramscope::model::pixels::ImageSize { height: 768, width: 768 }),
+        precision: vramscope::units::Precision::Bf16Amp,
+        checkpointing: Checkpointing::None,
+        ..Default::default()
+    };
+    let mut h = app_with(s, Tab::Batch);
+    let peak = |h: &Harness<'static, VramApp>| {
+        let c = h.state().derived.current.as_ref().unwrap().as_ref().expect("an estimate");
+        c.estimate.peak_allocated
+    };
+    let before = peak(&h);
+    // the trace's own blocks, in one box; no attention or LoRA controls for a traced model
+    assert!(h.query_by_label("LoRA adapters").is_none() && h.query_by_label("Attention").is_none());
+    h.get_by_label("Checkpoint the blocks (BasicTransformerBlock, ResnetBlock2D)").click();
+    h.run();
+    assert_eq!(h.state().state.settings.checkpointing, Checkpointing::Full);
+    assert!(peak(&h) * 2 < before, "checkpointing: {} against {before}", peak(&h));
+}
