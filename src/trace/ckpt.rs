@@ -78,11 +78,13 @@ pub(super) fn plan(r: &Recorded, events: &mut [Event]) -> Result<Plan, String> {
             calls.push((m.as_str(), module, ev(start)?, ev(end)?, k));
         }
     }
-    let inner: Vec<_> = calls
-        .iter()
-        .filter(|(m, ..)| !calls.iter().any(|(o, ..)| o.len() > m.len() + 1 && within(o, m)))
-        .copied()
-        .collect();
+    // a block call that holds another is not checkpointed itself: every proper dotted prefix of
+    // a block call's module is an outer one
+    let mut outer = std::collections::HashSet::new();
+    for (m, ..) in &calls {
+        outer.extend(m.match_indices('.').map(|(i, _)| &m[..i]));
+    }
+    let inner: Vec<_> = calls.iter().filter(|(m, ..)| !outer.contains(m)).copied().collect();
     let mut regions: Vec<Call> = Vec::new();
     let mut sorted = inner;
     sorted.sort_by_key(|c| c.2);
@@ -108,8 +110,7 @@ pub(super) fn plan(r: &Recorded, events: &mut [Event]) -> Result<Plan, String> {
     }
     let classes: Vec<&str> = regions
         .iter()
-        .filter_map(|c| r.calls.get(c.4).and_then(|k| r.strings.get(k.1 as usize)))
-        .map(String::as_str)
+        .map(|c| r.calls.get(c.4).and_then(|k| r.strings.get(k.1 as usize)).map_or("", String::as_str))
         .collect();
     Ok(compact(&classes, &regions, &inputs, events, &unpacked))
 }
