@@ -388,6 +388,25 @@ impl Loaded {
     pub fn plain(model: ModelSpec, dtype: Option<String>) -> Self {
         Self { model, notes: Vec::new(), dtype, facts: Vec::new(), header: None }
     }
+
+    /// A traced model (a file or a built-in trace), with what was traced and what does not
+    /// extrapolate as notes.
+    fn traced(model: ModelSpec) -> Self {
+        let mut loaded = Self::plain(model, None);
+        if let Some(t) = loaded.model.traced() {
+            loaded.notes.push(t.describe());
+            loaded.notes.extend(t.misfits.iter().cloned());
+            let unchecked: Vec<&str> =
+                t.dims.iter().filter(|d| d.values.len() == 2).map(|d| d.name.as_str()).collect();
+            if !unchecked.is_empty() {
+                loaded.notes.push(format!(
+                    "traced at two values of {}: the fit is exact there, not checked at a third",
+                    unchecked.join(", ")
+                ));
+            }
+        }
+        loaded
+    }
 }
 
 /// Loads a built-in preset by name or by the Hub id it comes from (`Qwen/Qwen3-8B`).
@@ -419,11 +438,7 @@ pub fn builtin_hf_config(name: &str) -> Option<&'static str> {
 /// Loads `--model`: a preset name or a path.
 pub fn load(spec: &str) -> Result<Loaded, LoadError> {
     if let Some(model) = traced::get(spec.trim()) {
-        let mut loaded = Loaded::plain(model, None);
-        if let Some(t) = loaded.model.traced() {
-            loaded.notes.push(t.describe());
-        }
-        return Ok(loaded);
+        return Ok(Loaded::traced(model));
     }
     if let Some((_, _, model, dtype)) = find_builtin(spec) {
         return Ok(Loaded::plain(model.clone(), dtype.clone()));
@@ -558,23 +573,10 @@ pub fn load_path(path: &Path) -> Result<Loaded, LoadError> {
     if name.ends_with(".vstrace.json") {
         let t = crate::trace::read(path)?;
         let stem = name.trim_end_matches(".vstrace.json").to_owned();
-        let mut loaded = Loaded::plain(
-            ModelSpec { name: stem, arch: super::Architecture::Traced(std::sync::Arc::new(t)) },
-            None,
-        );
-        if let super::Architecture::Traced(t) = &loaded.model.arch {
-            loaded.notes.push(t.describe());
-            loaded.notes.extend(t.misfits.iter().cloned());
-            let unchecked: Vec<&str> =
-                t.dims.iter().filter(|d| d.values.len() == 2).map(|d| d.name.as_str()).collect();
-            if !unchecked.is_empty() {
-                loaded.notes.push(format!(
-                    "traced at two values of {}: the fit is exact there, not checked at a third",
-                    unchecked.join(", ")
-                ));
-            }
-        }
-        return Ok(loaded);
+        return Ok(Loaded::traced(ModelSpec {
+            name: stem,
+            arch: super::Architecture::Traced(std::sync::Arc::new(t)),
+        }));
     }
     if name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json") {
         return safetensors::load_model(path).map_err(LoadError::from);

@@ -474,6 +474,15 @@ def blocks_of(model, names):
     return [n for n in want if n in present]
 
 
+def start_trace(model, x, strings):
+    """A trace of `model` whose first events are its inputs, made before the step."""
+    tr = Trace(model, strings)
+    tr.phase = "input"
+    for t in tensors_of(x):
+        tr.made(t, "input")
+    return tr
+
+
 def train_step(model, x, lossf, tr, amp):
     """The recorded training step; returns which storage became which parameter's gradient."""
     model.train()
@@ -501,10 +510,7 @@ def natural_frees(model, x, lossf, tr, amp, strings):
     """When each storage autograd saved would be freed if nothing saved it: the forward run
     again with every save dropped, its frees placed after the same allocation in `tr`."""
     model.train()
-    sh = Trace(model, strings)
-    sh.phase = "input"
-    for t in tensors_of(x):
-        sh.made(t, "input")
+    sh = start_trace(model, x, strings)
     sh.phase = "train"
     with sh.hooks(), Recorder(sh), torch.autograd.graph.saved_tensors_hooks(lambda t: None, lambda _: None):
         with CudaAutocast.region(amp):
@@ -542,10 +548,7 @@ def trace_point(user, dims, args, strings, shadow):
         buffers = [dict(name=n, shape=list(b.shape), dtype=str(b.dtype).replace("torch.", ""))
                    for n, b in model.named_buffers()]
         lossf = getattr(user, "loss", None) or default_loss
-        tr = Trace(model, strings)
-        tr.phase = "input"
-        for t in tensors_of(x):
-            tr.made(t, "input")
+        tr = start_trace(model, x, strings)
         grads = train_step(model, x, lossf, tr, amp)
         model.eval()
         tr.phase = "infer"

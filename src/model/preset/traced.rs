@@ -1,6 +1,7 @@
 //! Built-in traced models: diffusion networks traced at their published configurations by
 //! `vramscope_trace.py` (the model files are `examples/trace/*.py`), shipped gzipped and parsed
-//! on first use (a trace is megabytes of events; listing the presets reads none of them).
+//! on first use (a trace is megabytes of events: the app's picker and did-you-mean read none of
+//! them; `vramscope presets` parses each to count its parameters).
 
 use super::super::{Architecture, ModelSpec};
 use std::io::Read;
