@@ -51,12 +51,13 @@ fn benches(c: &mut Criterion) {
     c.bench_function("trace load: parse + fit 1,000-op step over 27 points", |b| {
         b.iter(|| TracedModel::parse("synthetic", black_box(&text)))
     });
-    let pick = |d: &str| match d {
-        "batch" => Some(16),
-        _ => Some(512),
-    };
+    // a slider moving: each evaluation at another batch (the last point's sizes are
+    // remembered, so the same point twice would skip them)
+    let mut batch = 16;
     c.bench_function("trace re-evaluate at new sizes (resolve + replay)", |b| {
         b.iter(|| {
+            batch = if batch == 16 { 17 } else { 16 };
+            let pick = |d: &str| if d == "batch" { Some(batch) } else { Some(512) };
             let (_, bytes) = t.resolve_sizes(pick).expect("whole");
             replay::run_with(black_box(&t), &bytes, false)
         })

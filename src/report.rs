@@ -3,6 +3,8 @@
 
 use crate::estimate::{Estimate, Mode, Scenario};
 use crate::gpu::Gpu;
+use crate::i18n::Lang;
+use crate::text;
 use crate::units::{GIB, MIB};
 use serde_json::{Map, Value, json};
 
@@ -171,6 +173,7 @@ fn trace_json(sc: &Scenario, t: &crate::trace::TracedModel) -> Value {
         "not_multilinear": t.misfits,
         "checkpoint_blocks": t.checkpoint.blocks,
         "checkpointed_calls": t.checkpoint.regions.len(),
+        "kept_by_module": crate::estimate::traced_modules(sc),
     })
 }
 
@@ -608,6 +611,7 @@ pub fn to_text(sc: &Scenario, e: &Estimate, fit: Option<&FitInfo>, notes: &[Stri
     let mut s = String::new();
     text_header(&mut s, sc, e);
     text_components(&mut s, e);
+    text_modules(&mut s, sc);
     text_peak(&mut s, e);
     text_overhead(&mut s, sc, e);
     if let Some(f) = fit {
@@ -753,6 +757,31 @@ fn text_components(s: &mut String, e: &Estimate) {
     if e.zero_buckets > 0 {
         // DeepSpeed's gradient-reduction buckets (estimate::deepspeed)
         *s += &format!("  {:<26}{}   (DeepSpeed's reduce buckets)\n", "ZeRO buckets", g(e.zero_buckets));
+    }
+}
+
+/// A traced model's saves by module, the largest five.
+fn text_modules(s: &mut String, sc: &Scenario) {
+    let kept = crate::estimate::traced_modules(sc);
+    if kept.is_empty() {
+        return;
+    }
+    let more =
+        if kept.len() > 5 { format!(" (5 of {}; --json lists all)", kept.len()) } else { String::new() };
+    *s += &format!("  kept by module{more}\n");
+    let labels: Vec<String> = kept.iter().take(5).map(|k| module_label(k, Lang::En)).collect();
+    let w = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0).clamp(22, 60);
+    for (k, label) in kept.iter().zip(&labels) {
+        *s += &format!("    · {label:<w$}{:>10}\n", g(k.bytes));
+    }
+}
+
+/// "up_blocks.3", "transformer_blocks.0-18 (19 blocks)", "(outside any module: inputs, loss)".
+pub fn module_label(k: &crate::trace::modules::ModuleKept, lang: Lang) -> String {
+    match (k.module.as_str(), k.blocks) {
+        ("", _) => lang.pick("(outside any module: inputs, loss)", "（不在任何模块内：输入、损失）").into(),
+        (m, 1) => m.into(),
+        (m, n) => text!(lang, "{m} ({n} blocks)", "{m}（{n} 个块）"),
     }
 }
 

@@ -255,6 +255,20 @@ pub fn block_ops(sc: &Scenario) -> Vec<BlockOps> {
     out
 }
 
+/// What a traced model's training forward keeps at its end by module, at the scenario's dims,
+/// the largest first (empty for any other model, inference, or dims the trace cannot answer).
+pub fn traced_modules(sc: &Scenario) -> Vec<crate::trace::modules::ModuleKept> {
+    let Some(t) = sc.model.traced() else { return Vec::new() };
+    if sc.mode != Mode::Train {
+        return Vec::new();
+    }
+    let ckpt = sc.checkpointing == Checkpointing::Full;
+    match t.resolve_sizes(|d| sc.dim(d)) {
+        Ok((_, bytes)) => crate::trace::modules::kept(t, &bytes, ckpt),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Estimates the per-GPU memory of a validated scenario: for the most loaded rank when the job is
 /// split (tensor ranks are alike; pipeline stages differ, so each kind of stage is evaluated).
 pub fn estimate(sc: &Scenario) -> Result<Estimate, ScenarioError> {

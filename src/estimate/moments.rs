@@ -29,8 +29,8 @@ pub fn moment_in(what: &str, lang: Lang) -> Cow<'_, str> {
         "final norm, LM head and loss" => "最终归一化、LM head 与损失",
         "end of forward (autocast weight cache)" => "前向结束（autocast 权重缓存）",
         // a convolutional network, op by op
-        "forward: the op holding the most (its output and the tensors later ops read)" => {
-            "前向：占用最多的算子（其输出及后续算子要读取的张量）"
+        "the op holding the most (its output and the tensors later ops read)" => {
+            "占用最多的算子（其输出及后续算子要读取的张量）"
         }
         "end of forward" => "前向结束",
         "backward of the op holding the most" => "占用最多的算子的反向",

@@ -340,10 +340,11 @@ impl Subject<'_> {
             // a traced model: what the trace recorded
             _ if let Some(t) = sc.model.traced() => text!(
                 lang,
-                "the traced step ({0}) keeps what autograd saved for backward and the inputs, replayed from {1} recorded events",
-                "追踪的训练步（{0}）保留 autograd 为反向保存的张量和输入，由 {1} 个记录的事件回放得出",
+                "the traced step ({0}) keeps what autograd saved for backward and the inputs, replayed from {1} recorded events{2}",
+                "追踪的训练步（{0}）保留 autograd 为反向保存的张量和输入，由 {1} 个记录的事件回放得出{2}",
                 t.model_file,
-                t.events.len()
+                t.events.len(),
+                super::traced::modules_text(sc, lang)
             ),
             // a convolutional network: its ops, one by one
             _ if let Some(n) = sc.model.net() => text!(

@@ -3,6 +3,7 @@
 
 use super::components::{bytes_in, count_in};
 use crate::i18n::Lang;
+use crate::text;
 use crate::trace::TracedModel;
 
 /// "2.57 × 10⁹ frozen params × 2 bytes + 5.8 × 10⁶ trained × 4 bytes (as traced)".
@@ -29,4 +30,20 @@ pub(super) fn params_text(t: &TracedModel, lang: Lang) -> String {
         })
         .collect();
     format!("{}{}", parts.join(" + "), lang.pick(" (as traced)", "（按追踪时的类型）"))
+}
+
+/// "; most kept by up_blocks.3 2.10 GiB, up_blocks.2 1.31 GiB, down_blocks.0 0.95 GiB" (the
+/// three modules keeping the most; empty when the trace cannot tell).
+pub(super) fn modules_text(sc: &crate::estimate::Scenario, lang: Lang) -> String {
+    let kept = crate::estimate::traced_modules(sc);
+    if kept.is_empty() {
+        return String::new();
+    }
+    let top: Vec<String> = kept
+        .iter()
+        .take(3)
+        .map(|k| format!("{} {}", crate::report::module_label(k, lang), super::g(k.bytes)))
+        .collect();
+    let sep = lang.pick(", ", "、");
+    text!(lang, "; most kept by {}", "；保留最多的模块：{}", top.join(sep))
 }

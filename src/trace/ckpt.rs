@@ -5,7 +5,8 @@
 //! the saves dropped says when) and made again when backward first reads one of the region's
 //! saves, by rerunning the region's forward up to its last such save (PyTorch's
 //! non-reentrant `checkpoint`, early stop on). The region's inputs are held (the checkpoint
-//! keeps them) until its backward has freed its saves.
+//! keeps them) until its backward has freed its saves, whether the forward would free them or
+//! a backward op that saved them.
 
 use super::{Event, Phase};
 use serde::{Deserialize, Serialize};
@@ -20,7 +21,8 @@ pub struct Plan {
     pub regions: Vec<Region>,
     /// `(event, storage)`: a dropped storage is freed after that forward event, in event order.
     pub early: Vec<(u32, u32)>,
-    /// `(event, storage)`: a held input is freed before that backward event, in event order.
+    /// `(event, storage)`: a held input is freed before that backward event, in event order
+    /// (its own free is not replayed).
     pub late: Vec<(u32, u32)>,
 }
 
@@ -188,9 +190,15 @@ fn compact(
         let Some(stop) = stop[k] else { continue };
         renumber[k] = Some(out.len() as u32);
         out.push(Region { module: r.1, start: r.2, end: r.3, stop, trigger: trigger[k] });
-        // an input the forward frees is held to the end of the region's backward
+        // an input freed before the region's backward is done (in the forward, or in backward
+        // once the op that saved it ran) is held to its end: the checkpoint keeps its inputs
         for &s in &inputs[k] {
-            if matches!(freed.get(&s), Some(&(_, Phase::Train))) && done[k] > 0 {
+            let early = match freed.get(&s) {
+                Some(&(_, Phase::Train)) => true,
+                Some(&(f, Phase::Backward)) => f < done[k],
+                _ => false,
+            };
+            if early && done[k] > 0 {
                 let h = held.entry(s).or_insert(0);
                 *h = (*h).max(done[k]);
             }

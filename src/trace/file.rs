@@ -132,6 +132,7 @@ pub(super) fn parse(text: &str) -> Result<TracedModel, String> {
         events,
         misfits,
         checkpoint,
+        derived: super::Derived::default(),
     })
 }
 

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One fitted quantity.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Formula {
     /// The dims it depends on (indices into the trace's dims), at most [`MAX_DEPS`].
     pub deps: Vec<u8>,

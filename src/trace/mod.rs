@@ -9,9 +9,11 @@
 pub mod ckpt;
 pub mod file;
 pub mod fit;
+pub mod modules;
 pub mod replay;
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// The tracer script, as `vramscope trace --emit-script` writes it.
 pub const SCRIPT: &str = include_str!("vramscope_trace.py");
@@ -45,6 +47,84 @@ pub struct TracedModel {
     /// What activation checkpointing of its blocks does (empty: the trace cannot tell).
     #[serde(default)]
     pub checkpoint: ckpt::Plan,
+    /// What is derived from the events to evaluate them fast (not part of the model).
+    #[serde(skip)]
+    pub(crate) derived: Derived,
+}
+
+/// What sizing the events reuses, derived on first use: not part of the model (a clone starts
+/// empty, and any two compare equal).
+#[derive(Default)]
+pub(crate) struct Derived {
+    /// Every event's bytes at the point last resolved: a scenario's validation and its replay
+    /// ask for the same point.
+    memo: std::sync::Mutex<Option<AtPoint>>,
+    /// Each distinct fitted dimension (a trace repeats few shapes many times).
+    shapes: std::sync::OnceLock<Shapes>,
+}
+
+/// A point and every event's bytes there.
+type AtPoint = (Vec<u64>, Arc<[u64]>);
+
+/// The events' tensor dimensions, each distinct formula once.
+struct Shapes {
+    formulas: Vec<fit::Formula>,
+    /// Each made event's dimensions in order, as indices into `formulas`.
+    of: Vec<u32>,
+}
+
+impl Shapes {
+    fn new(events: &[Event]) -> Self {
+        let mut index = std::collections::HashMap::new();
+        let mut formulas = Vec::new();
+        let mut of = Vec::new();
+        for f in events.iter().filter_map(|e| e.made.as_ref()).flat_map(|m| &m.shape) {
+            let k = *index.entry(f).or_insert_with(|| {
+                formulas.push(f.clone());
+                formulas.len() as u32 - 1
+            });
+            of.push(k);
+        }
+        Self { formulas, of }
+    }
+}
+
+impl Derived {
+    /// The sizes at `x`, from the memo or `compute` (remembered when they are whole).
+    fn sizes<E>(&self, x: &[u64], compute: impl FnOnce() -> Result<Vec<u64>, E>) -> Result<Arc<[u64]>, E> {
+        // a poisoned lock only means another thread panicked mid-store: recompute
+        if let Ok(memo) = self.memo.lock()
+            && let Some((at, bytes)) = memo.as_ref()
+            && at == x
+        {
+            return Ok(Arc::clone(bytes));
+        }
+        let bytes: Arc<[u64]> = compute()?.into();
+        if let Ok(mut memo) = self.memo.lock() {
+            *memo = Some((x.to_vec(), Arc::clone(&bytes)));
+        }
+        Ok(bytes)
+    }
+}
+
+impl Clone for Derived {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for Derived {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Derived {}
+
+impl std::fmt::Debug for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Derived")
+    }
 }
 
 /// One named dim.
@@ -128,7 +208,8 @@ pub struct Made {
     /// would be freed were it not saved.
     #[serde(default)]
     pub dropped: Option<(u32, u32)>,
-    /// Under checkpointing: an input of a checkpointed region the forward would free, held
+    /// Under checkpointing: an input of a checkpointed region freed before the region's
+    /// backward is done (by the forward, or by the backward of an op that saved it), held
     /// (`checkpoint` keeps its inputs) until this backward event.
     #[serde(default)]
     pub held: Option<u32>,
@@ -177,11 +258,12 @@ impl TracedModel {
         self.resolve_sizes(pick).map(|(x, _)| x)
     }
 
-    /// [`Self::resolve`], with every event's bytes there ([`sizes`]) for [`replay::run_with`].
+    /// [`Self::resolve`], with every event's bytes there ([`sizes`]) for [`replay::run_with`]
+    /// (the last point's remembered).
     pub fn resolve_sizes(
         &self,
         pick: impl Fn(&str) -> Option<u64>,
-    ) -> Result<(Vec<u64>, Vec<u64>), DimError> {
+    ) -> Result<(Vec<u64>, Arc<[u64]>), DimError> {
         let x: Vec<u64> = self.dims.iter().map(|d| pick(&d.name).unwrap_or_else(|| d.first())).collect();
         for (d, &v) in self.dims.iter().zip(&x) {
             let list = || d.values.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
@@ -206,7 +288,7 @@ impl TracedModel {
                 )));
             }
         }
-        match sizes(self, &x) {
+        match self.derived.sizes(&x, || sizes(self, &x)) {
             Ok(bytes) => Ok((x, bytes)),
             Err(at) => Err(DimError(self.not_whole(&x, at))),
         }
@@ -276,6 +358,13 @@ impl TracedModel {
 /// Each event's bytes at `x` (0 for a free), or the first event whose size is not whole.
 pub fn sizes(m: &TracedModel, x: &[u64]) -> Result<Vec<u64>, usize> {
     let (lo, hi) = corners(m);
+    let shapes = m.derived.shapes.get_or_init(|| Shapes::new(&m.events));
+    let values: Vec<Option<u64>> = shapes
+        .formulas
+        .iter()
+        .map(|f| f.eval(x, &lo, &hi).ok().and_then(|v| u64::try_from(v).ok()))
+        .collect();
+    let mut dims = shapes.of.iter();
     let mut out = Vec::with_capacity(m.events.len());
     for (j, e) in m.events.iter().enumerate() {
         let Some(made) = &e.made else {
@@ -283,8 +372,8 @@ pub fn sizes(m: &TracedModel, x: &[u64]) -> Result<Vec<u64>, usize> {
             continue;
         };
         let mut bytes = u64::from(made.item);
-        for f in &made.shape {
-            let v = f.eval(x, &lo, &hi).ok().and_then(|v| u64::try_from(v).ok()).ok_or(j)?;
+        for _ in 0..made.shape.len() {
+            let v = dims.next().and_then(|&k| values.get(k as usize).copied().flatten()).ok_or(j)?;
             bytes = bytes.checked_mul(v).filter(|&b| b < 1 << 56).ok_or(j)?;
         }
         out.push(bytes);

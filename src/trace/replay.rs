@@ -10,20 +10,45 @@ use crate::engine::ops::net::{Net, NetCtx, NetNode, NetTensor, T};
 use crate::engine::walk::net::{NetBackward, NetRun};
 use crate::units::round_alloc;
 
-/// Where a storage's bytes count when kept: by the op that made it.
-fn cat(m: &TracedModel, made: &super::Made, phase: Phase) -> Cat {
-    let op = m.op_name(made.op);
-    if m.module_name(made.module).contains("lora_") {
-        return Cat::Adapters;
+/// Where a storage's bytes count when kept: by the op that made it, each op's and module's
+/// name read once a run.
+struct Cats<'a> {
+    m: &'a TracedModel,
+    /// By op string.
+    op: Vec<Option<Cat>>,
+    /// By module string: a LoRA adapter's.
+    lora: Vec<Option<bool>>,
+}
+
+impl<'a> Cats<'a> {
+    fn new(m: &'a TracedModel) -> Self {
+        Self { m, op: vec![None; m.strings.len()], lora: vec![None; m.strings.len()] }
     }
-    match op {
-        _ if phase == Phase::Input => {
-            if made.item == 8 {
-                Cat::Embeddings
-            } else {
-                Cat::FeatureMaps
+
+    fn of(&mut self, made: &super::Made, phase: Phase) -> Cat {
+        let m = self.m;
+        let lora = match self.lora.get_mut(made.module as usize) {
+            Some(Some(l)) => *l,
+            Some(slot) => *slot.insert(m.module_name(made.module).contains("lora_")),
+            None => false,
+        };
+        if lora {
+            Cat::Adapters
+        } else if phase == Phase::Input {
+            if made.item == 8 { Cat::Embeddings } else { Cat::FeatureMaps }
+        } else {
+            match self.op.get_mut(made.op as usize) {
+                Some(Some(c)) => *c,
+                Some(slot) => *slot.insert(op_cat(m.op_name(made.op))),
+                None => Cat::Mlp,
             }
         }
+    }
+}
+
+/// Where the bytes an op made count.
+fn op_cat(op: &str) -> Cat {
+    match op {
         "_softmax" | "softmax" => Cat::AttentionScores,
         o if o.contains("attention") || o == "bmm" || o == "baddbmm" => Cat::AttentionIo,
         o if o.starts_with("native_layer_norm")
@@ -57,18 +82,14 @@ pub fn run(m: &TracedModel, x: &[u64], checkpoint: bool) -> (Net, NetRun) {
 /// blocks checkpointed ([`super::ckpt`]).
 pub fn run_with(m: &TracedModel, bytes: &[u64], checkpoint: bool) -> (Net, NetRun) {
     let mut names = vec![None::<&'static str>; m.strings.len()];
-    let n_made = m.events.iter().filter(|e| e.made.is_some()).count();
-    // per storage: its bytes as allocated, and where it was made
-    let mut at = vec![None::<Slot>; n_made];
     let ckpt = checkpoint && m.checkpoint.available();
-    for (e, &b) in m.events.iter().zip(bytes) {
-        if let (Some(made), Some(slot)) = (&e.made, at.get_mut(e.sid as usize)) {
-            // a checkpointed region's own saves are dropped
-            let kept = made.saved && !(ckpt && made.dropped.is_some());
-            *slot = Some((round_alloc(b), e.phase, kept, ckpt && made.held.is_some()));
-        }
-    }
+    let at = slots(m, bytes, ckpt);
+    let n_made = at.len();
     let mut net = Net::new(NetCtx { batch: 1, elem: 2 });
+    // a node per storage made in the step (and per recompute's): reserved once, not regrown
+    let n_train = m.events.iter().filter(|e| e.phase == Phase::Train && e.made.is_some()).count();
+    let n_recomputed = if ckpt { m.checkpoint.early.len() } else { 0 };
+    net.nodes.reserve(n_made + n_recomputed);
     net.tensors.push(NetTensor {
         bytes: 0,
         rg: false,
@@ -77,21 +98,53 @@ pub fn run_with(m: &TracedModel, bytes: &[u64], checkpoint: bool) -> (Net, NetRu
         alias_of: None,
         train_only: false,
     });
-    let held = m
-        .events
-        .iter()
-        .filter(|e| e.phase == Phase::Input)
-        .filter_map(|e| at.get(e.sid as usize)?.map(|a| a.0))
-        .sum();
-    let mut run = NetRun { held, ..NetRun::default() };
+    let mut run = NetRun { held: held(m, &at), ..NetRun::default() };
+    run.forward_kept.reserve(n_train);
+    run.backward.reserve(n_made - n_train + n_recomputed);
     let w = Walk { m, at: &at, ckpt };
-    forward(&w, &mut net, &mut run, &mut names);
+    forward(&w, &mut net, &mut run, &mut names, None);
     backward(&w, &mut net, &mut run, &mut names);
     run.infer_peak = infer(m, &at, run.held);
     if let Some(first) = net.nodes.first_mut() {
         first.buffers = m.buffers.clone();
     }
     (net, run)
+}
+
+/// What the training forward keeps at its end (saves, held inputs, the loss) by the module
+/// that made it: bytes per string of the trace (a module's name), as [`run_with`] replays it.
+pub fn kept_by_module(m: &TracedModel, bytes: &[u64], checkpoint: bool) -> Vec<u64> {
+    let ckpt = checkpoint && m.checkpoint.available();
+    let at = slots(m, bytes, ckpt);
+    let mut net = Net::new(NetCtx { batch: 1, elem: 2 });
+    let mut run = NetRun { held: held(m, &at), ..NetRun::default() };
+    let mut by_module = vec![0; m.strings.len()];
+    let mut names = vec![None::<&'static str>; m.strings.len()];
+    forward(&Walk { m, at: &at, ckpt }, &mut net, &mut run, &mut names, Some(&mut by_module));
+    by_module
+}
+
+/// Per storage: its bytes as allocated, where it was made, whether autograd keeps it (a
+/// checkpointed region's own saves are dropped) and whether a checkpoint holds it.
+fn slots(m: &TracedModel, bytes: &[u64], ckpt: bool) -> Vec<Option<Slot>> {
+    let n_made = m.events.iter().filter(|e| e.made.is_some()).count();
+    let mut at = vec![None::<Slot>; n_made];
+    for (e, &b) in m.events.iter().zip(bytes) {
+        if let (Some(made), Some(slot)) = (&e.made, at.get_mut(e.sid as usize)) {
+            let kept = made.saved && !(ckpt && made.dropped.is_some());
+            *slot = Some((round_alloc(b), e.phase, kept, ckpt && made.held.is_some()));
+        }
+    }
+    at
+}
+
+/// The inputs' bytes, held through the step.
+fn held(m: &TracedModel, at: &At) -> u64 {
+    m.events
+        .iter()
+        .filter(|e| e.phase == Phase::Input)
+        .filter_map(|e| at.get(e.sid as usize)?.map(|a| a.0))
+        .sum()
 }
 
 /// A node for the op that made a storage (its name interned once a run: `names`).
@@ -129,8 +182,15 @@ struct Walk<'a> {
     ckpt: bool,
 }
 
-/// The training forward: its most alive, what each op keeps, and what is alive at its end.
-fn forward(w: &Walk, net: &mut Net, run: &mut NetRun, names: &mut [Option<&'static str>]) {
+/// The training forward: its most alive, what each op keeps, and what is alive at its end
+/// (by module into `by_module` when asked).
+fn forward(
+    w: &Walk,
+    net: &mut Net,
+    run: &mut NetRun,
+    names: &mut [Option<&'static str>],
+    mut by_module: Option<&mut [u64]>,
+) {
     let (m, at) = (w.m, w.at);
     let (mut live, mut kept) = (run.held, run.held);
     let mut alive = vec![false; at.len()];
@@ -176,12 +236,16 @@ fn forward(w: &Walk, net: &mut Net, run: &mut NetRun, names: &mut [Option<&'stat
         }
     }
     // what is alive at the forward's end: the saves, the inputs, the loss
+    let mut cats = Cats::new(m);
     for e in m.events.iter().filter(|e| matches!(e.phase, Phase::Input | Phase::Train)) {
         if let (Some(made), Some(&Some((b, ..)))) = (&e.made, at.get(e.sid as usize))
             && alive[e.sid as usize]
         {
-            run.saved.add(cat(m, made, e.phase), b);
+            run.saved.add(cats.of(made, e.phase), b);
             run.saved_alloc += b;
+            if let Some(k) = by_module.as_deref_mut().and_then(|v| v.get_mut(made.module as usize)) {
+                *k += b;
+            }
         }
     }
 }
@@ -214,7 +278,7 @@ fn backward(w: &Walk, net: &mut Net, run: &mut NetRun, names: &mut [Option<&'sta
             }
         }
         let i = e.sid as usize;
-        let Some(&Some((b, made_in, ..))) = at.get(i) else { continue };
+        let Some(&Some((b, made_in, _, held))) = at.get(i) else { continue };
         match &e.made {
             Some(made) => {
                 let mut n = node(m, made, names);
@@ -229,7 +293,8 @@ fn backward(w: &Walk, net: &mut Net, run: &mut NetRun, names: &mut [Option<&'sta
                 let (acts, buffers) = (state.acts, state.buffers);
                 run.backward.push(NetBackward { node: net.nodes.len() - 1, acts, buffers });
             }
-            None if freed[i] => {}
+            // a held input is freed by the checkpoint (`late`)
+            None if freed[i] || held => {}
             None => {
                 freed[i] = true;
                 if matches!(made_in, Phase::Input | Phase::Train) {

@@ -60,6 +60,12 @@ fn a_traced_model_answers_untraced_sizes_as_pytorch_measures_them() {
         ("sd1.5-unet", "examples/trace/truth-sd15-unet-bf16.json"),
         // its LoRA under autocast, with and without its blocks checkpointed
         ("sd1.5-unet-lora", "examples/trace/truth-sd15-unet-lora-amp.json"),
+        // the other built-in traces (bf16-amp): SD 3.5 Medium's LoRA checkpointed at 1024²
+        // (traced at 512-640²), the SD VAE, torchvision's ResNet-50 and ViT-B/16
+        ("sd3.5-medium-lora", "examples/trace/truth-sd3.5-medium-lora.json"),
+        ("sd-vae", "examples/trace/truth-sd-vae.json"),
+        ("tv-resnet50", "examples/trace/truth-resnet50.json"),
+        ("tv-vit-b16", "examples/trace/truth-vit-b16.json"),
     ] {
         for row in truth(truth_file) {
             let v = estimate_at(trace, &row, false);

@@ -43,7 +43,7 @@ pub(super) fn walk(p: &Parts, n: &NetParts, sink: &mut impl Sink) {
         }
     }
     let (acts, temp) = n.run.forward_most;
-    let what = "forward: the op holding the most (its output and the tensors later ops read)";
+    let what = "the op holding the most (its output and the tensors later ops read)";
     sink.push(ev(fwd, None, what, Pass::Step, true, with(acts, base.gradients, temp)));
     let what = "end of forward";
     sink.push(ev(fwd, None, what, Pass::Step, false, with(n.run.saved_alloc, base.gradients, 0)));
