@@ -415,8 +415,29 @@ fn a_traced_preset_checkpoints_its_blocks_from_one_box() {
     let before = peak(&h);
     // the trace's own blocks, in one box; no attention or LoRA controls for a traced model
     assert!(h.query_by_label("LoRA adapters").is_none() && h.query_by_label("Attention").is_none());
+    // the loss is the trace's: no framework preset (which sets one) and no compiled loss
+    assert!(h.query_by_label("Framework").is_none() && h.query_by_label("compiled loss").is_none());
+    assert!(h.query_by_label("optimizer in backward").is_some());
     h.get_by_label("Checkpoint the blocks (BasicTransformerBlock, ResnetBlock2D)").click();
     h.run();
     assert_eq!(h.state().state.settings.checkpointing, Checkpointing::Full);
     assert!(peak(&h) * 2 < before, "checkpointing: {} against {before}", peak(&h));
+}
+
+#[test]
+fn a_compiled_loss_set_before_a_traced_model_shows_to_be_unset() {
+    let mut s = Settings {
+        model: ModelChoice::Preset("tv-resnet50".into()),
+        precision: vramscope::units::Precision::Bf16Amp,
+        ..Default::default()
+    };
+    s.stack.compiled_loss = true;
+    let mut h = app_with(s, Tab::Batch);
+    // the trace's loss refuses it, and the box that set it is there to clear it
+    assert!(h.state().derived.current.as_ref().unwrap().is_err());
+    h.get_by_label("compiled loss").click();
+    h.run();
+    assert!(!h.state().state.settings.stack.compiled_loss);
+    assert!(h.state().derived.current.as_ref().unwrap().is_ok());
+    assert!(h.query_by_label("compiled loss").is_none());
 }

@@ -35,10 +35,11 @@ pub fn ui(
         return out;
     }
     let train = s.mode == Mode::Train;
+    let traced = s.model_spec().ok().is_some_and(|m| m.traced().is_some());
     precision(ui, &mut s, &mut knob);
     if train {
         optimizer(ui, &mut s, &mut knob);
-        stack(ui, &mut s, &mut knob);
+        stack(ui, &mut s, traced, &mut knob);
     }
     shape(ui, &mut s, &mut knob);
     // a convolutional network has no attention, and neither checkpointing nor LoRA applies; a
@@ -208,10 +209,32 @@ fn optimizer(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
 }
 
 /// The training stack (training): framework, model code and PyTorch release, the loop's
-/// switches and gradient accumulation.
-fn stack(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
+/// switches and gradient accumulation. A traced model's loss is its trace's: the framework
+/// (which sets the loss) and the compiled loss show only while set, to be unset.
+fn stack(ui: &mut egui::Ui, s: &mut Settings, traced: bool, knob: &mut &'static str) {
     let t = tr();
     let before = s.stack;
+    if !traced || s.stack.framework.is_some() || s.stack.loss != crate::estimate::Loss::Hf {
+        framework(ui, s);
+    }
+    ui.checkbox(&mut s.stack.optimizer_in_backward, t.opt_in_bwd).on_hover_text(t.opt_in_bwd_tip);
+    if !traced || s.stack.compiled_loss {
+        ui.checkbox(&mut s.stack.compiled_loss, t.compiled_loss).on_hover_text(t.compiled_loss_tip);
+    }
+    let mut ga = s.stack.grad_accum.max(1);
+    if ui
+        .add(egui::Slider::new(&mut ga, 1..=256).logarithmic(true).text(t.grad_accum))
+        .on_hover_text(t.grad_accum_tip)
+        .changed()
+    {
+        s.stack.grad_accum = ga;
+    }
+    mark(s.stack != before, "stack", knob);
+}
+
+/// The framework preset, and litgpt's model code and PyTorch release.
+fn framework(ui: &mut egui::Ui, s: &mut Settings) {
+    let t = tr();
     let shown = s.stack.framework.map_or(t.framework_none, crate::estimate::Framework::name);
     egui::ComboBox::from_label(t.framework)
         .selected_text(shown)
@@ -268,17 +291,6 @@ fn stack(ui: &mut egui::Ui, s: &mut Settings, knob: &mut &'static str) {
             s.attention = crate::estimate::AttentionImpl::Eager;
         }
     }
-    ui.checkbox(&mut s.stack.optimizer_in_backward, t.opt_in_bwd).on_hover_text(t.opt_in_bwd_tip);
-    ui.checkbox(&mut s.stack.compiled_loss, t.compiled_loss).on_hover_text(t.compiled_loss_tip);
-    let mut ga = s.stack.grad_accum.max(1);
-    if ui
-        .add(egui::Slider::new(&mut ga, 1..=256).logarithmic(true).text(t.grad_accum))
-        .on_hover_text(t.grad_accum_tip)
-        .changed()
-    {
-        s.stack.grad_accum = ga;
-    }
-    mark(s.stack != before, "stack", knob);
 }
 
 /// Micro-batch, sequence and (inference) generated tokens.
