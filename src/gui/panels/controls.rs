@@ -35,16 +35,17 @@ pub fn ui(
         return out;
     }
     let train = s.mode == Mode::Train;
-    let traced = s.model_spec().ok().is_some_and(|m| m.traced().is_some());
+    // the model is chosen above: built once a frame for the controls below
+    let spec = s.model_spec().ok();
     precision(ui, &mut s, &mut knob);
     if train {
+        let traced = spec.as_ref().is_some_and(|m| m.traced().is_some());
         optimizer(ui, &mut s, &mut knob);
         stack(ui, &mut s, traced, &mut knob);
     }
     shape(ui, &mut s, &mut knob);
     // a convolutional network has no attention, and neither checkpointing nor LoRA applies; a
     // traced model's attention and what trains are its trace's, its blocks checkpoint
-    let spec = s.model_spec().ok();
     let conv = spec.as_ref().is_some_and(|m| m.net().is_some());
     match spec.as_ref().and_then(|m| m.traced()) {
         Some(t) if train => super::traced::checkpoint(ui, &mut s, t, &mut knob),
